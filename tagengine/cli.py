@@ -1,0 +1,129 @@
+"""`tagengine` command line: `run(argv) -> int`, so tests call it directly (exit 0 ok, 1 bad input, 2 usage)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import __version__
+from .errors import ProblemsError
+from .ruleset import Ruleset, RulesetError
+from .state import GameState
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+class Usage(Exception):
+    """A usage error: exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise Usage(f"{self.prog}: {message}")
+
+
+def _emit(obj: Any, out: TextIO) -> None:
+    out.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        rs = Ruleset.load(args.ruleset)
+    except RulesetError as e:
+        if args.json:
+            _emit({"file": args.ruleset, "valid": False, "problems": [p.to_json() for p in e.problems],
+                   "warnings": []}, out)
+        else:
+            for p in e.problems:
+                out.write(f"{p}\n")
+            err.write(f"{args.ruleset}: {len(e.problems)} problem(s)\n")
+        return 1
+    if args.json:
+        _emit({"file": args.ruleset, "valid": True, "requires": rs.requires_text, "problems": [],
+               "warnings": [w.to_json() for w in rs.warnings]}, out)
+    else:
+        for w in rs.warnings:
+            out.write(f"{w} (warning)\n")
+        need = f"needs Capability API {rs.requires_text}" if rs.requires else "needs no Capability API version"
+        out.write(f"{args.ruleset}: ok: {rs.name}; {need}\n")
+    return 0
+
+
+def cmd_state_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    rs = Ruleset.load(args.ruleset)
+    state = GameState.new(rs, args.names)
+    if args.output:
+        state.save(args.output)
+    else:
+        out.write(state.dumps())
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .schema import schema
+
+    _emit(schema(args.kind), out)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .demo import demo
+
+    return demo(out, SAMPLES)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="tagengine", description="Apply Game Master tags to game state; build GM prompts.")
+    p.add_argument("--version", action="version", version=f"tagengine {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    c = sub.add_parser("check", help="validate a ruleset file; every problem as `path: code: message`")
+    c.add_argument("ruleset")
+    c.add_argument("--json", action="store_true", help="print the result as JSON")
+    c.set_defaults(func=cmd_check)
+
+    st = sub.add_parser("state", help="state files")
+    st_sub = st.add_subparsers(dest="state_command", required=True, parser_class=_Parser)
+    new = st_sub.add_parser("new", help="a new state: characters at their start values")
+    new.add_argument("ruleset")
+    new.add_argument("names", nargs="+", metavar="NAME")
+    new.add_argument("-o", "--output", help="write the state here instead of stdout")
+    new.set_defaults(func=cmd_state_new)
+
+    sc = sub.add_parser("schema", help="JSON Schema of the file formats")
+    sc.add_argument("kind", choices=["ruleset", "state"])
+    sc.set_defaults(func=cmd_schema)
+
+    d = sub.add_parser("demo", help="the bundled walkthrough")
+    d.set_defaults(func=cmd_demo)
+    return p
+
+
+def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        args = parser().parse_args(list(argv) if argv is not None else None)
+    except Usage as e:
+        err.write(f"{e}\n")
+        return 2
+    except SystemExit as e:  # --help and --version
+        return int(e.code or 0)
+    func: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.func
+    try:
+        return func(args, out, err)
+    except ProblemsError as e:
+        for p in e.problems:
+            err.write(f"{e.source or 'input'}: {p}\n")
+        return 1
+    except OSError as e:
+        err.write(f"tagengine: {e.filename or ''}: {e.strerror}\n")
+        return 1
+
+
+def main() -> None:
+    sys.exit(run())

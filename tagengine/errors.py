@@ -1,0 +1,59 @@
+"""Errors as data: every problem carries a JSON path, a kebab-case code, a message and the value."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with an input file, named precisely enough to fix without a debugger."""
+
+    path: str
+    code: str
+    message: str
+    value: Any = None
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.code}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ProblemsError(Exception):
+    """Raised with every problem found in one input, not just the first."""
+
+    kind = "input"
+
+    def __init__(self, problems: Iterable[Problem], source: str | None = None) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        self.source = source
+        head = f"{source}: " if source else ""
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{head}{len(self.problems)} problem(s) in the {self.kind}\n{lines}")
+
+
+class RulesetError(ProblemsError):
+    """A ruleset file that cannot be imported (DEC-24)."""
+
+    kind = "ruleset"
+
+
+class StateError(ProblemsError):
+    """A file that is not a tagengine state (DEC-27)."""
+
+    kind = "state"
+
+
+def join_path(base: str, *parts: str | int) -> str:
+    """Build `a.b[0].c` paths; `$` is the document root."""
+    out = "" if base == "$" else base
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out = f"{out}.{part}" if out else str(part)
+    return out or "$"

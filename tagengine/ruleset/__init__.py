@@ -1,0 +1,55 @@
+"""A validated ruleset: the pydantic model of the file plus lookups, warnings and the version it needs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import Problem, RulesetError
+from . import capability
+from .index import SheetIndex
+from .load import load_path, validate
+from .top import RulesetFile
+
+__all__ = ["Ruleset", "RulesetError", "RulesetFile"]
+
+
+@dataclass(frozen=True, eq=False)
+class Ruleset:
+    """What the engine reads. Build it with `Ruleset.load`, `from_json` or `from_dict`."""
+
+    file: RulesetFile
+    sheet: SheetIndex
+    party: SheetIndex | None
+    warnings: tuple[Problem, ...]
+    requires: capability.Version | None
+    source: str = "<ruleset>"
+
+    @classmethod
+    def _build(cls, model: RulesetFile, ctx: Any, source: str) -> Ruleset:
+        return cls(model, ctx.sheet, ctx.party, tuple(ctx.warnings), capability.required(ctx), source)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Ruleset:
+        model, ctx = load_path(path)
+        return cls._build(model, ctx, str(path))
+
+    @classmethod
+    def from_json(cls, text: str | bytes, source: str = "<ruleset>") -> Ruleset:
+        model, ctx = validate(text, source)
+        return cls._build(model, ctx, source)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "<ruleset>") -> Ruleset:
+        return cls.from_json(json.dumps(data), source)
+
+    @property
+    def requires_text(self) -> str | None:
+        return capability.fmt(self.requires) if self.requires else None
+
+    @property
+    def name(self) -> str:
+        m = self.file.manifest
+        return (m.name if m and m.name else None) or Path(self.source).stem

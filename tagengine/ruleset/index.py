@@ -1,0 +1,59 @@
+"""Lookups by id over one sheet (character or party), built once per ruleset."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from .live import LiveState, Pool, Track
+from .sheet import Ability, Derived, FieldDef, ListDef, Skill
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ById(Generic[T]):
+    """An ordered collection with its position and first item per id."""
+
+    items: tuple[T, ...]
+    by_id: dict[str, T] = field(default_factory=dict)
+    pos: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, items: list[T] | tuple[T, ...]) -> ById[T]:
+        by_id: dict[str, T] = {}
+        pos: dict[str, int] = {}
+        for i, item in enumerate(items):
+            key = item.id  # type: ignore[attr-defined]
+            if key not in by_id:
+                by_id[key] = item
+                pos[key] = i
+        return cls(tuple(items), by_id, pos)
+
+    def get(self, key: str) -> T | None:
+        return self.by_id.get(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.by_id
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@dataclass(frozen=True)
+class SheetIndex:
+    """Everything a value reference or a command can name on one sheet."""
+
+    fields: ById[FieldDef]
+    derived: ById[Derived]
+    lists: ById[ListDef]
+    abilities: ById[Ability]
+    skills: ById[Skill]
+    saves: ById[Skill]
+    pools: ById[Pool]
+    tracks: ById[Track]
+    states: ById[LiveState]
+    party: bool = False

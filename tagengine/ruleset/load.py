@@ -1,0 +1,144 @@
+"""Reading a ruleset file: JSON, then the pydantic shape, then every import check, all problems at once."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import Problem, RulesetError
+from . import capability
+from .checks import combat, derived, fields, gm, ids, party, refs, resolution, rests, states, tracks
+from .checks.context import Ctx
+from .index import ById, SheetIndex
+from .top import RulesetFile
+
+CHECKS = (ids, refs, fields, derived, tracks, states, rests, resolution, gm, party, combat)
+MAX_BYTES = 4 * 1024 * 1024
+
+_CODES = {
+    "extra_forbidden": "unknown-key",
+    "missing": "missing-key",
+    "literal_error": "not-allowed",
+    "enum": "not-allowed",
+    "greater_than_equal": "out-of-range",
+    "less_than_equal": "out-of-range",
+    "greater_than": "out-of-range",
+    "less_than": "out-of-range",
+    "too_short": "bad-length",
+    "too_long": "bad-length",
+    "string_too_short": "bad-length",
+    "string_too_long": "bad-length",
+}
+_CODE_PREFIX = re.compile(r"^(?:Value error, )?([a-z]+(?:-[a-z]+)+): ")
+
+
+def read_json(text: str | bytes, source: str) -> Any:
+    """Parse JSON, turning every failure (syntax, depth, encoding) into a RulesetError."""
+    if len(text) > MAX_BYTES:
+        raise RulesetError([Problem("$", "too-large", f"the file is {len(text)} bytes; a ruleset is at most "
+                                    f"{MAX_BYTES} bytes", len(text))], source)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RulesetError([Problem("$", "not-json", f"{e.msg} at line {e.lineno} column {e.colno}",
+                                    e.doc[max(0, e.pos - 20):e.pos + 20])], source) from None
+    except (RecursionError, UnicodeDecodeError, ValueError) as e:
+        raise RulesetError([Problem("$", "not-json", f"unreadable JSON: {type(e).__name__}", None)], source) from None
+
+
+def _real_path(raw: Any, loc: tuple[Any, ...], err_type: str) -> str:
+    """A JSON path for a pydantic location, skipping union-branch names that are not keys of the input."""
+    out: list[str | int] = []
+    node = raw
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        in_dict = isinstance(node, dict) and isinstance(part, str) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if in_dict or in_list:
+            out.append(part)
+            node = node[part]
+        elif last and err_type == "missing" and isinstance(part, str):
+            out.append(part)
+    path = ""
+    for part in out:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else part)
+    return path or "$"
+
+
+def shape_problems(raw: Any, err: ValidationError) -> list[Problem]:
+    """pydantic errors as problems; a union's several branch failures at one path become one problem."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for e in err.errors(include_url=False):
+        path = _real_path(raw, tuple(e["loc"]), e["type"])
+        msg = str(e["msg"])
+        m = _CODE_PREFIX.match(msg)
+        code = m.group(1) if m else _CODES.get(e["type"], "wrong-type" if e["type"] != "value_error" else "invalid")
+        if m:
+            msg = msg[m.end():]
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        if e["type"] == "extra_forbidden":
+            msg = f"unknown key {str(e['loc'][-1])!r}"
+        grouped.setdefault((path, code), []).append({"msg": msg, "input": e.get("input")})
+    problems = []
+    for (path, code), errs in grouped.items():
+        msgs = list(dict.fromkeys(x["msg"] for x in errs))
+        message = msgs[0] if len(msgs) == 1 else "expected one of the accepted forms: " + "; or ".join(msgs[:4])
+        value = errs[0]["input"]
+        if isinstance(value, dict | list):
+            value = json.dumps(value)[:80]
+        problems.append(Problem(path, code, message, value))
+    return problems
+
+
+def index_of(model: RulesetFile) -> tuple[SheetIndex, SheetIndex | None]:
+    s = model.sheet
+    sheet = SheetIndex(
+        fields=ById.of(s.fields), derived=ById.of(s.derived), lists=ById.of(s.lists),
+        abilities=ById.of(s.abilities), skills=ById.of(s.skills), saves=ById.of(s.saves),
+        pools=ById.of(s.live.pools), tracks=ById.of(s.live.tracks), states=ById.of(s.live.states),
+    )
+    party = None
+    if model.party is not None:
+        p = model.party
+        party = SheetIndex(
+            fields=ById.of(p.fields), derived=ById.of([]), lists=ById.of(p.lists), abilities=ById.of([]),
+            skills=ById.of([]), saves=ById.of([]), pools=ById.of(p.pools), tracks=ById.of([]),
+            states=ById.of([]), party=True,
+        )
+    return sheet, party
+
+
+def validate(text: str | bytes, source: str = "<ruleset>") -> tuple[RulesetFile, Ctx]:
+    """The validated file and the check context (with warnings); RulesetError lists every problem."""
+    raw = read_json(text, source)
+    if not isinstance(raw, dict):
+        raise RulesetError([Problem("$", "not-object", f"a ruleset is a JSON object, not {type(raw).__name__}",
+                                    json.dumps(raw)[:80])], source)
+    try:
+        model = RulesetFile.model_validate_json(text if isinstance(text, str) else text.decode("utf-8"), strict=True)
+    except ValidationError as e:
+        raise RulesetError(shape_problems(raw, e), source) from None
+    except (RecursionError, ValueError) as e:
+        raise RulesetError([Problem("$", "not-json", f"unreadable ruleset: {type(e).__name__}", None)],
+                           source) from None
+    sheet, party_idx = index_of(model)
+    ctx = Ctx(model, sheet, party_idx)
+    for check in (*CHECKS, capability):
+        check.check(ctx)
+    if ctx.problems:
+        raise RulesetError(ctx.problems, source)
+    return model, ctx
+
+
+def load_path(path: str | Path) -> tuple[RulesetFile, Ctx]:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise RulesetError([Problem("$", "unreadable", f"cannot read {p}: {e.strerror}", str(p))], str(p)) from None
+    return validate(data, str(p))

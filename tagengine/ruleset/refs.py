@@ -1,0 +1,72 @@
+"""Value references (REF-1): an object with exactly one key naming where a number comes from."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import model_validator
+
+from .base import Id, Model
+
+REF_KEYS = (
+    "const", "field", "derived", "abilityScore", "abilityMod", "abilityModFromField",
+    "skillMod", "saveMod", "listSum", "livePool", "liveTrack", "itemStat", "liveState",
+)
+LIVE_KEYS = frozenset({"livePool", "liveTrack", "liveState", "itemStat"})
+
+
+class ListSum(Model):
+    list: Id
+    column: Id
+    onlyWhen: Id | None = None
+
+
+class ValueRef(Model):
+    """`{"derived": "grit_max"}`; `liveTrack` may carry `read` beside it (REF-9).
+
+    `liveState` is accepted here only so `enumTable.from` can share the type; the import checks
+    refuse it anywhere else (REF-1 note, ENUM-2).
+    """
+
+    const: int | None = None
+    field: Id | None = None
+    derived: Id | None = None
+    abilityScore: Id | None = None
+    abilityMod: Id | None = None
+    abilityModFromField: Id | None = None
+    skillMod: Id | None = None
+    saveMod: Id | None = None
+    listSum: ListSum | None = None
+    livePool: Id | None = None
+    liveTrack: Id | None = None
+    read: Literal["value", "filled", "remaining", "penalty"] | None = None
+    itemStat: Any = None
+    liveState: Id | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ValueRef:
+        keys = [k for k in REF_KEYS if k in self.model_fields_set]
+        if len(keys) != 1:
+            raise ValueError(
+                f"a value reference has exactly one of {', '.join(REF_KEYS[:-1])}; got {keys or 'none'}"
+            )
+        if self.read is not None and keys[0] != "liveTrack":
+            raise ValueError("`read` goes only with `liveTrack`")
+        return self
+
+    @property
+    def key(self) -> str:
+        for k in REF_KEYS:
+            if k in self.model_fields_set:
+                return k
+        raise AssertionError("validated ValueRef has a key")
+
+    @property
+    def target(self) -> Any:
+        return getattr(self, self.key)
+
+    def describe(self) -> str:
+        target = self.target
+        if isinstance(target, ListSum):
+            target = f"{target.list}.{target.column}"
+        return f"{self.key} {target!r}"

@@ -1,0 +1,28 @@
+"""Text rules shared by rulesets, tags and state: prompt-safe lines (DEC-25) and name matching (DEC-8)."""
+
+from __future__ import annotations
+
+import re
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SPACES = re.compile(r"\s+")
+
+
+def prompt_unsafe(text: str, *, label: bool = False) -> str | None:
+    """Say why `text` may not go into a prompt or tag, or None when it may (DEC-25, GMREF-7, STATE-4/5)."""
+    if "\n" in text or "\r" in text:
+        return "must be a single line"
+    if _CONTROL.search(text):
+        return "must not contain control characters"
+    if "[" in text or "]" in text:
+        return "must not contain square brackets"
+    if "{{" in text or "}}" in text:
+        return "must not contain macro braces {{ or }}"
+    if label and '"' in text:
+        return "must not contain double quotes"
+    return None
+
+
+def normalise(name: str) -> str:
+    """Case-insensitive name key: trimmed, inner white space collapsed (DEC-8)."""
+    return _SPACES.sub(" ", name.strip()).casefold()

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tagengine.errors import RulesetError
+from tagengine.ruleset import Ruleset
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def load_sample(name: str) -> Ruleset:
+    return Ruleset.load(SAMPLES / "rulesets" / f"{name}.json")
+
+
+def sample_dict(name: str) -> dict[str, Any]:
+    return json.loads((SAMPLES / "rulesets" / f"{name}.json").read_text())
+
+
+def problems(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(path, code) of every import problem; [] when the ruleset imports."""
+    try:
+        Ruleset.from_dict(data)
+    except RulesetError as e:
+        return [(p.path, p.code) for p in e.problems]
+    return []
+
+
+def codes(data: dict[str, Any]) -> set[str]:
+    return {c for _, c in problems(data)}
+
+
+def edit(data: dict[str, Any], fn: Any) -> dict[str, Any]:
+    d = copy.deepcopy(data)
+    fn(d)
+    return d
+
+
+@pytest.fixture
+def gravewatch() -> dict[str, Any]:
+    return sample_dict("gravewatch")
+
+
+@pytest.fixture
+def ember() -> dict[str, Any]:
+    return sample_dict("ember-roads")
+
+
+@pytest.fixture
+def fifth() -> dict[str, Any]:
+    return sample_dict("fifth-like")
+
+
+@pytest.fixture
+def blades() -> dict[str, Any]:
+    return sample_dict("blades-like")
