@@ -78,8 +78,8 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tagengine", description="Apply Game Master tags to game state; build GM prompts.")
-    p.add_argument("--version", action="version", version=f"tagengine {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
     c = sub.add_parser("check", help="validate a ruleset file; every problem as `path: code: message`")
     c.add_argument("ruleset")
@@ -113,6 +113,12 @@ def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextI
         return 2
     except SystemExit as e:  # --help and --version
         return int(e.code or 0)
+    if args.version:
+        out.write(f"tagengine {__version__}\n")
+        return 0
+    if args.command is None:
+        err.write("tagengine: a command is required (see tagengine --help)\n")
+        return 2
     func: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.func
     try:
         return func(args, out, err)

@@ -1,0 +1,103 @@
+"""The command line (DESIGN.md section 3): exit 0 ok, 1 bad input, 2 usage; no tracebacks for any file."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES
+from tagengine.cli import run
+
+
+def call(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_check_ok_prints_lowest_version():
+    code, out, _ = call("check", str(SAMPLES / "rulesets" / "gravewatch.json"))
+    assert code == 0 and "needs Capability API 1.145" in out
+
+
+def test_check_json(tmp_path: Path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"sheet": {"live": {"pools": [{"id": "x", "label": "X", "max": {"const": 1}, "start": "half"}]}}}')
+    code, out, _ = call("check", str(bad), "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["valid"] is False
+    assert doc["problems"] == [{"path": "sheet.live.pools[0].start", "code": "not-allowed",
+                                "message": "Input should be 'full' or 'empty'", "value": "half"}]
+
+
+def test_check_one_line_per_problem(tmp_path: Path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"sheet": {"colour": 1}, "clocks": {"max": 40}}')
+    code, out, _ = call("check", str(bad))
+    assert code == 1
+    assert out.splitlines() == ["sheet.colour: unknown-key: unknown key 'colour'"]
+
+
+JUNK = {
+    "empty": b"",
+    "not-json": b"hello",
+    "array": b"[1, 2]",
+    "string": b'"sheet"',
+    "wrong-types": b'{"sheet": {"abilities": "many", "live": 3}, "gmReference": 7}',
+    "binary": bytes(range(256)),
+    "deep": b"[" * 100_000 + b"]" * 100_000,
+    "deep-object": b'{"sheet": ' + b'{"a": ' * 5000 + b"1" + b"}" * 5001,
+    "huge": b'{"gmReference": "' + b"x" * (10 * 1024 * 1024) + b'", "sheet": {}}',
+    "nul": b'{"sheet": {}, "gmReference": "a\\u0000b"}',
+}
+
+
+@pytest.mark.parametrize("name", sorted(JUNK))
+def test_no_input_file_makes_check_print_a_traceback(tmp_path: Path, name: str):
+    f = tmp_path / f"{name}.json"
+    f.write_bytes(JUNK[name])
+    code, out, err = call("check", str(f))
+    assert code == 1
+    assert "Traceback" not in out + err
+    lines = out.splitlines()
+    assert lines and all(": " in line for line in lines)
+
+
+def test_missing_file_is_exit_1():
+    code, out, err = call("check", "/nonexistent/rules.json")
+    assert code == 1 and "unreadable" in out
+
+
+def test_usage_errors_exit_2():
+    assert call()[0] == 2
+    assert call("check")[0] == 2
+    assert call("frobnicate")[0] == 2
+    assert call("schema", "party")[0] == 2
+
+
+def test_version():
+    code, out, _ = call("--version")
+    assert code == 0 and out.startswith("tagengine ")
+
+
+def test_state_new_and_reserved_name(tmp_path: Path):
+    rs = str(SAMPLES / "rulesets" / "blades-like.json")
+    code, out, _ = call("state", "new", rs, "Cutter", "Lurk")
+    assert code == 0 and list(json.loads(out)["gameCharacterCards"]) == ["Cutter", "Lurk"]
+    code, _, err = call("state", "new", rs, "$party")
+    assert code == 1 and "reserved-name" in err
+
+
+@pytest.mark.parametrize("kind", ["ruleset", "state"])
+def test_schema(kind: str):
+    code, out, _ = call("schema", kind)
+    doc = json.loads(out)
+    assert code == 0 and doc["type"] == "object" and doc["properties"]
+
+
+def test_demo_runs_on_the_samples():
+    code, out, _ = call("demo")
+    assert code == 0 and "gravewatch.json: ok" in out

@@ -1,0 +1,48 @@
+"""The wheel carries grammars/ and prompts/ and works from outside the checkout (non-editable install)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SAMPLES
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "-w", str(out), str(ROOT)], check=True)
+    (whl,) = out.glob("tagengine-*.whl")
+    return whl
+
+
+def test_wheel_carries_grammars_and_prompts(wheel: Path):
+    names = zipfile.ZipFile(wheel).namelist()
+    for folder in ("grammars", "prompts"):
+        shipped = {n for n in names if n.startswith(f"tagengine/{folder}/")}
+        source = {f"tagengine/{folder}/{p.name}" for p in (ROOT / folder).iterdir() if p.is_file()}
+        assert source and source <= shipped, folder
+
+
+def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path):
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(wheel)], check=True, cwd=tmp_path)
+    exe = env_dir / "bin" / "tagengine"
+    sample = tmp_path / "gravewatch.json"
+    shutil.copy(SAMPLES / "rulesets" / "gravewatch.json", sample)
+    v = subprocess.run([str(exe), "--version"], capture_output=True, text=True, cwd=tmp_path)
+    assert v.returncode == 0 and v.stdout.strip() == "tagengine 0.1.0"
+    c = subprocess.run([str(exe), "check", str(sample)], capture_output=True, text=True, cwd=tmp_path)
+    assert c.returncode == 0 and "ok: Gravewatch" in c.stdout
+    where = subprocess.run([str(py), "-c", "import tagengine.resources as r; print(r.resource_dir('grammars'))"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert str(env_dir) in where.stdout  # found inside the installed package, not the checkout
