@@ -67,7 +67,7 @@ def test_no_input_file_makes_check_print_a_traceback(tmp_path: Path, name: str):
 
 
 def test_missing_file_is_exit_1():
-    code, out, err = call("check", "/nonexistent/rules.json")
+    code, out, _ = call("check", "/nonexistent/rules.json")
     assert code == 1 and "unreadable" in out
 
 
