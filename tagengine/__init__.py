@@ -13,4 +13,7 @@ from .errors import Problem, RulesetError, StateError
 from .ruleset import Ruleset
 from .state import Clock, GameState
 
-__all__ = ["Clock", "GameState", "Problem", "Ruleset", "RulesetError", "StateError", "__version__"]
+__all__ = [
+    "Applied", "Clock", "GameState", "Problem", "Receipt", "Ruleset", "RulesetError", "StateError", "__version__",
+    "apply_reply", "narration",
+]

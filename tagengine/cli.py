@@ -63,6 +63,45 @@ def cmd_state_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def read_reply(spec: str, stdin: TextIO | None = None) -> str:
+    """A reply from a file or `-` (stdin); bytes that are not UTF-8 pass through untouched."""
+    if spec == "-":
+        stream = stdin or sys.stdin
+        buf = getattr(stream, "buffer", None)
+        return buf.read().decode("utf-8", "surrogateescape") if buf is not None else stream.read()
+    return Path(spec).read_bytes().decode("utf-8", "surrogateescape")
+
+
+def load_pair(args: argparse.Namespace, err: TextIO) -> tuple[Ruleset, GameState]:
+    rs = Ruleset.load(args.ruleset)
+    state = GameState.load(rs, args.state)
+    for w in state.warnings:
+        err.write(f"{args.state}: {w} (warning)\n")
+    return rs, state
+
+
+def cmd_apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .commands import apply_reply
+
+    rs, state = load_pair(args, err)
+    applied = apply_reply(rs, state, read_reply(args.reply))
+    if args.state_out:
+        applied.state.save(args.state_out)
+    if args.json:
+        _emit({"text": applied.text, "state": applied.state.to_json(),
+               "receipts": [r.to_json() for r in applied.receipts]}, out)
+    else:
+        out.write(applied.text)
+    return 0
+
+
+def cmd_narrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .tags import narration
+
+    out.write(narration(read_reply(args.reply)))
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .schema import schema
 
@@ -93,6 +132,18 @@ def parser() -> argparse.ArgumentParser:
     new.add_argument("names", nargs="+", metavar="NAME")
     new.add_argument("-o", "--output", help="write the state here instead of stdout")
     new.set_defaults(func=cmd_state_new)
+
+    a = sub.add_parser("apply", help="apply the tags of a reply; print the rewritten reply")
+    a.add_argument("ruleset")
+    a.add_argument("state")
+    a.add_argument("reply", nargs="?", default="-", help="a reply file, or - for stdin (the default)")
+    a.add_argument("--state-out", metavar="FILE", help="write the new state here")
+    a.add_argument("--json", action="store_true", help='print {"text", "state", "receipts"}')
+    a.set_defaults(func=cmd_apply)
+
+    n = sub.add_parser("narrate", help="print a reply with every tag hidden")
+    n.add_argument("reply", nargs="?", default="-", help="a reply file, or - for stdin (the default)")
+    n.set_defaults(func=cmd_narrate)
 
     sc = sub.add_parser("schema", help="JSON Schema of the file formats")
     sc.add_argument("kind", choices=["ruleset", "state"])
@@ -132,4 +183,8 @@ def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextI
 
 
 def main() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="surrogateescape")
     sys.exit(run())

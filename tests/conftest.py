@@ -60,3 +60,12 @@ def fifth() -> dict[str, Any]:
 @pytest.fixture
 def blades() -> dict[str, Any]:
     return sample_dict("blades-like")
+
+
+@pytest.fixture(scope="session")
+def real_replies() -> list[str]:
+    """Real model replies without tags (../shared/corpus); processing must change nothing."""
+    path = ROOT.parent / "shared" / "corpus" / "real-replies-mit.jsonl"
+    if not path.exists():
+        pytest.skip("../shared is not beside this checkout")
+    return [json.loads(line)["content"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -101,3 +101,40 @@ def test_schema(kind: str):
 def test_demo_runs_on_the_samples():
     code, out, _ = call("demo")
     assert code == 0 and "gravewatch.json: ok" in out
+
+
+def test_apply_and_narrate(tmp_path: Path):
+    rs = str(SAMPLES / "rulesets" / "blades-like.json")
+    state = tmp_path / "state.json"
+    assert call("state", "new", rs, "Cutter", "-o", str(state))[0] == 0
+    reply = tmp_path / "reply.md"
+    reply.write_text('The bells ring.\n[clock: name="Alarm raised" size="6"]\nRun!')
+    code, out, _ = call("apply", rs, str(state), str(reply), "--state-out", str(tmp_path / "next.json"))
+    assert code == 0 and out == 'The bells ring.\n[clock: name="Alarm raised" size="6" result="ok" now="0/6"]\nRun!'
+    assert json.loads((tmp_path / "next.json").read_text())["rulesetClocks"] == [
+        {"name": "Alarm raised", "size": 6, "filled": 0}]
+    code, out, _ = call("apply", rs, str(state), str(reply), "--json")
+    doc = json.loads(out)
+    assert set(doc) == {"text", "state", "receipts"}
+    (r,) = doc["receipts"]
+    assert doc["text"][r["span"][0]:r["span"][1]].startswith("[clock: ")
+    assert r == {"span": r["span"], "tag": "clock", "attrs": {"name": "Alarm raised", "size": "6"},
+                 "result": "ok", "now": "0/6"}
+    code, out, _ = call("narrate", str(reply))
+    assert code == 0 and out == "The bells ring.\nRun!"
+
+
+def test_apply_bad_state_is_exit_1(tmp_path: Path):
+    rs = str(SAMPLES / "rulesets" / "blades-like.json")
+    bad = tmp_path / "state.json"
+    bad.write_text("[]")
+    code, _, err = call("apply", rs, str(bad), str(bad))
+    assert code == 1 and "not-state" in err
+
+
+def test_apply_keeps_bytes_that_are_not_utf8(tmp_path: Path):
+    reply = tmp_path / "reply.md"
+    reply.write_bytes(b"caf\xe9 [OOC: x]")
+    out = io.StringIO()
+    assert run(["narrate", str(reply)], out, io.StringIO()) == 0
+    assert out.getvalue().encode("utf-8", "surrogateescape") == b"caf\xe9 [OOC: x]"

@@ -23,5 +23,8 @@ def test_bench_ruleset_imports() -> None:
     from conftest import ROOT
     from tagengine.ruleset import Ruleset
 
-    rs = Ruleset.load(ROOT.parent / "shared" / "bench" / "bench_ruleset.json")
+    path = ROOT.parent / "shared" / "bench" / "bench_ruleset.json"
+    if not path.exists():
+        pytest.skip("../shared is not beside this checkout")
+    rs = Ruleset.load(path)
     assert rs.requires_text == "1.145"

@@ -1,0 +1,101 @@
+"""Progress clocks (spec section 16, CLOCK-1..27): create, tick, clear."""
+
+from __future__ import annotations
+
+from ..ruleset import Ruleset
+from ..state import Clock, GameState
+from ..tags import Tag
+from ..text import normalise, prompt_unsafe
+from .numbers import parse_int
+from .registry import family
+from .result import Outcome, Result, ok, refuse, refused
+
+ACTIONS = ("size", "tick", "clear")
+ATTRIBUTES = frozenset({"name", *ACTIONS})
+
+
+def op_of(rs: Ruleset, tag: Tag) -> str | Result:
+    """The one action a clock tag asks for (CLOCK-17), after the checks every clock tag shares."""
+    if rs.file.clocks is None:
+        return refused("clocks-disabled")  # CLOCK-2
+    if any(k not in ATTRIBUTES for k in tag.keys):
+        return refused("unknown-attribute")
+    if tag.get("name") is None:
+        return refused("missing-attribute")
+    actions = [k for k in tag.keys if k in ACTIONS]
+    if len(actions) != 1:
+        return refused("one-action")
+    return actions[0]
+
+
+CLOCKS = family("clock", op_of)
+
+
+def bad_name(name: str) -> bool:
+    """CLOCK-16: one line of 1 to 100 characters, no double quotes, brackets, control characters or {{ }}."""
+    return not 1 <= len(name) <= 100 or prompt_unsafe(name, label=True) is not None
+
+
+def find(state: GameState, name: str) -> int | None:
+    key = normalise(name)
+    for i, c in enumerate(state.clocks):
+        if normalise(c.name) == key:
+            return i
+    return None
+
+
+def fill(c: Clock) -> str:
+    return f"{c.filled}/{c.size}"
+
+
+@CLOCKS.op("size")
+def create(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
+    """CLOCK-10, CLOCK-11: an empty clock of an allowed size, a new name, under `max`."""
+    cfg = rs.file.clocks
+    assert cfg is not None
+    name = (tag.get("name") or "").strip()
+    if bad_name(name):
+        return refuse(state, "bad-name")
+    size = parse_int(tag.get("size"))
+    if size is None:
+        return refuse(state, "invalid-amount")
+    if size not in cfg.sizes:
+        return refuse(state, "bad-size")
+    if find(state, name) is not None:
+        return refuse(state, "clock-exists")
+    if len(state.clocks) >= cfg.max:  # complete clocks count until cleared (CLOCK-13)
+        return refuse(state, "clock-limit")
+    clock = Clock(name, size, 0)
+    return Outcome(ok(fill(clock)), state.with_clocks((*state.clocks, clock)))
+
+
+@CLOCKS.op("tick")
+def tick(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
+    """CLOCK-12..14: add (or with a negative tick remove) segments, clamped to 0..size."""
+    name = (tag.get("name") or "").strip()
+    if bad_name(name):
+        return refuse(state, "bad-name")
+    by = parse_int(tag.get("tick"))
+    if by is None:
+        return refuse(state, "invalid-amount")
+    i = find(state, name)
+    if i is None:
+        return refuse(state, "unknown-clock")
+    c = state.clocks[i]
+    new = Clock(c.name, c.size, max(0, min(c.size, c.filled + by)))
+    clocks = (*state.clocks[:i], new, *state.clocks[i + 1:])
+    return Outcome(ok(fill(new)), state.with_clocks(clocks))
+
+
+@CLOCKS.op("clear")
+def clear(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
+    """CLOCK-15: remove the named clock; `clear` is a bare flag word (DEC-1)."""
+    if tag.get("clear") is not None:
+        return refuse(state, "invalid-value")
+    name = (tag.get("name") or "").strip()
+    if bad_name(name):
+        return refuse(state, "bad-name")
+    i = find(state, name)
+    if i is None:
+        return refuse(state, "unknown-clock")
+    return Outcome(ok("cleared"), state.with_clocks(state.clocks[:i] + state.clocks[i + 1:]))

@@ -1,0 +1,110 @@
+"""`apply_reply`: every tag of a reply, in reply order (CLOCK-18), against an immutable state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ruleset import Ruleset
+from ..state import GameState
+from ..tags import Tag, canonical, scan
+from . import clock, sheet  # noqa: F401  (each family registers itself)
+from .registry import FAMILIES
+from .result import Outcome, Result, refused
+
+COMMAND_LIMIT = 40  # DEC-6, CLOCK-22
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """One answered tag: where it stands in the output text, what it asked, what came of it."""
+
+    start: int
+    end: int
+    name: str
+    attrs: tuple[tuple[str, str | None], ...]
+    result: str
+    now: str | None = None
+    reason: str | None = None
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"span": [self.start, self.end], "tag": self.name,
+                               "attrs": {k: v for k, v in self.attrs}, "result": self.result}
+        for key in ("now", "reason", "detail"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    text: str
+    state: GameState
+    receipts: tuple[Receipt, ...] = field(default=())
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.receipts:
+            out[r.result] = out.get(r.result, 0) + 1
+        return out
+
+
+def run_command(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
+    """One well-formed tag through its family's handler. Never raises for any tag."""
+    keys = tag.keys
+    if len(set(keys)) != len(keys):
+        return Outcome(refused("duplicate-attribute"), state)
+    fam = FAMILIES.get(tag.name)
+    if fam is None:  # pragma: no cover - the grammar admits only registered names
+        return Outcome(refused("malformed"), state)
+    op = fam.op_of(rs, tag)
+    if isinstance(op, Result):
+        return Outcome(op, state)
+    handler = fam.handlers.get(op)
+    if handler is None:
+        return Outcome(refused("unknown-op"), state)
+    return handler(rs, state, tag)
+
+
+def apply_reply(rs: Ruleset, state: GameState, text: str) -> Applied:
+    """The reply with every tag rewritten as a receipt, the new state and the receipts.
+
+    `state` is never mutated: regenerating and swipes go back to it (CLOCK-26, CLOCK-27).
+    """
+    found = scan(text)
+    if not found:
+        return Applied(text, state, ())
+    out: list[str] = []
+    receipts: list[Receipt] = []
+    pos = length = commands = 0
+    for f in found:
+        chunk = text[pos:f.start]
+        out.append(chunk)
+        length += len(chunk)
+        detail = f.error
+        if f.tag is None:
+            name, attrs, res = f.name, (("raw", f.raw),), refused("malformed")
+        else:
+            name, attrs = f.tag.name, f.tag.attrs
+            commands += 1
+            if commands > COMMAND_LIMIT:
+                res = refused("command-limit")
+            else:
+                res, state, detail = _run_safely(rs, state, f.tag)
+        tag_text = canonical(name, attrs, res.attrs())
+        out.append(tag_text)
+        receipts.append(Receipt(length, length + len(tag_text), name, attrs, res.result, res.now, res.reason, detail))
+        length += len(tag_text)
+        pos = f.end
+    out.append(text[pos:])
+    return Applied("".join(out), state, tuple(receipts))
+
+
+def _run_safely(rs: Ruleset, state: GameState, tag: Tag) -> tuple[Result, GameState, str | None]:
+    """A bug in one handler must not lose the reply: that tag is refused, the state kept."""
+    try:
+        outcome = run_command(rs, state, tag)
+    except Exception as e:
+        return refused("malformed"), state, f"internal error: {type(e).__name__}: {e}"
+    return outcome.result, outcome.state, None

@@ -1,0 +1,48 @@
+"""What one command did: the receipt's `result`, `now` and `reason` (DEC-4, DEC-11)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..state import GameState
+from .reasons import REASONS
+
+Status = Literal["ok", "refused", "partial"]
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    result: Status
+    now: str | None = None
+    reason: str | None = None
+
+    def attrs(self) -> tuple[tuple[str, str], ...]:
+        out: tuple[tuple[str, str], ...] = (("result", self.result),)
+        if self.now is not None:
+            out += (("now", self.now),)
+        if self.reason is not None:
+            out += (("reason", self.reason),)
+        return out
+
+
+def ok(now: str | None = None) -> Result:
+    return Result("ok", now=now)
+
+
+def refused(reason: str) -> Result:
+    if reason not in REASONS:  # a programming error, caught by the reason-table test
+        raise ValueError(f"{reason!r} is not in the reason table (DEC-20)")
+    return Result("refused", reason=reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A command's result and the state after it (the same object when nothing changed)."""
+
+    result: Result
+    state: GameState
+
+
+def refuse(state: GameState, reason: str) -> Outcome:
+    return Outcome(refused(reason), state)

@@ -1,0 +1,45 @@
+"""Tag values: what the scanner found and the parser made of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Attributes the engine writes; the model's own copies are discarded (DEC-4, CLOCK-20).
+RESULT_KEYS = frozenset({"result", "reason", "now"})
+# Marks a tag the engine already judged malformed, so a second pass keeps it as it is (DEC-5).
+RAW_KEY = "raw"
+
+Attr = tuple[str, str | None]  # (key, value); None for a bare flag such as `clear`
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    """A parsed tag: lower-case name and the model's attributes in the model's order, result keys dropped."""
+
+    name: str
+    attrs: tuple[Attr, ...]
+
+    def get(self, key: str) -> str | None:
+        for k, v in self.attrs:
+            if k == key:
+                return v
+        return None
+
+    def has(self, key: str) -> bool:
+        return any(k == key for k, _ in self.attrs)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(k for k, _ in self.attrs)
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One tag-shaped span of a reply: `tag` when it parsed, else `raw` and `error` (malformed, DEC-2)."""
+
+    start: int
+    end: int
+    name: str
+    tag: Tag | None
+    raw: str = ""
+    error: str | None = None

@@ -1,0 +1,85 @@
+"""Lark parses one candidate tag into a `Tag` (grammars/tags.lark); the parser is built once, lazily."""
+
+from __future__ import annotations
+
+from functools import cache, lru_cache
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import LarkError, UnexpectedInput
+
+from ..resources import read_text
+from .model import RESULT_KEYS, Attr, Tag
+
+_ESCAPE = {'\\"': '"', "\\\\": "\\"}
+
+
+def unescape(body: str) -> str:
+    """Undo the two escapes of DEC-1; any other backslash stays as written."""
+    if "\\" not in body:
+        return body
+    out, i = [], 0
+    while i < len(body):
+        pair = body[i:i + 2]
+        if pair in _ESCAPE:
+            out.append(_ESCAPE[pair])
+            i += 2
+        else:
+            out.append(body[i])
+            i += 1
+    return "".join(out)
+
+
+@v_args(inline=True)
+class TagBuilder(Transformer):
+    """Builds the `Tag` value straight from the LALR parse (no tree kept)."""
+
+    def start(self, name: Token, *attrs: Attr) -> tuple[str, tuple[Attr, ...]]:
+        return str(name).lower(), attrs
+
+    def pair(self, key: Token, value: str) -> Attr:
+        return str(key), value
+
+    def flag(self, key: Token) -> Attr:
+        return str(key), None
+
+    def quoted(self, tok: Token) -> str:
+        return unescape(str(tok)[1:-1])
+
+    def typographic(self, tok: Token) -> str:
+        return str(tok)[1:-1]
+
+    def bare(self, tok: Token) -> str:
+        return str(tok)
+
+
+@cache
+def parser() -> Lark:
+    return Lark(read_text("grammars", "tags.lark"), parser="lalr", transformer=TagBuilder())
+
+
+class Malformed(ValueError):
+    """The candidate opens like a tag but does not parse; the message says where and why."""
+
+
+def _describe(err: UnexpectedInput, text: str) -> str:
+    col = getattr(err, "column", None)
+    pos = getattr(err, "pos_in_stream", None)
+    if pos is None or pos < 0:
+        return "the tag ends before it is complete"
+    ch = text[pos] if pos < len(text) else "end of tag"
+    return f"unexpected {ch!r} at column {col}"
+
+
+@lru_cache(maxsize=4096)
+def parse(text: str) -> Tag:
+    """Parse one complete candidate `[name: ...]`. Pure, so repeated receipts are parsed once.
+
+    A `raw` attribute is kept: the scanner reads it as an earlier malformed verdict (DEC-5).
+    """
+    try:
+        name, attrs = parser().parse(text)
+    except UnexpectedInput as e:
+        raise Malformed(_describe(e, text)) from None
+    except LarkError as e:  # pragma: no cover - any other parser failure is still a malformed tag
+        raise Malformed(str(e).splitlines()[0]) from None
+    return Tag(name, tuple((k, v) for k, v in attrs if k not in RESULT_KEYS))
