@@ -9,9 +9,11 @@ try:
 except PackageNotFoundError:  # a source checkout that was never installed
     __version__ = "0.0.0+source"
 
+from .commands import Applied, Receipt, apply_reply
 from .errors import Problem, RulesetError, StateError
 from .ruleset import Ruleset
 from .state import Clock, GameState
+from .tags import narration
 
 __all__ = [
     "Applied", "Clock", "GameState", "Problem", "Receipt", "Ruleset", "RulesetError", "StateError", "__version__",

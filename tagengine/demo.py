@@ -1,27 +1,25 @@
-"""`tagengine demo`: a walkthrough of the bundled samples."""
+"""`tagengine demo`: a walkthrough of the bundled samples (what `./dev demo` runs)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TextIO
 
+from .commands import apply_reply
 from .errors import RulesetError
 from .ruleset import Ruleset
 from .state import GameState
-
-
-def samples_dir(samples: Path) -> Path:
-    if samples.is_dir():
-        return samples
-    raise FileNotFoundError(f"the bundled samples are not at {samples}; run the demo from a source checkout")
+from .tags import narration
 
 
 def demo(out: TextIO, samples: Path) -> int:
-    rulesets = sorted((samples_dir(samples) / "rulesets").glob("*.json"))
-    out.write("== tagengine check on every sample ruleset\n")
+    if not samples.is_dir():
+        raise FileNotFoundError(f"the bundled samples are not at {samples}; run the demo from a source checkout")
+    out.write("== tagengine check, on every sample ruleset\n")
     status = 0
     loaded: dict[str, Ruleset] = {}
-    for path in rulesets:
+    for path in sorted((samples / "rulesets").glob("*.json")):
         try:
             rs = Ruleset.load(path)
         except RulesetError as e:
@@ -32,7 +30,26 @@ def demo(out: TextIO, samples: Path) -> int:
             continue
         loaded[path.stem] = rs
         out.write(f"{path.name}: ok: {rs.name}, needs Capability API {rs.requires_text}\n")
-    if "gravewatch" in loaded:
-        out.write("\n== tagengine state new samples/rulesets/gravewatch.json Mira Bram\n")
-        out.write(GameState.new(loaded["gravewatch"], ["Mira", "Bram"]).dumps())
+    rs = loaded.get("blades-like")
+    if rs is None:
+        return 1
+    chat = json.loads((samples / "transcripts" / "crew-night.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    state = GameState.new(rs, chat["characters"])
+    out.write(f"\n== replaying samples/transcripts/crew-night.jsonl with blades-like.json, "
+              f"characters {', '.join(chat['characters'])}\n")
+    replies = [m["content"] for m in chat["messages"] if m["role"] == "assistant"]
+    last = None
+    for i, reply in enumerate(replies, 1):
+        last = applied = apply_reply(rs, state, reply)
+        state = applied.state
+        counts = ", ".join(f"{v} {k}" for k, v in sorted(applied.counts().items()))
+        out.write(f"reply {i}: {len(applied.receipts)} tags ({counts})\n")
+    assert last is not None
+    out.write("\n-- the last reply, as the model wrote it:\n" + replies[-1] + "\n")
+    out.write("\n-- as the engine saves it (tags answered in place):\n" + last.text + "\n")
+    out.write("\n-- as the player reads it (narration):\n" + narration(last.text) + "\n")
+    out.write("\n-- receipts:\n")
+    for r in last.receipts:
+        out.write(f"  {r.name}: {r.result} {r.now or r.reason}" + (f" ({r.detail})" if r.detail else "") + "\n")
+    out.write("\n-- clocks now: " + ("; ".join(f"{c.name} {c.filled}/{c.size}" for c in state.clocks) or "none") + "\n")
     return status

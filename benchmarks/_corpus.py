@@ -1,0 +1,40 @@
+"""Shared helpers: the make_corpus corpus (cached under benchmarks/.corpus/) and the reference timing."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+BENCH = SHARED / "bench"
+CACHE = ROOT / "benchmarks" / ".corpus"
+
+
+def corpus(chats: int = 200, turns: int = 20) -> Path:
+    CACHE.mkdir(exist_ok=True)
+    path = CACHE / f"corpus-{chats}x{turns}.jsonl"
+    if not path.exists():
+        with path.open("w", encoding="utf-8") as f:
+            subprocess.run([sys.executable, str(BENCH / "make_corpus.py"), "--chats", str(chats), "--turns",
+                            str(turns)], check=True, stdout=f)
+    return path
+
+
+def replies(path: Path) -> list[str]:
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            chat = json.loads(line)
+            out += [m["content"] for m in chat["messages"] if m["role"] == "assistant"]
+    return out
+
+
+def reference_seconds(path: Path) -> float:
+    """Run ../shared/bench/reference_regex.py on the same corpus; its own timing line."""
+    out = subprocess.run([sys.executable, str(BENCH / "reference_regex.py"), str(path)], check=True,
+                         capture_output=True, text=True).stdout
+    return float(re.search(r"seconds=([\d.]+)", out).group(1))  # type: ignore[union-attr]
