@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from pydantic import Field, model_validator
@@ -24,14 +25,14 @@ class HideWhen(Model):
             raise ValueError("hideWhen takes exactly one of equals, notEquals, in (HIDE-2)")
         return self
 
-    @property
+    @cached_property
     def form(self) -> str:
         for k in ("equals", "notEquals", "in_"):
             if k in self.model_fields_set:
                 return "in" if k == "in_" else k
         raise AssertionError
 
-    @property
+    @cached_property
     def values(self) -> list[Any]:
         if self.form == "in":
             return list(self.in_ or [])

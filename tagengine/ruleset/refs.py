@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import model_validator
@@ -54,14 +55,14 @@ class ValueRef(Model):
             raise ValueError("`read` goes only with `liveTrack`")
         return self
 
-    @property
+    @cached_property
     def key(self) -> str:
         for k in REF_KEYS:
             if k in self.model_fields_set:
                 return k
         raise AssertionError("validated ValueRef has a key")
 
-    @property
+    @cached_property
     def target(self) -> Any:
         return getattr(self, self.key)
 

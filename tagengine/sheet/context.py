@@ -1,0 +1,209 @@
+"""One evaluation of one sheet: inputs, memoised derived values, and every value-reference read (REF)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..ruleset import Ruleset
+from ..ruleset.index import SheetIndex
+from ..ruleset.live import Pool, Track
+from ..ruleset.refs import ValueRef
+from ..state import Live
+from . import ops, wounds
+from .fields import field_values, rows
+from .model import WoundView
+from .visibility import hidden_by
+
+
+class Eval:
+    """Lazily computes what a sheet reads. Derived values are computed once each (CAP-5), on demand, so a
+    live read may reach a pool whose maximum is a derived value declared further down."""
+
+    def __init__(self, rs: Ruleset, card: Mapping[str, Any], live: Live | None, *, party: bool = False,
+                 members: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self.rs = rs
+        self.party = party
+        self.idx: SheetIndex = rs.party if party and rs.party is not None else rs.sheet
+        self.card = card
+        self.live = live if live is not None else Live()  # REF-12: no live state reads the start
+        defs = rs.file.party.fields if party and rs.file.party else rs.file.sheet.fields
+        self.fields = field_values(defs, card.get("fields") or {})
+        if party and members is not None:
+            self._from_members(members)
+        self._derived: dict[str, int] = {}
+        self._busy: set[str] = set()
+        self._rows: dict[str, list[dict[str, Any]] | None] = {}
+        self._wounds: dict[str, WoundView] = {}
+        self._pool_max: dict[str, int] = {}
+        self._checks: dict[tuple[str, str, str | None], Any] = {}
+
+    def _from_members(self, members: Mapping[str, Mapping[str, Any]]) -> None:
+        """PARTY-29..31: member fields are read from the characters as they are, at each use."""
+        party = self.rs.file.party
+        assert party is not None
+        char_fields = self.rs.file.sheet.fields
+        for fm in party.fromMembers:
+            if fm.count:
+                self.fields[fm.field] = len(members)
+            elif fm.sum is not None:
+                self.fields[fm.field] = sum(field_values(char_fields, c.get("fields") or {}).get(fm.sum, 0)
+                                            for c in members.values())
+
+    # -- visibility --------------------------------------------------------------------------------
+    def hidden(self, element: Any) -> str | None:
+        return hidden_by(getattr(element, "hideWhen", None), self.fields)
+
+    # -- lists -------------------------------------------------------------------------------------
+    def list_rows(self, list_id: str) -> list[dict[str, Any]] | None:
+        """The list's rows, or None when the list is hidden (REF-5, WOUND-59)."""
+        if list_id not in self._rows:
+            lst = self.idx.lists.get(list_id)
+            if lst is None:
+                self._rows[list_id] = None
+            else:
+                stored = (self.card.get("lists") or {}).get(list_id) or []
+                self._rows[list_id] = None if self.hidden(lst) else rows(lst.columns, stored)
+        return self._rows[list_id]
+
+    # -- derived values ----------------------------------------------------------------------------
+    def derived(self, did: str) -> int:
+        if did in self._derived:
+            return self._derived[did]
+        d = self.idx.derived.get(did)
+        if d is None or did in self._busy:  # an import check forbids both; read 0 rather than loop
+            return 0
+        self._busy.add(did)
+        try:
+            if d.op in ("sum", "min", "max", "multiply"):
+                value = ops.combine(d.op, [self.read(r) for r in d.of or []])
+            elif d.op == "scale":
+                value = ops.rounded(self.read(d.from_) * (d.by or 0), d.round) if d.from_ else 0
+            elif d.op == "stepTable":
+                table = d.table if isinstance(d.table, list) else []
+                value = ops.step(table, self.read(d.from_), d.default or 0) if d.from_ else 0
+            else:
+                value = self._enum_table(d)
+        finally:
+            self._busy.discard(did)
+        self._derived[did] = value
+        return value
+
+    def _enum_table(self, d: Any) -> int:
+        """ENUM-1..5: the table's number for the source's value; missing or hidden reads `default`."""
+        table = d.table if isinstance(d.table, dict) else {}
+        src = d.from_
+        value = None
+        if src is not None and src.key == "field":
+            value = self.fields.get(src.target)
+        elif src is not None and src.key == "liveState":
+            value = self.state_value(src.target)
+        return table.get(value, d.default or 0) if value is not None else (d.default or 0)
+
+    # -- value references --------------------------------------------------------------------------
+    def read(self, ref: ValueRef) -> int:
+        key, target = ref.key, ref.target
+        if key == "const":
+            return target
+        if key == "field":
+            value = self.fields.get(target)
+            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+        if key == "derived":
+            return self.derived(target)
+        if key == "abilityScore":
+            return self.ability_score(target)
+        if key == "abilityMod":
+            return self.ability_mod(target)
+        if key == "abilityModFromField":
+            ability = self.fields.get(target)
+            return self.ability_mod(ability) if isinstance(ability, str) else 0
+        if key in ("skillMod", "saveMod"):
+            from .checks import check
+
+            return check(self, "skill" if key == "skillMod" else "save", target).sheet or 0
+        if key == "listSum":
+            return self.list_sum(target.list, target.column, target.onlyWhen)
+        if key == "livePool":
+            pool = self.idx.pools.get(target)
+            return 0 if pool is None or self.hidden(pool) else self.pool_cur(pool)  # REF-7, REF-10
+        if key == "liveTrack":
+            return self.track_read(target, ref.read or "value")
+        return 0  # itemStat is refused at import (docs/decisions.md T-5)
+
+    def list_sum(self, list_id: str, column: str, only_when: str | None) -> int:
+        """REF-2..5: sum a numeric column; empty cells read their default; a hidden list adds nothing."""
+        total = 0
+        for row in self.list_rows(list_id) or ():
+            if only_when is None or row.get(only_when) is True:
+                value = row.get(column)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    total += value
+        return total
+
+    # -- abilities ---------------------------------------------------------------------------------
+    def ability_score(self, aid: str) -> int:
+        a = self.idx.abilities.get(aid)
+        if a is None:
+            return 0
+        raw = (self.card.get("abilities") or {}).get(aid)
+        if not isinstance(raw, int) or isinstance(raw, bool):
+            return a.default if a.default is not None else a.min
+        return max(a.min, min(a.max, raw))
+
+    def ability_mod(self, aid: str) -> int:
+        score = self.ability_score(aid)
+        return (score // 2) - 5 if self.rs.file.sheet.abilityModifier == "d20" else score
+
+    # -- pools -------------------------------------------------------------------------------------
+    def pool_max(self, pool: Pool) -> int:
+        if pool.id not in self._pool_max:
+            self._pool_max[pool.id] = max(0, self.read(pool.max))
+        return self._pool_max[pool.id]
+
+    def pool_cur(self, pool: Pool) -> int:
+        """What remains: the stored value, or the pool's `start` (DEC-26, REF-12), within 0..max."""
+        top = self.pool_max(pool)
+        stored = self.live.pools.get(pool.id)
+        cur = (top if pool.start == "full" else 0) if stored is None else stored
+        return max(0, min(top, cur))
+
+    # -- tracks ------------------------------------------------------------------------------------
+    def plain_max(self, track: Track) -> int:
+        if isinstance(track.max, ValueRef):
+            return max(track.min, self.read(track.max))
+        return track.max if track.max is not None else track.min
+
+    def plain_value(self, track: Track) -> int:
+        default = track.default if track.default is not None else track.min
+        value = self.live.tracks.get(track.id, default)
+        return max(track.min, min(self.plain_max(track), value))
+
+    def wound(self, track: Track) -> WoundView:
+        if track.id not in self._wounds:
+            length = 0
+            if track.boxes is not None:
+                length = max(1, min(64, self.read(track.max))) if isinstance(track.max, ValueRef) else \
+                    max(1, min(64, track.max or 1))
+            rows_ = self.list_rows(track.extra.list) if track.extra is not None else None
+            self._wounds[track.id] = wounds.view(track, self.live.marks.get(track.id), length, rows_)
+        return self._wounds[track.id]
+
+    def track_read(self, tid: str, what: str) -> int:
+        """REF-9: value, filled, remaining or penalty; a hidden track reads 0 (REF-10)."""
+        t = self.idx.tracks.get(tid)
+        if t is None or self.hidden(t):
+            return 0
+        if t.is_wound:
+            w = self.wound(t)
+            return {"value": w.filled, "filled": w.filled, "remaining": w.remaining, "penalty": w.penalty}[what]
+        value = self.plain_value(t)
+        return {"value": value, "filled": value - t.min, "remaining": self.plain_max(t) - value}.get(what, 0)
+
+    # -- live states -------------------------------------------------------------------------------
+    def state_value(self, sid: str) -> str | None:
+        """The state's value; None when hidden (STATE-10: a table reads it as no value)."""
+        st = self.idx.states.get(sid)
+        if st is None or self.hidden(st):
+            return None
+        value = self.live.states.get(sid)
+        return value if value in st.values else st.start  # STATE-9

@@ -1,0 +1,123 @@
+"""Evaluate a whole sheet into plain data (`Sheet`); cached per snapshot, since snapshots never change."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from ..ruleset import Ruleset
+from ..state import PARTY, GameState, Live
+from .checks import check
+from .context import Eval
+from .model import PoolView, Sheet, StateView, TrackView
+
+_CACHE: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Sheet]] = OrderedDict()
+_CACHE_SIZE = 512
+
+
+def _cached(key_objs: tuple[Any, ...], build: Any) -> Sheet:
+    """Identity cache: a state's parts are never mutated, so the same objects give the same sheet."""
+    key = tuple(id(o) for o in key_objs)
+    hit = _CACHE.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], key_objs, strict=True)):
+        _CACHE.move_to_end(key)
+        return hit[1]
+    sheet = build()
+    _CACHE[key] = (key_objs, sheet)
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return sheet
+
+
+def character(rs: Ruleset, state: GameState, name: str) -> Sheet:
+    """The evaluated sheet of the character `name` (matched as DEC-8); KeyError when there is none."""
+    card_name = state.character(name)
+    if card_name is None:
+        raise KeyError(name)
+    card, live = state.cards[card_name], state.live_of(card_name)
+    return _cached((rs, card, live), lambda: build(Eval(rs, card, live), card_name))
+
+
+def party(rs: Ruleset, state: GameState) -> Sheet | None:
+    """The party sheet, with `fromMembers` read from the characters as they are (PARTY-31)."""
+    if rs.file.party is None:
+        return None
+    live = state.live_of(PARTY)
+    return _cached((rs, state.party_sheet, live, state.cards),
+                   lambda: build(Eval(rs, state.party_sheet, live, party=True, members=state.cards),
+                                 rs.file.party.label if rs.file.party else "Party"))
+
+
+def sheet_of(rs: Ruleset, card: Mapping[str, Any], live: Live | None, name: str = "") -> Sheet:
+    """Evaluate a card directly: with live=None, live reads take the start of the game (REF-12)."""
+    return build(Eval(rs, card, live), name)
+
+
+def build(ev: Eval, name: str) -> Sheet:
+    f = ev.rs.file.party if ev.party else ev.rs.file.sheet
+    hidden: dict[str, str] = {}
+
+    def note(kind: str, element: Any) -> str | None:
+        why = ev.hidden(element)
+        if why:
+            hidden[f"{kind}.{element.id}"] = why
+        return why
+
+    fields = {}
+    for fd in f.fields:
+        note("fields", fd)
+        fields[fd.id] = ev.fields[fd.id]
+    derived = {}
+    lists = {}
+    if not ev.party:
+        for d in ev.rs.file.sheet.derived:
+            note("derived", d)
+            derived[d.id] = ev.derived(d.id)
+    for lst in f.lists:
+        note("lists", lst)
+        lists[lst.id] = ev.list_rows(lst.id) or []
+    pools = []
+    for p in f.pools if ev.party else ev.rs.file.sheet.live.pools:
+        why = note("pools", p)
+        temp = ev.live.temp.get(p.id, 0) if p.allowTemp else 0
+        pools.append(PoolView(p.id, p.label, ev.pool_cur(p), ev.pool_max(p), temp, p.group, why))
+    if ev.party:
+        return Sheet(name, fields, hidden, derived, lists, pools=tuple(pools))
+    s = ev.rs.file.sheet
+    tracks, wounds = [], []
+    for t in s.live.tracks:
+        if t.is_wound:
+            wounds.append(ev.wound(t))
+        else:
+            why = note("tracks", t)
+            default = t.default if t.default is not None else t.min
+            tracks.append(TrackView(t.id, t.label, ev.plain_value(t), t.min, ev.plain_max(t), default, t.alwaysShow,
+                                    why))
+    states = []
+    for st in s.live.states:
+        why = note("states", st)
+        value = ev.state_value(st.id) or st.start
+        states.append(StateView(st.id, st.label, value, st.label_of(value),
+                                tuple((v, st.label_of(v)) for v in st.values), why))
+    row_pools = {}
+    for lst in s.lists:
+        if lst.pools is not None and ev.list_rows(lst.id) is not None:
+            stored = ev.live.rows.get(lst.id, ())
+            cells = []
+            for i, row in enumerate(ev.list_rows(lst.id) or []):
+                top = max(0, int(row.get(lst.pools.maxColumn) or 0))
+                cur = stored[i] if i < len(stored) and stored[i] is not None else (
+                    top if lst.pools.start == "full" else 0)
+                cells.append((max(0, min(top, cur)), top))  # type: ignore[type-var]
+            row_pools[lst.id] = tuple(cells)
+    return Sheet(
+        name, fields, hidden, derived, lists,
+        abilities=tuple(check(ev, "ability", a.id) for a in s.abilities),
+        skills=tuple(check(ev, "skill", k.id) for k in s.skills),
+        saves=tuple(check(ev, "save", k.id) for k in s.saves),
+        pools=tuple(pools), tracks=tuple(tracks), wounds=tuple(wounds), states=tuple(states),
+        conditions=tuple((c.id, c.label, c.id in ev.live.conditions) for c in s.live.conditions),
+        text=tuple((t.id, t.label, ev.live.text.get(t.id, "")) for t in s.live.text),
+        row_pools=row_pools,
+    )

@@ -1,0 +1,141 @@
+"""What an evaluated sheet holds: the numbers the sheet shows, each with where it came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class CheckNumber:
+    """The number a check with an ability, skill or save rolls (UNTR, CAP, PEN, ADJ), with its breakdown.
+
+    `total` is None when the check is refused untrained (UNTR-9, UNTR-13). Under `dice-pool` it is a
+    number of dice; under `dice-sum` a modifier.
+    """
+
+    kind: str  # "ability" | "skill" | "save"
+    id: str
+    label: str
+    ability: str | None
+    training: str | None  # the training level id, or None when the sheet has no ladder
+    trained: bool
+    base: int
+    bonus: int
+    untrained: int  # the untrained `by` amount (UNTR-5)
+    rule: str  # the untrained rule in force: normal, by, harder, refuse
+    cap: int | None
+    sheet: int | None  # the number the sheet shows: base + bonus + untrained, capped (CAP-2, UNTR-6)
+    penalty: int  # the wound penalty applied (PEN-3, PEN-4, PEN-6)
+    adjust: int  # what `resolution.adjust` adds (ADJ-11)
+    total: int | None  # what the check rolls
+    target: int | None = None  # dice-pool target per die, one step harder when the rule is "harder" (UNTR-7)
+    section: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolView:
+    id: str
+    label: str
+    cur: int
+    max: int
+    temp: int = 0
+    group: str | None = None
+    hidden: str | None = None  # why, when hidden
+
+    @property
+    def now(self) -> str:
+        return f"{self.cur}/{self.max}" + (f" +{self.temp} temp" if self.temp else "")
+
+
+@dataclass(frozen=True, slots=True)
+class TrackView:
+    """A plain track (TRACK-1..6)."""
+
+    id: str
+    label: str
+    value: int
+    min: int
+    max: int
+    default: int
+    always_show: bool
+    hidden: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WoundLevel:
+    label: str
+    penalty: int
+    extra: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WoundView:
+    """A wound track as it stands: its marks on its (possibly extended) length (WOUND-15..60)."""
+
+    id: str
+    label: str
+    boxed: bool
+    length: int
+    levels: tuple[WoundLevel, ...]  # empty for a boxed track
+    marks: tuple[str | None, ...]  # kind id per level or box, most severe first unless indexed
+    overflow: int
+    penalty: int
+    kinds: tuple[tuple[str, str, int], ...]  # (id, label, severity)
+
+    @property
+    def filled(self) -> int:
+        return sum(1 for m in self.marks if m is not None)
+
+    @property
+    def remaining(self) -> int:
+        return self.length - self.filled
+
+    @property
+    def lowest(self) -> str | None:
+        """The label of the lowest marked level (DEC-11)."""
+        if self.boxed or not self.filled:
+            return None
+        return self.levels[self.filled - 1].label
+
+    @property
+    def now(self) -> str:
+        """DEC-11: `"<marks>/<levels> <lowest label>"`, `"<filled>/<boxes>"`, plus overflow."""
+        text = f"{self.filled}/{self.length}"
+        if not self.boxed and self.lowest:
+            text += f" {self.lowest}"
+        return text + (f" +{self.overflow} overflow" if self.overflow else "")
+
+
+@dataclass(frozen=True, slots=True)
+class StateView:
+    id: str
+    label: str
+    value: str
+    value_label: str
+    values: tuple[tuple[str, str], ...]
+    hidden: str | None = None
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """One character's evaluated sheet (or the party's): pure data, safe to cache and share."""
+
+    name: str
+    fields: dict[str, Any]
+    hidden: dict[str, str]  # "fields.x" / "derived.y" / "lists.z" / ... -> why
+    derived: dict[str, int]
+    lists: dict[str, list[dict[str, Any]]]
+    abilities: tuple[CheckNumber, ...] = ()
+    skills: tuple[CheckNumber, ...] = ()
+    saves: tuple[CheckNumber, ...] = ()
+    pools: tuple[PoolView, ...] = ()
+    tracks: tuple[TrackView, ...] = ()
+    wounds: tuple[WoundView, ...] = ()
+    states: tuple[StateView, ...] = ()
+    conditions: tuple[tuple[str, str, bool], ...] = ()  # (id, label, on)
+    text: tuple[tuple[str, str, str], ...] = ()  # (id, label, value)
+    row_pools: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)  # list -> (cur, max) per row
