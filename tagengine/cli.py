@@ -102,6 +102,35 @@ def cmd_narrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def cmd_sheet(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .sheet import character, party
+    from .sheet.show import render, render_party, to_json
+
+    rs, state = load_pair(args, err)
+    if args.party:
+        sheet = party(rs, state)
+        if sheet is None:
+            err.write(f"{args.ruleset}: the ruleset has no party sheet\n")
+            return 1
+        if args.json:
+            _emit(to_json(sheet), out)
+        else:
+            out.write(render_party(rs, sheet))
+        return 0
+    if args.name is None:
+        raise Usage("tagengine sheet: give a character NAME or --party")
+    try:
+        sheet = character(rs, state, args.name)
+    except KeyError:
+        err.write(f"{args.state}: no character named {args.name!r}; the state has {', '.join(state.characters)}\n")
+        return 1
+    if args.json:
+        _emit(to_json(sheet), out)
+    else:
+        out.write(render(rs, sheet))
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .schema import schema
 
@@ -145,6 +174,14 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("reply", nargs="?", default="-", help="a reply file, or - for stdin (the default)")
     n.set_defaults(func=cmd_narrate)
 
+    sh = sub.add_parser("sheet", help="print a character's evaluated sheet")
+    sh.add_argument("ruleset")
+    sh.add_argument("state")
+    sh.add_argument("name", nargs="?", help="the character (matched case-insensitively)")
+    sh.add_argument("--party", action="store_true", help="the party sheet instead of a character")
+    sh.add_argument("--json", action="store_true", help="print the evaluated sheet as JSON")
+    sh.set_defaults(func=cmd_sheet)
+
     sc = sub.add_parser("schema", help="JSON Schema of the file formats")
     sc.add_argument("kind", choices=["ruleset", "state"])
     sc.set_defaults(func=cmd_schema)
@@ -173,6 +210,9 @@ def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextI
     func: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.func
     try:
         return func(args, out, err)
+    except Usage as e:
+        err.write(f"{e}\n")
+        return 2
     except ProblemsError as e:
         for p in e.problems:
             err.write(f"{e.source or 'input'}: {p}\n")

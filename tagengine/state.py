@@ -55,6 +55,9 @@ class Live:
     rows: Mapping[str, tuple[int | None, ...]] = field(default_factory=dict)
 
 
+NO_LIVE = Live()  # one shared "at start" value, so an unplayed character's snapshot is the same object
+
+
 @dataclass(frozen=True)
 class GameState:
     """Cards (permanent values) by character name, the party sheet, live values and clocks."""
@@ -90,7 +93,7 @@ class GameState:
         return None
 
     def live_of(self, name: str) -> Live:
-        return self.live.get(normalise(name) if name != PARTY else PARTY, Live())
+        return self.live.get(normalise(name) if name != PARTY else PARTY, NO_LIVE)
 
     def with_live(self, name: str, live: Live) -> GameState:
         key = normalise(name) if name != PARTY else PARTY

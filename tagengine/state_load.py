@@ -181,7 +181,7 @@ class Reader:
         known_conditions = {c.id for c in self.rs.file.sheet.live.conditions} if not idx.party else set()
         raw_conditions = data.get("conditions") or []
         for i, c in enumerate(raw_conditions if isinstance(raw_conditions, list) else []):
-            if c in known_conditions:
+            if isinstance(c, str) and c in known_conditions:
                 conditions.add(c)
             else:
                 self.warn(f"{path}.conditions[{i}]", "unknown-id", f"the ruleset has no condition {c!r}; dropped", c)
@@ -222,7 +222,7 @@ class Reader:
         for i, m in enumerate(raw_marks if isinstance(raw_marks, list) else []):
             if m is None and indexed:
                 out.append(None)
-            elif m in kinds:
+            elif isinstance(m, str) and m in kinds:
                 out.append(m)
             else:
                 self.warn(f"{path}.marks[{i}]", "unknown-kind", f"{m!r} is not a kind of {tid!r}; dropped", m)

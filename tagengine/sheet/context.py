@@ -10,7 +10,8 @@ from ..ruleset.index import SheetIndex
 from ..ruleset.live import Pool, Track
 from ..ruleset.refs import ValueRef
 from ..state import Live
-from . import ops, wounds
+from . import wounds
+from .compile import program
 from .fields import field_values, rows
 from .model import WoundView
 from .visibility import hidden_by
@@ -31,11 +32,15 @@ class Eval:
         self.fields = field_values(defs, card.get("fields") or {})
         if party and members is not None:
             self._from_members(members)
+        self._program = program(rs)
         self._derived: dict[str, int] = {}
+        self._next = 0  # derived values before this position are computed (or being computed)
         self._busy: set[str] = set()
         self._rows: dict[str, list[dict[str, Any]] | None] = {}
         self._wounds: dict[str, WoundView] = {}
         self._pool_max: dict[str, int] = {}
+        self._sums: dict[tuple[str, str, str | None], int] = {}
+        self._scores: dict[str, int] = {}
         self._checks: dict[tuple[str, str, str | None], Any] = {}
 
     def _from_members(self, members: Mapping[str, Mapping[str, Any]]) -> None:
@@ -52,7 +57,8 @@ class Eval:
 
     # -- visibility --------------------------------------------------------------------------------
     def hidden(self, element: Any) -> str | None:
-        return hidden_by(getattr(element, "hideWhen", None), self.fields)
+        hw = getattr(element, "hideWhen", None)
+        return None if hw is None else hidden_by(hw, self.fields)
 
     # -- lists -------------------------------------------------------------------------------------
     def list_rows(self, list_id: str) -> list[dict[str, Any]] | None:
@@ -68,26 +74,32 @@ class Eval:
 
     # -- derived values ----------------------------------------------------------------------------
     def derived(self, did: str) -> int:
-        if did in self._derived:
-            return self._derived[did]
-        d = self.idx.derived.get(did)
-        if d is None or did in self._busy:  # an import check forbids both; read 0 rather than loop
+        """A derived value. Everything declared above it is computed first, in order (CAP-5), so each
+        read of a value above is a lookup and no chain, however long, recurses deeply."""
+        value = self._derived.get(did)
+        if value is not None:
+            return value
+        pos = self.idx.derived.pos.get(did)
+        if pos is None or did in self._busy:  # an import check forbids a loop; read 0 rather than spin
             return 0
-        self._busy.add(did)
-        try:
-            if d.op in ("sum", "min", "max", "multiply"):
-                value = ops.combine(d.op, [self.read(r) for r in d.of or []])
-            elif d.op == "scale":
-                value = ops.rounded(self.read(d.from_) * (d.by or 0), d.round) if d.from_ else 0
-            elif d.op == "stepTable":
-                table = d.table if isinstance(d.table, list) else []
-                value = ops.step(table, self.read(d.from_), d.default or 0) if d.from_ else 0
-            else:
-                value = self._enum_table(d)
-        finally:
-            self._busy.discard(did)
-        self._derived[did] = value
-        return value
+        order, fns, done, busy = self.idx.derived.items, self._program, self._derived, self._busy
+        while self._next <= pos:
+            i = self._next
+            self._next += 1
+            d = order[i]
+            if d.id not in done and d.id not in busy:
+                busy.add(d.id)
+                try:
+                    done[d.id] = fns[i](self)
+                finally:
+                    busy.discard(d.id)
+        return done.get(did, 0)
+
+    def all_derived(self) -> dict[str, int]:
+        items = self.idx.derived.items
+        if items:
+            self.derived(items[-1].id)
+        return {d.id: self._derived.get(d.id, 0) for d in items}
 
     def _enum_table(self, d: Any) -> int:
         """ENUM-1..5: the table's number for the source's value; missing or hidden reads `default`."""
@@ -103,13 +115,14 @@ class Eval:
     # -- value references --------------------------------------------------------------------------
     def read(self, ref: ValueRef) -> int:
         key, target = ref.key, ref.target
+        if key == "derived":
+            value = self._derived.get(target)
+            return value if value is not None else self.derived(target)
         if key == "const":
             return target
         if key == "field":
             value = self.fields.get(target)
             return value if isinstance(value, int) and not isinstance(value, bool) else 0
-        if key == "derived":
-            return self.derived(target)
         if key == "abilityScore":
             return self.ability_score(target)
         if key == "abilityMod":
@@ -132,23 +145,33 @@ class Eval:
 
     def list_sum(self, list_id: str, column: str, only_when: str | None) -> int:
         """REF-2..5: sum a numeric column; empty cells read their default; a hidden list adds nothing."""
+        key = (list_id, column, only_when)
+        cached = self._sums.get(key)
+        if cached is not None:
+            return cached
         total = 0
         for row in self.list_rows(list_id) or ():
             if only_when is None or row.get(only_when) is True:
                 value = row.get(column)
                 if isinstance(value, int) and not isinstance(value, bool):
                     total += value
+        self._sums[key] = total
         return total
 
     # -- abilities ---------------------------------------------------------------------------------
     def ability_score(self, aid: str) -> int:
-        a = self.idx.abilities.get(aid)
-        if a is None:
-            return 0
-        raw = (self.card.get("abilities") or {}).get(aid)
-        if not isinstance(raw, int) or isinstance(raw, bool):
-            return a.default if a.default is not None else a.min
-        return max(a.min, min(a.max, raw))
+        score = self._scores.get(aid)
+        if score is None:
+            a = self.idx.abilities.get(aid)
+            raw = (self.card.get("abilities") or {}).get(aid)
+            if a is None:
+                score = 0
+            elif not isinstance(raw, int) or isinstance(raw, bool):
+                score = a.default if a.default is not None else a.min
+            else:
+                score = max(a.min, min(a.max, raw))
+            self._scores[aid] = score
+        return score
 
     def ability_mod(self, aid: str) -> int:
         score = self.ability_score(aid)

@@ -59,6 +59,8 @@ def build(ev: Eval, name: str) -> Sheet:
     hidden: dict[str, str] = {}
 
     def note(kind: str, element: Any) -> str | None:
+        if getattr(element, "hideWhen", None) is None:
+            return None
         why = ev.hidden(element)
         if why:
             hidden[f"{kind}.{element.id}"] = why
@@ -71,9 +73,10 @@ def build(ev: Eval, name: str) -> Sheet:
     derived = {}
     lists = {}
     if not ev.party:
+        derived = ev.all_derived()
         for d in ev.rs.file.sheet.derived:
-            note("derived", d)
-            derived[d.id] = ev.derived(d.id)
+            if d.hideWhen is not None:
+                note("derived", d)
     for lst in f.lists:
         note("lists", lst)
         lists[lst.id] = ev.list_rows(lst.id) or []

@@ -24,17 +24,3 @@ def step(table: Sequence[tuple[int, int]], x: int, default: int = 0) -> int:
         else:
             break
     return out
-
-
-def combine(op: str, values: Sequence[int]) -> int:
-    if not values:
-        return 0
-    if op == "sum":
-        return sum(values)
-    if op == "min":
-        return min(values)
-    if op == "max":
-        return max(values)
-    if op == "multiply":
-        return math.prod(values)
-    raise ValueError(op)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from ..index import SheetIndex
 from ..refs import ValueRef
+from ..sheet import Derived
 from .context import Ctx
 
 NUMERIC_COLUMNS = ("number",)
@@ -130,14 +131,31 @@ def sheet_refs(ctx: Ctx) -> Iterator[tuple[ValueRef, str, bool]]:
             yield adj.value, f"resolution.adjust[{i}].value", False
 
 
+def derived_refs(d: Derived) -> list[ValueRef]:
+    return [*(d.of or []), *([d.from_] if d.from_ else [])]
+
+
 class LiveReads:
-    """Which values reach live state, and through what (REF-14): memoised per derived value and skill."""
+    """Which values reach live state, and through what (REF-14).
+
+    Derived values read only values declared above them (the order check reports the rest), so one
+    pass in declaration order settles every derived value without deep recursion, however long the
+    chain (SHEET-20 allows 800); a forward read, refused by the order check, still names its live read.
+    """
 
     def __init__(self, ctx: Ctx) -> None:
         self.ctx = ctx
         self.idx = ctx.sheet
         self._derived: dict[str, list[str] | None] = {}
         self._skill: dict[tuple[str, str], list[str] | None] = {}
+        for _ in range(4):  # a second pass resolves a forward read (refused by the order check anyway)
+            before = dict(self._derived)
+            for d in ctx.rs.sheet.derived:
+                self._skill.clear()
+                self._derived[d.id] = next((c for r in derived_refs(d) if (c := self.of(r))), None)
+            if self._derived == before:
+                break
+        self._skill.clear()
 
     def of(self, ref: ValueRef) -> list[str] | None:
         """The chain from `ref` to a live read, or None when it reads none."""
@@ -145,26 +163,12 @@ class LiveReads:
         if key in ("livePool", "liveTrack", "liveState", "itemStat"):
             return [ref.describe()]
         if key == "derived":
-            chain = self.derived(target)
+            chain = self._derived.get(target)
             return None if chain is None else [f"derived {target!r}", *chain]
         if key in ("skillMod", "saveMod"):
             chain = self.skill("skills" if key == "skillMod" else "saves", target)
             return None if chain is None else [f"{key} {target!r}", *chain]
         return None
-
-    def derived(self, did: str) -> list[str] | None:
-        if did in self._derived:
-            return self._derived[did]
-        self._derived[did] = None  # breaks cycles; the order check reports them
-        d = self.idx.derived.get(did)
-        chain = None
-        if d is not None:
-            for r in [*(d.of or []), *([d.from_] if d.from_ else [])]:
-                chain = self.of(r)
-                if chain:
-                    break
-        self._derived[did] = chain
-        return chain
 
     def skill(self, kind: str, sid: str) -> list[str] | None:
         key = (kind, sid)
@@ -187,39 +191,31 @@ class LiveReads:
         return chain
 
 
-def derived_deps(ctx: Ctx, ref: ValueRef, seen: set[str] | None = None) -> set[str]:
+def derived_deps(ctx: Ctx, ref: ValueRef) -> set[str]:
     """Derived ids that must be computed before `ref` can be read."""
-    seen = set() if seen is None else seen
-    s = ctx.rs.sheet
     key, target = ref.key, ref.target
-    out: set[str] = set()
-    if key == "derived" and target not in seen:
-        seen.add(target)
-        out.add(target)
-    elif key in ("skillMod", "saveMod"):
-        sk = (ctx.sheet.skills if key == "skillMod" else ctx.sheet.saves).get(target)
-        refs = [lvl.bonus for lvl in s.training if isinstance(lvl.bonus, ValueRef)]
-        if sk is not None and sk.cap is not None:
-            refs.append(sk.cap)
-        for r in refs:
-            out |= derived_deps(ctx, r, seen)
+    if key == "derived":
+        return {target}
+    if key not in ("skillMod", "saveMod"):
+        return set()
+    sk = (ctx.sheet.skills if key == "skillMod" else ctx.sheet.saves).get(target)
+    refs = [lvl.bonus for lvl in ctx.rs.sheet.training if isinstance(lvl.bonus, ValueRef)]
+    if sk is not None and sk.cap is not None:
+        refs.append(sk.cap)
+    return {r.target for r in refs if r.key == "derived"}
+
+
+def modifier_reads(ctx: Ctx) -> dict[str, str]:
+    """For each derived value, the skill or save modifier it reads, directly or through values above it
+    (CAP-4, CAP-5); one pass in declaration order."""
+    out: dict[str, str] = {}
+    for d in ctx.rs.sheet.derived:
+        for r in derived_refs(d):
+            if r.key in ("skillMod", "saveMod"):
+                out.setdefault(d.id, r.describe())
+            elif r.key == "derived" and r.target in out:
+                out.setdefault(d.id, f"derived {r.target!r} -> {out[r.target]}")
     return out
-
-
-def reads_modifier(ctx: Ctx, ref: ValueRef, seen: set[str] | None = None) -> str | None:
-    """The skill or save modifier `ref` reads, directly or through derived values (CAP-4, CAP-5)."""
-    seen = set() if seen is None else seen
-    if ref.key in ("skillMod", "saveMod"):
-        return ref.describe()
-    if ref.key == "derived" and ref.target not in seen:
-        seen.add(ref.target)
-        d = ctx.sheet.derived.get(ref.target)
-        if d is not None:
-            for r in [*(d.of or []), *([d.from_] if d.from_ else [])]:
-                hit = reads_modifier(ctx, r, seen)
-                if hit:
-                    return f"derived {ref.target!r} -> {hit}"
-    return None
 
 
 BEFORE_LIVE = (
@@ -251,7 +247,7 @@ def check(ctx: Ctx) -> None:
 
     # CAP-5, CAP-6 and declaration order: the sheet is computed once, top to bottom.
     for i, d in enumerate(s.derived):
-        for r in [*(d.of or []), *([d.from_] if d.from_ else [])]:
+        for r in derived_refs(d):
             for dep in sorted(derived_deps(ctx, r)):
                 j = idx.derived.pos.get(dep)
                 if j is not None and j >= i:
@@ -259,6 +255,7 @@ def check(ctx: Ctx) -> None:
                     ctx.add(f"sheet.derived[{i}]", "derived-order", f"derived {d.id!r} reads derived {dep!r}"
                             f"{via}, which is declared at or below it; values are computed once, top to "
                             "bottom (CAP-5, CAP-6)", dep)
+    modifiers = modifier_reads(ctx)
     for name in ("skills", "saves"):
         for i, sk in enumerate(getattr(s, name)):
             if sk.cap is None:
@@ -270,15 +267,16 @@ def check(ctx: Ctx) -> None:
                 continue
             if sk.cap.key != "derived":
                 continue
-            hit = reads_modifier(ctx, sk.cap)
+            hit = modifiers.get(sk.cap.target)
             if hit:
-                ctx.add(path, "cap-reads-modifier", f"the derived value this cap reads reads a modifier: {hit} "
+                ctx.add(path, "cap-reads-modifier", f"the derived value this cap reads reads a modifier: "
+                        f"derived {sk.cap.target!r} -> {hit} "
                         "(CAP-5)", sk.cap.target)
             k = idx.derived.pos.get(sk.cap.target)
             if k is None:
                 continue
             for j, above in enumerate(s.derived[:k]):
-                for r in [*(above.of or []), *([above.from_] if above.from_ else [])]:
+                for r in derived_refs(above):
                     if r.key in ("skillMod", "saveMod"):
                         ctx.add(f"sheet.derived[{j}]", "cap-order", f"derived {above.id!r} reads {r.describe()} "
                                 f"but is declared above {sk.cap.target!r}, which caps {name[:-1]} {sk.id!r} (CAP-6)",

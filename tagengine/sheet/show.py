@@ -1,0 +1,107 @@
+"""`tagengine sheet`: an evaluated sheet for people (by section, numbers with breakdown, what is hidden)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..ruleset import Ruleset
+from .model import CheckNumber, Sheet
+
+
+def to_json(sheet: Sheet) -> dict[str, Any]:
+    out = dataclasses.asdict(sheet)
+    for w, view in zip(out["wounds"], sheet.wounds, strict=True):
+        w.update(filled=view.filled, remaining=view.remaining, now=view.now)
+    return out
+
+
+def check_line(c: CheckNumber, dice: bool) -> str:
+    unit = " dice" if dice else ""
+    if c.total is None:
+        return f"{c.label}: no number — untrained, refused (UNTR-9, UNTR-13)"
+    parts = [f"base {c.base:+d}" if not dice else f"base {c.base}"]
+    if c.bonus:
+        parts.append(f"training {c.bonus:+d}")
+    if c.rule == "by":
+        parts.append(f"untrained {c.untrained:+d}")
+    if c.cap is not None:
+        parts.append(f"cap {c.cap}")
+    if c.penalty:
+        parts.append(f"penalty {c.penalty:+d}")
+    if c.adjust:
+        parts.append(f"adjust {c.adjust:+d}")
+    level = f" [{c.training}]" if c.training is not None and c.kind != "ability" else ""
+    harder = f", target {c.target}" if c.target is not None else ""
+    if c.rule == "harder":
+        harder += " (harder, untrained)"
+    shown = f"{c.total:+d}" if not dice else str(c.total)
+    return f"{c.label}{level}: {shown}{unit} ({', '.join(parts)}{harder})"
+
+
+def render(rs: Ruleset, sheet: Sheet) -> str:
+    s = rs.file.sheet
+    dice = rs.file.resolution is not None and rs.file.resolution.type == "dice-pool"
+    sections = {sec.id: sec.label for sec in s.sections}
+    lines = [f"{sheet.name} — {rs.name}"]
+
+    def block(title: str, items: list[str]) -> None:
+        if items:
+            lines.append(title)
+            lines.extend(f"  {i}" for i in items)
+
+    by_section: dict[str | None, list[str]] = {}
+    for group in (sheet.abilities, sheet.skills, sheet.saves):
+        for c in group:
+            by_section.setdefault(c.section, []).append(f"{c.kind}: {check_line(c, dice)}")
+    for f in s.fields:
+        by_section.setdefault(f.section, []).append(f"field: {f.label}: {sheet.fields.get(f.id)!r}")
+    for d in s.derived:
+        by_section.setdefault(d.section, []).append(f"derived: {d.label}: {sheet.derived.get(d.id)}")
+    for lst in s.lists:
+        rows = sheet.lists.get(lst.id) or []
+        cells = "; ".join(", ".join(f"{k}={v!r}" for k, v in r.items()) for r in rows) or "no rows"
+        by_section.setdefault(lst.section, []).append(f"list: {lst.label}: {cells}")
+    block("Sheet", by_section.pop(None, []))
+    for sid, items in by_section.items():
+        block(sections.get(sid, sid or ""), items)
+    block("Pools", [f"{p.label}: {p.now}" + (f" (group {p.group})" if p.group else "") for p in sheet.pools])
+    block("Row pools", [f"{lid}: " + ", ".join(f"{c}/{m}" for c, m in cells) for lid, cells in sheet.row_pools.items()])
+    block("Tracks", [f"{t.label}: {t.value} of {t.min}..{t.max}" for t in sheet.tracks])
+    block("Wound tracks", [
+        f"{w.label}: {w.now}, penalty {w.penalty} [" + " ".join(
+            (next((k[1] for k in w.kinds if k[0] == m), "?") if m else ".") for m in
+            (*w.marks, *([None] * (w.length - len(w.marks))))) + "]"
+        for w in sheet.wounds])
+    block("States", [f"{st.label}: {st.value_label}" for st in sheet.states])
+    block("Conditions", [f"{label}: {'on' if on else 'off'}" for _, label, on in sheet.conditions])
+    block("Live text", [f"{label}: {value!r}" for _, label, value in sheet.text])
+    block("Hidden", [f"{k}: {why}" for k, why in sheet.hidden.items()])
+    return "\n".join(lines) + "\n"
+
+
+def party_summary(rs: Ruleset, sheet: Sheet) -> tuple[list[str], list[str]]:
+    """PARTY-13..15: the summary's fields, else every visible field; pools always."""
+    party = rs.file.party
+    assert party is not None
+    chosen = party.summary.fields if party.summary is not None and party.summary.fields else [
+        f.id for f in party.fields if f"fields.{f.id}" not in sheet.hidden]
+    pools = [p.id for p in party.pools if f"pools.{p.id}" not in sheet.hidden]
+    return chosen, pools
+
+
+def render_party(rs: Ruleset, sheet: Sheet) -> str:
+    party = rs.file.party
+    assert party is not None
+    labels = {f.id: f.label for f in party.fields}
+    fields, pools = party_summary(rs, sheet)
+    lines = [f"{sheet.name} — {rs.name}", "Fields"]
+    lines += [f"  {labels[f]}: {sheet.fields.get(f)!r}" for f in fields]
+    lines.append("Pools")
+    lines += [f"  {p.label}: {p.now}" for p in sheet.pools if p.id in pools]
+    for lst in party.lists:
+        rows = sheet.lists.get(lst.id) or []
+        lines.append(f"{lst.label}: " + ("; ".join(", ".join(f"{k}={v!r}" for k, v in r.items()) for r in rows)
+                                         or "no rows"))
+    lines += [f"Hidden {k}: {why}" for k, why in sheet.hidden.items()]
+    return "\n".join(lines) + "\n"

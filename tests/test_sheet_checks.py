@@ -1,0 +1,150 @@
+"""Check numbers: untrained rules (UNTR), caps (CAP), wound penalties (PEN) and adjust (ADJ)."""
+
+from __future__ import annotations
+
+from conftest import edit, load_sample, sample_dict
+from tagengine.ruleset import Ruleset
+from tagengine.sheet import Eval
+from tagengine.sheet.checks import check
+from tagengine.state import GameState, Live, Marks
+
+EMBER = load_sample("ember-roads")
+GRAVE = load_sample("gravewatch")
+FIFTH = load_sample("fifth-like")
+
+
+def card(rs, **parts):
+    c = GameState.new(rs, ["X"]).cards["X"]
+    for k, v in parts.items():
+        c = {**c, k: {**c.get(k, {}), **v}}
+    return c
+
+
+def num(rs, kind, cid, c=None, live=None, with_ability=None):
+    return check(Eval(rs, c or card(rs), live), kind, cid, with_ability)
+
+
+def test_untr_1_first_level_is_untrained_and_rolls_normally():
+    n = num(EMBER, "skill", "wayfind")
+    assert (n.trained, n.rule, n.total) == (False, "normal", 2)
+
+
+def test_untr_3_own_rule_over_section_rule():
+    assert num(EMBER, "skill", "dig").rule == "refuse"  # own "refuse" beats the section's {by: -1}
+    haul = num(EMBER, "skill", "haul")  # in labour, no rule of its own
+    assert (haul.rule, haul.untrained, haul.total) == ("by", -1, 1)
+
+
+def test_untr_5_6_by_is_part_of_the_sheet_number_before_the_cap():
+    d = edit(sample_dict("gravewatch"), lambda d: d["sheet"]["skills"][0].update(untrained={"by": -2}))
+    rs = Ruleset.from_dict(d)
+    n = num(rs, "skill", "soothe", live=Live(pools={"resolve": 1}))
+    assert (n.base, n.untrained, n.cap, n.sheet) == (2, -2, 1, 0)  # 2 - 2 = 0, then capped at 1 -> 0
+    n = num(rs, "skill", "soothe", card(rs, abilities={"nerve": 5}), Live(pools={"resolve": 2}))
+    assert n.sheet == 2  # 5 - 2 = 3, capped at 2
+
+
+def test_untr_7_harder_raises_the_target_within_range():
+    n = num(EMBER, "skill", "listen")
+    assert (n.rule, n.target, n.total) == ("harder", 5, 2)
+    d = edit(sample_dict("ember-roads"), lambda d: d["resolution"]["pool"].update(target={"value": 6, "min": 2,
+                                                                                         "max": 6}))
+    assert num(Ruleset.from_dict(d), "skill", "listen").target == 6
+
+
+def test_untr_9_13_refuse_has_no_number():
+    n = num(EMBER, "skill", "dig")
+    assert n.total is None and n.sheet is None
+
+
+def test_untr_16_trained_character_rolls_normally():
+    c = card(EMBER, skills={"dig": "trained", "listen": "expert"})
+    assert num(EMBER, "skill", "dig", c).total == 3 and num(EMBER, "skill", "listen", c).target == 4
+
+
+def test_cap_1_2_soothe_capped_by_remaining_resolve():
+    c = card(GRAVE, abilities={"nerve": 3}, skills={"soothe": "sworn"})
+    for resolve, want in ((5, 4), (2, 2), (0, 0)):
+        n = num(GRAVE, "skill", "soothe", c, Live(pools={"resolve": resolve}))
+        assert (n.sheet, n.total) == (want, want)
+
+
+def test_cap_3_with_is_computed_before_the_cap_then_capped():
+    c = card(GRAVE, abilities={"nerve": 1, "sinew": 5}, skills={"soothe": "sworn"})
+    n = num(GRAVE, "skill", "soothe", c, Live(pools={"resolve": 3}), with_ability="sinew")
+    assert (n.base, n.bonus, n.sheet) == (5, 1, 3)
+
+
+def test_pen_1_3_dice_removed_never_below_pool_min():
+    c = card(GRAVE, abilities={"sinew": 3})
+    for marks, want in (((), 3), (("knock", "knock"), 2), (("tear", "tear", "knock"), 1),
+                        (("tear",) * 4, 1)):
+        n = num(GRAVE, "ability", "sinew", c, Live(marks={"harm": Marks(marks)}))
+        assert n.total == want, marks
+    assert num(GRAVE, "ability", "sinew", c, Live(marks={"harm": Marks(("tear",) * 4)})).penalty == -99
+
+
+def test_pen_3_pool_min_zero_can_roll_no_dice():
+    d = edit(sample_dict("gravewatch"), lambda d: d["resolution"]["pool"].update(min=0))
+    rs = Ruleset.from_dict(d)
+    assert num(rs, "ability", "sinew", live=Live(marks={"harm": Marks(("tear",) * 4)})).total == 0
+
+
+def test_pen_2_without_penalty_from_rolls_as_before():
+    d = edit(sample_dict("gravewatch"), lambda d: d["resolution"].pop("penaltyFrom"))
+    rs = Ruleset.from_dict(d)
+    n = num(rs, "ability", "sinew", live=Live(marks={"harm": Marks(("tear",) * 3)}))
+    assert (n.penalty, n.total) == (0, 2)
+
+
+def test_pen_4_dice_sum_penalty_is_a_flat_modifier():
+    d = edit(sample_dict("fifth-like"), lambda d: (
+        d["sheet"]["live"]["tracks"].append({"id": "harm", "label": "Harm", "levels": [
+            {"label": "Hurt", "penalty": -2}, {"label": "Down", "penalty": -5}],
+            "kinds": [{"id": "cut", "label": "C", "severity": 0}]}),
+        d["resolution"].update(penaltyFrom="harm")))
+    rs = Ruleset.from_dict(d)
+    n = num(rs, "skill", "stealth", card(rs, abilities={"dex": 14}), Live(marks={"harm": Marks(("cut",))}))
+    assert (n.sheet, n.penalty, n.total) == (2, -2, 0)
+    n = num(rs, "skill", "stealth", card(rs, abilities={"dex": 14}), Live(marks={"harm": Marks(("cut", "cut"))}))
+    assert n.total == -3  # no floor under dice-sum
+
+
+def test_adj_1_3_ember_brawn_burden_and_stance():
+    c = card(EMBER, abilities={"brawn": 4})
+    c = {**c, "lists": {"gear": [{"item": "Tent", "bulk": 6}]}}  # burdened -2
+    n = num(EMBER, "ability", "brawn", c, Live(states={"stance": "steady"}))
+    assert (n.adjust, n.total) == (-2, 2)
+    n = num(EMBER, "ability", "brawn", c, Live(states={"stance": "reckless"}))
+    assert (n.adjust, n.total) == (0, 4)
+    n = num(EMBER, "skill", "haul", c, Live(states={"stance": "guarded"}))  # a skill that uses Brawn (ADJ-4)
+    assert n.adjust == -3
+
+
+def test_adj_4_5_filter_by_ability():
+    c = {**card(EMBER), "lists": {"gear": [{"item": "Tent", "bulk": 6}]}}
+    assert num(EMBER, "ability", "wits", c).adjust == 0
+    assert num(EMBER, "skill", "wayfind", c).adjust == 0  # a Wits skill
+    assert num(EMBER, "skill", "wayfind", c, with_ability="brawn").adjust == -2  # rolled with Brawn via with=
+    d = edit(sample_dict("ember-roads"), lambda d: d["resolution"]["adjust"].append({"value": {"const": 1}}))
+    rs = Ruleset.from_dict(d)
+    assert num(rs, "ability", "wits", c).adjust == 1  # no `abilities`: every check
+
+
+def test_adj_6_dice_pool_floor_applies_to_adjust_too():
+    c = {**card(EMBER, abilities={"brawn": 2}), "lists": {"gear": [{"item": "x", "bulk": 9}]}}  # -3
+    n = num(EMBER, "ability", "brawn", c, Live(states={"stance": "guarded"}))  # -1 more
+    assert (n.adjust, n.total) == (-4, 1)
+
+
+def test_enum_9_gravewatch_lantern_costs_nerve_dice():
+    c = card(GRAVE, abilities={"nerve": 3})
+    assert num(GRAVE, "ability", "nerve", c, Live(states={"lantern": "shuttered"})).total == 2
+    assert num(GRAVE, "ability", "nerve", c, Live(states={"lantern": "out"})).total == 1
+    assert num(GRAVE, "ability", "sinew", c, Live(states={"lantern": "out"})).adjust == 0
+
+
+def test_dice_sum_uses_modifiers_and_training_bonus():
+    c = card(FIFTH, abilities={"int": 17}, skills={"arcana": "expertise"}, fields={"level": 9})
+    n = num(FIFTH, "skill", "arcana", c)
+    assert (n.base, n.bonus, n.total) == (3, 8, 11)

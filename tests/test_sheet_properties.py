@@ -1,0 +1,71 @@
+"""Hypothesis: evaluating never raises for any state that loads; hidden things read as the spec says."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import load_sample
+from tagengine.errors import StateError
+from tagengine.sheet import character, party
+from tagengine.state import GameState
+
+RULESETS = {n: load_sample(n) for n in ("ember-roads", "gravewatch", "fifth-like", "blades-like")}
+SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+scalar = st.one_of(st.none(), st.booleans(), st.integers(-200, 200), st.text(max_size=8),
+                   st.sampled_from(["night", "dawn", "reckless", "tear", "knock", "strain", "sworn", "d8", "full"]))
+json_value = st.recursive(scalar, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                          st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+                          max_leaves=12)
+keys = st.sampled_from(["watch", "level", "casting", "calling", "resolve", "oil", "grit", "hp", "harm", "strain",
+                        "stance", "lantern", "gear", "scars", "features", "bulk", "packed", "levels", "penalty",
+                        "nerve", "sinew", "brawn", "soothe", "dig", "marks", "overflow", "coin", "vault"])
+shaped = st.recursive(scalar, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                      st.dictionaries(keys, inner, max_size=5)), max_leaves=20)
+parts = st.fixed_dictionaries({}, optional={
+    "abilities": shaped, "skills": shaped, "fields": shaped, "lists": shaped})
+live = st.fixed_dictionaries({}, optional={
+    "pools": shaped, "temp": shaped, "tracks": shaped, "marks": shaped, "states": shaped, "conditions": shaped,
+    "text": shaped, "rows": shaped})
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(RULESETS)), parts, live, json_value)
+def test_evaluation_never_raises_for_a_state_that_loads(name, card, live_doc, noise):
+    rs = RULESETS[name]
+    doc = {"format": "tagengine.state/1", "gameCharacterCards": {"Mira": card}, "rulesetLive": {"mira": live_doc,
+           "$party": live_doc}, "gamePartySheet": {"fields": card.get("fields")}, "noise": noise}
+    try:
+        state = GameState.loads(rs, json.dumps(doc))
+    except StateError:
+        return
+    sheet = character(rs, state, "Mira")
+    party(rs, state)
+    for p in sheet.pools:
+        assert 0 <= p.cur <= p.max
+    for w in sheet.wounds:
+        assert w.filled <= w.length and w.overflow >= 0 and w.penalty <= 0
+    for t in sheet.tracks:
+        assert t.min <= t.value <= t.max
+
+
+@SETTINGS
+@given(st.sampled_from(["dawn", "dusk", "night", "noon", None]), st.integers(0, 9))
+def test_hidden_pool_reads_zero_and_is_reported(watch, oil):
+    from tagengine.sheet import Eval
+
+    rs = RULESETS["gravewatch"]
+    state = GameState.new(rs, ["Mira"])
+    card = {**state.cards["Mira"], "fields": {"watch": watch}}
+    from tagengine.state import Live
+
+    ev = Eval(rs, card, Live(pools={"oil": oil}))
+    oil_pool = rs.sheet.pools.get("oil")
+    hidden = watch != "night"
+    assert (ev.hidden(oil_pool) is not None) == hidden
+    from tagengine.ruleset.refs import ValueRef
+
+    assert ev.read(ValueRef(livePool="oil")) == (0 if hidden else min(oil, 6))
