@@ -283,3 +283,48 @@ def test_every_problem_in_one_run(gravewatch):
     for want in (("sheet.live.tracks[0].max", "wound-max-mismatch"), ("resolution.penaltyFrom", "unknown-ref"),
                  ("sheet.live.states[0].default", "unknown-value"), ("clocks.max", "out-of-range")):
         assert want in p
+
+
+def test_capability_versions_per_feature():
+    """REF-16, CAP-7, HIDE-8, ADJ-12, SHEET-34, REST-7, TRACK-7, GM-18: each feature names its version."""
+    base = {"manifest": {"capabilityApi": {"major": 1, "minor": 36}}, "sheet": {
+        "abilities": [{"id": "a", "label": "A"}],
+        "skills": [{"id": "s", "label": "S", "ability": "a"}],
+        "fields": [{"id": "f", "label": "F", "type": "number"}],
+        "lists": [{"id": "l", "label": "L", "columns": [{"id": "n", "label": "N", "type": "number"},
+                                                        {"id": "t", "label": "T", "type": "text"}]}],
+        "live": {"pools": [{"id": "p", "label": "P", "max": {"const": 3}, "group": "g"},
+                           {"id": "q", "label": "Q", "max": {"const": 3}, "group": "g"}],
+                 "tracks": [{"id": "t", "label": "T", "max": 3}]}}}
+    cases = [
+        (lambda d: d["sheet"].update(derived=[{"id": "x", "label": "X", "op": "sum", "of": [{"livePool": "p"}]}]),
+         "sheet.derived[0].of[0]", "1.39"),
+        (lambda d: d["sheet"]["skills"][0].update(cap={"const": 2}), "sheet.skills[0].cap", "1.39"),
+        (lambda d: d["sheet"]["live"]["pools"][0].update(hideWhen={"field": "f", "notEquals": 1}),
+         "sheet.live.pools[0].hideWhen", "1.39"),
+        (lambda d: d.update(resolution={"type": "dice-sum", "adjust": [{"value": {"const": 1}}]}),
+         "resolution.adjust", "1.38"),
+        (lambda d: d["sheet"]["lists"][0]["columns"][0].update(roll={"count": 1, "sides": 6}),
+         "sheet.lists[0].columns[0].roll", "1.85"),
+        (lambda d: d["sheet"].update(rests=[{"id": "r", "label": "R", "steps": [
+            {"poolGroup": "g", "by": {"fractionOfMax": 0.5}, "shared": True}]}]), "sheet.rests[0].steps[0].shared",
+         "1.77"),
+        (lambda d: d["sheet"]["live"]["tracks"][0].update(alwaysShow=True), "sheet.live.tracks[0].alwaysShow", "1.37"),
+        (lambda d: d.update(gm={"sheetSummary": {"lists": [{"list": "l", "nameColumn": "t"}]}}),
+         "gm.sheetSummary.lists[0]", "1.37"),
+    ]
+    assert problems(base) == []
+    for mutate, path, version in cases:
+        d = edit(base, mutate)
+        try:
+            Ruleset.from_dict(d)
+            raise AssertionError(path)
+        except RulesetError as e:
+            (p,) = [p for p in e.problems if p.code == "capability-too-low"]
+        assert p.path == path and f"needs Capability API {version}" in p.message
+
+
+def test_ref_8_live_pool_cannot_read_a_row_pool(fifth):
+    d = edit(fifth, lambda d: d["sheet"]["derived"].append(
+        {"id": "uses", "label": "U", "op": "sum", "of": [{"livePool": "features"}]}))
+    assert ("sheet.derived[11].of[0].livePool", "unknown-ref") in problems(d)
