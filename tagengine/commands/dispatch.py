@@ -8,7 +8,7 @@ from typing import Any
 from ..ruleset import Ruleset
 from ..state import GameState
 from ..tags import Tag, canonical, scan
-from . import clock, sheet  # noqa: F401  (each family registers itself)
+from . import advance, clock, conditions, livetext, pools, rests, sheet, states, tracks, wounds  # noqa: F401
 from .registry import FAMILIES
 from .result import Outcome, Result, refused
 

@@ -1,0 +1,145 @@
+"""Who or what a `[sheet: ...]` tag acts on: `who`, `who="party"`, `sheet="party"`, and names (DEC-8, DEC-10).
+
+Each op's handler works on one `Subject`; `character_op` checks the attributes, resolves the subjects
+and, for `who="party"`, applies the op to each character in turn and writes one receipt for all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..ruleset import Ruleset
+from ..sheet import Eval
+from ..state import PARTY, GameState, Live
+from ..tags import Tag
+from ..text import normalise
+from .result import Outcome, Result, ok, refuse, refused
+from .sheet import SHEETS
+
+COMMON = frozenset({"who", "op", "sheet"})
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One sheet a command acts on: a character (by card name) or the party (`$party`)."""
+
+    name: str
+    card: Any
+    live: Live
+    ev: Eval
+    party: bool = False
+
+    def with_live(self, state: GameState, live: Live) -> GameState:
+        return state.with_live(self.name, live)
+
+
+Apply = Callable[[Ruleset, GameState, Subject, Tag], Outcome]
+
+
+def find(items: Iterable[T], name: str, what: str) -> T | Result:
+    """The one item whose id or label matches `name` (DEC-8); `unknown-<what>` or `ambiguous`."""
+    key = normalise(name)
+    hits: list[T] = []
+    for item in items:
+        labels = (getattr(item, "id", ""), getattr(item, "label", ""))
+        if any(normalise(x) == key for x in labels if x) and item not in hits:
+            hits.append(item)
+    if not hits:
+        return refused(f"unknown-{what}")
+    if len(hits) > 1:
+        return refused("ambiguous")
+    return hits[0]
+
+
+def subject(rs: Ruleset, state: GameState, name: str, *, party: bool = False) -> Subject:
+    if party:
+        live = state.live_of(PARTY)
+        return Subject(PARTY, state.party_sheet, live, Eval(rs, state.party_sheet, live, party=True,
+                                                            members=state.cards), party=True)
+    card, live = state.cards[name], state.live_of(name)
+    return Subject(name, card, live, Eval(rs, card, live))
+
+
+def character_op(op: str, required: Iterable[str] = (), optional: Iterable[str] = (),
+                 choose_one: Iterable[str] = (), party: bool = False, character: bool = True
+                 ) -> Callable[[Apply], Apply]:
+    """Register `op` on the sheet family. `choose_one`: exactly one of these (`by` or `to`)."""
+    req, opt, one = frozenset(required), frozenset(optional), tuple(choose_one)
+    allowed = COMMON | req | opt | set(one)
+
+    def register(fn: Apply) -> Apply:
+        @SHEETS.op(op)
+        def handler(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
+            sheet = tag.get("sheet")
+            on_party = sheet is not None
+            if on_party and (normalise(sheet) != "party" or rs.party is None):
+                return refuse(state, "unknown-sheet")
+            if (on_party and not party) or (not on_party and not character):
+                return refuse(state, "unsupported-op")  # DEC-13
+            if any(k not in allowed for k in tag.keys) or (on_party and tag.has("who")):
+                return refuse(state, "unknown-attribute")  # PARTY-16: a party command leaves `who` out
+            if any(not tag.has(k) for k in req):
+                return refuse(state, "missing-attribute")
+            if one:
+                given = [k for k in one if tag.has(k)]
+                if not given:
+                    return refuse(state, "missing-attribute")
+                if len(given) > 1:
+                    return refuse(state, "one-action")
+            if on_party:
+                return fn(rs, state, subject(rs, state, PARTY, party=True), tag)
+            names = who(state, tag)
+            if isinstance(names, Result):
+                return Outcome(names, state)
+            if len(names) == 1 and not _is_party_word(tag):
+                return fn(rs, state, subject(rs, state, names[0]), tag)
+            return each(rs, state, names, tag, fn)
+
+        return fn
+
+    return register
+
+
+def _is_party_word(tag: Tag) -> bool:
+    w = tag.get("who")
+    return w is not None and normalise(w) == "party"
+
+
+def who(state: GameState, tag: Tag) -> list[str] | Result:
+    """`who` names a character (DEC-8), or `party` for each of them (DEC-10, PARTY-17). It may be left
+    out when the game has exactly one character (DESIGN.md section 5)."""
+    name = tag.get("who")
+    if name is None:
+        if len(state.cards) == 1:
+            return list(state.cards)
+        return refused("missing-attribute")
+    if normalise(name) == "party":
+        return list(state.cards) if state.cards else refused("unknown-character")
+    card = state.character(name)
+    return [card] if card is not None else refused("unknown-character")
+
+
+def each(rs: Ruleset, state: GameState, names: list[str], tag: Tag, fn: Apply) -> Outcome:
+    """DEC-10: each character in turn; ok when all succeed, refused when all are refused, else partial."""
+    nows, reasons = [], []
+    for name in names:
+        out = fn(rs, state, subject(rs, state, name), tag)
+        state = out.state
+        if out.result.result == "refused":
+            reasons.append(f"{name}: {out.result.reason}")
+        else:
+            nows.append(f"{name} {out.result.now}" if out.result.now is not None else name)
+    if not reasons:
+        return Outcome(ok("; ".join(nows)), state)
+    if not nows:
+        return Outcome(Result("refused", reason="; ".join(reasons)), state)
+    return Outcome(Result("partial", now="; ".join(nows), reason="; ".join(reasons)), state)
+
+
+def replace_live(live: Live, **changes: Any) -> Live:
+    from dataclasses import replace
+
+    return replace(live, **changes)

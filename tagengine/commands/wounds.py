@@ -1,0 +1,84 @@
+"""`op="damage"`: the pool form (DESIGN.md section 5) and the wound form (spec section 10, DEC-16)."""
+
+from __future__ import annotations
+
+from ..ruleset import Ruleset
+from ..ruleset.live import Track
+from ..sheet import marks as algebra
+from ..state import GameState, Marks
+from ..tags import Tag
+from ..text import normalise
+from .numbers import parse_int
+from .pools import amount_of, damage_pool
+from .result import Outcome, Result, ok, refuse
+from .target import Subject, character_op, find, replace_live
+
+
+def track_model(subj: Subject, t: Track) -> tuple[algebra.Track, Marks]:
+    """The track as it stands now: its length from the sheet, and marks past it as overflow (WOUND-60)."""
+    view = subj.ev.wound(t)
+    model = algebra.Track(view.length, {k.id: k.severity for k in t.kinds or []}, t.fill == "indexed",
+                          t.onFull == "refuse")
+    stored = subj.live.marks.get(t.id) or Marks()
+    marks, overflow = algebra.normalise(model, stored.marks, stored.overflow)
+    return model, Marks(marks, overflow)
+
+
+def store(state: GameState, subj: Subject, t: Track, marks: tuple[str | None, ...], overflow: int) -> GameState:
+    return subj.with_live(state, replace_live(subj.live, marks={**subj.live.marks, t.id: Marks(marks, overflow)}))
+
+
+def kind_of(t: Track, name: str) -> str | None:
+    key = normalise(name)
+    hits = [k.id for k in t.kinds or [] if key in (normalise(k.id), normalise(k.label))]
+    return hits[0] if len(hits) == 1 else None
+
+
+@character_op("damage", optional=["pool", "track", "kind", "amount", "box"])
+def damage(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
+    if tag.has("pool") and tag.has("track"):
+        return refuse(state, "one-action")
+    if tag.has("pool"):
+        return damage_pool(rs, state, subj, tag)  # WOUND-29: the pool form is unchanged
+    if not tag.has("track"):
+        return refuse(state, "missing-attribute")
+    t = find(subj.ev.idx.tracks, tag.get("track") or "", "track")
+    if isinstance(t, Result):
+        return Outcome(t, state)
+    if not t.is_wound:
+        return refuse(state, "not-wound-track")  # DEC-16
+    amount = amount_of(tag)
+    if amount is None:
+        return refuse(state, "invalid-amount")
+    model, current = track_model(subj, t)
+    box = None
+    if tag.has("box"):
+        box = parse_int(tag.get("box"))
+        if box is None:
+            return refuse(state, "invalid-amount")
+        if not model.indexed or not 1 <= box <= model.length:
+            return refuse(state, "bad-box")  # DEC-16; box= only on a track that fills by box (WOUND-28)
+    kind_name = tag.get("kind")
+    if amount < 0:  # WOUND-23: a heal is the same command with a negative amount
+        kind = kind_of(t, kind_name) if kind_name is not None else None
+        marks, overflow = algebra.heal(model, current.marks, current.overflow, -amount, kind)
+    else:
+        if kind_name is None:
+            return refuse(state, "missing-kind")
+        kind = kind_of(t, kind_name)
+        if kind is None:
+            return refuse(state, "unknown-kind")
+        try:
+            marks, overflow = algebra.mark(model, current.marks, current.overflow, kind, amount, box)
+        except algebra.Full:
+            return refuse(state, "track-full")  # WOUND-52, WOUND-53: the whole command
+    new_state = store(state, subj, t, marks, overflow)
+    view = subject_view(rs, new_state, subj, t)
+    return Outcome(ok(view), new_state)
+
+
+def subject_view(rs: Ruleset, state: GameState, subj: Subject, t: Track) -> str:
+    """The receipt's `now` (DEC-11), read from the new state."""
+    from .target import subject
+
+    return subject(rs, state, subj.name).ev.wound(t).now

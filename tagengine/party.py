@@ -1,0 +1,40 @@
+"""Saving the shared party sheet from a chat app (PARTY-35..37, DEC-28).
+
+Each save names the revision it was opened at. A save opened before someone else's save landed is
+refused with `PartyConflict`, which carries the newer sheet; saving again with that revision is the
+player's deliberate choice to replace it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from .errors import Problem, StateError
+from .ruleset import Ruleset
+from .state import GameState
+from .state_load import Reader
+
+
+class PartyConflict(Exception):
+    """The party sheet changed since the draft was opened (PARTY-37)."""
+
+    def __init__(self, sheet: Mapping[str, Any], revision: int) -> None:
+        super().__init__(f"the party sheet was saved at revision {revision} after this draft was opened")
+        self.sheet = sheet
+        self.revision = revision
+
+
+def save_party(rs: Ruleset, state: GameState, draft: Mapping[str, Any], opened_at: int) -> GameState:
+    """The state with the draft party sheet saved and the revision incremented (PARTY-36)."""
+    if rs.file.party is None:
+        raise StateError([Problem("party", "no-party", "the ruleset has no party sheet", None)], "party save")
+    if opened_at != state.party_revision:
+        raise PartyConflict(state.party_sheet, state.party_revision)
+    r = Reader(rs)
+    sheet = {"fields": r.fields(rs.file.party.fields, draft.get("fields"), "fields"),
+             "lists": r.lists(rs.file.party.lists, draft.get("lists"), "lists")}
+    if r.warnings:
+        raise StateError(r.warnings, "party save")
+    return replace(state, party_sheet=sheet, party_revision=state.party_revision + 1)
