@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +86,8 @@ class GameState:
 
     def character(self, name: str) -> str | None:
         """The card name a `who=` names, matched case-insensitively (DEC-8)."""
+        if name in self.cards:
+            return name
         key = normalise(name)
         for n in self.cards:
             if normalise(n) == key:
@@ -97,10 +99,11 @@ class GameState:
 
     def with_live(self, name: str, live: Live) -> GameState:
         key = normalise(name) if name != PARTY else PARTY
-        return replace(self, live={**self.live, key: live})
+        return GameState(self.cards, self.party_sheet, self.party_revision, {**self.live, key: live}, self.clocks,
+                         self.warnings)
 
     def with_clocks(self, clocks: tuple[Clock, ...]) -> GameState:
-        return replace(self, clocks=clocks)
+        return GameState(self.cards, self.party_sheet, self.party_revision, self.live, clocks, self.warnings)
 
     # -- JSON ---------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

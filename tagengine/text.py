@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _SPACES = re.compile(r"\s+")
@@ -23,6 +24,7 @@ def prompt_unsafe(text: str, *, label: bool = False) -> str | None:
     return None
 
 
+@lru_cache(maxsize=8192)
 def normalise(name: str) -> str:
     """Case-insensitive name key: trimmed, inner white space collapsed (DEC-8)."""
     return _SPACES.sub(" ", name.strip()).casefold()

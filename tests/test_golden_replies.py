@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from conftest import GOLDEN, load_sample
+from conftest import GOLDEN, SAMPLES, load_sample
 from tagengine.commands import apply_reply
 from tagengine.state import GameState
 from tagengine.tags import narration
@@ -25,10 +25,19 @@ def check(path, text):
     assert text == path.read_text(encoding="utf-8")
 
 
+def start(stem):
+    """`<ruleset>--<case>` replays on the sample state; other cases on a new blades-like crew."""
+    if "--" in stem:
+        name = stem.split("--")[0]
+        rs = load_sample(name)
+        return rs, GameState.loads(rs, (SAMPLES / "states" / f"{name}.json").read_text())
+    rs = load_sample("blades-like")
+    return rs, GameState.new(rs, ["Cutter", "Lurk"])
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name.removesuffix(".in.md") for c in CASES])
 def test_golden_reply(case):
-    rs = load_sample("blades-like")
-    state = GameState.new(rs, ["Cutter", "Lurk"])
+    rs, state = start(case.name.removesuffix(".in.md"))
     text = case.read_text(encoding="utf-8")
     applied = apply_reply(rs, state, text)
     stem = case.name.removesuffix(".in.md")

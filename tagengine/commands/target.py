@@ -140,6 +140,10 @@ def each(rs: Ruleset, state: GameState, names: list[str], tag: Tag, fn: Apply) -
 
 
 def replace_live(live: Live, **changes: Any) -> Live:
-    from dataclasses import replace
+    """A copy of `live` with some parts replaced (cheaper than dataclasses.replace on the hot path)."""
+    parts = {f: getattr(live, f) for f in LIVE_FIELDS}
+    parts.update(changes)
+    return Live(**parts)
 
-    return replace(live, **changes)
+
+LIVE_FIELDS = ("pools", "temp", "tracks", "marks", "states", "conditions", "text", "rows")

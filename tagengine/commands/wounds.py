@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..ruleset import Ruleset
 from ..ruleset.live import Track
 from ..sheet import marks as algebra
+from ..sheet import wounds
 from ..state import GameState, Marks
 from ..tags import Tag
 from ..text import normalise
@@ -72,13 +73,6 @@ def damage(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
             marks, overflow = algebra.mark(model, current.marks, current.overflow, kind, amount, box)
         except algebra.Full:
             return refuse(state, "track-full")  # WOUND-52, WOUND-53: the whole command
-    new_state = store(state, subj, t, marks, overflow)
-    view = subject_view(rs, new_state, subj, t)
-    return Outcome(ok(view), new_state)
-
-
-def subject_view(rs: Ruleset, state: GameState, subj: Subject, t: Track) -> str:
-    """The receipt's `now` (DEC-11), read from the new state."""
-    from .target import subject
-
-    return subject(rs, state, subj.name).ev.wound(t).now
+    rows = subj.ev.list_rows(t.extra.list) if t.extra is not None else None
+    now = wounds.view(t, Marks(marks, overflow), model.length, rows).now  # DEC-11
+    return Outcome(ok(now), store(state, subj, t, marks, overflow))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Attributes the engine writes; the model's own copies are discarded (DEC-4, CLOCK-20).
 RESULT_KEYS = frozenset({"result", "reason", "now"})
@@ -18,19 +18,21 @@ class Tag:
 
     name: str
     attrs: tuple[Attr, ...]
+    keys: tuple[str, ...] = field(init=False, compare=False, repr=False)
+    _first: dict[str, str | None] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        first: dict[str, str | None] = {}
+        for k, v in self.attrs:
+            first.setdefault(k, v)
+        object.__setattr__(self, "keys", tuple(k for k, _ in self.attrs))
+        object.__setattr__(self, "_first", first)
 
     def get(self, key: str) -> str | None:
-        for k, v in self.attrs:
-            if k == key:
-                return v
-        return None
+        return self._first.get(key)
 
     def has(self, key: str) -> bool:
-        return any(k == key for k, _ in self.attrs)
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return tuple(k for k, _ in self.attrs)
+        return key in self._first
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .model import Attr
 from .scan import scan
 
@@ -10,6 +12,7 @@ def quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+@lru_cache(maxsize=8192)
 def canonical(name: str, attrs: tuple[Attr, ...], result: tuple[Attr, ...]) -> str:
     """`[name: k="v" flag ... result="ok" now="..."]`: the model's attributes, then the engine's."""
     parts = [f"[{name}:"]
