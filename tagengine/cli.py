@@ -7,12 +7,14 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
-from .errors import ProblemsError
-from .ruleset import Ruleset, RulesetError
-from .state import GameState
+from .errors import ProblemsError, RulesetError
+
+if TYPE_CHECKING:
+    from .ruleset import Ruleset
+    from .state import GameState
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -31,6 +33,8 @@ def _emit(obj: Any, out: TextIO) -> None:
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .ruleset import Ruleset
+
     try:
         rs = Ruleset.load(args.ruleset)
     except RulesetError as e:
@@ -54,6 +58,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_state_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .ruleset import Ruleset
+    from .state import GameState
+
     rs = Ruleset.load(args.ruleset)
     state = GameState.new(rs, args.names)
     if args.output:
@@ -73,6 +80,9 @@ def read_reply(spec: str, stdin: TextIO | None = None) -> str:
 
 
 def load_pair(args: argparse.Namespace, err: TextIO) -> tuple[Ruleset, GameState]:
+    from .ruleset import Ruleset
+    from .state import GameState
+
     rs = Ruleset.load(args.ruleset)
     state = GameState.load(rs, args.state)
     for w in state.warnings:
@@ -131,6 +141,55 @@ def cmd_sheet(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def read_history(path: str) -> list[dict[str, Any]]:
+    """A JSONL file of {"role", "content"} lines; every bad line is named, none is skipped silently."""
+    from .errors import Problem, ProblemsError
+
+    out, problems = [], []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8", errors="surrogateescape").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            m = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as e:
+            problems.append(Problem(f"line {n}", "not-json", str(e), line[:60]))
+            continue
+        if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant") or not isinstance(
+                m.get("content"), str):
+            problems.append(Problem(f"line {n}", "bad-message", 'expected {"role": user|assistant|system, '
+                                    '"content": text}', line[:60]))
+            continue
+        out.append({"role": m["role"], "content": m["content"]})
+    if problems:
+        raise ProblemsError(problems, path)
+    return out
+
+
+def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .prompt import Budget, BudgetError, build_prompt, world_prompt
+
+    rs, state = load_pair(args, err)
+    history = read_history(args.history) if args.history else []
+    budget = Budget(context=args.context, response=args.response, response_min=min(args.response_min, args.response),
+                    model=args.model, encoding=args.encoding)
+    try:
+        prompt = build_prompt(rs, state, history, budget)
+    except BudgetError as e:
+        err.write(f"tagengine preview: {e}\n")
+        return 1
+    if args.json:
+        doc = {"system": prompt.system, "reminder": prompt.reminder, "messages": prompt.messages,
+               "report": prompt.report.to_json()}
+        if args.world:
+            doc["world"] = world_prompt(rs)
+        _emit(doc, out)
+        return 0
+    from .prompt.show import render_report
+
+    out.write(render_report(rs, prompt, world_prompt(rs) if args.world else None, color=out.isatty()))
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .schema import schema
 
@@ -181,6 +240,20 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("--party", action="store_true", help="the party sheet instead of a character")
     sh.add_argument("--json", action="store_true", help="print the evaluated sheet as JSON")
     sh.set_defaults(func=cmd_sheet)
+
+    pv = sub.add_parser("preview", help="the prompt the GM would get, with a token report")
+    pv.add_argument("ruleset")
+    pv.add_argument("state")
+    pv.add_argument("--history", metavar="FILE", help='JSONL of {"role", "content"} messages, oldest first')
+    enc = pv.add_mutually_exclusive_group()
+    enc.add_argument("--model", help="model name, which picks the encoding (gpt-4o, gpt-4, o3, ...)")
+    enc.add_argument("--encoding", choices=["o200k_base", "cl100k_base"])
+    pv.add_argument("--context", type=int, default=8192, help="context window in tokens (default 8192)")
+    pv.add_argument("--response", type=int, default=1024, help="response budget in tokens (default 1024)")
+    pv.add_argument("--response-min", type=int, default=256, help="lowest response budget (default 256)")
+    pv.add_argument("--world", action="store_true", help="also show the world-generation prompt")
+    pv.add_argument("--json", action="store_true", help='print {"system", "reminder", "messages", "report"}')
+    pv.set_defaults(func=cmd_preview)
 
     sc = sub.add_parser("schema", help="JSON Schema of the file formats")
     sc.add_argument("kind", choices=["ruleset", "state"])

@@ -102,6 +102,7 @@ class Counter:
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer
         self._memo: dict[tuple[str, str], int] = {}
+        self._roles: dict[str, int] = {}
 
     def text(self, text: str) -> int:
         return len(self.tokenizer.encode(text)) if text else 0
@@ -110,7 +111,10 @@ class Counter:
         key = (role, content)
         n = self._memo.get(key)
         if n is None:
-            n = TOKENS_PER_MESSAGE + self.text(role) + self.text(content)
+            role_n = self._roles.get(role)
+            if role_n is None:
+                role_n = self._roles[role] = self.text(role)
+            n = TOKENS_PER_MESSAGE + role_n + self.text(content)
             if len(self._memo) > 20_000:
                 self._memo.clear()
             self._memo[key] = n

@@ -1,0 +1,91 @@
+"""Prompt benchmark (issue: the prompt): 4 characters, a 200-message history, a 16,000-character
+gmReference. Prints a warm turn (target <= 3 ms), a turn after one new message (only that message is
+encoded), the cost of a cut (target: one encode and one decode) and `tagengine preview` cold (target
+<= 400 ms)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tagengine import GameState, Ruleset
+from tagengine.prompt import Budget, build_prompt
+from tagengine.prompt.budget import cut_reference
+from tagengine.prompt.tokens import Counter, TiktokenCounter
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Counting:
+    """A Tokenizer that counts the encode and decode calls it serves."""
+
+    name: str = "o200k_base"
+    calls: dict[str, int] = field(default_factory=lambda: {"encode": 0, "decode": 0}, compare=False, hash=False)
+
+    def encode(self, text: str) -> list[int]:
+        self.calls["encode"] += 1
+        return TiktokenCounter(self.name).encode(text)
+
+    def decode_bytes(self, tokens):  # type: ignore[no-untyped-def]
+        self.calls["decode"] += 1
+        return TiktokenCounter(self.name).decode_bytes(tokens)
+
+
+def setup() -> tuple[Ruleset, GameState, list[dict[str, str]], dict]:
+    doc = json.loads((ROOT / "samples" / "rulesets" / "gravewatch.json").read_text())
+    words = "Wardens judge the dark by lantern light before each watch and count every grave twice. "
+    doc["gmReference"] = (words * 200)[:16000].strip()
+    rs = Ruleset.from_dict(doc)
+    state = GameState.new(rs, ["Mira", "Bram", "Tobin", "Vess"])
+    history = []
+    for i in range(100):
+        history.append({"role": "user", "content": f"Turn {i}: we keep watch by the north gate."})
+        history.append({"role": "assistant", "content": f"Reply {i}: the fog thickens over the graves. " * 12})
+    return rs, state, history, doc
+
+
+def main() -> None:
+    rs, state, history, doc = setup()
+    tok = Counting()
+    budget = Budget(context=16_000, response=1024, model="gpt-4o", tokenizer=tok)
+    build_prompt(rs, state, history, budget)  # cold: encodes everything once
+    times = []
+    for _ in range(50):
+        t = time.perf_counter()
+        build_prompt(rs, state, history, budget)
+        times.append(time.perf_counter() - t)
+    print(f"warm turn: median {statistics.median(times) * 1e3:.2f} ms (target <= 3 ms)")
+    tok.calls.update(encode=0, decode=0)
+    t = time.perf_counter()
+    build_prompt(rs, state, [*history, {"role": "user", "content": "I raise the lantern."}], budget)
+    print(f"turn after one new message: {(time.perf_counter() - t) * 1e3:.2f} ms, "
+          f"{tok.calls['encode']} encode call(s) (target: only that message)")
+    tok.calls.update(encode=0, decode=0)
+    c = Counter(tok)
+    t = time.perf_counter()
+    cut_reference(c, doc["gmReference"], 1500)
+    print(f"cut of a 16,000-character reference: {(time.perf_counter() - t) * 1e3:.2f} ms, "
+          f"{tok.calls['encode']} encode and {tok.calls['decode']} decode (target: one of each)")
+    with tempfile.TemporaryDirectory() as tmp:
+        rpath, spath = Path(tmp) / "r.json", Path(tmp) / "s.json"
+        rpath.write_text(json.dumps(doc))
+        spath.write_text(state.dumps())
+        exe = Path(sys.executable).parent / "tagengine"
+        runs = []
+        for _ in range(3):
+            t = time.perf_counter()
+            subprocess.run([str(exe), "preview", str(rpath), str(spath), "--model", "gpt-4o", "--json"], check=True,
+                           stdout=subprocess.DEVNULL)
+            runs.append(time.perf_counter() - t)
+    print(f"tagengine preview cold (new process): median {statistics.median(runs) * 1e3:.0f} ms (target <= 400 ms)")
+
+
+if __name__ == "__main__":
+    main()
