@@ -190,6 +190,25 @@ def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .batch import replay
+    from .ruleset import Ruleset
+
+    Ruleset.load(args.ruleset)  # fail early, once, with every problem named
+    source = sys.stdin if args.transcripts == "-" else open(args.transcripts, encoding="utf-8")  # noqa: SIM115
+    sink = open(args.output, "w", encoding="utf-8") if args.output else out  # noqa: SIM115
+    try:
+        summary = replay(args.ruleset, source, sink, workers=max(1, args.workers),
+                         progress=err if err.isatty() else None)
+    finally:
+        if source is not sys.stdin:
+            source.close()
+        if sink is not out:
+            sink.close()
+    err.write(f"{summary}\n")
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .schema import schema
 
@@ -254,6 +273,13 @@ def parser() -> argparse.ArgumentParser:
     pv.add_argument("--world", action="store_true", help="also show the world-generation prompt")
     pv.add_argument("--json", action="store_true", help='print {"system", "reminder", "messages", "report"}')
     pv.set_defaults(func=cmd_preview)
+
+    rp = sub.add_parser("replay", help="reprocess transcripts (JSONL, one chat per line)")
+    rp.add_argument("ruleset")
+    rp.add_argument("transcripts", help="a JSONL file, or - for stdin")
+    rp.add_argument("-o", "--output", help="write the JSONL here instead of stdout")
+    rp.add_argument("--workers", type=int, default=1, help="parallel processes (default 1)")
+    rp.set_defaults(func=cmd_replay)
 
     sc = sub.add_parser("schema", help="JSON Schema of the file formats")
     sc.add_argument("kind", choices=["ruleset", "state"])

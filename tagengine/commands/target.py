@@ -39,14 +39,29 @@ class Subject:
 Apply = Callable[[Ruleset, GameState, Subject, Tag], Outcome]
 
 
+_NAMES: dict[int, tuple[Any, dict[str, list[Any]]]] = {}
+
+
+def _names(items: Iterable[T]) -> dict[str, list[T]]:
+    """Items by normalised id and label, built once per collection (collections live as long as their
+    ruleset; the entry keeps the collection alive so its id cannot be reused)."""
+    hit = _NAMES.get(id(items))
+    if hit is not None and hit[0] is items:
+        return hit[1]
+    table: dict[str, list[T]] = {}
+    for item in items:
+        for x in (getattr(item, "id", ""), getattr(item, "label", "")):
+            if x:
+                bucket = table.setdefault(normalise(x), [])
+                if item not in bucket:
+                    bucket.append(item)
+    _NAMES[id(items)] = (items, table)
+    return table
+
+
 def find(items: Iterable[T], name: str, what: str) -> T | Result:
     """The one item whose id or label matches `name` (DEC-8); `unknown-<what>` or `ambiguous`."""
-    key = normalise(name)
-    hits: list[T] = []
-    for item in items:
-        labels = (getattr(item, "id", ""), getattr(item, "label", ""))
-        if any(normalise(x) == key for x in labels if x) and item not in hits:
-            hits.append(item)
+    hits = _names(items).get(normalise(name), ())
     if not hits:
         return refused(f"unknown-{what}")
     if len(hits) > 1:

@@ -28,10 +28,8 @@ class Eval:
         self.idx: SheetIndex = rs.party if party and rs.party is not None else rs.sheet
         self.card = card
         self.live = live if live is not None else Live()  # REF-12: no live state reads the start
-        defs = rs.file.party.fields if party and rs.file.party else rs.file.sheet.fields
-        self.fields = field_values(defs, card.get("fields") or {})
-        if party and members is not None:
-            self._from_members(members)
+        self._members = members
+        self._fields: dict[str, Any] | None = None
         self._program = program(rs)
         self._derived: dict[str, int] = {}
         self._next = 0  # derived values before this position are computed (or being computed)
@@ -43,17 +41,28 @@ class Eval:
         self._scores: dict[str, int] = {}
         self._checks: dict[tuple[str, str, str | None], Any] = {}
 
+    @property
+    def fields(self) -> dict[str, Any]:
+        """Field values as the editor shows them, computed on first use."""
+        if self._fields is None:
+            rs = self.rs
+            defs = rs.file.party.fields if self.party and rs.file.party else rs.file.sheet.fields
+            self._fields = field_values(defs, self.card.get("fields") or {})
+            if self.party and self._members is not None:
+                self._from_members(self._members)
+        return self._fields
+
     def _from_members(self, members: Mapping[str, Mapping[str, Any]]) -> None:
         """PARTY-29..31: member fields are read from the characters as they are, at each use."""
         party = self.rs.file.party
-        assert party is not None
+        assert party is not None and self._fields is not None
         char_fields = self.rs.file.sheet.fields
         for fm in party.fromMembers:
             if fm.count:
-                self.fields[fm.field] = len(members)
+                self._fields[fm.field] = len(members)
             elif fm.sum is not None:
-                self.fields[fm.field] = sum(field_values(char_fields, c.get("fields") or {}).get(fm.sum, 0)
-                                            for c in members.values())
+                self._fields[fm.field] = sum(field_values(char_fields, c.get("fields") or {}).get(fm.sum, 0)
+                                             for c in members.values())
 
     # -- visibility --------------------------------------------------------------------------------
     def hidden(self, element: Any) -> str | None:

@@ -10,13 +10,23 @@ from ..state import Marks
 from .model import WoundLevel, WoundView
 from .ops import step
 
+_BASE: dict[int, tuple[Track, tuple[WoundLevel, ...]]] = {}
+
+
+def base_levels(track: Track) -> tuple[WoundLevel, ...]:
+    """The track's own named levels, built once per track model."""
+    hit = _BASE.get(id(track))
+    if hit is None or hit[0] is not track:
+        hit = _BASE[id(track)] = (track, tuple(WoundLevel(lv.label, lv.penalty) for lv in track.levels or []))
+    return hit[1]
+
 
 def levels_with_extra(track: Track, rows: list[dict[str, Any]] | None) -> tuple[WoundLevel, ...]:
     """Named levels plus those a list adds (WOUND-55..58); a hidden list (rows=None) adds nothing (WOUND-59)."""
-    levels = [WoundLevel(lv.label, lv.penalty) for lv in track.levels or []]
     ex = track.extra
     if ex is None or not rows:
-        return tuple(levels)
+        return base_levels(track)
+    levels = list(base_levels(track))
     for row in rows:
         count = max(0, min(16, int(row.get(ex.countColumn) or 0)))  # WOUND-56: at most 16 per row
         penalty = min(0, int(row.get(ex.penaltyColumn) or 0))

@@ -1,0 +1,197 @@
+"""A chat with a state snapshot after every assistant reply: receive, regenerate, swipes, deletes.
+
+Regenerating starts from the snapshot before the reply, continuing from the current one (CLOCK-26,
+PARTY-25); selecting or deleting a swipe or a message restores that snapshot, clocks and party sheet
+included (CLOCK-27). Snapshots are immutable GameStates, so going back costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .commands import Applied, apply_reply
+from .errors import Problem, StateError
+from .party import save_party
+from .ruleset import Ruleset
+from .state import GameState, live_json
+from .state_load import from_json
+
+FORMAT = "tagengine.chat/1"
+
+
+@dataclass
+class Message:
+    role: str
+    content: str = ""  # the selected swipe's text for an assistant message
+    swipes: list[Applied] = field(default_factory=list)
+    selected: int = 0
+
+    @property
+    def snapshot(self) -> GameState | None:
+        return self.swipes[self.selected].state if self.swipes else None
+
+
+class Chat:
+    def __init__(self, rs: Ruleset, state: GameState) -> None:
+        self.rs = rs
+        self.start = state
+        self.messages: list[Message] = []
+        self.revision = state.party_revision  # chat metadata: only ever grows (PARTY-36)
+
+    # -- reading -----------------------------------------------------------------------------------
+    @property
+    def state(self) -> GameState:
+        """The current snapshot: after the last assistant reply, else the start."""
+        for m in reversed(self.messages):
+            if m.snapshot is not None:
+                return replace(m.snapshot, party_revision=self.revision)
+        return replace(self.start, party_revision=self.revision)
+
+    def _before(self, index: int) -> GameState:
+        for m in reversed(self.messages[:index]):
+            if m.snapshot is not None:
+                return m.snapshot
+        return self.start
+
+    def _settle(self, before: GameState) -> None:
+        """A restore that changes the party sheet is a story change: the revision moves on (PARTY-36)."""
+        after = self.state
+        if after.party_sheet != before.party_sheet or after.party_revision != before.party_revision:
+            self.revision = max(self.revision + 1, after.party_revision)
+
+    # -- turns -------------------------------------------------------------------------------------
+    def user(self, content: str) -> None:
+        self.messages.append(Message("user", content))
+
+    def receive(self, reply: str) -> Applied:
+        """A new assistant reply, applied to the current snapshot (continue, CLOCK-26)."""
+        before = self.state
+        applied = apply_reply(self.rs, before, reply)
+        self.messages.append(Message("assistant", applied.text, [applied]))
+        self.revision = max(self.revision, applied.state.party_revision)
+        return applied
+
+    def _last_assistant(self) -> int:
+        for i in range(len(self.messages) - 1, -1, -1):
+            if self.messages[i].role == "assistant":
+                return i
+        raise IndexError("the chat has no assistant reply")
+
+    def regenerate(self, reply: str) -> Applied:
+        """A new swipe of the last reply, applied to the snapshot before it (CLOCK-26, PARTY-25)."""
+        i = self._last_assistant()
+        before = self.state
+        applied = apply_reply(self.rs, replace(self._before(i), party_revision=self.revision), reply)
+        m = self.messages[i]
+        m.swipes.append(applied)
+        m.selected, m.content = len(m.swipes) - 1, applied.text
+        self._settle(before)
+        return applied
+
+    def select_swipe(self, k: int) -> GameState:
+        """Show swipe k of the last reply; its snapshot becomes current (CLOCK-27)."""
+        before = self.state
+        m = self.messages[self._last_assistant()]
+        if not 0 <= k < len(m.swipes):
+            raise IndexError(f"swipe {k} of {len(m.swipes)}")
+        m.selected, m.content = k, m.swipes[k].text
+        self._settle(before)
+        return self.state
+
+    def delete_swipe(self, k: int) -> GameState:
+        before = self.state
+        i = self._last_assistant()
+        m = self.messages[i]
+        if not 0 <= k < len(m.swipes):
+            raise IndexError(f"swipe {k} of {len(m.swipes)}")
+        del m.swipes[k]
+        if not m.swipes:
+            del self.messages[i]
+        else:
+            m.selected = min(m.selected if m.selected < k else max(0, m.selected - 1), len(m.swipes) - 1)
+            m.content = m.swipes[m.selected].text
+        self._settle(before)
+        return self.state
+
+    def delete_message(self, index: int) -> GameState:
+        """Remove one message; the current snapshot is the last remaining reply's (CLOCK-27)."""
+        before = self.state
+        del self.messages[index]
+        self._settle(before)
+        return self.state
+
+    def save_party(self, draft: Mapping[str, Any], opened_at: int) -> GameState:
+        """A player's edit of the party sheet (PARTY-36, PARTY-37): PartyConflict when stale."""
+        new = save_party(self.rs, self.state, draft, opened_at)
+        self.revision = new.party_revision
+        i = next((j for j in range(len(self.messages) - 1, -1, -1) if self.messages[j].snapshot is not None), None)
+        if i is None:
+            self.start = new
+        else:
+            m = self.messages[i]
+            m.swipes[m.selected] = replace(m.swipes[m.selected], state=new)
+        return self.state
+
+    # -- history -----------------------------------------------------------------------------------
+    def history(self) -> list[dict[str, str]]:
+        return [{"role": m.role, "content": m.content} for m in self.messages]
+
+    @classmethod
+    def from_history(cls, rs: Ruleset, state: GameState, messages: Iterable[Mapping[str, Any]]) -> Chat:
+        """Rebuild the snapshots by replaying the receipts already in the history; exact by DEC-5."""
+        chat = cls(rs, state)
+        for m in messages:
+            if m.get("role") == "assistant":
+                chat.receive(str(m.get("content", "")))
+            else:
+                chat.messages.append(Message(str(m.get("role", "user")), str(m.get("content", ""))))
+        return chat
+
+    # -- JSON --------------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """Chat metadata as the spec stores it, and per snapshot `rulesetLive` and `rulesetClocks`."""
+        current = self.state.to_json()
+        doc: dict[str, Any] = {
+            "format": FORMAT,
+            "metadata": {k: current[k] for k in ("gameCharacterCards", "gamePartySheet", "gamePartySheetRevision")},
+            "start": self.start.to_json(),
+            "messages": [],
+        }
+        for m in self.messages:
+            entry: dict[str, Any] = {"role": m.role, "content": m.content}
+            if m.swipes:
+                entry["selected"] = m.selected
+                entry["swipes"] = [{"text": a.text, "snapshot": snapshot_json(a.state)} for a in m.swipes]
+            doc["messages"].append(entry)
+        return doc
+
+    @classmethod
+    def from_json(cls, rs: Ruleset, doc: Mapping[str, Any]) -> Chat:
+        if not isinstance(doc, Mapping) or doc.get("format") != FORMAT:
+            raise StateError([Problem("format", "not-chat", f"expected format {FORMAT!r}", None)], "chat")
+        start = from_json(rs, doc.get("start"), "chat.start")
+        chat = cls(rs, start)
+        meta = doc.get("metadata") or {}
+        for entry in doc.get("messages") or []:
+            m = Message(entry.get("role", "user"), entry.get("content", ""))
+            for sw in entry.get("swipes") or []:
+                snap = {**start.to_json(), **(sw.get("snapshot") or {})}
+                snap["gameCharacterCards"] = meta.get("gameCharacterCards", snap["gameCharacterCards"])
+                state = from_json(rs, snap, "chat.snapshot")
+                m.swipes.append(Applied(sw.get("text", ""), state, ()))
+            m.selected = min(int(entry.get("selected", 0)), max(0, len(m.swipes) - 1))
+            chat.messages.append(m)
+        chat.revision = int(meta.get("gamePartySheetRevision", start.party_revision))
+        return chat
+
+
+def snapshot_json(state: GameState) -> dict[str, Any]:
+    """What one snapshot keeps: live values, clocks, and the party sheet as it stood (PARTY-25)."""
+    return {
+        "rulesetLive": {k: v for k, v in ((k, live_json(v)) for k, v in state.live.items()) if v},
+        "rulesetClocks": [{"name": c.name, "size": c.size, "filled": c.filled} for c in state.clocks],
+        "gamePartySheet": state.to_json()["gamePartySheet"],
+        "gamePartySheetRevision": state.party_revision,
+    }
