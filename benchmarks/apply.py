@@ -38,14 +38,14 @@ def main() -> None:
             n += 1
             size += len(m["content"].encode())
     engine = time.perf_counter() - t0
-    ref = reference_seconds(path)
+    ref = min(reference_seconds(path) for _ in range(3))
     per.sort()
     mb = size / 1e6
     print(f"corpus: {len(chats)} chats, {n} replies, {mb:.1f} MB")
     print(f"engine: {engine:.3f} s  {mb / engine:.1f} MB/s  {n / engine:.0f} replies/s")
     print(f"per reply: p50 {statistics.median(per) * 1e3:.3f} ms  p99 {per[int(len(per) * 0.99)] * 1e3:.3f} ms "
           f"(target p99 <= 2 ms)")
-    print(f"reference_regex: {ref:.3f} s  ratio engine/reference = {engine / ref:.2f}x (target <= 3.0x)")
+    print(f"reference_regex: {ref:.3f} s (best of 3)  ratio engine/reference = {engine / ref:.2f}x (target <= 3.0x)")
     state = GameState.new(rs, ["Mira"])
     for label, text in (("100,000 '['", "[" * 100_000),
                         ("1 MB of unterminated quotes", '[clock: name="' + '"' * 1_000_000),

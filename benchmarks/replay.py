@@ -38,14 +38,15 @@ def main() -> None:
     texts = replies(path)
     mb = sum(len(t.encode()) for t in texts) / 1e6
     timed(path, 1)  # warm the caches of this process the way a long batch would
-    one = timed(path, 1)
-    two = timed(path, 2)
-    ref = reference_seconds(path)
+    # best of three for each, so a noisy neighbour on a shared machine does not decide the ratio
+    one = min(timed(path, 1) for _ in range(3))
+    two = min(timed(path, 2) for _ in range(3))
+    ref = min(reference_seconds(path) for _ in range(3))
     print(f"corpus: {len(texts)} replies, {mb:.1f} MB")
     for label, t in (("1 worker", one), ("2 workers", two)):
         print(f"{label}: {t:.3f} s  {len(texts) / t:.0f} replies/s  {mb / t:.1f} MB/s  ratio to reference "
               f"{t / ref:.2f}x")
-    print(f"reference_regex: {ref:.3f} s (target: 1 worker <= 3.0x)")
+    print(f"reference_regex: {ref:.3f} s (best of 3; target: 1 worker <= 3.0x)")
     print(f"speed-up with 2 workers: {one / two:.2f}x (target >= 1.7x on 2 cores; this machine has "
           f"{os.cpu_count()} cores)")
     small, large = corpus(50, 20), corpus(400, 20)

@@ -52,8 +52,7 @@ class Applied:
 
 def run_command(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     """One well-formed tag through its family's handler. Never raises for any tag."""
-    keys = tag.keys
-    if len(set(keys)) != len(keys):
+    if tag.repeated:
         return Outcome(refused("duplicate-attribute"), state)
     fam = FAMILIES.get(tag.name)
     if fam is None:  # pragma: no cover - the grammar admits only registered names

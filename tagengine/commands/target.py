@@ -83,26 +83,27 @@ def character_op(op: str, required: Iterable[str] = (), optional: Iterable[str] 
                  ) -> Callable[[Apply], Apply]:
     """Register `op` on the sheet family. `choose_one`: exactly one of these (`by` or `to`)."""
     req, opt, one = frozenset(required), frozenset(optional), tuple(choose_one)
-    allowed = COMMON | req | opt | set(one)
+    allowed = frozenset(COMMON | req | opt | set(one))
 
     def register(fn: Apply) -> Apply:
         @SHEETS.op(op)
         def handler(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
-            sheet = tag.get("sheet")
+            attrs = tag.attrmap
+            sheet = attrs.get("sheet")
             on_party = sheet is not None
             if on_party and (normalise(sheet) != "party" or rs.party is None):
                 return refuse(state, "unknown-sheet")
             if (on_party and not party) or (not on_party and not character):
                 return refuse(state, "unsupported-op")  # DEC-13
-            if any(k not in allowed for k in tag.keys) or (on_party and tag.has("who")):
+            if not allowed.issuperset(attrs) or (on_party and "who" in attrs):
                 return refuse(state, "unknown-attribute")  # PARTY-16: a party command leaves `who` out
-            if any(not tag.has(k) for k in req):
+            if not req.issubset(attrs):
                 return refuse(state, "missing-attribute")
             if one:
-                given = [k for k in one if tag.has(k)]
+                given = sum(1 for k in one if k in attrs)
                 if not given:
                     return refuse(state, "missing-attribute")
-                if len(given) > 1:
+                if given > 1:
                     return refuse(state, "one-action")
             if on_party:
                 return fn(rs, state, subject(rs, state, PARTY, party=True), tag)
@@ -154,11 +155,12 @@ def each(rs: Ruleset, state: GameState, names: list[str], tag: Tag, fn: Apply) -
     return Outcome(Result("partial", now="; ".join(nows), reason="; ".join(reasons)), state)
 
 
-def replace_live(live: Live, **changes: Any) -> Live:
-    """A copy of `live` with some parts replaced (cheaper than dataclasses.replace on the hot path)."""
-    parts = {f: getattr(live, f) for f in LIVE_FIELDS}
-    parts.update(changes)
-    return Live(**parts)
-
-
-LIVE_FIELDS = ("pools", "temp", "tracks", "marks", "states", "conditions", "text", "rows")
+def replace_live(live: Live, *, pools: Any = None, temp: Any = None, tracks: Any = None, marks: Any = None,
+                 states: Any = None, conditions: Any = None, text: Any = None, rows: Any = None) -> Live:
+    """A copy of `live` with some parts replaced (positional, cheaper than dataclasses.replace)."""
+    return Live(
+        live.pools if pools is None else pools, live.temp if temp is None else temp,
+        live.tracks if tracks is None else tracks, live.marks if marks is None else marks,
+        live.states if states is None else states, live.conditions if conditions is None else conditions,
+        live.text if text is None else text, live.rows if rows is None else rows,
+    )

@@ -6,6 +6,7 @@ from ..ruleset import Ruleset
 from ..ruleset.live import Track
 from ..sheet import marks as algebra
 from ..sheet import wounds
+from ..sheet.model import now_text
 from ..state import GameState, Marks
 from ..tags import Tag
 from ..text import normalise
@@ -15,14 +16,19 @@ from .result import Outcome, Result, ok, refuse
 from .target import Subject, character_op, find, replace_live
 
 
-def track_model(subj: Subject, t: Track) -> tuple[algebra.Track, Marks]:
+def track_model(subj: Subject, t: Track) -> tuple[algebra.Track, Marks, tuple[wounds.WoundLevel, ...]]:
     """The track as it stands now: its length from the sheet, and marks past it as overflow (WOUND-60)."""
-    view = subj.ev.wound(t)
-    model = algebra.Track(view.length, {k.id: k.severity for k in t.kinds or []}, t.fill == "indexed",
-                          t.onFull == "refuse")
+    if t.boxes is not None:
+        levels: tuple[wounds.WoundLevel, ...] = ()
+        length = subj.ev.wound(t).length
+    else:
+        rows = subj.ev.list_rows(t.extra.list) if t.extra is not None else None
+        levels = wounds.levels_with_extra(t, rows)
+        length = len(levels)
+    model = algebra.Track(length, wounds.severity_of(t), t.fill == "indexed", t.onFull == "refuse")
     stored = subj.live.marks.get(t.id) or Marks()
     marks, overflow = algebra.normalise(model, stored.marks, stored.overflow)
-    return model, Marks(marks, overflow)
+    return model, Marks(marks, overflow), levels
 
 
 def store(state: GameState, subj: Subject, t: Track, marks: tuple[str | None, ...], overflow: int) -> GameState:
@@ -51,7 +57,7 @@ def damage(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
     amount = amount_of(tag)
     if amount is None:
         return refuse(state, "invalid-amount")
-    model, current = track_model(subj, t)
+    model, current, levels = track_model(subj, t)
     box = None
     if tag.has("box"):
         box = parse_int(tag.get("box"))
@@ -73,6 +79,6 @@ def damage(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
             marks, overflow = algebra.mark(model, current.marks, current.overflow, kind, amount, box)
         except algebra.Full:
             return refuse(state, "track-full")  # WOUND-52, WOUND-53: the whole command
-    rows = subj.ev.list_rows(t.extra.list) if t.extra is not None else None
-    now = wounds.view(t, Marks(marks, overflow), model.length, rows).now  # DEC-11
+    filled = sum(1 for m in marks if m is not None)
+    now = now_text(t.boxes is not None, levels, model.length, filled, overflow)  # DEC-11
     return Outcome(ok(now), store(state, subj, t, marks, overflow))

@@ -103,11 +103,15 @@ class WoundView:
 
     @property
     def now(self) -> str:
-        """DEC-11: `"<marks>/<levels> <lowest label>"`, `"<filled>/<boxes>"`, plus overflow."""
-        text = f"{self.filled}/{self.length}"
-        if not self.boxed and self.lowest:
-            text += f" {self.lowest}"
-        return text + (f" +{self.overflow} overflow" if self.overflow else "")
+        return now_text(self.boxed, self.levels, self.length, self.filled, self.overflow)
+
+
+def now_text(boxed: bool, levels: tuple[WoundLevel, ...], length: int, filled: int, overflow: int) -> str:
+    """DEC-11: `"<marks>/<levels> <lowest label>"`, `"<filled>/<boxes>"`, plus overflow."""
+    text = f"{filled}/{length}"
+    if not boxed and filled:
+        text += f" {levels[filled - 1].label}"
+    return text + (f" +{overflow} overflow" if overflow else "")
 
 
 @dataclass(frozen=True, slots=True)

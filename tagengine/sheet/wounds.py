@@ -62,5 +62,12 @@ def view(track: Track, marks: Marks | None, length: int, rows: list[dict[str, An
                      marks.overflow + lost, penalty, kinds)
 
 
+_SEVERITY: dict[int, tuple[Track, Mapping[str, int]]] = {}
+
+
 def severity_of(track: Track) -> Mapping[str, int]:
-    return {k.id: k.severity for k in track.kinds or []}
+    """Kind id -> severity, built once per track model."""
+    hit = _SEVERITY.get(id(track))
+    if hit is None or hit[0] is not track:
+        hit = _SEVERITY[id(track)] = (track, {k.id: k.severity for k in track.kinds or []})
+    return hit[1]

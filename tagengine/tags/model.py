@@ -19,20 +19,22 @@ class Tag:
     name: str
     attrs: tuple[Attr, ...]
     keys: tuple[str, ...] = field(init=False, compare=False, repr=False)
-    _first: dict[str, str | None] = field(init=False, compare=False, repr=False)
+    attrmap: dict[str, str | None] = field(init=False, compare=False, repr=False)  # first value of each key
+    repeated: bool = field(init=False, compare=False, repr=False)  # a key written twice (DEC-7)
 
     def __post_init__(self) -> None:
         first: dict[str, str | None] = {}
         for k, v in self.attrs:
             first.setdefault(k, v)
         object.__setattr__(self, "keys", tuple(k for k, _ in self.attrs))
-        object.__setattr__(self, "_first", first)
+        object.__setattr__(self, "attrmap", first)
+        object.__setattr__(self, "repeated", len(first) != len(self.attrs))
 
     def get(self, key: str) -> str | None:
-        return self._first.get(key)
+        return self.attrmap.get(key)
 
     def has(self, key: str) -> bool:
-        return key in self._first
+        return key in self.attrmap
 
 
 @dataclass(frozen=True, slots=True)
