@@ -8,6 +8,7 @@ from typing import TextIO
 
 from .commands import apply_reply
 from .errors import RulesetError
+from .prompt import Budget, build_prompt
 from .ruleset import Ruleset
 from .state import GameState
 from .tags import narration
@@ -52,4 +53,17 @@ def demo(out: TextIO, samples: Path) -> int:
     for r in last.receipts:
         out.write(f"  {r.name}: {r.result} {r.now or r.reason}" + (f" ({r.detail})" if r.detail else "") + "\n")
     out.write("\n-- clocks now: " + ("; ".join(f"{c.name} {c.filled}/{c.size}" for c in state.clocks) or "none") + "\n")
+    history = [{"role": m["role"], "content": m["content"]} for m in chat["messages"]]
+    history.append({"role": "user", "content": "We lie low for a night."})
+    prompt = build_prompt(rs, state, history, Budget(context=4096, response=1024, model="gpt-4o"))
+    rep = prompt.report
+    out.write(f"\n== the next turn's prompt ({rep.encoding}, context {rep.context})\n")
+    for part, n in rep.parts.items():
+        out.write(f"  {part:<9}{n:>6} tokens\n")
+    out.write(f"  {'total':<9}{rep.total:>6} of {rep.context}\n")
+    for cut in rep.cuts:
+        out.write(f"  cut: {cut}\n")
+    out.write("\n-- the reminder the GM gets this turn:\n" + prompt.reminder)
+    out.write("\nTry next: tagengine replay samples/rulesets/blades-like.json samples/transcripts/crew-night.jsonl\n"
+              "          tagengine preview samples/rulesets/blades-like.json samples/states/blades-like.json\n")
     return status
