@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,10 +17,29 @@ from .fields import field_values, rows
 from .model import WoundView
 from .visibility import hidden_by
 
+_MAXIMA: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], dict[str, int]]] = OrderedDict()
+
+
+def maxima(*owners: Any) -> dict[str, int]:
+    """Pool maxima shared by every evaluation of the same ruleset and permanent values. A maximum never
+    reads live state (REF-13, enforced at import), so it stays right for as long as those objects live."""
+    key = tuple(id(o) for o in owners)
+    hit = _MAXIMA.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], owners, strict=True)):
+        return hit[1]
+    table: dict[str, int] = {}
+    _MAXIMA[key] = (owners, table)
+    if len(_MAXIMA) > 2048:
+        _MAXIMA.popitem(last=False)
+    return table
+
 
 class Eval:
     """Lazily computes what a sheet reads. Derived values are computed once each (CAP-5), on demand, so a
     live read may reach a pool whose maximum is a derived value declared further down."""
+
+    __slots__ = ("_busy", "_checks", "_derived", "_fields", "_members", "_next", "_pool_max", "_program", "_rows",
+                 "_scores", "_sums", "_wounds", "card", "idx", "live", "party", "rs")
 
     def __init__(self, rs: Ruleset, card: Mapping[str, Any], live: Live | None, *, party: bool = False,
                  members: Mapping[str, Mapping[str, Any]] | None = None) -> None:
@@ -36,7 +56,7 @@ class Eval:
         self._busy: set[str] = set()
         self._rows: dict[str, list[dict[str, Any]] | None] = {}
         self._wounds: dict[str, WoundView] = {}
-        self._pool_max: dict[str, int] = {}
+        self._pool_max = maxima(rs, card, members) if party else maxima(rs, card)
         self._sums: dict[tuple[str, str, str | None], int] = {}
         self._scores: dict[str, int] = {}
         self._checks: dict[tuple[str, str, str | None], Any] = {}

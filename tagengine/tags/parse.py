@@ -71,15 +71,23 @@ def _describe(err: UnexpectedInput, text: str) -> str:
 
 
 @lru_cache(maxsize=4096)
-def parse(text: str) -> Tag:
-    """Parse one complete candidate `[name: ...]`. Pure, so repeated receipts are parsed once.
-
-    A `raw` attribute is kept: the scanner reads it as an earlier malformed verdict (DEC-5).
-    """
+def _verdict(text: str) -> Tag | str:
+    """The Tag, or why the candidate is malformed; both cached, since models repeat their mistakes."""
     try:
         name, attrs = parser().parse(text)
     except UnexpectedInput as e:
-        raise Malformed(_describe(e, text)) from None
+        return _describe(e, text)
     except LarkError as e:  # pragma: no cover - any other parser failure is still a malformed tag
-        raise Malformed(str(e).splitlines()[0]) from None
+        return str(e).splitlines()[0]
     return Tag(name, tuple((k, v) for k, v in attrs if k not in RESULT_KEYS))
+
+
+def parse(text: str) -> Tag:
+    """Parse one complete candidate `[name: ...]`; Malformed says where it fails. Pure and cached.
+
+    A `raw` attribute is kept: the scanner reads it as an earlier malformed verdict (DEC-5).
+    """
+    verdict = _verdict(text)
+    if isinstance(verdict, str):
+        raise Malformed(verdict)
+    return verdict
