@@ -25,14 +25,21 @@ from .errors import ProblemsError
 from .ruleset import Ruleset
 from .state import GameState
 from .state_load import from_json
+from .tags.parse import parser
 
 BATCH_PER_WORKER = 8  # chats per batch handed to a worker
 _RULESET: Ruleset | None = None
 
 
+_LOADED_FROM: str | None = None
+
+
 def _init(ruleset_path: str) -> None:
-    global _RULESET
-    _RULESET = Ruleset.load(ruleset_path)
+    """Load the ruleset once per process; a forked worker inherits the parent's, parser included."""
+    global _RULESET, _LOADED_FROM
+    if _RULESET is None or ruleset_path != _LOADED_FROM:
+        _RULESET = Ruleset.load(ruleset_path)
+        _LOADED_FROM = ruleset_path
 
 
 def loads(raw: bytes | str) -> Any:
@@ -178,6 +185,8 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
         for batch in _batches(_lines(source), BATCH_PER_WORKER):
             emit(_work(batch), len(batch))
     else:
+        _init(ruleset_path)
+        parser()  # built before the fork, so no worker spends its start building it again
         ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
         with ctx.Pool(workers, initializer=_init, initargs=(ruleset_path,)) as pool:
             # A bounded window of batches in flight keeps memory flat however many chats there are.

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _INT = re.compile(r"[+-]?\d{1,9}")
 
 
+@lru_cache(maxsize=1024)
 def parse_int(value: str | None) -> int | None:
     """The integer `value` spells, or None (-> `invalid-amount`)."""
     if value is None:

@@ -27,18 +27,18 @@ def _raw(body: str) -> str:
 
 
 def scan(text: str) -> list[Found]:
-    """Every tag-shaped span of `text`, in order, without overlaps. Never raises."""
+    """Every tag-shaped span of `text`, in order, without overlaps. Never raises.
+
+    Matches never overlap and a candidate holds no `[`, so cutting an unclosed one back to its line
+    leaves no other opener behind it: one pass of finditer sees every tag.
+    """
+    if "[" not in text:
+        return []
     found: list[Found] = []
-    pos = 0
-    search = CANDIDATE.search
-    while True:
-        m = search(text, pos)
-        if m is None:
-            return found
+    for m in CANDIDATE.finditer(text):
         start, end = m.start(), m.end()
         name = m.group("name").lower()
-        closed = text[end - 1] == "]"
-        if closed:
+        if text[end - 1] == "]":
             candidate = text[start:end]
             try:
                 tag = parse(candidate)
@@ -46,12 +46,11 @@ def scan(text: str) -> list[Found]:
                 body = candidate[m.end("name") - start:-1].lstrip(" \t:")
                 found.append(Found(start, end, name, None, _raw(body), str(e)))
             else:
-                if tag.has(RAW_KEY):
+                if RAW_KEY in tag.attrmap:
                     found.append(Found(start, end, name, None, _raw(tag.get(RAW_KEY) or ""),
                                        "refused as malformed before"))
                 else:
                     found.append(Found(start, end, name, tag))
-            pos = end
             continue
         # Unclosed (DEC-3): the tag keeps the rest of its line.
         newline = text.find("\n", start, end)
@@ -61,4 +60,4 @@ def scan(text: str) -> list[Found]:
             end -= 1
         body = text[m.end("name"):end].lstrip(" \t:")
         found.append(Found(start, end, name, None, _raw(body), "no closing ] before the end of the tag"))
-        pos = max(end, start + 1)
+    return found
