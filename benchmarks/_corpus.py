@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,3 +39,21 @@ def reference_seconds(path: Path) -> float:
     out = subprocess.run([sys.executable, str(BENCH / "reference_regex.py"), str(path)], check=True,
                          capture_output=True, text=True).stdout
     return float(re.search(r"seconds=([\d.]+)", out).group(1))  # type: ignore[union-attr]
+
+
+def reference_rewrite():  # type: ignore[no-untyped-def]
+    """The comparator's own `rewrite` function, loaded from ../shared/bench/reference_regex.py."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reference_regex", BENCH / "reference_regex.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.rewrite
+
+
+def cpu_seconds(fn) -> float:  # type: ignore[no-untyped-def]
+    """CPU time of one call: steadier than wall time on a shared machine."""
+    t = time.process_time()
+    fn()
+    return time.process_time() - t

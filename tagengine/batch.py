@@ -27,7 +27,7 @@ from .state import GameState
 from .state_load import from_json
 from .tags.parse import parser
 
-BATCH_PER_WORKER = 8  # chats per batch handed to a worker
+BATCH_PER_WORKER = 4  # chats per batch handed to a worker
 _RULESET: Ruleset | None = None
 
 
@@ -193,7 +193,7 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
             window: list[tuple[Any, int]] = []
             for batch in _batches(_lines(source), BATCH_PER_WORKER):
                 window.append((pool.apply_async(_work, (batch,)), len(batch)))
-                if len(window) >= workers * 2:
+                if len(window) >= workers * 4:
                     res, size = window.pop(0)
                     emit(res.get(), size)
             for res, size in window:

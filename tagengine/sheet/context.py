@@ -50,13 +50,13 @@ class Eval:
         self.live = live if live is not None else Live()  # REF-12: no live state reads the start
         self._members = members
         self._fields: dict[str, Any] | None = None
-        self._program = program(rs)
+        self._program: list[Any] | None = None  # compiled derived values, fetched on first use
         self._derived: dict[str, int] = {}
         self._next = 0  # derived values before this position are computed (or being computed)
         self._busy: set[str] = set()
         self._rows: dict[str, list[dict[str, Any]] | None] = {}
         self._wounds: dict[str, WoundView] = {}
-        self._pool_max = maxima(rs, card, members) if party else maxima(rs, card)
+        self._pool_max: dict[str, int] | None = None  # shared per card, fetched on first use
         self._sums: dict[tuple[str, str, str | None], int] = {}
         self._scores: dict[str, int] = {}
         self._checks: dict[tuple[str, str, str | None], Any] = {}
@@ -111,6 +111,8 @@ class Eval:
         pos = self.idx.derived.pos.get(did)
         if pos is None or did in self._busy:  # an import check forbids a loop; read 0 rather than spin
             return 0
+        if self._program is None:
+            self._program = program(self.rs)
         order, fns, done, busy = self.idx.derived.items, self._program, self._derived, self._busy
         while self._next <= pos:
             i = self._next
@@ -208,9 +210,14 @@ class Eval:
 
     # -- pools -------------------------------------------------------------------------------------
     def pool_max(self, pool: Pool) -> int:
-        if pool.id not in self._pool_max:
-            self._pool_max[pool.id] = max(0, self.read(pool.max))
-        return self._pool_max[pool.id]
+        table = self._pool_max
+        if table is None:
+            owners = (self.rs, self.card, self._members) if self.party else (self.rs, self.card)
+            table = self._pool_max = maxima(*owners)
+        value = table.get(pool.id)
+        if value is None:
+            value = table[pool.id] = max(0, self.read(pool.max))
+        return value
 
     def pool_cur(self, pool: Pool) -> int:
         """What remains: the stored value, or the pool's `start` (DEC-26, REF-12), within 0..max."""
