@@ -122,22 +122,21 @@ def cmd_sheet(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if sheet is None:
             err.write(f"{args.ruleset}: the ruleset has no party sheet\n")
             return 1
-        if args.json:
-            _emit(to_json(sheet), out)
-        else:
-            out.write(render_party(rs, sheet))
-        return 0
-    if args.name is None:
-        raise Usage("tagengine sheet: give a character NAME or --party")
-    try:
-        sheet = character(rs, state, args.name)
-    except KeyError:
-        err.write(f"{args.state}: no character named {args.name!r}; the state has {', '.join(state.characters)}\n")
-        return 1
+        text = render_party(rs, sheet)
+    else:
+        if args.name is None:
+            raise Usage("tagengine sheet: give a character NAME or --party")
+        try:
+            sheet = character(rs, state, args.name)
+        except KeyError:
+            err.write(f"{args.state}: no character named {args.name!r}; the state has "
+                      f"{', '.join(state.characters)}\n")
+            return 1
+        text = render(rs, sheet)
     if args.json:
         _emit(to_json(sheet), out)
     else:
-        out.write(render(rs, sheet))
+        out.write(text)
     return 0
 
 

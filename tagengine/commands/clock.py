@@ -25,7 +25,13 @@ def op_of(rs: Ruleset, tag: Tag) -> str | Result:
     actions = [k for k in tag.keys if k in ACTIONS]
     if len(actions) != 1:
         return refused("one-action")
+    if bad_name(name_of(tag)):
+        return refused("bad-name")
     return actions[0]
+
+
+def name_of(tag: Tag) -> str:
+    return (tag.get("name") or "").strip()
 
 
 CLOCKS = family("clock", op_of)
@@ -53,9 +59,7 @@ def create(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     """CLOCK-10, CLOCK-11: an empty clock of an allowed size, a new name, under `max`."""
     cfg = rs.file.clocks
     assert cfg is not None
-    name = (tag.get("name") or "").strip()
-    if bad_name(name):
-        return refuse(state, "bad-name")
+    name = name_of(tag)
     size = parse_int(tag.get("size"))
     if size is None:
         return refuse(state, "invalid-amount")
@@ -72,13 +76,10 @@ def create(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
 @CLOCKS.op("tick")
 def tick(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     """CLOCK-12..14: add (or with a negative tick remove) segments, clamped to 0..size."""
-    name = (tag.get("name") or "").strip()
-    if bad_name(name):
-        return refuse(state, "bad-name")
     by = parse_int(tag.get("tick"))
     if by is None:
         return refuse(state, "invalid-amount")
-    i = find(state, name)
+    i = find(state, name_of(tag))
     if i is None:
         return refuse(state, "unknown-clock")
     c = state.clocks[i]
@@ -92,10 +93,7 @@ def clear(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     """CLOCK-15: remove the named clock; `clear` is a bare flag word (DEC-1)."""
     if tag.get("clear") is not None:
         return refuse(state, "invalid-value")
-    name = (tag.get("name") or "").strip()
-    if bad_name(name):
-        return refuse(state, "bad-name")
-    i = find(state, name)
+    i = find(state, name_of(tag))
     if i is None:
         return refuse(state, "unknown-clock")
     return Outcome(ok("cleared"), state.with_clocks(state.clocks[:i] + state.clocks[i + 1:]))
