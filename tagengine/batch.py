@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import io
 import json
+import mmap
 import multiprocessing as mp
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TextIO
@@ -128,6 +132,43 @@ def _work(batch: list[tuple[int, bytes]]) -> tuple[bytes, list[str], dict[str, i
     return b"\n".join(out) + b"\n", errors, counts
 
 
+def _work_ranges(task: tuple[str, list[tuple[int, int, int]], str]) -> tuple[str, list[str], dict[str, int]]:
+    """A batch given as byte ranges of the input file; the output goes to a file of its own. Nothing but
+    offsets and a path crosses the process boundary, so the parent stays idle and both cores work."""
+    path, ranges, out_path = task
+    with open(path, "rb") as f:
+        batch = []
+        for number, start, end in ranges:
+            f.seek(start)
+            batch.append((number, f.read(end - start)))
+    data, errors, counts = _work(batch)
+    with open(out_path, "wb") as out:
+        out.write(data)
+    return out_path, errors, counts
+
+
+def _ranges(path: str, size: int) -> Iterator[list[tuple[int, int, int]]]:
+    """Batches of (line number, start, end) for the non-blank lines of a file, found without copying it."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            batch: list[tuple[int, int, int]] = []
+            pos, number, end_of_file = 0, 0, len(mm)
+            while pos < end_of_file:
+                number += 1
+                nl = mm.find(b"\n", pos)
+                end = end_of_file if nl == -1 else nl
+                if mm[pos:end].strip():
+                    batch.append((number, pos, end))
+                    if len(batch) >= size:
+                        yield batch
+                        batch = []
+                pos = end + 1
+            if batch:
+                yield batch
+
+
 @dataclass
 class Summary:
     chats: int = 0
@@ -165,6 +206,42 @@ def _batches(items: Iterable[tuple[int, bytes]], size: int) -> Iterator[list[tup
         yield batch
 
 
+def _file_path(source: Any) -> str | None:
+    """The path of a regular file we may read by offsets, else None (stdin, pipes, in-memory text)."""
+    name = getattr(source, "name", None)
+    if isinstance(name, str) and os.path.isfile(name) and getattr(source, "seekable", lambda: False)():
+        return name
+    return None
+
+
+def _replay_file(ctx: Any, ruleset_path: str, path: str, workers: int, out: Any, binary: bool,
+                 summary: Summary, progress: TextIO | None) -> None:
+    with tempfile.TemporaryDirectory(prefix="tagengine-replay-") as tmp, \
+            ctx.Pool(workers, initializer=_init, initargs=(ruleset_path,)) as pool:
+        window: list[tuple[Any, int]] = []
+
+        def drain(res: Any, size: int) -> None:
+            out_path, errors, receipts = res.get()
+            with open(out_path, "rb") as part:
+                if binary:
+                    shutil.copyfileobj(part, out)
+                else:
+                    out.write(part.read().decode("utf-8", "surrogateescape"))
+            os.unlink(out_path)
+            summary.add(size, errors, receipts)
+            if progress is not None:
+                progress.write(f"\rreplayed {summary.chats} chats, {len(summary.errors)} bad")
+                progress.flush()
+
+        for k, ranges in enumerate(_ranges(path, BATCH_PER_WORKER)):
+            task = (path, ranges, os.path.join(tmp, f"{k}.jsonl"))
+            window.append((pool.apply_async(_work_ranges, (task,)), len(ranges)))
+            if len(window) >= workers * 4:
+                drain(*window.pop(0))
+        for res, size in window:
+            drain(res, size)
+
+
 def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO, workers: int = 1,
            progress: TextIO | None = None) -> Summary:
     """Replay every chat of `source` into `sink`, in input order, holding one batch at a time."""
@@ -188,6 +265,12 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
         _init(ruleset_path)
         parser()  # built before the fork, so no worker spends its start building it again
         ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+        path = _file_path(source)
+        if path is not None:
+            _replay_file(ctx, ruleset_path, path, workers, out, binary, summary, progress)
+            if progress is not None:
+                progress.write("\n")
+            return summary
         with ctx.Pool(workers, initializer=_init, initargs=(ruleset_path,)) as pool:
             # A bounded window of batches in flight keeps memory flat however many chats there are.
             window: list[tuple[Any, int]] = []
