@@ -10,6 +10,7 @@ processed and written in bounded batches.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import mmap
@@ -264,6 +265,7 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
     else:
         _init(ruleset_path)
         parser()  # built before the fork, so no worker spends its start building it again
+        gc.freeze()  # keep the collector from touching (and so copying) every page the workers inherit
         ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
         path = _file_path(source)
         if path is not None:
