@@ -193,6 +193,8 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .batch import replay
     from .ruleset import Ruleset
 
+    if args.states_dir and not args.output:
+        raise Usage("tagengine replay: --states-dir needs -o OUT")
     Ruleset.load(args.ruleset)  # fail early, once, with every problem named
     source = sys.stdin if args.transcripts == "-" else open(args.transcripts, encoding="utf-8")  # noqa: SIM115
     sink = open(args.output, "w", encoding="utf-8") if args.output else out  # noqa: SIM115
@@ -205,7 +207,28 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if sink is not out:
             sink.close()
     err.write(f"{summary}\n")
+    if args.states_dir:
+        written = write_states(args.output, args.states_dir)
+        err.write(f"wrote {written} final state(s) to {args.states_dir}/<id>.json\n")
     return 0
+
+
+def write_states(replayed: str, folder: str) -> int:
+    """Each chat's final state as a state file, ready for `tagengine preview` or `apply`."""
+    import re
+
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with open(replayed, encoding="utf-8") as f:
+        for line in f:
+            doc = json.loads(line)
+            if "state" in doc and doc.get("id") is not None:
+                name = re.sub(r"[^A-Za-z0-9._-]+", "_", str(doc["id"]))[:100] or "chat"
+                (target / f"{name}.json").write_text(json.dumps(doc["state"], ensure_ascii=False, indent=2) + "\n",
+                                                     encoding="utf-8")
+                n += 1
+    return n
 
 
 def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -278,6 +301,7 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("transcripts", help="a JSONL file, or - for stdin")
     rp.add_argument("-o", "--output", help="write the JSONL here instead of stdout")
     rp.add_argument("--workers", type=int, default=1, help="parallel processes (default 1)")
+    rp.add_argument("--states-dir", metavar="DIR", help="also write each chat's final state to DIR/<id>.json")
     rp.set_defaults(func=cmd_replay)
 
     sc = sub.add_parser("schema", help="JSON Schema of the file formats")

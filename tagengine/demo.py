@@ -64,6 +64,7 @@ def demo(out: TextIO, samples: Path) -> int:
     for cut in rep.cuts:
         out.write(f"  cut: {cut}\n")
     out.write("\n-- the reminder the GM gets this turn:\n" + prompt.reminder)
-    out.write("\nTry next: tagengine replay samples/rulesets/blades-like.json samples/transcripts/crew-night.jsonl\n"
-              "          tagengine preview samples/rulesets/blades-like.json samples/states/blades-like.json\n")
+    out.write("\nTry next: tagengine replay samples/rulesets/blades-like.json samples/transcripts/crew-night.jsonl "
+              "-o out.jsonl --states-dir states\n"
+              "          tagengine preview samples/rulesets/blades-like.json states/crew-night.json\n")
     return status

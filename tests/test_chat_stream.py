@@ -132,3 +132,19 @@ def test_no_partial_tag_is_ever_shown_and_prose_is_not_held():
     assert seen + rest == narration(REPLY)
     assert "".join(shown[:REPLY.index("\n") + 1]).startswith("The bells ring")  # shown before the line ends
     assert applied.text.startswith('The bells ring.\n[clock: name="Alarm raised" size="6" result="ok"')
+
+
+def test_snapshots_restore_wound_marks_and_pools():
+    chat = Chat(GRAVE, sample_state("gravewatch"))
+    chat.receive('[sheet: who="Bram" op="damage" track="harm" kind="tear" amount="2"]'
+                 '[sheet: who="Bram" op="spend" pool="resolve" amount="2"]')
+    first = chat.state
+    chat.receive('[sheet: who="Bram" op="damage" track="harm" kind="knock" amount="2"]')
+    assert chat.state.live_of("Bram").marks["harm"].marks == ("tear", "tear", "knock", "knock")
+    chat.regenerate('[sheet: who="Bram" op="damage" track="harm" amount="-1"]')
+    assert chat.state.live_of("Bram").marks["harm"].marks == ("tear",)
+    chat.select_swipe(0)
+    assert chat.state.live_of("Bram").marks["harm"].marks == ("tear", "tear", "knock", "knock")
+    chat.delete_message(len(chat.messages) - 1)
+    assert chat.state.live_of("Bram") == first.live_of("Bram")
+    assert chat.state.live_of("Bram").pools == {"resolve": 3}

@@ -85,3 +85,16 @@ def test_output_file_and_stdin(tmp_path, monkeypatch):
     out = io.StringIO()
     assert run(["replay", RULES, "-"], out, io.StringIO()) == 0
     assert out.getvalue() == target.read_text()
+
+
+def test_new_user_path_replay_then_preview_the_final_state(tmp_path):
+    out_file, states = tmp_path / "out.jsonl", tmp_path / "states"
+    err = io.StringIO()
+    assert run(["replay", RULES, str(SAMPLES / "transcripts" / "crew-night.jsonl"), "-o", str(out_file),
+                "--states-dir", str(states)], io.StringIO(), err) == 0
+    assert "wrote 1 final state(s)" in err.getvalue()
+    out = io.StringIO()
+    assert run(["preview", RULES, str(states / "crew-night.json"), "--json"], out, io.StringIO()) == 0
+    doc = json.loads(out.getvalue())
+    assert "Alarm raised: 6/6 (complete)" in doc["reminder"]
+    assert run(["replay", RULES, "-", "--states-dir", str(states)], io.StringIO(), io.StringIO()) == 2
