@@ -33,6 +33,9 @@ def reader(ref: ValueRef) -> Reader:
         return lambda ev: ev.ability_score(target)
     if key == "abilityMod":
         return lambda ev: ev.ability_mod(target)
+    if key == "listSum":
+        lst, col, only = target.list, target.column, target.onlyWhen
+        return lambda ev: ev.list_sum(lst, col, only)
     return lambda ev: ev.read(ref)
 
 

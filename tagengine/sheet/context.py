@@ -38,7 +38,7 @@ class Eval:
     """Lazily computes what a sheet reads. Derived values are computed once each (CAP-5), on demand, so a
     live read may reach a pool whose maximum is a derived value declared further down."""
 
-    __slots__ = ("_busy", "_checks", "_derived", "_fields", "_members", "_next", "_pool_max", "_program", "_rows",
+    __slots__ = ("_checks", "_derived", "_fields", "_members", "_next", "_pool_max", "_program", "_rows",
                  "_scores", "_sums", "_wounds", "card", "idx", "live", "party", "rs")
 
     def __init__(self, rs: Ruleset, card: Mapping[str, Any], live: Live | None, *, party: bool = False,
@@ -53,7 +53,6 @@ class Eval:
         self._program: list[Any] | None = None  # compiled derived values, fetched on first use
         self._derived: dict[str, int] = {}
         self._next = 0  # derived values before this position are computed (or being computed)
-        self._busy: set[str] = set()
         self._rows: dict[str, list[dict[str, Any]] | None] = {}
         self._wounds: dict[str, WoundView] = {}
         self._pool_max: dict[str, int] | None = None  # shared per card, fetched on first use
@@ -104,26 +103,21 @@ class Eval:
     # -- derived values ----------------------------------------------------------------------------
     def derived(self, did: str) -> int:
         """A derived value. Everything declared above it is computed first, in order (CAP-5), so each
-        read of a value above is a lookup and no chain, however long, recurses deeply."""
+        read of a value above is a lookup and no chain, however long, recurses deeply. A value read
+        while it is being computed (a loop the import checks refuse) reads 0."""
         value = self._derived.get(did)
         if value is not None:
             return value
         pos = self.idx.derived.pos.get(did)
-        if pos is None or did in self._busy:  # an import check forbids a loop; read 0 rather than spin
+        if pos is None:
             return 0
         if self._program is None:
             self._program = program(self.rs)
-        order, fns, done, busy = self.idx.derived.items, self._program, self._derived, self._busy
+        order, fns, done = self.idx.derived.items, self._program, self._derived
         while self._next <= pos:
             i = self._next
-            self._next += 1
-            d = order[i]
-            if d.id not in done and d.id not in busy:
-                busy.add(d.id)
-                try:
-                    done[d.id] = fns[i](self)
-                finally:
-                    busy.discard(d.id)
+            self._next += 1  # before computing: a re-entrant read of this value finds it in progress
+            done[order[i].id] = fns[i](self)
         return done.get(did, 0)
 
     def all_derived(self) -> dict[str, int]:
