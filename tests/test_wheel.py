@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -46,3 +48,20 @@ def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path):
     where = subprocess.run([str(py), "-c", "import tagengine.resources as r; print(r.resource_dir('grammars'))"],
                            capture_output=True, text=True, cwd=tmp_path)
     assert str(env_dir) in where.stdout  # found inside the installed package, not the checkout
+    # The grammar and the prompt templates work from the wheel, and tiktoken never reaches the network:
+    # any attempt would go to a proxy that does not exist.
+    offline = {**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
+               "TIKTOKEN_CACHE_DIR": str(tmp_path / "no-cache")}
+    state = tmp_path / "state.json"
+    new = subprocess.run([str(exe), "state", "new", str(sample), "Mira", "-o", str(state)], cwd=tmp_path)
+    assert new.returncode == 0
+    reply = tmp_path / "reply.md"
+    reply.write_text('She steadies. [sheet: who="Mira" op="spend" pool="resolve" amount="1"]')
+    a = subprocess.run([str(exe), "apply", str(sample), str(state), str(reply)], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert a.returncode == 0 and 'result="ok" now="3/4"' in a.stdout
+    for model in ("gpt-4o", "gpt-4"):
+        p = subprocess.run([str(exe), "preview", str(sample), str(state), "--model", model, "--json"],
+                           capture_output=True, text=True, cwd=tmp_path, env=offline)
+        assert p.returncode == 0, p.stderr
+        assert "## Game Master rules reference" in json.loads(p.stdout)["system"]
