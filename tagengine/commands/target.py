@@ -55,6 +55,8 @@ def _names(items: Iterable[T]) -> dict[str, list[T]]:
                 bucket = table.setdefault(normalise(x), [])
                 if item not in bucket:
                     bucket.append(item)
+    if len(_NAMES) > 4096:  # a long-running app that loads many rulesets keeps only recent tables
+        _NAMES.clear()
     _NAMES[id(items)] = (items, table)
     return table
 

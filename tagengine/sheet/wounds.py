@@ -17,6 +17,8 @@ def base_levels(track: Track) -> tuple[WoundLevel, ...]:
     """The track's own named levels, built once per track model."""
     hit = _BASE.get(id(track))
     if hit is None or hit[0] is not track:
+        if len(_BASE) > 4096:
+            _BASE.clear()
         hit = _BASE[id(track)] = (track, tuple(WoundLevel(lv.label, lv.penalty) for lv in track.levels or []))
     return hit[1]
 
@@ -69,5 +71,7 @@ def severity_of(track: Track) -> Mapping[str, int]:
     """Kind id -> severity, built once per track model."""
     hit = _SEVERITY.get(id(track))
     if hit is None or hit[0] is not track:
+        if len(_SEVERITY) > 4096:
+            _SEVERITY.clear()
         hit = _SEVERITY[id(track)] = (track, {k.id: k.severity for k in track.kinds or []})
     return hit[1]
