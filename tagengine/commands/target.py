@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..memo import IdentityCache
 from ..ruleset import Ruleset
 from ..sheet import Eval
 from ..state import PARTY, GameState, Live
@@ -39,26 +40,23 @@ class Subject:
 Apply = Callable[[Ruleset, GameState, Subject, Tag], Outcome]
 
 
-_NAMES: dict[int, tuple[Any, dict[str, list[Any]]]] = {}
+_NAMES: IdentityCache[dict[str, list[Any]]] = IdentityCache(4096)
 
 
 def _names(items: Iterable[T]) -> dict[str, list[T]]:
-    """Items by normalised id and label, built once per collection (collections live as long as their
-    ruleset; the entry keeps the collection alive so its id cannot be reused)."""
-    hit = _NAMES.get(id(items))
-    if hit is not None and hit[0] is items:
-        return hit[1]
-    table: dict[str, list[T]] = {}
-    for item in items:
-        for x in (getattr(item, "id", ""), getattr(item, "label", "")):
-            if x:
-                bucket = table.setdefault(normalise(x), [])
-                if item not in bucket:
-                    bucket.append(item)
-    if len(_NAMES) > 4096:  # a long-running app that loads many rulesets keeps only recent tables
-        _NAMES.clear()
-    _NAMES[id(items)] = (items, table)
-    return table
+    """Items by normalised id and label, built once per collection (collections live with their ruleset)."""
+
+    def build() -> dict[str, list[T]]:
+        table: dict[str, list[T]] = {}
+        for item in items:
+            for x in (getattr(item, "id", ""), getattr(item, "label", "")):
+                if x:
+                    bucket = table.setdefault(normalise(x), [])
+                    if item not in bucket:
+                        bucket.append(item)
+        return table
+
+    return _NAMES.get((items,), build)
 
 
 def find(items: Iterable[T], name: str, what: str) -> T | Result:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from ..memo import IdentityCache
 from ..ruleset import Ruleset
 from ..ruleset.index import SheetIndex
 from ..ruleset.live import Pool, Track
@@ -17,21 +17,13 @@ from .fields import field_values, rows
 from .model import WoundView
 from .visibility import hidden_by
 
-_MAXIMA: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], dict[str, int]]] = OrderedDict()
+_MAXIMA: IdentityCache[dict[str, int]] = IdentityCache()
 
 
 def maxima(*owners: Any) -> dict[str, int]:
     """Pool maxima shared by every evaluation of the same ruleset and permanent values. A maximum never
     reads live state (REF-13, enforced at import), so it stays right for as long as those objects live."""
-    key = tuple(id(o) for o in owners)
-    hit = _MAXIMA.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], owners, strict=True)):
-        return hit[1]
-    table: dict[str, int] = {}
-    _MAXIMA[key] = (owners, table)
-    if len(_MAXIMA) > 2048:
-        _MAXIMA.popitem(last=False)
-    return table
+    return _MAXIMA.get(owners, dict)
 
 
 class Eval:

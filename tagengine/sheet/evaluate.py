@@ -2,32 +2,22 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from ..memo import IdentityCache
 from ..ruleset import Ruleset
 from ..state import PARTY, GameState, Live
 from .checks import check
 from .context import Eval
 from .model import PoolView, Sheet, StateView, TrackView
 
-_CACHE: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Sheet]] = OrderedDict()
-_CACHE_SIZE = 512
+_SHEETS: IdentityCache[Sheet] = IdentityCache(512)
 
 
 def _cached(key_objs: tuple[Any, ...], build: Any) -> Sheet:
-    """Identity cache: a state's parts are never mutated, so the same objects give the same sheet."""
-    key = tuple(id(o) for o in key_objs)
-    hit = _CACHE.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], key_objs, strict=True)):
-        _CACHE.move_to_end(key)
-        return hit[1]
-    sheet = build()
-    _CACHE[key] = (key_objs, sheet)
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return sheet
+    """A state's parts are never mutated, so the same objects give the same sheet."""
+    return _SHEETS.get(key_objs, build)
 
 
 def character(rs: Ruleset, state: GameState, name: str) -> Sheet:

@@ -5,22 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..memo import IdentityCache
 from ..ruleset.live import Track
 from ..state import Marks
 from .model import WoundLevel, WoundView
 from .ops import step
 
-_BASE: dict[int, tuple[Track, tuple[WoundLevel, ...]]] = {}
+_BASE: IdentityCache[tuple[WoundLevel, ...]] = IdentityCache()
+_SEVERITY: IdentityCache[Mapping[str, int]] = IdentityCache()
 
 
 def base_levels(track: Track) -> tuple[WoundLevel, ...]:
     """The track's own named levels, built once per track model."""
-    hit = _BASE.get(id(track))
-    if hit is None or hit[0] is not track:
-        if len(_BASE) > 4096:
-            _BASE.clear()
-        hit = _BASE[id(track)] = (track, tuple(WoundLevel(lv.label, lv.penalty) for lv in track.levels or []))
-    return hit[1]
+    return _BASE.get((track,), lambda: tuple(WoundLevel(lv.label, lv.penalty) for lv in track.levels or []))
 
 
 def levels_with_extra(track: Track, rows: list[dict[str, Any]] | None) -> tuple[WoundLevel, ...]:
@@ -64,14 +61,6 @@ def view(track: Track, marks: Marks | None, length: int, rows: list[dict[str, An
                      marks.overflow + lost, penalty, kinds)
 
 
-_SEVERITY: dict[int, tuple[Track, Mapping[str, int]]] = {}
-
-
 def severity_of(track: Track) -> Mapping[str, int]:
     """Kind id -> severity, built once per track model."""
-    hit = _SEVERITY.get(id(track))
-    if hit is None or hit[0] is not track:
-        if len(_SEVERITY) > 4096:
-            _SEVERITY.clear()
-        hit = _SEVERITY[id(track)] = (track, {k.id: k.severity for k in track.kinds or []})
-    return hit[1]
+    return _SEVERITY.get((track,), lambda: {k.id: k.severity for k in track.kinds or []})
