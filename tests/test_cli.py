@@ -38,7 +38,24 @@ def test_check_one_line_per_problem(tmp_path: Path):
     bad.write_text('{"sheet": {"colour": 1}, "clocks": {"max": 40}}')
     code, out, _ = call("check", str(bad))
     assert code == 1
-    assert out.splitlines() == ["sheet.colour: unknown-key: unknown key 'colour'"]
+    assert out.splitlines() == ["sheet.colour: unknown-key: unknown key 'colour'",
+                                "clocks.max: out-of-range: clocks.max is 1 to 12, not 40 (CLOCK-5)"]
+
+
+def test_dec_24_shape_and_rule_problems_in_one_run(tmp_path: Path):
+    """A refused key is dropped and the rule checks still run on the rest (DEC-24)."""
+    doc = json.loads((SAMPLES / "rulesets" / "gravewatch.json").read_text())
+    doc["sheet"]["live"]["pools"][0]["colour"] = "red"  # shape: unknown key
+    doc["sheet"]["live"]["tracks"][0]["max"] = 5  # rule: WOUND-13
+    doc["gm"]["opposition"] = "players"  # shape: not allowed
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    code, out, _ = call("check", str(bad))
+    lines = out.splitlines()
+    assert code == 1 and len(lines) == 3
+    assert lines[0] == "sheet.live.pools[0].colour: unknown-key: unknown key 'colour'"
+    assert lines[1].startswith("gm.opposition: not-allowed:")
+    assert lines[2].startswith("sheet.live.tracks[0].max: wound-max-mismatch:")
 
 
 JUNK = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from pathlib import Path
@@ -52,6 +53,10 @@ def read_json(text: str | bytes, source: str) -> Any:
 
 def _real_path(raw: Any, loc: tuple[Any, ...], err_type: str) -> str:
     """A JSON path for a pydantic location, skipping union-branch names that are not keys of the input."""
+    return _path_text(_real_parts(raw, loc, err_type))
+
+
+def _real_parts(raw: Any, loc: tuple[Any, ...], err_type: str) -> list[str | int]:
     out: list[str | int] = []
     node = raw
     for i, part in enumerate(loc):
@@ -63,10 +68,43 @@ def _real_path(raw: Any, loc: tuple[Any, ...], err_type: str) -> str:
             node = node[part]
         elif last and err_type == "missing" and isinstance(part, str):
             out.append(part)
+    return out
+
+
+def _path_text(parts: list[str | int]) -> str:
     path = ""
-    for part in out:
+    for part in parts:
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else part)
     return path or "$"
+
+
+def _pruned(raw: Any, err: ValidationError) -> tuple[Any, list[str]] | None:
+    """The file without the keys pydantic refused, so the rule checks can still run (DEC-24: every
+    problem in one run). Only keys are dropped, never list items, so every other path stays true;
+    None when a refused part cannot be dropped (a list item, or a required key)."""
+    data = copy.deepcopy(raw)
+    dropped = []
+    for e in err.errors(include_url=False):
+        if e["type"] == "missing":
+            return None
+        parts = _real_parts(raw, tuple(e["loc"]), e["type"])
+        if not parts or not isinstance(parts[-1], str):
+            return None
+        node = data
+        for part in parts[:-1]:
+            node = node[part]
+        if isinstance(node, dict):
+            node.pop(parts[-1], None)
+        dropped.append(_path_text(parts))
+    return data, dropped
+
+
+def _rule_problems(model: RulesetFile) -> Ctx:
+    sheet, party_idx = index_of(model)
+    ctx = Ctx(model, sheet, party_idx)
+    for check in (*CHECKS, capability):
+        check.check(ctx)
+    return ctx
 
 
 def shape_problems(raw: Any, err: ValidationError) -> list[Problem]:
@@ -122,17 +160,33 @@ def validate(text: str | bytes, source: str = "<ruleset>") -> tuple[RulesetFile,
     try:
         model = RulesetFile.model_validate_json(text if isinstance(text, str) else text.decode("utf-8"), strict=True)
     except ValidationError as e:
-        raise RulesetError(shape_problems(raw, e), source) from None
+        raise RulesetError(_shape_then_rules(raw, e), source) from None
     except (RecursionError, ValueError) as e:
         raise RulesetError([Problem("$", "not-json", f"unreadable ruleset: {type(e).__name__}", None)],
                            source) from None
-    sheet, party_idx = index_of(model)
-    ctx = Ctx(model, sheet, party_idx)
-    for check in (*CHECKS, capability):
-        check.check(ctx)
+    ctx = _rule_problems(model)
     if ctx.problems:
         raise RulesetError(ctx.problems, source)
     return model, ctx
+
+
+def _shape_then_rules(raw: Any, err: ValidationError) -> list[Problem]:
+    """The shape problems, then the rule problems of the same file with the refused keys dropped."""
+    problems = shape_problems(raw, err)
+    pruned = _pruned(raw, err)
+    if pruned is None:
+        return problems
+    data, dropped = pruned
+    try:
+        model = RulesetFile.model_validate_json(json.dumps(data), strict=True)
+    except (ValidationError, RecursionError, ValueError):
+        return problems
+    seen = {(p.path, p.code) for p in problems}
+    for p in _rule_problems(model).problems:
+        if (p.path, p.code) not in seen and not any(p.path == d or p.path.startswith((d + ".", d + "["))
+                                                    for d in dropped):
+            problems.append(p)
+    return problems
 
 
 def load_path(path: str | Path) -> tuple[RulesetFile, Ctx]:
