@@ -7,7 +7,7 @@ from ..state import GameState
 from ..tags import Tag
 from ..text import normalise
 from .result import Outcome, Result, ok, refuse
-from .target import Subject, character_op, find, replace_live
+from .target import Subject, character_op, find
 
 
 @character_op("condition", required=["condition", "to"])
@@ -19,4 +19,4 @@ def condition(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome
     if to not in ("on", "off"):
         return refuse(state, "invalid-value")
     conditions = subj.live.conditions | {c.id} if to == "on" else subj.live.conditions - {c.id}
-    return Outcome(ok(to), subj.with_live(state, replace_live(subj.live, conditions=frozenset(conditions))))
+    return Outcome(ok(to), subj.with_live(state, subj.live.but(conditions=frozenset(conditions))))

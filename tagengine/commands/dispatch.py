@@ -10,7 +10,7 @@ from ..state import GameState
 from ..tags import Tag, canonical, scan
 from . import advance, clock, conditions, livetext, pools, rests, sheet, states, tracks, wounds  # noqa: F401
 from .registry import FAMILIES
-from .result import Outcome, Result, refused
+from .result import Outcome, Result, refuse, refused
 
 COMMAND_LIMIT = 40  # DEC-6, CLOCK-22
 
@@ -53,16 +53,16 @@ class Applied:
 def run_command(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     """One well-formed tag through its family's handler. Never raises for any tag."""
     if tag.repeated:
-        return Outcome(refused("duplicate-attribute"), state)
+        return refuse(state, "duplicate-attribute")
     fam = FAMILIES.get(tag.name)
     if fam is None:  # pragma: no cover - the grammar admits only registered names
-        return Outcome(refused("malformed"), state)
+        return refuse(state, "malformed")
     op = fam.op_of(rs, tag)
     if isinstance(op, Result):
         return Outcome(op, state)
     handler = fam.handlers.get(op)
     if handler is None:
-        return Outcome(refused("unknown-op"), state)
+        return refuse(state, "unknown-op")
     return handler(rs, state, tag)
 
 

@@ -7,7 +7,7 @@ from ..state import GameState
 from ..tags import Tag
 from ..text import prompt_unsafe
 from .result import Outcome, Result, ok, refuse
-from .target import Subject, character_op, find, replace_live
+from .target import Subject, character_op, find
 
 
 @character_op("text", required=["text", "to"])
@@ -21,4 +21,4 @@ def set_text(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
     text = {k: v for k, v in subj.live.text.items() if k != t.id}
     if value:
         text[t.id] = value
-    return Outcome(ok(value), subj.with_live(state, replace_live(subj.live, text=text)))
+    return Outcome(ok(value), subj.with_live(state, subj.live.but(text=text)))

@@ -7,8 +7,8 @@ from ..ruleset.live import Pool
 from ..state import GameState
 from ..tags import Tag
 from .numbers import parse_int
-from .result import Outcome, Result, ok, refuse
-from .target import Subject, character_op, find, replace_live
+from .result import Outcome, Result, ok, refuse, refused
+from .target import Subject, character_op, find
 
 
 def pool_of(subj: Subject, tag: Tag) -> Pool | Result:
@@ -35,7 +35,7 @@ def set_pool(state: GameState, subj: Subject, pool: Pool, cur: int, temp: int | 
             temps[pool.id] = temp
         else:
             temps.pop(pool.id, None)
-    return subj.with_live(state, replace_live(live, pools=pools, temp=temps))
+    return subj.with_live(state, live.but(pools=pools, temp=temps))
 
 
 def _target(subj: Subject, tag: Tag) -> tuple[Pool, int] | Result:
@@ -43,10 +43,10 @@ def _target(subj: Subject, tag: Tag) -> tuple[Pool, int] | Result:
     if isinstance(pool, Result):
         return pool
     if subj.ev.hidden(pool):
-        return Result("refused", reason="hidden")
+        return refused("hidden")
     amount = amount_of(tag)
     if amount is None or amount < 0:
-        return Result("refused", reason="invalid-amount")
+        return refused("invalid-amount")
     return pool, amount
 
 

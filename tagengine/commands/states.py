@@ -7,7 +7,7 @@ from ..state import GameState
 from ..tags import Tag
 from ..text import normalise
 from .result import Outcome, Result, ok, refuse
-from .target import Subject, character_op, find, replace_live
+from .target import Subject, character_op, find
 
 
 @character_op("state", required=["state", "value"])
@@ -25,4 +25,4 @@ def set_state(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome
     states = {k: v for k, v in subj.live.states.items() if k != st.id}
     if value != st.start:
         states[st.id] = value  # STATE-8: saved only when off its default
-    return Outcome(ok(st.label_of(value)), subj.with_live(state, replace_live(subj.live, states=states)))
+    return Outcome(ok(st.label_of(value)), subj.with_live(state, subj.live.but(states=states)))

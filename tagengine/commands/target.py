@@ -154,13 +154,3 @@ def each(rs: Ruleset, state: GameState, names: list[str], tag: Tag, fn: Apply) -
         return Outcome(Result("refused", reason="; ".join(reasons)), state)
     return Outcome(Result("partial", now="; ".join(nows), reason="; ".join(reasons)), state)
 
-
-def replace_live(live: Live, *, pools: Any = None, temp: Any = None, tracks: Any = None, marks: Any = None,
-                 states: Any = None, conditions: Any = None, text: Any = None, rows: Any = None) -> Live:
-    """A copy of `live` with some parts replaced (positional, cheaper than dataclasses.replace)."""
-    return Live(
-        live.pools if pools is None else pools, live.temp if temp is None else temp,
-        live.tracks if tracks is None else tracks, live.marks if marks is None else marks,
-        live.states if states is None else states, live.conditions if conditions is None else conditions,
-        live.text if text is None else text, live.rows if rows is None else rows,
-    )

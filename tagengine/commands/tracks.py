@@ -7,7 +7,7 @@ from ..state import GameState
 from ..tags import Tag
 from .numbers import parse_int
 from .result import Outcome, Result, ok, refuse
-from .target import Subject, character_op, find, replace_live
+from .target import Subject, character_op, find
 
 
 @character_op("track", required=["track"], choose_one=["by", "to"])
@@ -31,5 +31,5 @@ def track(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
             return refuse(state, "invalid-value")
         new = to
     new = max(t.min, min(subj.ev.plain_max(t), new))
-    live = replace_live(subj.live, tracks={**subj.live.tracks, t.id: new})
+    live = subj.live.but(tracks={**subj.live.tracks, t.id: new})
     return Outcome(ok(str(new)), subj.with_live(state, live))

@@ -5,40 +5,23 @@ from __future__ import annotations
 from ..ruleset import Ruleset
 from ..ruleset.live import Track
 from ..sheet import marks as algebra
-from ..sheet import wounds
 from ..sheet.model import now_text
 from ..state import GameState, Marks
 from ..tags import Tag
-from ..text import normalise
 from .numbers import parse_int
 from .pools import amount_of, damage_pool
 from .result import Outcome, Result, ok, refuse
-from .target import Subject, character_op, find, replace_live
-
-
-def track_model(subj: Subject, t: Track) -> tuple[algebra.Track, Marks, tuple[wounds.WoundLevel, ...]]:
-    """The track as it stands now: its length from the sheet, and marks past it as overflow (WOUND-60)."""
-    if t.boxes is not None:
-        levels: tuple[wounds.WoundLevel, ...] = ()
-        length = subj.ev.wound(t).length
-    else:
-        rows = subj.ev.list_rows(t.extra.list) if t.extra is not None else None
-        levels = wounds.levels_with_extra(t, rows)
-        length = len(levels)
-    model = algebra.Track(length, wounds.severity_of(t), t.fill == "indexed", t.onFull == "refuse")
-    stored = subj.live.marks.get(t.id) or Marks()
-    marks, overflow = algebra.normalise(model, stored.marks, stored.overflow)
-    return model, Marks(marks, overflow), levels
+from .target import Subject, character_op, find
 
 
 def store(state: GameState, subj: Subject, t: Track, marks: tuple[str | None, ...], overflow: int) -> GameState:
-    return subj.with_live(state, replace_live(subj.live, marks={**subj.live.marks, t.id: Marks(marks, overflow)}))
+    return subj.with_live(state, subj.live.but(marks={**subj.live.marks, t.id: Marks(marks, overflow)}))
 
 
 def kind_of(t: Track, name: str) -> str | None:
-    key = normalise(name)
-    hits = [k.id for k in t.kinds or [] if key in (normalise(k.id), normalise(k.label))]
-    return hits[0] if len(hits) == 1 else None
+    """The one kind of the track `name` names (DEC-8), or None."""
+    kind = find(t.kinds or (), name, "kind")
+    return None if isinstance(kind, Result) else kind.id
 
 
 @character_op("damage", optional=["pool", "track", "kind", "amount", "box"])
@@ -57,7 +40,7 @@ def damage(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
     amount = amount_of(tag)
     if amount is None:
         return refuse(state, "invalid-amount")
-    model, current, levels = track_model(subj, t)
+    model, current, levels = subj.ev.wound_marks(t)
     box = None
     if tag.has("box"):
         box = parse_int(tag.get("box"))

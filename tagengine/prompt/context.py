@@ -14,12 +14,8 @@ from ..sheet.show import party_summary
 from ..state import GameState
 
 
-def dice_pool(rs: Ruleset) -> bool:
-    return rs.file.resolution is not None and rs.file.resolution.type == "dice-pool"
-
-
 def number(rs: Ruleset, n: int) -> str:
-    return str(n) if dice_pool(rs) else f"{n:+d}"
+    return str(n) if rs.dice_pool else f"{n:+d}"
 
 
 def check_text(rs: Ruleset, c: CheckNumber, levels: dict[str, str]) -> str:
@@ -39,7 +35,7 @@ def check_text(rs: Ruleset, c: CheckNumber, levels: dict[str, str]) -> str:
         notes.append(f"wound {c.penalty:+d}")
     if c.adjust:
         notes.append(f"sheet {c.adjust:+d}")
-    unit = " dice" if dice_pool(rs) else ""
+    unit = " dice" if rs.dice_pool else ""
     return f"{c.label} {number(rs, c.total)}{unit}" + (f" ({', '.join(notes)})" if notes else "")
 
 
@@ -119,7 +115,7 @@ def character_block(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
         if w.overflow:
             text += f", +{w.overflow} overflow"
         if w.id == penalty_from and w.penalty:  # PEN-7: the current level and its cost
-            cost = (f"{-w.penalty} {'die' if w.penalty == -1 else 'dice'} fewer" if dice_pool(rs)
+            cost = (f"{-w.penalty} {'die' if w.penalty == -1 else 'dice'} fewer" if rs.dice_pool
                     else f"{w.penalty:+d}")
             text += f"; costs {cost} on every roll"
         lines.append((w.label, text))
@@ -161,7 +157,7 @@ def untrained_rules(rs: Ruleset) -> list[str]:
         if rule is None or rule == "normal":
             return None
         if isinstance(rule, UntrainedBy):
-            return f"rolls {rule.by:+d}{' dice' if dice_pool(rs) else ''} untrained"
+            return f"rolls {rule.by:+d}{' dice' if rs.dice_pool else ''} untrained"
         return {"harder": "is one step harder untrained", "refuse": "cannot be attempted untrained"}[rule]
 
     for sec in s.sections:

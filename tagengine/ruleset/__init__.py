@@ -50,6 +50,12 @@ class Ruleset:
         return capability.fmt(self.requires) if self.requires else None
 
     @property
+    def dice_pool(self) -> bool:
+        """Checks roll a pool of dice; without a `resolution` block a ruleset rolls like `dice-sum` (E-1)."""
+        res = self.file.resolution
+        return res is not None and res.type == "dice-pool"
+
+    @property
     def name(self) -> str:
         m = self.file.manifest
         return (m.name if m and m.name else None) or Path(self.source).stem

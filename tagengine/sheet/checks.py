@@ -8,17 +8,11 @@ from .context import Eval
 from .model import CheckNumber
 
 
-def resolution_type(ev: Eval) -> str:
-    """Without a `resolution` block a ruleset rolls like `dice-sum` (docs/decisions.md T-23)."""
-    res = ev.rs.file.resolution
-    return res.type if res is not None else "dice-sum"
-
-
 def ability_part(ev: Eval, ability: str | None) -> int:
     """What the ability gives: dice (its score) under dice-pool, its modifier under dice-sum."""
     if ability is None:
         return 0
-    return ev.ability_score(ability) if resolution_type(ev) == "dice-pool" else ev.ability_mod(ability)
+    return ev.ability_score(ability) if ev.rs.dice_pool else ev.ability_mod(ability)
 
 
 def penalty(ev: Eval) -> int:
@@ -42,7 +36,7 @@ def roll(ev: Eval, sheet: int, ability: str | None) -> tuple[int, int, int]:
     """(penalty, adjust, total): under dice-pool, dice removed but never below pool.min (PEN-3, ADJ-6)."""
     pen, adj = penalty(ev), adjust(ev, ability)
     raw = sheet + pen + adj
-    if resolution_type(ev) != "dice-pool":
+    if not ev.rs.dice_pool:
         return pen, adj, raw  # PEN-4: a flat modifier folded into the same number
     res = ev.rs.file.resolution
     floor = res.pool.min if res is not None and res.pool is not None else 1
@@ -51,7 +45,7 @@ def roll(ev: Eval, sheet: int, ability: str | None) -> tuple[int, int, int]:
 
 def target(ev: Eval, harder: bool) -> int | None:
     res = ev.rs.file.resolution
-    if res is None or res.type != "dice-pool" or res.pool is None or res.pool.target is None:
+    if not ev.rs.dice_pool or res is None or res.pool is None or res.pool.target is None:
         return None
     t = res.pool.target
     return min(t.max, t.value + 1) if harder else t.value  # UNTR-7: one step harder, within range

@@ -10,11 +10,12 @@ from ..ruleset import Ruleset
 from ..ruleset.index import SheetIndex
 from ..ruleset.live import Pool, Track
 from ..ruleset.refs import ValueRef
-from ..state import Live
+from ..state import NO_LIVE, Live, Marks
+from . import marks as algebra
 from . import wounds
 from .compile import program
 from .fields import field_values, rows
-from .model import WoundView
+from .model import WoundLevel, WoundView
 from .visibility import hidden_by
 
 _MAXIMA: IdentityCache[dict[str, int]] = IdentityCache()
@@ -39,7 +40,7 @@ class Eval:
         self.party = party
         self.idx: SheetIndex = rs.party if party and rs.party is not None else rs.sheet
         self.card = card
-        self.live = live if live is not None else Live()  # REF-12: no live state reads the start
+        self.live = live if live is not None else NO_LIVE  # REF-12: no live state reads the start
         self._members = members
         self._fields: dict[str, Any] | None = None
         self._program: list[Any] | None = None  # compiled derived values, fetched on first use
@@ -222,6 +223,35 @@ class Eval:
         default = track.default if track.default is not None else track.min
         value = self.live.tracks.get(track.id, default)
         return max(track.min, min(self.plain_max(track), value))
+
+    def wound_marks(self, track: Track) -> tuple[algebra.Track, Marks, tuple[WoundLevel, ...]]:
+        """What a command or a rest changes: the track as it stands (length from the sheet, levels with
+        their extra rows) and its marks, those past the length counted as overflow (WOUND-60)."""
+        if track.boxes is not None:
+            levels: tuple[WoundLevel, ...] = ()
+            length = self.wound(track).length
+        else:
+            rows_ = self.list_rows(track.extra.list) if track.extra is not None else None
+            levels = wounds.levels_with_extra(track, rows_)
+            length = len(levels)
+        model = algebra.Track(length, wounds.severity_of(track), track.fill == "indexed", track.onFull == "refuse")
+        stored = self.live.marks.get(track.id) or Marks()
+        marks, overflow = algebra.normalise(model, stored.marks, stored.overflow)
+        return model, Marks(marks, overflow), levels
+
+    def row_pools(self, list_id: str) -> list[tuple[int, int]] | None:
+        """(current, max) for each row of a list with row pools (SHEET-31); None when hidden or not one."""
+        lst = self.idx.lists.get(list_id)
+        rows_ = self.list_rows(list_id)
+        if lst is None or lst.pools is None or rows_ is None:
+            return None
+        stored = self.live.rows.get(list_id, ())
+        out = []
+        for i, row in enumerate(rows_):
+            top = max(0, int(row.get(lst.pools.maxColumn) or 0))
+            cur = stored[i] if i < len(stored) and stored[i] is not None else None
+            out.append((max(0, min(top, (top if lst.pools.start == "full" else 0) if cur is None else cur)), top))
+        return out
 
     def wound(self, track: Track) -> WoundView:
         if track.id not in self._wounds:

@@ -93,17 +93,7 @@ def build(ev: Eval, name: str) -> Sheet:
         value = ev.state_value(st.id) or st.start
         states.append(StateView(st.id, st.label, value, st.label_of(value),
                                 tuple((v, st.label_of(v)) for v in st.values), why))
-    row_pools = {}
-    for lst in s.lists:
-        if lst.pools is not None and ev.list_rows(lst.id) is not None:
-            stored = ev.live.rows.get(lst.id, ())
-            cells = []
-            for i, row in enumerate(ev.list_rows(lst.id) or []):
-                top = max(0, int(row.get(lst.pools.maxColumn) or 0))
-                cur = stored[i] if i < len(stored) and stored[i] is not None else (
-                    top if lst.pools.start == "full" else 0)
-                cells.append((max(0, min(top, cur)), top))  # type: ignore[type-var]
-            row_pools[lst.id] = tuple(cells)
+    row_pools = {lst.id: tuple(cells) for lst in s.lists if (cells := ev.row_pools(lst.id)) is not None}
     return Sheet(
         name, fields, hidden, derived, lists,
         abilities=tuple(check(ev, "ability", a.id) for a in s.abilities),

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from typing import Any
 
 from ..ruleset import Ruleset
 from ..ruleset.live import Pool
@@ -44,8 +44,8 @@ class Resting:
     def ev(self) -> Eval:
         return Eval(self.rs, self.state.cards[self.name], self.state.live_of(self.name))
 
-    def _set_live(self, **changes: object) -> None:
-        self.state = self.state.with_live(self.name, replace(self.state.live_of(self.name), **changes))
+    def _set_live(self, **changes: Any) -> None:
+        self.state = self.state.with_live(self.name, self.state.live_of(self.name).but(**changes))
 
     def _set_pools(self, values: dict[str, int]) -> None:
         live = self.state.live_of(self.name)
@@ -72,17 +72,11 @@ class Resting:
 
     def list_pools(self, step: RestStep, list_id: str) -> None:
         ev = self.ev
-        lst = ev.idx.lists.get(list_id)
-        rows = ev.list_rows(list_id)
-        if lst is None or lst.pools is None or rows is None:
+        cells = ev.row_pools(list_id)
+        if cells is None:
             return
-        stored = ev.live.rows.get(list_id, ())
-        out: list[int | None] = []
-        for i, row in enumerate(rows):
-            top = max(0, int(row.get(lst.pools.maxColumn) or 0))
-            cur = stored[i] if i < len(stored) and stored[i] is not None else (top if lst.pools.start == "full" else 0)
-            out.append(_moved(min(cur, top), top, 0, step, ev, of_max=top))  # type: ignore[arg-type]
-        self._set_live(rows={**ev.live.rows, list_id: tuple(out)})
+        out = tuple(_moved(cur, top, 0, step, ev, of_max=top) for cur, top in cells)
+        self._set_live(rows={**ev.live.rows, list_id: out})
         self.touched.append(f"rows:{list_id}")
 
     def track(self, step: RestStep, tid: str) -> None:
@@ -95,11 +89,8 @@ class Resting:
             self._set_live(tracks={**ev.live.tracks, t.id: new})
             self.touched.append(f"track:{t.id}")
             return
-        view = ev.wound(t)
-        model = algebra.Track(view.length, {k.id: k.severity for k in t.kinds or []}, t.fill == "indexed",
-                              t.onFull == "refuse")
-        stored = ev.live.marks.get(t.id) or Marks()
-        marks, overflow = algebra.normalise(model, stored.marks, stored.overflow)
+        model, current, _ = ev.wound_marks(t)
+        marks, overflow = current.marks, current.overflow
         if step.to is not None:
             if step.to == "max":
                 return  # WOUND-43: it would add marks

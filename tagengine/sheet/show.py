@@ -41,7 +41,7 @@ def check_line(c: CheckNumber, dice: bool) -> str:
 
 def render(rs: Ruleset, sheet: Sheet) -> str:
     s = rs.file.sheet
-    dice = rs.file.resolution is not None and rs.file.resolution.type == "dice-pool"
+    dice = rs.dice_pool
     sections = {sec.id: sec.label for sec in s.sections}
     lines = [f"{sheet.name} — {rs.name}"]
 
