@@ -28,15 +28,9 @@ def timed(path: Path, workers: int) -> float:
 
 def pooled(path: Path, workers: int) -> float:
     """Wall time of a pool of `workers` processes (the CLI runs --workers 1 in-process instead)."""
-    import multiprocessing as mp
-
-    from tagengine import batch
-
-    rp = str(BENCH / "bench_ruleset.json")
-    batch._init(rp)
-    with open(os.devnull, "wb") as out:
+    with path.open(encoding="utf-8") as src, open(os.devnull, "w", encoding="utf-8") as sink:
         t = time.perf_counter()
-        batch._replay_file(mp.get_context("fork"), rp, str(path), workers, out, True, batch.Summary(), None)
+        replay(str(BENCH / "bench_ruleset.json"), src, sink, workers=workers, processes=True)
         return time.perf_counter() - t
 
 

@@ -16,9 +16,9 @@ import json
 import mmap
 import multiprocessing as mp
 import os
-import shutil
 import sys
 import tempfile
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TextIO
@@ -215,74 +215,57 @@ def _file_path(source: Any) -> str | None:
     return None
 
 
-def _replay_file(ctx: Any, ruleset_path: str, path: str, workers: int, out: Any, binary: bool,
-                 summary: Summary, progress: TextIO | None) -> None:
-    with tempfile.TemporaryDirectory(prefix="tagengine-replay-") as tmp, \
-            ctx.Pool(workers, initializer=_init, initargs=(ruleset_path,)) as pool:
-        window: list[tuple[Any, int]] = []
-
-        def drain(res: Any, size: int) -> None:
-            out_path, errors, receipts = res.get()
-            with open(out_path, "rb") as part:
-                if binary:
-                    shutil.copyfileobj(part, out)
-                else:
-                    out.write(part.read().decode("utf-8", "surrogateescape"))
-            os.unlink(out_path)
-            summary.add(size, errors, receipts)
-            if progress is not None:
-                progress.write(f"\rreplayed {summary.chats} chats, {len(summary.errors)} bad")
-                progress.flush()
-
-        for k, ranges in enumerate(_ranges(path, BATCH_PER_WORKER)):
-            task = (path, ranges, os.path.join(tmp, f"{k}.jsonl"))
-            window.append((pool.apply_async(_work_ranges, (task,)), len(ranges)))
-            if len(window) >= workers * 4:
-                drain(*window.pop(0))
-        for res, size in window:
-            drain(res, size)
+def _in_order(pool: Any, fn: Any, tasks: Iterable[tuple[Any, int]], limit: int) -> Iterator[tuple[Any, int]]:
+    """(result, size) of each task in submission order, with at most `limit` tasks in flight: enough to
+    keep every worker busy, few enough that memory stays flat however many chats there are."""
+    window: deque[tuple[Any, int]] = deque()
+    for task, size in tasks:
+        window.append((pool.apply_async(fn, (task,)), size))
+        if len(window) >= limit:
+            res, n = window.popleft()
+            yield res.get(), n
+    for res, n in window:
+        yield res.get(), n
 
 
 def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO, workers: int = 1,
-           progress: TextIO | None = None) -> Summary:
-    """Replay every chat of `source` into `sink`, in input order, holding one batch at a time."""
+           progress: TextIO | None = None, *, processes: bool = False) -> Summary:
+    """Replay every chat of `source` into `sink`, in input order, holding a bounded number of batches.
+    One worker runs in this process unless `processes` asks for a pool even then."""
     summary = Summary()
     out = getattr(sink, "buffer", sink)
     binary = not isinstance(out, io.TextIOBase)
 
-    def emit(result: tuple[bytes, list[str], dict[str, int]], size: int) -> None:
-        data, errors, receipts = result
+    def emit(data: bytes, errors: list[str], receipts: dict[str, int], size: int) -> None:
         out.write(data if binary else data.decode("utf-8", "surrogateescape"))  # type: ignore[arg-type]
         summary.add(size, errors, receipts)
         if progress is not None:
             progress.write(f"\rreplayed {summary.chats} chats, {len(summary.errors)} bad")
             progress.flush()
 
-    if workers <= 1:
-        _init(ruleset_path)
+    _init(ruleset_path)
+    if workers <= 1 and not processes:
         for batch in _batches(_lines(source), BATCH_PER_WORKER):
-            emit(_work(batch), len(batch))
+            emit(*_work(batch), len(batch))
     else:
-        _init(ruleset_path)
         parser()  # built before the fork, so no worker spends its start building it again
         gc.freeze()  # keep the collector from touching (and so copying) every page the workers inherit
         ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
         path = _file_path(source)
-        if path is not None:
-            _replay_file(ctx, ruleset_path, path, workers, out, binary, summary, progress)
-            if progress is not None:
-                progress.write("\n")
-            return summary
-        with ctx.Pool(workers, initializer=_init, initargs=(ruleset_path,)) as pool:
-            # A bounded window of batches in flight keeps memory flat however many chats there are.
-            window: list[tuple[Any, int]] = []
-            for batch in _batches(_lines(source), BATCH_PER_WORKER):
-                window.append((pool.apply_async(_work, (batch,)), len(batch)))
-                if len(window) >= workers * 4:
-                    res, size = window.pop(0)
-                    emit(res.get(), size)
-            for res, size in window:
-                emit(res.get(), size)
+        with tempfile.TemporaryDirectory(prefix="tagengine-replay-") as tmp, \
+                ctx.Pool(max(1, workers), initializer=_init, initargs=(ruleset_path,)) as pool:
+            if path is not None:  # workers read byte ranges and write files: the parent only moves names
+                tasks = (((path, ranges, os.path.join(tmp, f"{k}.jsonl")), len(ranges))
+                         for k, ranges in enumerate(_ranges(path, BATCH_PER_WORKER)))
+                for (part, errors, receipts), size in _in_order(pool, _work_ranges, tasks, workers * 4):
+                    with open(part, "rb") as f:
+                        data = f.read()
+                    os.unlink(part)
+                    emit(data, errors, receipts, size)
+            else:  # stdin or a pipe: the lines travel to the workers
+                batches = ((b, len(b)) for b in _batches(_lines(source), BATCH_PER_WORKER))
+                for (data, errors, receipts), size in _in_order(pool, _work, batches, workers * 4):
+                    emit(data, errors, receipts, size)
     if progress is not None:
         progress.write("\n")
     return summary

@@ -98,3 +98,10 @@ def test_new_user_path_replay_then_preview_the_final_state(tmp_path):
     doc = json.loads(out.getvalue())
     assert "Alarm raised: 6/6 (complete)" in doc["reminder"]
     assert run(["replay", RULES, "-", "--states-dir", str(states)], io.StringIO(), io.StringIO()) == 2
+
+
+def test_two_workers_from_a_stream_equal_one(tmp_path):
+    path, _ = corpus(tmp_path, 9)
+    sink = io.StringIO()
+    replay(RULES, io.StringIO(path.read_text()), sink, workers=2)  # not a file: lines go to the workers
+    assert sink.getvalue() == do(path, 1)[0]

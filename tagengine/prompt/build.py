@@ -19,7 +19,7 @@ from .budget import (
     get_counter,
     message_tokens,
 )
-from .context import reminder_context, system_context
+from .context import guidance, reminder_context, system_context
 from .render import render
 from .tokens import REPLY_PRIMING, Counter
 
@@ -80,11 +80,12 @@ def _fit_system(rs: Ruleset, budget: Budget, c: Counter) -> SystemPrompt:
             keep -= tokens - allowance + 4
         cuts.append({"part": "gmReference", "action": "cut", "kept_chars": kept, "total_chars": len(full),
                      "tokens_removed": ref_tokens - c.text(reference)})
+    texts = guidance(rs)
     for part in GUIDANCE_CUT_ORDER:  # DEC-32: then the guidance texts
         if tokens <= allowance:
             break
         before = tokens
-        if system_context(rs, reference=None, dropped=dropped).get(_CTX_KEY[part]) is None:
+        if texts[part] is None:
             continue
         dropped = dropped | {part}
         text, tokens = make()
@@ -94,10 +95,6 @@ def _fit_system(rs: Ruleset, budget: Budget, c: Counter) -> SystemPrompt:
             "context": budget.context, "system": tokens, "response_min": budget.response_min,
             "reserve": budget.reserve_tokens})
     return SystemPrompt(text, tokens, tuple(cuts))
-
-
-_CTX_KEY = {"clocks.text": "clock_text", "party.advancement.text": "advancement_text", "party.text": "party_text",
-            "sheetGuidance": "sheet_guidance", "checkGuidance": "check_guidance"}
 
 
 def world_prompt(rs: Ruleset) -> str:

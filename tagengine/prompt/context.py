@@ -210,20 +210,30 @@ def reminder_context(rs: Ruleset, state: GameState) -> dict[str, Any]:
     }
 
 
+def guidance(rs: Ruleset) -> dict[str, str | None]:
+    """The guidance texts of the system prompt, by the ruleset key that holds each."""
+    gm, party = rs.file.gm, rs.file.party
+    return {
+        "checkGuidance": gm.checkGuidance if gm else None,
+        "sheetGuidance": gm.sheetGuidance if gm else None,
+        "clocks.text": rs.file.clocks.text if rs.file.clocks else None,
+        "party.text": party.text if party else None,
+        "party.advancement.text": party.advancement.text if party and party.advancement else None,
+    }
+
+
 def system_context(rs: Ruleset, *, reference: str | None, dropped: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """Only what the ruleset says: nothing per turn goes into the system prompt (DEC-30)."""
-    gm = rs.file.gm
-    party = rs.file.party
-    keep = lambda key, value: None if key in dropped else value  # noqa: E731
+    """Only what the ruleset says: nothing per turn goes into the system prompt (DEC-30). `dropped` names
+    the guidance texts the budget cut (DEC-32)."""
+    texts = {k: None if k in dropped else v for k, v in guidance(rs).items()}
     return {
         "name": rs.name,
-        "check_guidance": keep("checkGuidance", gm.checkGuidance if gm else None),
-        "sheet_guidance": keep("sheetGuidance", gm.sheetGuidance if gm else None),
-        "clock_text": keep("clocks.text", rs.file.clocks.text if rs.file.clocks else None),
-        "party_text": keep("party.text", party.text if party else None),
-        "advancement_text": keep("party.advancement.text",
-                                 party.advancement.text if party and party.advancement else None),
+        "check_guidance": texts["checkGuidance"],
+        "sheet_guidance": texts["sheetGuidance"],
+        "clock_text": texts["clocks.text"],
+        "party_text": texts["party.text"],
+        "advancement_text": texts["party.advancement.text"],
         "reference": reference,
         "has_clocks": rs.file.clocks is not None,
-        "has_party": party is not None,
+        "has_party": rs.file.party is not None,
     }
