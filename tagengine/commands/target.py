@@ -25,13 +25,15 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Subject:
-    """One sheet a command acts on: a character (by card name) or the party (`$party`)."""
+    """One sheet a command acts on: a character (by card name) or the party (`$party`), with its evaluation."""
 
     name: str
-    card: Any
-    live: Live
     ev: Eval
     party: bool = False
+
+    @property
+    def live(self) -> Live:
+        return self.ev.live
 
     def with_live(self, state: GameState, live: Live) -> GameState:
         return state.with_live(self.name, live)
@@ -71,11 +73,9 @@ def find(items: Iterable[T], name: str, what: str) -> T | Result:
 
 def subject(rs: Ruleset, state: GameState, name: str, *, party: bool = False) -> Subject:
     if party:
-        live = state.live_of(PARTY)
-        return Subject(PARTY, state.party_sheet, live, Eval(rs, state.party_sheet, live, party=True,
-                                                            members=state.cards), party=True)
-    card, live = state.cards[name], state.live_of(name)
-    return Subject(name, card, live, Eval(rs, card, live))
+        ev = Eval(rs, state.party_sheet, state.live_of(PARTY), party=True, members=state.cards)
+        return Subject(PARTY, ev, party=True)
+    return Subject(name, Eval(rs, state.cards[name], state.live_of(name)))
 
 
 def character_op(op: str, required: Iterable[str] = (), optional: Iterable[str] = (),
