@@ -2,13 +2,6 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("tagengine")
-except PackageNotFoundError:  # a source checkout that was never installed
-    __version__ = "0.0.0+source"
-
 from typing import TYPE_CHECKING, Any
 
 from .errors import Problem, RulesetError, StateError
@@ -23,8 +16,20 @@ _LAZY = {"Applied": "commands", "Receipt": "commands", "apply_reply": "commands"
          "Clock": "state", "GameState": "state", "narration": "tags"}
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # 70 ms: only for those who ask
+
+    try:
+        return version("tagengine")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        return "0.0.0+source"
+
+
 def __getattr__(name: str) -> Any:
     """Import the heavier parts on first use, so `tagengine --version` or `preview` start fast."""
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'tagengine' has no attribute {name!r}")

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from . import __version__
 from .errors import ProblemsError, RulesetError
 
 if TYPE_CHECKING:
+    from .prompt.budget import Budget
     from .ruleset import Ruleset
     from .state import GameState
 
@@ -165,12 +167,34 @@ def read_history(path: str) -> list[dict[str, Any]]:
 
 
 def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .prompt import Budget, BudgetError, build_prompt, world_prompt
+    from .prompt.budget import Budget
+    from .prompt.tokens import EncodingError
+
+    budget = Budget(context=args.context, response=args.response, response_min=min(args.response_min, args.response),
+                    model=args.model, encoding=args.encoding)
+    forked = None
+    if args.cold_start:  # overlap building the encoding with the imports below (tagengine/prompt/forked.py)
+        from .prompt.forked import ForkedTokenizer, can_fork
+
+        if can_fork():
+            name, margin = budget.tiktoken_choice()
+            forked = ForkedTokenizer(name)
+            budget = replace(budget, tokenizer=forked, margin=margin)
+    try:
+        return _preview(args, budget, out, err)
+    except EncodingError as e:
+        err.write(f"tagengine preview: {e}\n")
+        return 1
+    finally:
+        if forked is not None:
+            forked.close()
+
+
+def _preview(args: argparse.Namespace, budget: Budget, out: TextIO, err: TextIO) -> int:
+    from .prompt import BudgetError, build_prompt, world_prompt
 
     rs, state = load_pair(args, err)
     history = read_history(args.history) if args.history else []
-    budget = Budget(context=args.context, response=args.response, response_min=min(args.response_min, args.response),
-                    model=args.model, encoding=args.encoding)
     try:
         prompt = build_prompt(rs, state, history, budget)
     except BudgetError as e:
@@ -313,7 +337,10 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None, *,
+        cold_start: bool = False) -> int:
+    """Run one command. `cold_start` says this is a fresh process that exits afterwards (`main`), where
+    `preview` builds its encoding in a forked process, overlapping the imports."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -324,12 +351,15 @@ def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextI
     except SystemExit as e:  # --help and --version
         return int(e.code or 0)
     if args.version:
+        from . import __version__
+
         out.write(f"tagengine {__version__}\n")
         return 0
     if args.command is None:
         err.write("tagengine: a command is required (see tagengine --help)\n")
         return 2
     func: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.func
+    args.cold_start = cold_start
     try:
         return func(args, out, err)
     except Usage as e:
@@ -338,6 +368,8 @@ def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextI
     except ProblemsError as e:
         for p in e.problems:
             err.write(f"{e.source or 'input'}: {p}\n")
+        return 1
+    except BrokenPipeError:  # the reader stopped early (`tagengine preview ... | head`): nothing to say
         return 1
     except OSError as e:
         err.write(f"tagengine: {e.filename or ''}: {e.strerror}\n")
@@ -349,4 +381,13 @@ def main() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="surrogateescape")
-    sys.exit(run())
+    code = run(cold_start=True)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # the reader stopped early
+        code = code or 1
+    # Skip the interpreter's teardown: freeing a 200k-token encoding and every module's objects takes
+    # a quarter of a second, a third of a cold `preview`. Every file is closed and every worker joined
+    # by now, and nothing registers atexit work (decision P-7).
+    os._exit(code)

@@ -1,8 +1,29 @@
-"""The prompt: stable system prompt, per-turn reminder, token budget (DESIGN section 8)."""
+"""The prompt: stable system prompt, per-turn reminder, token budget (DESIGN section 8).
 
-from .budget import Budget, BudgetError, Report
-from .build import Prompt, SystemPrompt, build_prompt, reminder, system_prompt, world_prompt
-from .tokens import TiktokenCounter, Tokenizer, encoding, for_model
+Names are imported on first use: `tagengine.prompt.tokens` alone must stay light, because a cold
+`tagengine preview` builds the encoding in a second process while this one imports the rest."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .budget import Budget, BudgetError, Report
+    from .build import Prompt, SystemPrompt, build_prompt, reminder, system_prompt, world_prompt
+    from .tokens import TiktokenCounter, Tokenizer, encoding, for_model
+
+_HOME = {"Budget": "budget", "BudgetError": "budget", "Report": "budget", "Prompt": "build", "SystemPrompt": "build",
+         "build_prompt": "build", "reminder": "build", "system_prompt": "build", "world_prompt": "build",
+         "TiktokenCounter": "tokens", "Tokenizer": "tokens", "encoding": "tokens", "for_model": "tokens"}
 
 __all__ = ["Budget", "BudgetError", "Prompt", "Report", "SystemPrompt", "TiktokenCounter", "Tokenizer",
            "build_prompt", "encoding", "for_model", "reminder", "system_prompt", "world_prompt"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tagengine.prompt' has no attribute {name!r}")
+    value = globals()[name] = getattr(import_module(f".{module}", __name__), name)
+    return value

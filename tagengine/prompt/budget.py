@@ -41,11 +41,16 @@ class Budget:
     reminder_in_user: bool = False  # DEC-29: merge the reminder into the last user message
     tokenizer: Tokenizer | None = field(default=None, compare=False)
 
+    def tiktoken_choice(self) -> tuple[str, float]:
+        """The tiktoken encoding and safety margin this budget's model calls for (DEC-33)."""
+        name, margin = (self.encoding, 0.0) if self.encoding else for_model(self.model)
+        return name, (self.margin if self.margin is not None else margin)
+
     def resolved(self) -> tuple[Tokenizer, float]:
         if self.tokenizer is not None:
             return self.tokenizer, self.margin or 0.0
-        name, margin = (self.encoding, 0.0) if self.encoding else for_model(self.model)
-        return TiktokenCounter(name), (self.margin if self.margin is not None else margin)
+        name, margin = self.tiktoken_choice()
+        return TiktokenCounter(name), margin
 
     @property
     def reserve_tokens(self) -> int:

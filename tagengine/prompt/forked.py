@@ -1,0 +1,113 @@
+"""A tokenizer whose encoding is built in a forked process, for a cold command-line start.
+
+A cold `tagengine preview` has two slow halves that do not depend on each other: importing the stack and
+loading the ruleset (pydantic, jinja2), and building the tiktoken encoding (200,000 ranks, then
+tiktoken's own constructor). Each holds the GIL, so threads cannot overlap them; a child forked before
+the imports builds the encoding on the other core and then answers `encode` / `decode_bytes` over two
+pipes. It is the same `TiktokenCounter`, one process away: the counts are identical (tests compare).
+Only the command line uses it (`run(..., cold_start=True)` from `main`); a library user's process
+builds its encoding once and keeps it (DEC-33).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from collections.abc import Sequence
+from contextlib import suppress
+from types import TracebackType
+from typing import Any, BinaryIO
+
+from .tokens import EncodingError, TiktokenCounter
+
+
+def can_fork() -> bool:
+    return hasattr(os, "fork")
+
+
+class ForkedTokenizer:
+    """The Tokenizer protocol, served by a child process that starts building the encoding at once.
+
+    Use it as a context manager: leaving it ends the child, whether or not it has finished building."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        from_parent, to_child = os.pipe()  # (read end, write end)
+        from_child, to_parent = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child never returns: os._exit skips the parent's finally blocks and atexit work
+            code = 1
+            try:
+                os.close(to_child)
+                os.close(from_child)
+                _serve(name, os.fdopen(from_parent, "rb"), os.fdopen(to_parent, "wb"))
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(from_parent)
+        os.close(to_parent)
+        self._pid = pid
+        self._requests: BinaryIO = os.fdopen(to_child, "wb")
+        self._answers: BinaryIO = os.fdopen(from_child, "rb")
+
+    def _ask(self, op: str, arg: Any) -> Any:
+        try:
+            pickle.dump((op, arg), self._requests, pickle.HIGHEST_PROTOCOL)
+            self._requests.flush()
+            ok, value = pickle.load(self._answers)
+        except (OSError, EOFError, ValueError) as e:
+            raise EncodingError(f"the process building {self.name} ended early ({e!r})") from e
+        if not ok:
+            raise EncodingError(value)
+        return value
+
+    def encode(self, text: str) -> list[int]:
+        return self._ask("encode", text)
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        return self._ask("decode_bytes", list(tokens))
+
+    def close(self) -> None:
+        """End the child now: killing it is instant, where waiting could mean waiting for the build."""
+        if self._pid == 0:
+            return
+        for f in (self._requests, self._answers):
+            with suppress(OSError):
+                f.close()
+        with suppress(ProcessLookupError):
+            os.kill(self._pid, signal.SIGKILL)
+        os.waitpid(self._pid, 0)
+        self._pid = 0
+
+    def __enter__(self) -> ForkedTokenizer:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _serve(name: str, requests: BinaryIO, answers: BinaryIO) -> None:
+    """The child: build the encoding, then answer each request until the parent closes the pipe.
+    A failed build is answered, request by request, with its message."""
+    counter = TiktokenCounter(name)
+    failure: str | None = None
+    try:
+        counter.encode("")  # builds the encoding now, before the first question arrives
+    except Exception as e:  # any failure goes back to the parent as data
+        failure = str(e) or repr(e)
+    while True:
+        try:
+            op, arg = pickle.load(requests)
+        except EOFError:
+            return
+        answer: tuple[bool, Any]
+        if failure is not None:
+            answer = (False, failure)
+        else:
+            try:
+                answer = (True, counter.encode(arg) if op == "encode" else counter.decode_bytes(arg))
+            except Exception as e:
+                answer = (False, f"{op}: {e!r}")
+        pickle.dump(answer, answers, pickle.HIGHEST_PROTOCOL)
+        answers.flush()
