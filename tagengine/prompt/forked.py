@@ -35,7 +35,12 @@ class ForkedTokenizer:
         self.name = name
         from_parent, to_child = os.pipe()  # (read end, write end)
         from_child, to_parent = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (from_parent, to_child, from_child, to_parent):
+                os.close(fd)
+            raise
         if pid == 0:  # the child never returns: os._exit skips the parent's finally blocks and atexit work
             code = 1
             try:
