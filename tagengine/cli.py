@@ -174,14 +174,13 @@ def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     budget = Budget(context=args.context, response=args.response, response_min=min(args.response_min, args.response),
                     model=args.model, encoding=args.encoding)
     forked = None
-    if args.cold_start:  # overlap building the encoding with the imports below (tagengine/prompt/forked.py)
-        from .prompt.forked import ForkedTokenizer, can_fork
+    if args.cold_start and hasattr(os, "fork"):  # overlap building the encoding with the imports below
+        from .prompt.forked import ForkedTokenizer
 
-        if can_fork():
-            name, margin = budget.tiktoken_choice()
-            with suppress(OSError):  # no process to spare: build it here instead
-                forked = ForkedTokenizer(name)
-                budget = replace(budget, tokenizer=forked, margin=margin)
+        name, margin = budget.tiktoken_choice()
+        with suppress(OSError):  # no process to spare: build it here instead
+            forked = ForkedTokenizer(name)
+            budget = replace(budget, tokenizer=forked, margin=margin)
     try:
         return _preview(args, budget, out, err)
     except EncodingError as e:

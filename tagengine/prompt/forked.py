@@ -22,10 +22,6 @@ from typing import Any, BinaryIO
 from .tokens import EncodingError, TiktokenCounter
 
 
-def can_fork() -> bool:
-    return hasattr(os, "fork")
-
-
 class ForkedTokenizer:
     """The Tokenizer protocol, served by a child process that starts building the encoding at once.
 

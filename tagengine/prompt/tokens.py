@@ -12,7 +12,7 @@ import binascii
 import gzip
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib.util import find_spec
@@ -74,22 +74,28 @@ def _bundled_ranks(name: str, url: str, expected_hash: str | None = None) -> dic
 _lock = threading.Lock()
 
 
+def definition(name: str, load: Callable[[str, str | None], dict[bytes, int]]) -> dict[str, Any]:
+    """tiktoken's own definition of an encoding (`tiktoken_ext.openai_public`: name, pat_str, special
+    tokens), with `load(url, expected_hash)` standing in for its downloader during the call."""
+    from tiktoken_ext import openai_public
+
+    with _lock:  # the loader is swapped for the duration of one call
+        original = openai_public.load_tiktoken_bpe
+        openai_public.load_tiktoken_bpe = lambda url, expected_hash=None: load(url, expected_hash)
+        try:
+            return getattr(openai_public, name)()
+        finally:
+            openai_public.load_tiktoken_bpe = original
+
+
 @cache
 def encoding(name: str) -> tiktoken.Encoding:
     """A real `tiktoken.Encoding`, built once per process on first use; never touches the network."""
     if name not in ENCODINGS:
         raise ValueError(f"unknown encoding {name!r}; choose one of {', '.join(ENCODINGS)}")
     import tiktoken  # here, not at the top: this module stays light for a cold `preview` (see forked.py)
-    from tiktoken_ext import openai_public
 
-    with _lock:  # the loader is swapped for the duration of one constructor call
-        original = openai_public.load_tiktoken_bpe
-        openai_public.load_tiktoken_bpe = lambda url, expected_hash=None: _bundled_ranks(name, url, expected_hash)
-        try:
-            spec: dict[str, Any] = getattr(openai_public, name)()
-        finally:
-            openai_public.load_tiktoken_bpe = original
-    return tiktoken.Encoding(**spec)
+    return tiktoken.Encoding(**definition(name, lambda url, expected_hash: _bundled_ranks(name, url, expected_hash)))
 
 
 @dataclass(frozen=True)
