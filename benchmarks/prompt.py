@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tagengine import GameState, Ruleset
-from tagengine.prompt import Budget, build_prompt
-from tagengine.prompt.budget import cut_reference
-from tagengine.prompt.tokens import Counter, TiktokenCounter
+from tagengine._internal.prompt import Budget, build_prompt
+from tagengine._internal.prompt.budget import cut_reference
+from tagengine._internal.prompt.tokens import Counter, TiktokenCounter
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,8 +107,8 @@ def cold_preview(doc: dict, state: GameState, history: list[dict[str, str]], run
               f"best {min(ts) * 1e3:.0f} ms{target}")
 
 
-ONE_PROCESS = "import sys; from tagengine.cli import run; sys.exit(run(sys.argv[1:]))"
-ENCODING_ONLY = "import os; from tagengine.prompt.tokens import encoding; encoding('o200k_base'); os._exit(0)"
+ONE_PROCESS = "import sys; from tagengine._internal.cli import run; sys.exit(run(sys.argv[1:]))"
+ENCODING_ONLY = "import os; from tagengine._internal.prompt.tokens import encoding; encoding('o200k_base'); os._exit(0)"
 
 if __name__ == "__main__":
     main()

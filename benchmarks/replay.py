@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _corpus import BENCH, corpus, cpu_seconds, reference_rewrite, replies
 
-from tagengine.batch import replay
+from tagengine._internal.batch import replay
 
 
 def timed(path: Path, workers: int) -> float:
@@ -35,7 +35,7 @@ def pooled(path: Path, workers: int) -> float:
 
 
 def peak_rss_mb(path: Path) -> float:
-    code = ("import sys, os, resource; from tagengine.batch import replay; "
+    code = ("import sys, os, resource; from tagengine._internal.batch import replay; "
             f"replay({str(BENCH / 'bench_ruleset.json')!r}, open({str(path)!r}), open(os.devnull, 'w'), 1); "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout

@@ -10,7 +10,7 @@ import statistics
 import time
 
 from tagengine import GameState, Ruleset
-from tagengine.sheet import character, sheet_of
+from tagengine._internal.sheet import character, sheet_of
 
 
 def ruleset() -> Ruleset:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import Problem, RulesetError, StateError
+from ._internal.errors import Problem, RulesetError, StateError
 
 if TYPE_CHECKING:
-    from .commands import Applied, Receipt, apply_reply
-    from .ruleset import Ruleset
-    from .state import Clock, GameState
-    from .tags import narration
+    from ._internal.commands import Applied, Receipt, apply_reply
+    from ._internal.ruleset import Ruleset
+    from ._internal.state import Clock, GameState
+    from ._internal.tags import narration
 
 _LAZY = {"Applied": "commands", "Receipt": "commands", "apply_reply": "commands", "Ruleset": "ruleset",
          "Clock": "state", "GameState": "state", "narration": "tags"}
@@ -35,7 +35,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'tagengine' has no attribute {name!r}")
     from importlib import import_module
 
-    value = getattr(import_module(f".{module}", __name__), name)
+    value = getattr(import_module(f"._internal.{module}", __name__), name)
     globals()[name] = value
     return value
 

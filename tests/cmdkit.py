@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from conftest import SAMPLES, load_sample
-from tagengine.commands import apply_reply
-from tagengine.state import GameState
+from tagengine._internal.commands import apply_reply
+from tagengine._internal.state import GameState
 
 
 def sample_state(name: str) -> GameState:

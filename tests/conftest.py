@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tagengine.errors import RulesetError
-from tagengine.ruleset import Ruleset
+from tagengine._internal.errors import RulesetError
+from tagengine._internal.ruleset import Ruleset
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import load_sample
-from tagengine.chat import Chat
-from tagengine.party import PartyConflict
-from tagengine.state import Clock
-from tagengine.stream import StreamFilter
-from tagengine.tags import narration
+from tagengine._internal.chat import Chat
+from tagengine._internal.party import PartyConflict
+from tagengine._internal.state import Clock
+from tagengine._internal.stream import StreamFilter
+from tagengine._internal.tags import narration
 
 BLADES, GRAVE = load_sample("blades-like"), load_sample("gravewatch")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLES
-from tagengine.cli import run
+from tagengine._internal.cli import run
 
 
 def call(*argv: str) -> tuple[int, str, str]:

@@ -7,9 +7,9 @@ import copy
 import pytest
 
 from conftest import edit, load_sample, sample_dict
-from tagengine.commands import apply_reply
-from tagengine.ruleset import Ruleset
-from tagengine.state import Clock, GameState
+from tagengine._internal.commands import apply_reply
+from tagengine._internal.ruleset import Ruleset
+from tagengine._internal.state import Clock, GameState
 
 
 @pytest.fixture

@@ -67,8 +67,8 @@ def test_who_may_be_left_out_with_one_character():
 
 def test_dec_8_names_by_id_or_label_and_ambiguous():
     from conftest import edit, sample_dict
-    from tagengine.ruleset import Ruleset
-    from tagengine.state import GameState
+    from tagengine._internal.ruleset import Ruleset
+    from tagengine._internal.state import GameState
 
     rs = Ruleset.from_dict(edit(sample_dict("blades-like"), lambda d: d["sheet"]["live"]["pools"].append(
         {"id": "Stress", "label": "Strain", "max": {"const": 3}})))
@@ -106,8 +106,8 @@ def test_state_11_12_by_id_or_label():
 
 def test_state_10_hidden_state_is_not_set():
     from conftest import edit, sample_dict
-    from tagengine.ruleset import Ruleset
-    from tagengine.state import GameState
+    from tagengine._internal.ruleset import Ruleset
+    from tagengine._internal.state import GameState
 
     rs = Ruleset.from_dict(edit(sample_dict("gravewatch"), lambda d: d["sheet"]["live"]["states"][0].update(
         hideWhen={"field": "watch", "equals": "dawn"})))

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import load_sample
-from tagengine.commands import apply_reply
-from tagengine.sheet import character, party
+from tagengine._internal.commands import apply_reply
+from tagengine._internal.sheet import character, party
 
 SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GAMES = {n: (load_sample(n), sample_state(n)) for n in ("gravewatch", "fifth-like", "blades-like", "ember-roads")}

@@ -6,11 +6,11 @@ import pytest
 from cmdkit import run, sample_state, with_live
 
 from conftest import edit, load_sample, sample_dict
-from tagengine.party import PartyConflict, save_party
-from tagengine.ruleset import Ruleset
-from tagengine.sheet import character
-from tagengine.sheet.rests import take_rest
-from tagengine.state import GameState, Marks
+from tagengine._internal.party import PartyConflict, save_party
+from tagengine._internal.ruleset import Ruleset
+from tagengine._internal.sheet import character
+from tagengine._internal.sheet.rests import take_rest
+from tagengine._internal.state import GameState, Marks
 
 GRAVE, FIFTH, BLADES = (load_sample(n) for n in ("gravewatch", "fifth-like", "blades-like"))
 
@@ -88,8 +88,8 @@ def test_rest_6_pool_group_without_shared_uses_each_pools_own_fraction():
 
 
 def test_dec_17_rounding_up_and_nearest():
-    from tagengine.ruleset.sheet import FractionOfMax
-    from tagengine.sheet.rests import fraction
+    from tagengine._internal.ruleset.sheet import FractionOfMax
+    from tagengine._internal.sheet.rests import fraction
 
     assert fraction(FractionOfMax(fractionOfMax=0.5), 5) == 2
     assert fraction(FractionOfMax(fractionOfMax=0.5, round="up"), 5) == 3

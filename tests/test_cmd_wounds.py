@@ -5,7 +5,7 @@ from __future__ import annotations
 from cmdkit import run, sample_state, with_live
 
 from conftest import load_sample
-from tagengine.state import GameState, Marks
+from tagengine._internal.state import GameState, Marks
 
 GRAVE = load_sample("gravewatch")
 
@@ -35,7 +35,7 @@ def test_wound_15_17_new_mark_inserted_by_severity():
 
 
 def test_wound_18_penalty_lowest_marked_level():
-    from tagengine.sheet import character
+    from tagengine._internal.sheet import character
 
     a, _ = run(GRAVE, bram(), dmg("knock") + dmg("knock") + dmg("knock"))
     assert next(w for w in character(GRAVE, a.state, "Bram").wounds if w.id == "harm").penalty == -3

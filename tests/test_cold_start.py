@@ -15,10 +15,10 @@ import pytest
 import tiktoken.load
 
 from conftest import SAMPLES, sample_dict
-from tagengine.cli import run
-from tagengine.prompt import tokens
-from tagengine.prompt.forked import ForkedTokenizer
-from tagengine.prompt.tokens import ENCODINGS, EncodingError, TiktokenCounter
+from tagengine._internal.cli import run
+from tagengine._internal.prompt import tokens
+from tagengine._internal.prompt.forked import ForkedTokenizer
+from tagengine._internal.prompt.tokens import ENCODINGS, EncodingError, TiktokenCounter
 
 EXE = Path(sys.executable).parent / "tagengine"
 TEXTS = ["hello world", "", "Le vieux gardien déçoit — ça arrive, naïvement.", "<|endoftext|> is plain text here",

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import ROOT
-from tagengine.schema import schema
+from tagengine._internal.schema import schema
 
 
 @pytest.mark.parametrize("kind", ["ruleset", "state"])

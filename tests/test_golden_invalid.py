@@ -12,7 +12,7 @@ import os
 import pytest
 
 from conftest import GOLDEN
-from tagengine.cli import run
+from tagengine._internal.cli import run
 
 FOLDER = GOLDEN / "invalid-rulesets"
 CASES = sorted(FOLDER.glob("*.json"))

@@ -8,7 +8,7 @@ import pytest
 from cmdkit import sample_state
 
 from conftest import GOLDEN, load_sample
-from tagengine.prompt import Budget, reminder, system_prompt, world_prompt
+from tagengine._internal.prompt import Budget, reminder, system_prompt, world_prompt
 
 FOLDER = GOLDEN / "prompts"
 NAMES = ["blades-like", "ember-roads", "fifth-like", "gravewatch"]

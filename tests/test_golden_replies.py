@@ -11,9 +11,9 @@ import os
 import pytest
 
 from conftest import GOLDEN, SAMPLES, load_sample
-from tagengine.commands import apply_reply
-from tagengine.state import GameState
-from tagengine.tags import narration
+from tagengine._internal.commands import apply_reply
+from tagengine._internal.state import GameState
+from tagengine._internal.tags import narration
 
 FOLDER = GOLDEN / "replies"
 CASES = sorted(FOLDER.glob("*.in.md"))

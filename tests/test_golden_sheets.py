@@ -9,7 +9,7 @@ import os
 import pytest
 
 from conftest import GOLDEN, SAMPLES
-from tagengine.cli import run
+from tagengine._internal.cli import run
 
 FOLDER = GOLDEN / "sheets"
 CASES = []

@@ -9,8 +9,8 @@ import pytest
 from cmdkit import sample_state
 
 from conftest import SAMPLES, edit, load_sample, sample_dict
-from tagengine.cli import run
-from tagengine.prompt import (
+from tagengine._internal.cli import run
+from tagengine._internal.prompt import (
     Budget,
     BudgetError,
     build_prompt,
@@ -20,8 +20,8 @@ from tagengine.prompt import (
     system_prompt,
     world_prompt,
 )
-from tagengine.ruleset import Ruleset
-from tagengine.state import GameState
+from tagengine._internal.ruleset import Ruleset
+from tagengine._internal.state import GameState
 
 GRAVE, EMBER, FIFTH, BLADES = (load_sample(n) for n in ("gravewatch", "ember-roads", "fifth-like", "blades-like"))
 BIG = Budget(context=128_000, response=1024, model="gpt-4o")

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import load_sample
-from tagengine.commands import apply_reply
-from tagengine.prompt import Budget, BudgetError, build_prompt, encoding, system_prompt
+from tagengine._internal.commands import apply_reply
+from tagengine._internal.prompt import Budget, BudgetError, build_prompt, encoding, system_prompt
 
 SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GAMES = {n: (load_sample(n), sample_state(n)) for n in ("gravewatch", "ember-roads", "fifth-like", "blades-like")}

@@ -7,10 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import load_sample
-from tagengine.commands import apply_reply
-from tagengine.state import GameState
-from tagengine.tags import narration, scan
-from tagengine.text import normalise
+from tagengine._internal.commands import apply_reply
+from tagengine._internal.state import GameState
+from tagengine._internal.tags import narration, scan
+from tagengine._internal.text import normalise
 
 RS = load_sample("blades-like")
 STATE = GameState.new(RS, ["Cutter", "Lurk"])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from conftest import ROOT
-from tagengine.commands.reasons import REASONS
-from tagengine.commands.result import refused
+from tagengine._internal.commands.reasons import REASONS
+from tagengine._internal.commands.result import refused
 
 KEBAB = re.compile(r"[a-z]+(?:-[a-z]+)*")
 

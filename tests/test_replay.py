@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 from conftest import ROOT, SAMPLES
-from tagengine.batch import replay
-from tagengine.cli import run
+from tagengine._internal.batch import replay
+from tagengine._internal.cli import run
 
 RULES = str(SAMPLES / "rulesets" / "blades-like.json")
 

@@ -46,8 +46,8 @@ def test_ref_9_read_goes_only_with_live_track(gravewatch):
 def test_ref_13_15_pool_max_reading_live_state_names_the_value(gravewatch):
     # resolve_max -> harm_left -> liveTrack harm: a pool max computed before live state exists.
     d = edit(gravewatch, lambda d: d["sheet"]["derived"][1]["of"].append({"derived": "harm_left"}))
-    from tagengine.errors import RulesetError
-    from tagengine.ruleset import Ruleset
+    from tagengine._internal.errors import RulesetError
+    from tagengine._internal.ruleset import Ruleset
 
     try:
         Ruleset.from_dict(d)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from conftest import edit, problems
-from tagengine.errors import RulesetError
-from tagengine.ruleset import Ruleset
+from tagengine._internal.errors import RulesetError
+from tagengine._internal.ruleset import Ruleset
 
 
 def test_untr_5_by_range(ember):

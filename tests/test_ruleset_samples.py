@@ -21,7 +21,7 @@ def test_sample_imports_and_declares_lowest_version(name: str) -> None:
 
 def test_bench_ruleset_imports() -> None:
     from conftest import ROOT
-    from tagengine.ruleset import Ruleset
+    from tagengine._internal.ruleset import Ruleset
 
     path = ROOT.parent / "shared" / "bench" / "bench_ruleset.json"
     if not path.exists():

@@ -61,8 +61,8 @@ def test_wound_12_min_is_zero(gravewatch):
 
 def test_wound_13_max_equals_levels_refused_not_corrected(gravewatch):
     d = edit(gravewatch, lambda d: harm(d).update(max=5))
-    from tagengine.errors import RulesetError
-    from tagengine.ruleset import Ruleset
+    from tagengine._internal.errors import RulesetError
+    from tagengine._internal.ruleset import Ruleset
 
     try:
         Ruleset.from_dict(d)

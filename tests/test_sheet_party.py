@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from conftest import SAMPLES, load_sample
-from tagengine.sheet import party
-from tagengine.sheet.show import party_summary
-from tagengine.state import GameState
+from tagengine._internal.sheet import party
+from tagengine._internal.sheet.show import party_summary
+from tagengine._internal.state import GameState
 
 BLADES = load_sample("blades-like")
 
@@ -53,7 +53,7 @@ def test_party_13_15_summary_fields_and_pools_always():
 
 def test_party_14_without_summary_all_visible_fields():
     from conftest import edit, sample_dict
-    from tagengine.ruleset import Ruleset
+    from tagengine._internal.ruleset import Ruleset
 
     rs = Ruleset.from_dict(edit(sample_dict("blades-like"), lambda d: d["party"].pop("summary")))
     s = GameState.new(rs, ["Cutter"])

@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import load_sample
-from tagengine.errors import StateError
-from tagengine.sheet import character, party
-from tagengine.state import GameState
+from tagengine._internal.errors import StateError
+from tagengine._internal.sheet import character, party
+from tagengine._internal.state import GameState
 
 RULESETS = {n: load_sample(n) for n in ("ember-roads", "gravewatch", "fifth-like", "blades-like")}
 SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -55,17 +55,17 @@ def test_evaluation_never_raises_for_a_state_that_loads(name, card, live_doc, no
 @SETTINGS
 @given(st.sampled_from(["dawn", "dusk", "night", "noon", None]), st.integers(0, 9))
 def test_hidden_pool_reads_zero_and_is_reported(watch, oil):
-    from tagengine.sheet import Eval
+    from tagengine._internal.sheet import Eval
 
     rs = RULESETS["gravewatch"]
     state = GameState.new(rs, ["Mira"])
     card = {**state.cards["Mira"], "fields": {"watch": watch}}
-    from tagengine.state import Live
+    from tagengine._internal.state import Live
 
     ev = Eval(rs, card, Live(pools={"oil": oil}))
     oil_pool = rs.sheet.pools.get("oil")
     hidden = watch != "night"
     assert (ev.hidden(oil_pool) is not None) == hidden
-    from tagengine.ruleset.refs import ValueRef
+    from tagengine._internal.ruleset.refs import ValueRef
 
     assert ev.read(ValueRef(livePool="oil")) == (0 if hidden else min(oil, 6))

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from conftest import edit, load_sample, sample_dict
-from tagengine.ruleset import Ruleset
-from tagengine.sheet import Eval, sheet_of
-from tagengine.sheet.ops import rounded
-from tagengine.state import GameState, Live, Marks
+from tagengine._internal.ruleset import Ruleset
+from tagengine._internal.sheet import Eval, sheet_of
+from tagengine._internal.sheet.ops import rounded
+from tagengine._internal.state import GameState, Live, Marks
 
 
 def card(rs, **parts):
@@ -127,7 +127,7 @@ def test_enum_1_4_5_table_and_default():
 
 def test_enum_6_dawn_watch_gives_one_more_resolve():
     dawn = GameState(cards={"A": card(GRAVE, fields={"watch": "dawn"})})
-    from tagengine.sheet import character
+    from tagengine._internal.sheet import character
 
     assert next(p for p in character(GRAVE, dawn, "A").pools if p.id == "resolve").max == 5
 

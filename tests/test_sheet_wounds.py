@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from conftest import edit, load_sample, sample_dict
-from tagengine.ruleset import Ruleset
-from tagengine.sheet import Eval
-from tagengine.state import GameState, Live, Marks
+from tagengine._internal.ruleset import Ruleset
+from tagengine._internal.sheet import Eval
+from tagengine._internal.state import GameState, Live, Marks
 
 GRAVE = load_sample("gravewatch")
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from conftest import load_sample
-from tagengine.errors import StateError
-from tagengine.state import FORMAT, PARTY, Clock, GameState, Live, Marks
+from tagengine._internal.errors import StateError
+from tagengine._internal.state import FORMAT, PARTY, Clock, GameState, Live, Marks
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tagengine.tags import canonical, narration, parse, scan
+from tagengine._internal.tags import canonical, narration, parse, scan
 
 
 def tags(text):

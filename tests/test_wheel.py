@@ -45,7 +45,8 @@ def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path):
     assert v.returncode == 0 and v.stdout.strip() == "tagengine 0.1.0"
     c = subprocess.run([str(exe), "check", str(sample)], capture_output=True, text=True, cwd=tmp_path)
     assert c.returncode == 0 and "ok: Gravewatch" in c.stdout
-    where = subprocess.run([str(py), "-c", "import tagengine.resources as r; print(r.resource_dir('grammars'))"],
+    probe = "import tagengine._internal.resources as r; print(r.resource_dir('grammars'))"
+    where = subprocess.run([str(py), "-c", probe],
                            capture_output=True, text=True, cwd=tmp_path)
     assert str(env_dir) in where.stdout  # found inside the installed package, not the checkout
     # The grammar and the prompt templates work from the wheel, and tiktoken never reaches the network:

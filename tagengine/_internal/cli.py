@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .ruleset import Ruleset
     from .state import GameState
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 
 class Usage(Exception):
@@ -352,9 +352,9 @@ def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextI
     except SystemExit as e:  # --help and --version
         return int(e.code or 0)
     if args.version:
-        from . import __version__
+        from .version import version
 
-        out.write(f"tagengine {__version__}\n")
+        out.write(f"tagengine {version()}\n")
         return 0
     if args.command is None:
         err.write("tagengine: a command is required (see tagengine --help)\n")
