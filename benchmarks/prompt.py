@@ -18,7 +18,7 @@ from pathlib import Path
 from tagengine import GameState, Ruleset
 from tagengine._internal.prompt import Budget, build_prompt
 from tagengine._internal.prompt.budget import cut_reference
-from tagengine._internal.prompt.tokens import Counter, TiktokenCounter
+from tagengine._internal.prompt.tokens import TiktokenCounter, TokenCounter
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,7 +69,7 @@ def main() -> None:
     print(f"turn after one new message: {(time.perf_counter() - t) * 1e3:.2f} ms, "
           f"{tok.calls['encode']} encode call(s) (target: only that message)")
     tok.calls.update(encode=0, decode=0)
-    c = Counter(tok)
+    c = TokenCounter(tok)
     t = time.perf_counter()
     cut_reference(c, doc["gmReference"], 1500)
     print(f"cut of a 16,000-character reference: {(time.perf_counter() - t) * 1e3:.2f} ms, "

@@ -10,7 +10,7 @@ from tagengine._internal.party import PartyConflict, save_party
 from tagengine._internal.ruleset import Ruleset
 from tagengine._internal.sheet import character
 from tagengine._internal.sheet.rests import take_rest
-from tagengine._internal.state import GameState, Marks
+from tagengine._internal.state import GameState, WoundMarks
 
 GRAVE, FIFTH, BLADES = (load_sample(n) for n in ("gravewatch", "fifth-like", "blades-like"))
 
@@ -34,7 +34,7 @@ def test_rest_1_3_vigil_sets_and_clears():
     new, touched = take_rest(GRAVE, s, "Mira", "vigil")
     live = new.live_of("Mira")
     assert pool(GRAVE, new, "Mira", "resolve") == (5, 5) and pool(GRAVE, new, "Mira", "oil") == (6, 6)
-    assert live.marks["harm"] == Marks(("tear", "tear"), 0)  # WOUND-41: by -2 clears overflow first, then one
+    assert live.marks["harm"] == WoundMarks(("tear", "tear"), 0)  # WOUND-41: by -2 clears overflow first, then one
     assert live.marks["strain"].marks == () and live.states == {}  # to 0 marks; STATE-16: to default
     assert touched == ["pool:resolve", "pool:oil", "wound:harm", "wound:strain", "state:lantern"]
 
@@ -46,7 +46,7 @@ def test_wound_40_to_reduces_to_that_many_marks_overflow_included():
     s = with_live(rs, GameState.loads(rs, sample_state("gravewatch").dumps()),
                   bram={"marks": {"harm": {"marks": ["tear", "tear", "tear", "knock"], "overflow": 2}}})
     new, _ = take_rest(rs, s, "Bram", "mend")
-    assert new.live_of("Bram").marks["harm"] == Marks(("tear", "tear"), 0)
+    assert new.live_of("Bram").marks["harm"] == WoundMarks(("tear", "tear"), 0)
 
 
 def test_wound_43_rest_never_adds_marks():
@@ -88,13 +88,13 @@ def test_rest_6_pool_group_without_shared_uses_each_pools_own_fraction():
 
 
 def test_dec_17_rounding_up_and_nearest():
-    from tagengine._internal.ruleset.sheet import FractionOfMax
+    from tagengine._internal.ruleset.sheet import FractionOfMaxDef
     from tagengine._internal.sheet.rests import fraction
 
-    assert fraction(FractionOfMax(fractionOfMax=0.5), 5) == 2
-    assert fraction(FractionOfMax(fractionOfMax=0.5, round="up"), 5) == 3
-    assert fraction(FractionOfMax(fractionOfMax=0.5, round="nearest"), 5) == 3
-    assert fraction(FractionOfMax(fractionOfMax=0.1, min=1), 5) == 1
+    assert fraction(FractionOfMaxDef(fractionOfMax=0.5), 5) == 2
+    assert fraction(FractionOfMaxDef(fractionOfMax=0.5, round="up"), 5) == 3
+    assert fraction(FractionOfMaxDef(fractionOfMax=0.5, round="nearest"), 5) == 3
+    assert fraction(FractionOfMaxDef(fractionOfMax=0.1, min=1), 5) == 1
 
 
 def test_unknown_rest():

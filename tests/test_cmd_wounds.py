@@ -5,7 +5,7 @@ from __future__ import annotations
 from cmdkit import run, sample_state, with_live
 
 from conftest import load_sample
-from tagengine._internal.state import GameState, Marks
+from tagengine._internal.state import GameState, WoundMarks
 
 GRAVE = load_sample("gravewatch")
 
@@ -16,7 +16,7 @@ def bram(marks=(), overflow=0):
 
 
 def harm_of(applied, who="Bram"):
-    return applied.state.live_of(who).marks.get("harm", Marks())
+    return applied.state.live_of(who).marks.get("harm", WoundMarks())
 
 
 def dmg(kind, amount=1, who="Bram"):
@@ -56,19 +56,19 @@ def test_wound_20_raise_is_one_step_whatever_the_new_kind():
 
 def test_wound_21_22_past_highest_severity_is_overflow_and_saved():
     a, res = run(GRAVE, bram(["tear"] * 4), dmg("knock", 2))
-    assert harm_of(a) == Marks(("tear",) * 4, 2) and res == [("ok", "4/4 Down +2 overflow")]
+    assert harm_of(a) == WoundMarks(("tear",) * 4, 2) and res == [("ok", "4/4 Down +2 overflow")]
     again = GameState.loads(GRAVE, a.state.dumps())
     assert again.live_of("Bram").marks["harm"].overflow == 2
 
 
 def test_wound_23_24_heal_clears_overflow_first():
     a, res = run(GRAVE, bram(["tear"] * 4, 2), dmg(None, -3))
-    assert harm_of(a) == Marks(("tear",) * 3, 0) and res == [("ok", "3/4 Bleeding")]
+    assert harm_of(a) == WoundMarks(("tear",) * 3, 0) and res == [("ok", "3/4 Bleeding")]
 
 
 def test_wound_25_heal_naming_a_kind_clears_only_that_kind():
     a, _ = run(GRAVE, bram(["tear", "knock", "knock"], 1), dmg("knock", -5))
-    assert harm_of(a) == Marks(("tear",), 1)
+    assert harm_of(a) == WoundMarks(("tear",), 1)
 
 
 def test_wound_26_heal_without_kind_clears_lightest_first():

@@ -5,8 +5,8 @@ from __future__ import annotations
 from conftest import edit, load_sample, sample_dict
 from tagengine._internal.ruleset import Ruleset
 from tagengine._internal.sheet import Eval
-from tagengine._internal.sheet.checks import check
-from tagengine._internal.state import GameState, Live, Marks
+from tagengine._internal.sheet.check_numbers import check_number
+from tagengine._internal.state import GameState, LiveValues, WoundMarks
 
 EMBER = load_sample("ember-roads")
 GRAVE = load_sample("gravewatch")
@@ -21,7 +21,7 @@ def card(rs, **parts):
 
 
 def num(rs, kind, cid, c=None, live=None, with_ability=None):
-    return check(Eval(rs, c or card(rs), live), kind, cid, with_ability)
+    return check_number(Eval(rs, c or card(rs), live), kind, cid, with_ability)
 
 
 def test_untr_1_first_level_is_untrained_and_rolls_normally():
@@ -38,9 +38,9 @@ def test_untr_3_own_rule_over_section_rule():
 def test_untr_5_6_by_is_part_of_the_sheet_number_before_the_cap():
     d = edit(sample_dict("gravewatch"), lambda d: d["sheet"]["skills"][0].update(untrained={"by": -2}))
     rs = Ruleset.from_dict(d)
-    n = num(rs, "skill", "soothe", live=Live(pools={"resolve": 1}))
+    n = num(rs, "skill", "soothe", live=LiveValues(pools={"resolve": 1}))
     assert (n.base, n.untrained, n.cap, n.sheet) == (2, -2, 1, 0)  # 2 - 2 = 0, then capped at 1 -> 0
-    n = num(rs, "skill", "soothe", card(rs, abilities={"nerve": 5}), Live(pools={"resolve": 2}))
+    n = num(rs, "skill", "soothe", card(rs, abilities={"nerve": 5}), LiveValues(pools={"resolve": 2}))
     assert n.sheet == 2  # 5 - 2 = 3, capped at 2
 
 
@@ -65,13 +65,13 @@ def test_untr_16_trained_character_rolls_normally():
 def test_cap_1_2_soothe_capped_by_remaining_resolve():
     c = card(GRAVE, abilities={"nerve": 3}, skills={"soothe": "sworn"})
     for resolve, want in ((5, 4), (2, 2), (0, 0)):
-        n = num(GRAVE, "skill", "soothe", c, Live(pools={"resolve": resolve}))
+        n = num(GRAVE, "skill", "soothe", c, LiveValues(pools={"resolve": resolve}))
         assert (n.sheet, n.total) == (want, want)
 
 
 def test_cap_3_with_is_computed_before_the_cap_then_capped():
     c = card(GRAVE, abilities={"nerve": 1, "sinew": 5}, skills={"soothe": "sworn"})
-    n = num(GRAVE, "skill", "soothe", c, Live(pools={"resolve": 3}), with_ability="sinew")
+    n = num(GRAVE, "skill", "soothe", c, LiveValues(pools={"resolve": 3}), with_ability="sinew")
     assert (n.base, n.bonus, n.sheet) == (5, 1, 3)
 
 
@@ -79,21 +79,21 @@ def test_pen_1_3_dice_removed_never_below_pool_min():
     c = card(GRAVE, abilities={"sinew": 3})
     for marks, want in (((), 3), (("knock", "knock"), 2), (("tear", "tear", "knock"), 1),
                         (("tear",) * 4, 1)):
-        n = num(GRAVE, "ability", "sinew", c, Live(marks={"harm": Marks(marks)}))
+        n = num(GRAVE, "ability", "sinew", c, LiveValues(marks={"harm": WoundMarks(marks)}))
         assert n.total == want, marks
-    assert num(GRAVE, "ability", "sinew", c, Live(marks={"harm": Marks(("tear",) * 4)})).penalty == -99
+    assert num(GRAVE, "ability", "sinew", c, LiveValues(marks={"harm": WoundMarks(("tear",) * 4)})).penalty == -99
 
 
 def test_pen_3_pool_min_zero_can_roll_no_dice():
     d = edit(sample_dict("gravewatch"), lambda d: d["resolution"]["pool"].update(min=0))
     rs = Ruleset.from_dict(d)
-    assert num(rs, "ability", "sinew", live=Live(marks={"harm": Marks(("tear",) * 4)})).total == 0
+    assert num(rs, "ability", "sinew", live=LiveValues(marks={"harm": WoundMarks(("tear",) * 4)})).total == 0
 
 
 def test_pen_2_without_penalty_from_rolls_as_before():
     d = edit(sample_dict("gravewatch"), lambda d: d["resolution"].pop("penaltyFrom"))
     rs = Ruleset.from_dict(d)
-    n = num(rs, "ability", "sinew", live=Live(marks={"harm": Marks(("tear",) * 3)}))
+    n = num(rs, "ability", "sinew", live=LiveValues(marks={"harm": WoundMarks(("tear",) * 3)}))
     assert (n.penalty, n.total) == (0, 2)
 
 
@@ -104,20 +104,21 @@ def test_pen_4_dice_sum_penalty_is_a_flat_modifier():
             "kinds": [{"id": "cut", "label": "C", "severity": 0}]}),
         d["resolution"].update(penaltyFrom="harm")))
     rs = Ruleset.from_dict(d)
-    n = num(rs, "skill", "stealth", card(rs, abilities={"dex": 14}), Live(marks={"harm": Marks(("cut",))}))
+    n = num(rs, "skill", "stealth", card(rs, abilities={"dex": 14}), LiveValues(marks={"harm": WoundMarks(("cut",))}))
     assert (n.sheet, n.penalty, n.total) == (2, -2, 0)
-    n = num(rs, "skill", "stealth", card(rs, abilities={"dex": 14}), Live(marks={"harm": Marks(("cut", "cut"))}))
+    n = num(rs, "skill", "stealth", card(rs, abilities={"dex": 14}),
+            LiveValues(marks={"harm": WoundMarks(("cut", "cut"))}))
     assert n.total == -3  # no floor under dice-sum
 
 
 def test_adj_1_3_ember_brawn_burden_and_stance():
     c = card(EMBER, abilities={"brawn": 4})
     c = {**c, "lists": {"gear": [{"item": "Tent", "bulk": 6}]}}  # burdened -2
-    n = num(EMBER, "ability", "brawn", c, Live(states={"stance": "steady"}))
+    n = num(EMBER, "ability", "brawn", c, LiveValues(states={"stance": "steady"}))
     assert (n.adjust, n.total) == (-2, 2)
-    n = num(EMBER, "ability", "brawn", c, Live(states={"stance": "reckless"}))
+    n = num(EMBER, "ability", "brawn", c, LiveValues(states={"stance": "reckless"}))
     assert (n.adjust, n.total) == (0, 4)
-    n = num(EMBER, "skill", "haul", c, Live(states={"stance": "guarded"}))  # a skill that uses Brawn (ADJ-4)
+    n = num(EMBER, "skill", "haul", c, LiveValues(states={"stance": "guarded"}))  # a skill that uses Brawn (ADJ-4)
     assert n.adjust == -3
 
 
@@ -133,15 +134,15 @@ def test_adj_4_5_filter_by_ability():
 
 def test_adj_6_dice_pool_floor_applies_to_adjust_too():
     c = {**card(EMBER, abilities={"brawn": 2}), "lists": {"gear": [{"item": "x", "bulk": 9}]}}  # -3
-    n = num(EMBER, "ability", "brawn", c, Live(states={"stance": "guarded"}))  # -1 more
+    n = num(EMBER, "ability", "brawn", c, LiveValues(states={"stance": "guarded"}))  # -1 more
     assert (n.adjust, n.total) == (-4, 1)
 
 
 def test_enum_9_gravewatch_lantern_costs_nerve_dice():
     c = card(GRAVE, abilities={"nerve": 3})
-    assert num(GRAVE, "ability", "nerve", c, Live(states={"lantern": "shuttered"})).total == 2
-    assert num(GRAVE, "ability", "nerve", c, Live(states={"lantern": "out"})).total == 1
-    assert num(GRAVE, "ability", "sinew", c, Live(states={"lantern": "out"})).adjust == 0
+    assert num(GRAVE, "ability", "nerve", c, LiveValues(states={"lantern": "shuttered"})).total == 2
+    assert num(GRAVE, "ability", "nerve", c, LiveValues(states={"lantern": "out"})).total == 1
+    assert num(GRAVE, "ability", "sinew", c, LiveValues(states={"lantern": "out"})).adjust == 0
 
 
 def test_dice_sum_uses_modifiers_and_training_bonus():

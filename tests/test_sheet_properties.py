@@ -60,12 +60,12 @@ def test_hidden_pool_reads_zero_and_is_reported(watch, oil):
     rs = RULESETS["gravewatch"]
     state = GameState.new(rs, ["Mira"])
     card = {**state.cards["Mira"], "fields": {"watch": watch}}
-    from tagengine._internal.state import Live
+    from tagengine._internal.state import LiveValues
 
-    ev = Eval(rs, card, Live(pools={"oil": oil}))
+    ev = Eval(rs, card, LiveValues(pools={"oil": oil}))
     oil_pool = rs.sheet.pools.get("oil")
     hidden = watch != "night"
     assert (ev.hidden(oil_pool) is not None) == hidden
-    from tagengine._internal.ruleset.refs import ValueRef
+    from tagengine._internal.ruleset.refs import ValueRefDef
 
-    assert ev.read(ValueRef(livePool="oil")) == (0 if hidden else min(oil, 6))
+    assert ev.read(ValueRefDef(livePool="oil")) == (0 if hidden else min(oil, 6))

@@ -6,7 +6,7 @@ from conftest import edit, load_sample, sample_dict
 from tagengine._internal.ruleset import Ruleset
 from tagengine._internal.sheet import Eval, sheet_of
 from tagengine._internal.sheet.ops import rounded
-from tagengine._internal.state import GameState, Live, Marks
+from tagengine._internal.state import GameState, LiveValues, WoundMarks
 
 
 def card(rs, **parts):
@@ -54,19 +54,19 @@ def test_sheet_26_step_table_turns_burden_into_dice():
 
 def test_ref_7_live_pool_reads_what_remains():
     c = card(GRAVE)
-    assert Eval(GRAVE, c, Live(pools={"resolve": 1})).read(
+    assert Eval(GRAVE, c, LiveValues(pools={"resolve": 1})).read(
         GRAVE.file.sheet.skills[0].cap) == 1
 
 
 def test_ref_9_live_track_reads():
-    live = Live(marks={"harm": Marks(("tear", "knock"))})
+    live = LiveValues(marks={"harm": WoundMarks(("tear", "knock"))})
     ev = Eval(GRAVE, card(GRAVE), live)
     assert ev.track_read("harm", "value") == 2
     assert ev.track_read("harm", "filled") == 2
     assert ev.track_read("harm", "remaining") == 2
     assert ev.track_read("harm", "penalty") == -1
     assert ev.derived("harm_left") == 2  # Gravewatch's "Harm still to take"
-    ev = Eval(EMBER, card(EMBER), Live(tracks={"weariness": 2}))
+    ev = Eval(EMBER, card(EMBER), LiveValues(tracks={"weariness": 2}))
     assert (ev.track_read("weariness", "value"), ev.track_read("weariness", "filled"),
             ev.track_read("weariness", "remaining")) == (2, 2, 1)  # max is max(3, brawn 2)
 
@@ -76,15 +76,15 @@ def test_ref_10_hidden_pool_and_track_read_zero():
         {"id": "oil_left", "label": "Oil left", "op": "sum", "of": [{"livePool": "oil"}]}))
     rs = Ruleset.from_dict(d)
     c = card(rs)  # watch dusk: oil hidden
-    assert Eval(rs, c, Live(pools={"oil": 5})).derived("oil_left") == 0
+    assert Eval(rs, c, LiveValues(pools={"oil": 5})).derived("oil_left") == 0
     night = {**c, "fields": {**c["fields"], "watch": "night"}}
-    assert Eval(rs, night, Live(pools={"oil": 5})).derived("oil_left") == 5
+    assert Eval(rs, night, LiveValues(pools={"oil": 5})).derived("oil_left") == 5
 
 
 def test_ref_11_live_reads_take_the_state_as_it_stands():
     c = card(EMBER)
-    assert Eval(EMBER, c, Live(states={"stance": "reckless"})).derived("stance_brawn") == 2
-    assert Eval(EMBER, c, Live(states={"stance": "guarded"})).derived("stance_brawn") == -1
+    assert Eval(EMBER, c, LiveValues(states={"stance": "reckless"})).derived("stance_brawn") == 2
+    assert Eval(EMBER, c, LiveValues(states={"stance": "guarded"})).derived("stance_brawn") == -1
 
 
 def test_ref_12_no_live_state_reads_the_start():
@@ -119,7 +119,7 @@ def test_sheet_26_proficiency_by_step_table():
 
 
 def test_enum_1_4_5_table_and_default():
-    ev = Eval(GRAVE, card(GRAVE, fields={"watch": "dawn"}), Live(states={"lantern": "out"}))
+    ev = Eval(GRAVE, card(GRAVE, fields={"watch": "dawn"}), LiveValues(states={"lantern": "out"}))
     assert ev.derived("dawn_resolve") == 1 and ev.derived("lantern_nerve") == -2
     ev = Eval(GRAVE, card(GRAVE, fields={"watch": "night"}), None)
     assert ev.derived("dawn_resolve") == 0 and ev.derived("lantern_nerve") == 0  # ENUM-5: default omitted -> 0
@@ -136,7 +136,7 @@ def test_enum_4_hidden_live_state_reads_default():
     d = edit(sample_dict("gravewatch"), lambda d: d["sheet"]["live"]["states"][0].update(
         hideWhen={"field": "watch", "equals": "dawn"}))
     rs = Ruleset.from_dict(d)
-    ev = Eval(rs, card(rs, fields={"watch": "dawn"}), Live(states={"lantern": "out"}))
+    ev = Eval(rs, card(rs, fields={"watch": "dawn"}), LiveValues(states={"lantern": "out"}))
     assert ev.state_value("lantern") is None and ev.derived("lantern_nerve") == 0
 
 
@@ -158,7 +158,7 @@ def test_hide_5_unset_or_stale_enum_reads_default():
 
 
 def test_state_9_stale_value_reads_default():
-    assert Eval(GRAVE, card(GRAVE), Live(states={"lantern": "dim"})).state_value("lantern") == "lit"
+    assert Eval(GRAVE, card(GRAVE), LiveValues(states={"lantern": "dim"})).state_value("lantern") == "lit"
 
 
 def test_sheet_19_derived_cannot_be_typed_over():

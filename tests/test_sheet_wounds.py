@@ -5,7 +5,7 @@ from __future__ import annotations
 from conftest import edit, load_sample, sample_dict
 from tagengine._internal.ruleset import Ruleset
 from tagengine._internal.sheet import Eval
-from tagengine._internal.state import GameState, Live, Marks
+from tagengine._internal.state import GameState, LiveValues, WoundMarks
 
 GRAVE = load_sample("gravewatch")
 
@@ -17,7 +17,7 @@ def card(rs, scars=(), **fields):
 
 def harm(rs, c, marks, overflow=0):
     track = rs.sheet.tracks.get("harm")
-    return Eval(rs, c, Live(marks={"harm": Marks(tuple(marks), overflow)})).wound(track)
+    return Eval(rs, c, LiveValues(marks={"harm": WoundMarks(tuple(marks), overflow)})).wound(track)
 
 
 def test_wound_18_penalty_of_lowest_marked_level_not_a_sum():
@@ -44,7 +44,7 @@ def test_wound_45_46_box_penalty_by_remaining_whatever_box():
     c = card(GRAVE)  # 4 boxes; table by remaining: 0 left -> -1, 1+ left -> 0
     for marks, pen in (((), 0), (("strain", None, "strain"), 0), ((None, "strain", "strain", "strain"), 0),
                        (("strain",) * 4, -1)):
-        w = Eval(GRAVE, c, Live(marks={"strain": Marks(marks)})).wound(strain)
+        w = Eval(GRAVE, c, LiveValues(marks={"strain": WoundMarks(marks)})).wound(strain)
         assert w.penalty == pen, marks
 
 
@@ -57,7 +57,7 @@ def test_wound_45_table_can_cost_with_nothing_marked():
 
 
 def test_wound_47_boxed_now_is_filled_of_boxes():
-    ev = Eval(GRAVE, card(GRAVE), Live(marks={"strain": Marks((None, "strain"))}))
+    ev = Eval(GRAVE, card(GRAVE), LiveValues(marks={"strain": WoundMarks((None, "strain"))}))
     w = ev.wound(GRAVE.sheet.tracks.get("strain"))
     assert w.now == "1/4"
 

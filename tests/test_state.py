@@ -8,7 +8,7 @@ import pytest
 
 from conftest import load_sample
 from tagengine._internal.errors import StateError
-from tagengine._internal.state import FORMAT, PARTY, Clock, GameState, Live, Marks
+from tagengine._internal.state import FORMAT, PARTY, Clock, GameState, LiveValues, WoundMarks
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def test_dec_26_new_state_is_at_start(grave):
 
 def test_round_trip(grave):
     s = GameState.new(grave, ["Mira"])
-    s = s.with_live("Mira", Live(pools={"resolve": 2}, marks={"harm": Marks(("tear", "knock"), 1)},
+    s = s.with_live("Mira", LiveValues(pools={"resolve": 2}, marks={"harm": WoundMarks(("tear", "knock"), 1)},
                                  states={"lantern": "out"}))
     s = s.with_clocks((Clock("Alarm raised", 6, 2),))
     again = GameState.loads(grave, s.dumps())
@@ -81,7 +81,7 @@ def test_dec_27_loading_never_trusts_the_file(grave):
     assert ("rulesetClocks[2].size", "bad-size") in codes
     assert s.cards["Mira"]["abilities"]["nerve"] == 5
     assert s.cards["Mira"]["fields"]["watch"] == "dusk"
-    assert s.live_of("Mira").marks["harm"] == Marks(("knock",), 0)
+    assert s.live_of("Mira").marks["harm"] == WoundMarks(("knock",), 0)
     assert s.clocks == (Clock("A", 6, 6),)
 
 
@@ -100,7 +100,7 @@ def test_not_a_state_is_an_error_naming_the_path(grave, text):
 
 def test_party_live_uses_reserved_entry():
     rs = load_sample("blades-like")
-    s = GameState.new(rs, ["Cutter"]).with_live(PARTY, Live(pools={"coin": 3}))
+    s = GameState.new(rs, ["Cutter"]).with_live(PARTY, LiveValues(pools={"coin": 3}))
     doc = s.to_json()
     assert doc["rulesetLive"] == {"$party": {"pools": {"coin": 3}}}
     assert GameState.loads(rs, json.dumps(doc)).live_of(PARTY).pools == {"coin": 3}

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .ruleset.top import RulesetFile
+from .ruleset.top import RulesetDef
 
 
 class _Doc(BaseModel):
@@ -57,9 +57,38 @@ class StateDoc(_Doc):
     rulesetClocks: list[ClockDoc] = []
 
 
+# The published schema names the file's parts as the format does (`Pool`, `Track`): the `Def` suffix is
+# the code's naming rule (docs/architecture.md), not part of the file format.
+_PUBLISHED = {"RulesetDef": "RulesetFile"}
+
+
+def _published(name: str) -> str:
+    return _PUBLISHED.get(name) or (name[:-3] if name.endswith("Def") and name != "FieldDef" and name != "ListDef"
+                                    else name)
+
+
+def _rename(node: Any) -> Any:
+    if isinstance(node, dict):
+        out = {}
+        for k, v in node.items():
+            if k == "$defs":
+                out[k] = {_published(n): _rename(d) for n, d in v.items()}
+            elif k == "$ref" and isinstance(v, str):
+                head, _, name = v.rpartition("/")
+                out[k] = f"{head}/{_published(name)}"
+            elif k == "title" and isinstance(v, str):
+                out[k] = _published(v)
+            else:
+                out[k] = _rename(v)
+        return out
+    if isinstance(node, list):
+        return [_rename(x) for x in node]
+    return node
+
+
 def schema(kind: str) -> dict[str, Any]:
     if kind == "ruleset":
-        return RulesetFile.model_json_schema(by_alias=True)
+        return _rename(RulesetDef.model_json_schema(by_alias=True))
     if kind == "state":
         return StateDoc.model_json_schema(by_alias=True)
     raise ValueError(kind)

@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import Problem, StateError
 from .ruleset import Ruleset
-from .ruleset.sheet import Column, FieldDef
+from .ruleset.sheet import ColumnDef, FieldDef
 from .text import normalise, prompt_unsafe
 
 FORMAT = "tagengine.state/1"
@@ -34,7 +34,7 @@ class Clock:
 
 
 @dataclass(frozen=True, slots=True)
-class Marks:
+class WoundMarks:
     """A wound track's marks, most severe first (WOUND-15); `None` is a free box on an indexed track."""
 
     marks: tuple[str | None, ...] = ()
@@ -42,22 +42,22 @@ class Marks:
 
 
 @dataclass(frozen=True, slots=True)
-class Live:
+class LiveValues:
     """One character's (or the party's) live values; what is absent is at its start (DEC-26)."""
 
     pools: Mapping[str, int] = field(default_factory=dict)
     temp: Mapping[str, int] = field(default_factory=dict)
     tracks: Mapping[str, int] = field(default_factory=dict)
-    marks: Mapping[str, Marks] = field(default_factory=dict)
+    marks: Mapping[str, WoundMarks] = field(default_factory=dict)
     states: Mapping[str, str] = field(default_factory=dict)
     conditions: frozenset[str] = frozenset()
     text: Mapping[str, str] = field(default_factory=dict)
     rows: Mapping[str, tuple[int | None, ...]] = field(default_factory=dict)
 
     def but(self, *, pools: Any = None, temp: Any = None, tracks: Any = None, marks: Any = None, states: Any = None,
-            conditions: Any = None, text: Any = None, rows: Any = None) -> Live:
+            conditions: Any = None, text: Any = None, rows: Any = None) -> LiveValues:
         """A copy with some parts replaced (positional: cheaper than dataclasses.replace on the hot path)."""
-        return Live(
+        return LiveValues(
             self.pools if pools is None else pools, self.temp if temp is None else temp,
             self.tracks if tracks is None else tracks, self.marks if marks is None else marks,
             self.states if states is None else states, self.conditions if conditions is None else conditions,
@@ -65,7 +65,7 @@ class Live:
         )
 
 
-NO_LIVE = Live()  # one shared "at start" value, so an unplayed character's snapshot is the same object
+NO_LIVE = LiveValues()  # one shared "at start" value, so an unplayed character's snapshot is the same object
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class GameState:
     cards: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     party_sheet: Mapping[str, Any] = field(default_factory=dict)
     party_revision: int = 0
-    live: Mapping[str, Live] = field(default_factory=dict)
+    live: Mapping[str, LiveValues] = field(default_factory=dict)
     clocks: tuple[Clock, ...] = ()
     warnings: tuple[Problem, ...] = field(default=(), compare=False)
 
@@ -104,10 +104,10 @@ class GameState:
                 return n
         return None
 
-    def live_of(self, name: str) -> Live:
+    def live_of(self, name: str) -> LiveValues:
         return self.live.get(normalise(name) if name != PARTY else PARTY, NO_LIVE)
 
-    def with_live(self, name: str, live: Live) -> GameState:
+    def with_live(self, name: str, live: LiveValues) -> GameState:
         key = normalise(name) if name != PARTY else PARTY
         return GameState(self.cards, self.party_sheet, self.party_revision, {**self.live, key: live}, self.clocks,
                          self.warnings)
@@ -164,7 +164,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def live_json(live: Live) -> dict[str, Any]:
+def live_json(live: LiveValues) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if live.pools:
         out["pools"] = dict(live.pools)
@@ -209,7 +209,7 @@ def name_problems(names: list[str], path: str) -> list[Problem]:
 
 
 # -- defaults ---------------------------------------------------------------------------------------
-def default_value(f: FieldDef | Column) -> Any:
+def default_value(f: FieldDef | ColumnDef) -> Any:
     """What a blank sheet starts with (HIDE-5)."""
     if f.default is not None:
         return f.default

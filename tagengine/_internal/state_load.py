@@ -7,14 +7,14 @@ from typing import Any
 from .errors import Problem, StateError
 from .ruleset import Ruleset
 from .ruleset.index import SheetIndex
-from .ruleset.sheet import Column, FieldDef, ListDef
+from .ruleset.sheet import ColumnDef, FieldDef, ListDef
 from .state import (
     FORMAT,
     PARTY,
     Clock,
     GameState,
-    Live,
-    Marks,
+    LiveValues,
+    WoundMarks,
     default_card,
     default_party,
     default_value,
@@ -44,7 +44,7 @@ class Reader:
         return raw
 
     # -- permanent values -------------------------------------------------------------------------
-    def value(self, f: FieldDef | Column, raw: Any, path: str) -> Any:
+    def value(self, f: FieldDef | ColumnDef, raw: Any, path: str) -> Any:
         """A field or cell value, or the default when the ruleset does not allow it (HIDE-5)."""
         t = f.type
         ok = {
@@ -144,7 +144,7 @@ class Reader:
                 out[k] = v
         return out
 
-    def live(self, raw: Any, path: str, idx: SheetIndex) -> Live:
+    def live(self, raw: Any, path: str, idx: SheetIndex) -> LiveValues:
         data = self.obj(raw, path)
         pools = self.ints(data.get("pools"), f"{path}.pools", idx, "pool", set(idx.pools.by_id))
         temp = self.ints(data.get("temp"), f"{path}.temp", idx, "pool", {p.id for p in idx.pools if p.allowTemp})
@@ -203,9 +203,9 @@ class Reader:
         for k in data:
             if k not in ("pools", "temp", "tracks", "marks", "states", "conditions", "text", "rows"):
                 self.warn(f"{path}.{k}", "unknown-key", f"live values have no key {k!r}; dropped", k)
-        return Live(pools, temp, tracks, marks, states, frozenset(conditions), text, rows)
+        return LiveValues(pools, temp, tracks, marks, states, frozenset(conditions), text, rows)
 
-    def marks(self, tid: str, raw: Any, path: str, idx: SheetIndex) -> Marks | None:
+    def marks(self, tid: str, raw: Any, path: str, idx: SheetIndex) -> WoundMarks | None:
         t = idx.tracks.get(tid)
         if t is None or not t.is_wound:
             self.warn(path, "unknown-id", f"the ruleset has no wound track {tid!r}; dropped", tid)
@@ -232,7 +232,7 @@ class Reader:
             out.sort(key=lambda k: -kinds[k])  # type: ignore[index]  # WOUND-15
         while out and out[-1] is None:
             out.pop()
-        return Marks(tuple(out), overflow)
+        return WoundMarks(tuple(out), overflow)
 
     def clocks(self, raw: Any) -> tuple[Clock, ...]:
         if raw is None:
@@ -293,7 +293,7 @@ def from_json(rs: Ruleset, raw: Any, source: str = "<state>") -> GameState:
                  "lists": r.lists(rs.file.party.lists, party_raw.get("lists"), "gamePartySheet.lists")}
     elif party_raw:
         r.warn("gamePartySheet", "no-party", "the ruleset has no party sheet; dropped", None)
-    live: dict[str, Live] = {}
+    live: dict[str, LiveValues] = {}
     keys = {normalise(n) for n in cards}
     for k, v in r.obj(raw.get("rulesetLive"), "rulesetLive").items():
         p = f"rulesetLive.{k}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ruleset import Ruleset
-from ..ruleset.live import Pool
+from ..ruleset.live import PoolDef
 from ..state import GameState
 from ..tags import Tag
 from .numbers import parse_int
@@ -11,7 +11,7 @@ from .result import Outcome, Result, ok, refuse, refused
 from .target import Subject, character_op, find
 
 
-def pool_of(subj: Subject, tag: Tag) -> Pool | Result:
+def pool_of(subj: Subject, tag: Tag) -> PoolDef | Result:
     return find(subj.ev.idx.pools, tag.get("pool") or "", "pool")
 
 
@@ -21,12 +21,12 @@ def amount_of(tag: Tag) -> int | None:
     return 1 if raw is None else parse_int(raw)
 
 
-def now(subj: Subject, pool: Pool, cur: int, temp: int = 0) -> str:
+def now(subj: Subject, pool: PoolDef, cur: int, temp: int = 0) -> str:
     text = f"{cur}/{subj.ev.pool_max(pool)}"
     return text + (f" +{temp} temp" if temp else "")
 
 
-def set_pool(state: GameState, subj: Subject, pool: Pool, cur: int, temp: int | None = None) -> GameState:
+def set_pool(state: GameState, subj: Subject, pool: PoolDef, cur: int, temp: int | None = None) -> GameState:
     live = subj.live
     pools = {**live.pools, pool.id: cur}
     temps = dict(live.temp)
@@ -38,7 +38,7 @@ def set_pool(state: GameState, subj: Subject, pool: Pool, cur: int, temp: int | 
     return subj.with_live(state, live.but(pools=pools, temp=temps))
 
 
-def _target(subj: Subject, tag: Tag) -> tuple[Pool, int] | Result:
+def _target(subj: Subject, tag: Tag) -> tuple[PoolDef, int] | Result:
     pool = pool_of(subj, tag)
     if isinstance(pool, Result):
         return pool

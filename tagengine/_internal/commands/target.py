@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from ..memo import IdentityCache
 from ..ruleset import Ruleset
 from ..sheet import Eval
-from ..state import PARTY, GameState, Live
+from ..state import PARTY, GameState, LiveValues
 from ..tags import Tag
 from ..text import normalise
 from .result import Outcome, Result, ok, refuse, refused
@@ -32,10 +32,10 @@ class Subject:
     party: bool = False
 
     @property
-    def live(self) -> Live:
+    def live(self) -> LiveValues:
         return self.ev.live
 
-    def with_live(self, state: GameState, live: Live) -> GameState:
+    def with_live(self, state: GameState, live: LiveValues) -> GameState:
         return state.with_live(self.name, live)
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..ruleset import Ruleset
-from ..ruleset.live import Track
-from ..sheet import marks as algebra
-from ..sheet.model import now_text
-from ..state import GameState, Marks
+from ..ruleset.live import TrackDef
+from ..sheet import marking
+from ..sheet.views import now_text
+from ..state import GameState, WoundMarks
 from ..tags import Tag
 from .numbers import parse_int
 from .pools import amount_of, damage_pool
@@ -14,11 +14,11 @@ from .result import Outcome, Result, ok, refuse
 from .target import Subject, character_op, find
 
 
-def store(state: GameState, subj: Subject, t: Track, marks: tuple[str | None, ...], overflow: int) -> GameState:
-    return subj.with_live(state, subj.live.but(marks={**subj.live.marks, t.id: Marks(marks, overflow)}))
+def store(state: GameState, subj: Subject, t: TrackDef, marks: tuple[str | None, ...], overflow: int) -> GameState:
+    return subj.with_live(state, subj.live.but(marks={**subj.live.marks, t.id: WoundMarks(marks, overflow)}))
 
 
-def kind_of(t: Track, name: str) -> str | None:
+def kind_of(t: TrackDef, name: str) -> str | None:
     """The one kind of the track `name` names (DEC-8), or None."""
     kind = find(t.kinds or (), name, "kind")
     return None if isinstance(kind, Result) else kind.id
@@ -51,7 +51,7 @@ def damage(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
     kind_name = tag.get("kind")
     if amount < 0:  # WOUND-23: a heal is the same command with a negative amount
         kind = kind_of(t, kind_name) if kind_name is not None else None
-        marks, overflow = algebra.heal(model, current.marks, current.overflow, -amount, kind)
+        marks, overflow = marking.heal(model, current.marks, current.overflow, -amount, kind)
     else:
         if kind_name is None:
             return refuse(state, "missing-kind")
@@ -59,8 +59,8 @@ def damage(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
         if kind is None:
             return refuse(state, "unknown-kind")
         try:
-            marks, overflow = algebra.mark(model, current.marks, current.overflow, kind, amount, box)
-        except algebra.Full:
+            marks, overflow = marking.mark(model, current.marks, current.overflow, kind, amount, box)
+        except marking.TrackFull:
             return refuse(state, "track-full")  # WOUND-52, WOUND-53: the whole command
     filled = sum(1 for m in marks if m is not None)
     now = now_text(t.boxes is not None, levels, model.length, filled, overflow)  # DEC-11

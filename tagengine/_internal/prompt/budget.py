@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .tokens import REPLY_PRIMING, Counter, TiktokenCounter, Tokenizer, counter, for_model
+from .tokens import REPLY_PRIMING, TiktokenCounter, TokenCounter, Tokenizer, counter, for_model
 
 CUT_MARKER = "(The rules reference is cut here to fit the context: {kept:,} of {total:,} characters kept.)"
 GUIDANCE_CUT_ORDER = ("clocks.text", "party.advancement.text", "party.text", "sheetGuidance", "checkGuidance")
@@ -61,7 +61,7 @@ class Budget:
         return int(self.context * (1 - margin))
 
 
-def cut_reference(c: Counter, reference: str, keep_tokens: int) -> tuple[str, int]:
+def cut_reference(c: TokenCounter, reference: str, keep_tokens: int) -> tuple[str, int]:
     """Keep about `keep_tokens` of the reference, ending at a word boundary and never inside a
     character, then add a marker saying how much was kept. One encode and one decode (DEC-34).
     Returns the text and how many characters of the reference it kept."""
@@ -92,11 +92,11 @@ class Report:
                 "margin": self.margin, "parts": dict(self.parts), "cuts": list(self.cuts)}
 
 
-def message_tokens(c: Counter, messages: list[dict[str, str]]) -> int:
+def message_tokens(c: TokenCounter, messages: list[dict[str, str]]) -> int:
     """The chat format's count: per-message overhead, role and content, plus the reply priming."""
     return sum(c.message(m["role"], m["content"]) for m in messages) + REPLY_PRIMING
 
 
-def get_counter(budget: Budget) -> Counter:
+def get_counter(budget: Budget) -> TokenCounter:
     tokenizer, _ = budget.resolved()
     return counter(tokenizer)

@@ -19,9 +19,9 @@ from .budget import (
     get_counter,
     message_tokens,
 )
-from .context import guidance, reminder_context, system_context
 from .render import render
-from .tokens import REPLY_PRIMING, Counter
+from .template_data import guidance, reminder_context, system_context
+from .tokens import REPLY_PRIMING, TokenCounter
 
 ROLES = ("system", "user", "assistant")
 DEFAULT_BUDGET = Budget()
@@ -56,7 +56,7 @@ def system_prompt(rs: Ruleset, budget: Budget = DEFAULT_BUDGET) -> SystemPrompt:
     return hit
 
 
-def _fit_system(rs: Ruleset, budget: Budget, c: Counter) -> SystemPrompt:
+def _fit_system(rs: Ruleset, budget: Budget, c: TokenCounter) -> SystemPrompt:
     allowance = budget.usable() - budget.response_min - budget.reserve_tokens - REPLY_PRIMING
     reference = rs.file.gmReference
     dropped: frozenset[str] = frozenset()

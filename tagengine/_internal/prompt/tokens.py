@@ -121,7 +121,7 @@ def for_model(model: str | None) -> tuple[str, float]:
     return "o200k_base", UNKNOWN_MODEL_MARGIN
 
 
-class Counter:
+class TokenCounter:
     """Counts text and chat messages with one Tokenizer; history counts are memoised per message (DEC-34)."""
 
     def __init__(self, tokenizer: Tokenizer) -> None:
@@ -147,6 +147,6 @@ class Counter:
 
 
 @lru_cache(maxsize=16)
-def counter(tokenizer: Tokenizer) -> Counter:
+def counter(tokenizer: Tokenizer) -> TokenCounter:
     """One memoising Counter per tokenizer for the whole process."""
-    return Counter(tokenizer)
+    return TokenCounter(tokenizer)

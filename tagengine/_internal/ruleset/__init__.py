@@ -11,7 +11,7 @@ from ..errors import Problem, RulesetError
 from . import capability
 from .index import SheetIndex
 from .load import load_path, validate
-from .top import RulesetFile
+from .top import RulesetDef
 
 __all__ = ["Ruleset", "RulesetError", "RulesetFile"]
 
@@ -20,7 +20,7 @@ __all__ = ["Ruleset", "RulesetError", "RulesetFile"]
 class Ruleset:
     """What the engine reads. Build it with `Ruleset.load`, `from_json` or `from_dict`."""
 
-    file: RulesetFile
+    file: RulesetDef
     sheet: SheetIndex
     party: SheetIndex | None
     warnings: tuple[Problem, ...]
@@ -28,7 +28,7 @@ class Ruleset:
     source: str = "<ruleset>"
 
     @classmethod
-    def _build(cls, model: RulesetFile, ctx: Any, source: str) -> Ruleset:
+    def _build(cls, model: RulesetDef, ctx: Any, source: str) -> Ruleset:
         return cls(model, ctx.sheet, ctx.party, tuple(ctx.warnings), capability.required(ctx), source)
 
     @classmethod

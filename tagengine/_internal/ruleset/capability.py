@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .checks.context import Ctx
+from .checks.inspection import Inspection
 from .checks.refs import sheet_refs
-from .refs import ValueRef
-from .sheet import FractionOfMax
+from .refs import ValueRefDef
+from .sheet import FractionOfMaxDef
 
 Version = tuple[int, int]
 
@@ -30,7 +30,7 @@ def fmt(v: Version) -> str:
     return f"{v[0]}.{v[1]}"
 
 
-def uses(ctx: Ctx) -> Iterator[Use]:
+def uses(ctx: Inspection) -> Iterator[Use]:
     rs, s = ctx.rs, ctx.rs.sheet
     for ref, path, _ in sheet_refs(ctx):
         if ref.key in ("listSum", "livePool", "liveTrack"):
@@ -39,7 +39,7 @@ def uses(ctx: Ctx) -> Iterator[Use]:
             yield Use((1, 52), "itemStat", path, "REF-19")
     for i, t in enumerate(s.live.tracks):
         p = f"sheet.live.tracks[{i}]"
-        if not t.is_wound and isinstance(t.max, ValueRef):
+        if not t.is_wound and isinstance(t.max, ValueRefDef):
             yield Use((1, 37), "a value-reference max on a plain track", f"{p}.max", "TRACK-7")
         if t.alwaysShow:
             yield Use((1, 37), "alwaysShow", f"{p}.alwaysShow", "TRACK-7")
@@ -83,7 +83,7 @@ def uses(ctx: Ctx) -> Iterator[Use]:
                 yield Use((1, 40), "rest step kind", f"{p}.kind", "WOUND-61")
             if st.state is not None:
                 yield Use((1, 42), "rest step naming a state", f"{p}.state", "STATE-17")
-            if st.shared and isinstance(st.by, FractionOfMax):
+            if st.shared and isinstance(st.by, FractionOfMaxDef):
                 yield Use((1, 77), "shared poolGroup step", f"{p}.shared", "REST-7")
     for more_than, version in DERIVED_LADDER:
         if len(s.derived) > more_than:
@@ -119,7 +119,7 @@ def uses(ctx: Ctx) -> Iterator[Use]:
         yield Use((1, 774), "opposition", "gm.opposition", "GM-12")
 
 
-def hide_rules(ctx: Ctx) -> Iterator[tuple[str, object]]:
+def hide_rules(ctx: Inspection) -> Iterator[tuple[str, object]]:
     rs, s = ctx.rs, ctx.rs.sheet
     groups = [("sheet.fields", s.fields), ("sheet.derived", s.derived), ("sheet.lists", s.lists),
               ("sheet.live.pools", s.live.pools), ("sheet.live.tracks", s.live.tracks),
@@ -132,12 +132,12 @@ def hide_rules(ctx: Ctx) -> Iterator[tuple[str, object]]:
                 yield f"{base}[{i}].hideWhen", item.hideWhen
 
 
-def required(ctx: Ctx) -> Version | None:
+def required(ctx: Inspection) -> Version | None:
     """The lowest Capability API the file needs, or None when it needs none."""
     return max((u.version for u in uses(ctx)), default=None)
 
 
-def check(ctx: Ctx) -> None:
+def check(ctx: Inspection) -> None:
     """DEC-22: a package's declaration must cover every feature it uses."""
     m = ctx.rs.manifest
     if m is None:

@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from .base import Id, Model
+from .base import BaseDef, Id
 
 
-class HideWhen(Model):
+class HideWhenDef(BaseDef):
     """HIDE-2: exactly one of `equals`, `notEquals`, `in`."""
 
     field: Id
@@ -19,7 +19,7 @@ class HideWhen(Model):
     in_: list[Any] | None = Field(default=None, alias="in")
 
     @model_validator(mode="after")
-    def _one_form(self) -> HideWhen:
+    def _one_form(self) -> HideWhenDef:
         forms = [k for k in ("equals", "notEquals", "in_") if k in self.model_fields_set]
         if len(forms) != 1:
             raise ValueError("hideWhen takes exactly one of equals, notEquals, in (HIDE-2)")

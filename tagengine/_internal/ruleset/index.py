@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from .live import LiveState, Pool, Track
-from .sheet import Ability, Derived, FieldDef, ListDef, Skill
+from .live import LiveStateDef, PoolDef, TrackDef
+from .sheet import AbilityDef, DerivedDef, FieldDef, ListDef, SkillDef
 
 T = TypeVar("T")
 
@@ -48,12 +48,12 @@ class SheetIndex:
     """Everything a value reference or a command can name on one sheet."""
 
     fields: ById[FieldDef]
-    derived: ById[Derived]
+    derived: ById[DerivedDef]
     lists: ById[ListDef]
-    abilities: ById[Ability]
-    skills: ById[Skill]
-    saves: ById[Skill]
-    pools: ById[Pool]
-    tracks: ById[Track]
-    states: ById[LiveState]
+    abilities: ById[AbilityDef]
+    skills: ById[SkillDef]
+    saves: ById[SkillDef]
+    pools: ById[PoolDef]
+    tracks: ById[TrackDef]
+    states: ById[LiveStateDef]
     party: bool = False

@@ -4,89 +4,89 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .base import Id, Label, Model
-from .hide import HideWhen
-from .refs import ValueRef
+from .base import BaseDef, Id, Label
+from .hide import HideWhenDef
+from .refs import ValueRefDef
 
 
-class Pool(Model):
+class PoolDef(BaseDef):
     id: Id
     label: Label
-    max: ValueRef
+    max: ValueRefDef
     start: Literal["full", "empty"] = "full"
     group: Id | None = None
     allowTemp: bool = False
     section: Id | None = None
-    hideWhen: HideWhen | None = None
+    hideWhen: HideWhenDef | None = None
 
 
-class Level(Model):
+class LevelDef(BaseDef):
     label: Label
     penalty: int
 
 
-class Kind(Model):
+class KindDef(BaseDef):
     id: Id
     label: Label
     severity: int
 
 
-class BoxPenalty(Model):
+class BoxPenaltyDef(BaseDef):
     by: Literal["filled", "remaining"]
     table: list[tuple[int, int]]
 
 
-class Boxes(Model):
-    penalty: BoxPenalty | None = None
+class BoxesDef(BaseDef):
+    penalty: BoxPenaltyDef | None = None
 
 
-class Extra(Model):
+class ExtraDef(BaseDef):
     list: Id
     countColumn: Id
     penaltyColumn: Id
 
 
-class Track(Model):
+class TrackDef(BaseDef):
     """A plain track, or a wound track when it has `kinds` and `levels` or `boxes` (WOUND-1)."""
 
     id: Id
     label: Label
     min: int = 0
-    max: int | ValueRef | None = None
+    max: int | ValueRefDef | None = None
     default: int | None = None
     alwaysShow: bool = False
     section: Id | None = None
-    hideWhen: HideWhen | None = None
-    levels: list[Level] | None = None
-    boxes: Boxes | None = None
-    kinds: list[Kind] | None = None
+    hideWhen: HideWhenDef | None = None
+    levels: list[LevelDef] | None = None
+    boxes: BoxesDef | None = None
+    kinds: list[KindDef] | None = None
     fill: Literal["severity", "indexed"] | None = None
     onFull: Literal["escalate", "refuse"] | None = None
-    extra: Extra | None = None
+    extra: ExtraDef | None = None
 
     @property
     def is_wound(self) -> bool:
         return self.kinds is not None or self.levels is not None or self.boxes is not None
 
 
-class LiveText(Model):
+class LiveTextDef(BaseDef):
     id: Id
     label: Label
     maxLength: int = 200
 
 
-class Condition(Model):
+class ConditionDef(BaseDef):
     id: Id
     label: Label
 
 
-class LiveState(Model):
+class LiveStateDef(BaseDef):
     id: Id
     label: Label
     values: list[str]
     valueLabels: dict[str, str] | None = None
     default: str | None = None
-    hideWhen: HideWhen | None = None
+    hideWhen: HideWhenDef | None = None
 
     @property
     def start(self) -> str:
@@ -98,9 +98,9 @@ class LiveState(Model):
         return (self.valueLabels or {}).get(value, value)
 
 
-class Live(Model):
-    pools: list[Pool] = []
-    tracks: list[Track] = []
-    text: list[LiveText] = []
-    conditions: list[Condition] = []
-    states: list[LiveState] = []
+class LiveDef(BaseDef):
+    pools: list[PoolDef] = []
+    tracks: list[TrackDef] = []
+    text: list[LiveTextDef] = []
+    conditions: list[ConditionDef] = []
+    states: list[LiveStateDef] = []

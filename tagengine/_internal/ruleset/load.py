@@ -13,9 +13,9 @@ from pydantic import ValidationError
 from ..errors import Problem, RulesetError
 from . import capability
 from .checks import combat, derived, fields, gm, ids, party, refs, resolution, rests, states, tracks
-from .checks.context import Ctx
+from .checks.inspection import Inspection
 from .index import ById, SheetIndex
-from .top import RulesetFile
+from .top import RulesetDef
 
 CHECKS = (ids, refs, fields, derived, tracks, states, rests, resolution, gm, party, combat)
 MAX_BYTES = 4 * 1024 * 1024
@@ -99,9 +99,9 @@ def _pruned(raw: Any, err: ValidationError) -> tuple[Any, list[str]] | None:
     return data, dropped
 
 
-def _rule_problems(model: RulesetFile) -> Ctx:
+def _rule_problems(model: RulesetDef) -> Inspection:
     sheet, party_idx = index_of(model)
-    ctx = Ctx(model, sheet, party_idx)
+    ctx = Inspection(model, sheet, party_idx)
     for check in (*CHECKS, capability):
         check.check(ctx)
     return ctx
@@ -133,7 +133,7 @@ def shape_problems(raw: Any, err: ValidationError) -> list[Problem]:
     return problems
 
 
-def index_of(model: RulesetFile) -> tuple[SheetIndex, SheetIndex | None]:
+def index_of(model: RulesetDef) -> tuple[SheetIndex, SheetIndex | None]:
     s = model.sheet
     sheet = SheetIndex(
         fields=ById.of(s.fields), derived=ById.of(s.derived), lists=ById.of(s.lists),
@@ -151,14 +151,14 @@ def index_of(model: RulesetFile) -> tuple[SheetIndex, SheetIndex | None]:
     return sheet, party
 
 
-def validate(text: str | bytes, source: str = "<ruleset>") -> tuple[RulesetFile, Ctx]:
+def validate(text: str | bytes, source: str = "<ruleset>") -> tuple[RulesetDef, Inspection]:
     """The validated file and the check context (with warnings); RulesetError lists every problem."""
     raw = read_json(text, source)
     if not isinstance(raw, dict):
         raise RulesetError([Problem("$", "not-object", f"a ruleset is a JSON object, not {type(raw).__name__}",
                                     json.dumps(raw)[:80])], source)
     try:
-        model = RulesetFile.model_validate_json(text if isinstance(text, str) else text.decode("utf-8"), strict=True)
+        model = RulesetDef.model_validate_json(text if isinstance(text, str) else text.decode("utf-8"), strict=True)
     except ValidationError as e:
         raise RulesetError(_shape_then_rules(raw, e), source) from None
     except (RecursionError, ValueError) as e:
@@ -178,7 +178,7 @@ def _shape_then_rules(raw: Any, err: ValidationError) -> list[Problem]:
         return problems
     data, dropped = pruned
     try:
-        model = RulesetFile.model_validate_json(json.dumps(data), strict=True)
+        model = RulesetDef.model_validate_json(json.dumps(data), strict=True)
     except (ValidationError, RecursionError, ValueError):
         return problems
     seen = {(p.path, p.code) for p in problems}
@@ -189,7 +189,7 @@ def _shape_then_rules(raw: Any, err: ValidationError) -> list[Problem]:
     return problems
 
 
-def load_path(path: str | Path) -> tuple[RulesetFile, Ctx]:
+def load_path(path: str | Path) -> tuple[RulesetDef, Inspection]:
     p = Path(path)
     try:
         data = p.read_bytes()

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import model_validator
 
-from .base import Id, Model
+from .base import BaseDef, Id
 
 REF_KEYS = (
     "const", "field", "derived", "abilityScore", "abilityMod", "abilityModFromField",
@@ -16,13 +16,13 @@ REF_KEYS = (
 LIVE_KEYS = frozenset({"livePool", "liveTrack", "liveState", "itemStat"})
 
 
-class ListSum(Model):
+class ListSumDef(BaseDef):
     list: Id
     column: Id
     onlyWhen: Id | None = None
 
 
-class ValueRef(Model):
+class ValueRefDef(BaseDef):
     """`{"derived": "grit_max"}`; `liveTrack` may carry `read` beside it (REF-9).
 
     `liveState` is accepted here only so `enumTable.from` can share the type; the import checks
@@ -37,7 +37,7 @@ class ValueRef(Model):
     abilityModFromField: Id | None = None
     skillMod: Id | None = None
     saveMod: Id | None = None
-    listSum: ListSum | None = None
+    listSum: ListSumDef | None = None
     livePool: Id | None = None
     liveTrack: Id | None = None
     read: Literal["value", "filled", "remaining", "penalty"] | None = None
@@ -45,7 +45,7 @@ class ValueRef(Model):
     liveState: Id | None = None
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> ValueRef:
+    def _exactly_one(self) -> ValueRefDef:
         keys = [k for k in REF_KEYS if k in self.model_fields_set]
         if len(keys) != 1:
             raise ValueError(
@@ -68,6 +68,6 @@ class ValueRef(Model):
 
     def describe(self) -> str:
         target = self.target
-        if isinstance(target, ListSum):
+        if isinstance(target, ListSumDef):
             target = f"{target.list}.{target.column}"
         return f"{self.key} {target!r}"

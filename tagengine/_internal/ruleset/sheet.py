@@ -6,29 +6,29 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from .base import Id, Label, Model, Round
-from .hide import HideWhen
-from .live import Live
-from .refs import ValueRef
+from .base import BaseDef, Id, Label, Round
+from .hide import HideWhenDef
+from .live import LiveDef
+from .refs import ValueRefDef
 
 FieldType = Literal["number", "text", "longtext", "boolean", "enum", "dice"]
 ColumnType = Literal["number", "text", "enum", "boolean", "dice"]
 
 
-class UntrainedBy(Model):
+class UntrainedByDef(BaseDef):
     by: int
 
 
-Untrained = Literal["normal", "harder", "refuse"] | UntrainedBy
+UntrainedDef = Literal["normal", "harder", "refuse"] | UntrainedByDef
 
 
-class Section(Model):
+class SectionDef(BaseDef):
     id: Id
     label: Label
-    untrained: Untrained | None = None
+    untrained: UntrainedDef | None = None
 
 
-class Ability(Model):
+class AbilityDef(BaseDef):
     id: Id
     label: Label
     section: Id | None = None
@@ -37,26 +37,26 @@ class Ability(Model):
     default: int | None = None
 
 
-class Skill(Model):
+class SkillDef(BaseDef):
     """A skill or save (SHEET-8..10)."""
 
     id: Id
     label: Label
     ability: Id | None = None
     section: Id | None = None
-    cap: ValueRef | None = None
-    untrained: Untrained | None = None
+    cap: ValueRefDef | None = None
+    untrained: UntrainedDef | None = None
 
 
-class TrainingLevel(Model):
+class TrainingLevelDef(BaseDef):
     """Training ladder (DEC-23): the first level is untrained (UNTR-1); `bonus` rides on the check."""
 
     id: Id
     label: Label
-    bonus: int | ValueRef = 0
+    bonus: int | ValueRefDef = 0
 
 
-class FieldDef(Model):
+class FieldDef(BaseDef):
     id: Id
     label: Label
     type: FieldType
@@ -68,36 +68,36 @@ class FieldDef(Model):
     values: list[str] | None = None
     valueLabels: dict[str, str] | None = None
     suggestions: list[str] | None = None
-    pick: ValueRef | None = None
-    hideWhen: HideWhen | None = None
+    pick: ValueRefDef | None = None
+    hideWhen: HideWhenDef | None = None
 
 
-class Derived(Model):
+class DerivedDef(BaseDef):
     """A derived value (SHEET-19..27). Operands: `of` (sum/min/max/multiply) or `from` (the rest)."""
 
     id: Id
     label: Label
     op: Literal["sum", "min", "max", "scale", "multiply", "stepTable", "enumTable"]
     section: Id | None = None
-    of: list[ValueRef] | None = None
-    from_: ValueRef | None = Field(default=None, alias="from")
+    of: list[ValueRefDef] | None = None
+    from_: ValueRefDef | None = Field(default=None, alias="from")
     by: float | None = None
     round: Round | None = None
     table: list[tuple[int, int]] | dict[str, int] | None = None
     default: int | None = None
-    hideWhen: HideWhen | None = None
+    hideWhen: HideWhenDef | None = None
 
 
-class ColumnRef(Model):
+class ColumnRefDef(BaseDef):
     column: Id
 
 
-class Roll(Model):
+class RollDef(BaseDef):
     count: Annotated[int, Field(ge=1, le=100)] = 1
-    sides: int | ColumnRef | ValueRef
+    sides: int | ColumnRefDef | ValueRefDef
 
 
-class Column(Model):
+class ColumnDef(BaseDef):
     id: Id
     label: Label
     type: ColumnType
@@ -108,33 +108,33 @@ class Column(Model):
     values: list[str] | None = None
     valueLabels: dict[str, str] | None = None
     suggestions: list[str] | None = None
-    pick: ValueRef | None = None
-    roll: Roll | None = None
+    pick: ValueRefDef | None = None
+    roll: RollDef | None = None
 
 
-class RowPools(Model):
+class RowPoolsDef(BaseDef):
     """SHEET-31: each row becomes a resource whose maximum is the row's `maxColumn` cell."""
 
     maxColumn: Id
     start: Literal["full", "empty"] = "full"
 
 
-class ListDef(Model):
+class ListDef(BaseDef):
     id: Id
     label: Label
     section: Id | None = None
-    columns: list[Column]
-    pools: RowPools | None = None
-    hideWhen: HideWhen | None = None
+    columns: list[ColumnDef]
+    pools: RowPoolsDef | None = None
+    hideWhen: HideWhenDef | None = None
 
 
-class FractionOfMax(Model):
+class FractionOfMaxDef(BaseDef):
     fractionOfMax: float
     round: Round | None = None
     min: int | None = None
 
 
-class RestStep(Model):
+class RestStepDef(BaseDef):
     """One restoration (REST-2, D-6): exactly one target, then `to` or `by`."""
 
     pool: Id | None = None
@@ -143,7 +143,7 @@ class RestStep(Model):
     track: Id | None = None
     state: Id | None = None
     to: int | str | None = None
-    by: FractionOfMax | ValueRef | None = None
+    by: FractionOfMaxDef | ValueRefDef | None = None
     shared: bool | None = None
     kind: Id | None = None
 
@@ -153,21 +153,21 @@ class RestStep(Model):
                 if getattr(self, k) is not None]
 
 
-class Rest(Model):
+class RestDef(BaseDef):
     id: Id
     label: Label
-    steps: list[RestStep]
+    steps: list[RestStepDef]
 
 
-class Sheet(Model):
-    sections: list[Section] = []
-    abilities: list[Ability] = []
+class SheetDef(BaseDef):
+    sections: list[SectionDef] = []
+    abilities: list[AbilityDef] = []
     abilityModifier: Literal["score", "d20"] = "score"
-    training: list[TrainingLevel] = []
-    skills: list[Skill] = []
-    saves: list[Skill] = []
+    training: list[TrainingLevelDef] = []
+    skills: list[SkillDef] = []
+    saves: list[SkillDef] = []
     fields: list[FieldDef] = []
-    derived: list[Derived] = []
+    derived: list[DerivedDef] = []
     lists: list[ListDef] = []
-    live: Live = Live()
-    rests: list[Rest] = []
+    live: LiveDef = LiveDef()
+    rests: list[RestDef] = []

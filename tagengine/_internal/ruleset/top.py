@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .base import Id, Label, Model
-from .live import Pool
-from .refs import ValueRef
-from .sheet import FieldDef, ListDef, Sheet
+from .base import BaseDef, Id, Label
+from .live import PoolDef
+from .refs import ValueRefDef
+from .sheet import FieldDef, ListDef, SheetDef
 
 
-class CapabilityApi(Model):
+class CapabilityApiDef(BaseDef):
     major: int
     minor: int
 
@@ -18,15 +18,15 @@ class CapabilityApi(Model):
         return f"{self.major}.{self.minor}"
 
 
-class Manifest(Model):
+class ManifestDef(BaseDef):
     schemaVersion: int | None = None
-    capabilityApi: CapabilityApi | None = None
+    capabilityApi: CapabilityApiDef | None = None
     id: str | None = None
     name: str | None = None
     version: str | None = None
 
 
-class Target(Model):
+class TargetDef(BaseDef):
     """The target per die of a dice pool; it "can move" (UNTR-8) when min < max."""
 
     value: int
@@ -34,44 +34,44 @@ class Target(Model):
     max: int
 
 
-class DicePool(Model):
+class DicePoolDef(BaseDef):
     min: int = 1
-    target: Target | None = None
+    target: TargetDef | None = None
 
 
-class Adjust(Model):
-    value: ValueRef
+class AdjustDef(BaseDef):
+    value: ValueRefDef
     abilities: list[Id] | None = None
 
 
-class Resolution(Model):
+class ResolutionDef(BaseDef):
     type: Literal["dice-pool", "dice-sum"]
-    pool: DicePool | None = None
+    pool: DicePoolDef | None = None
     penaltyFrom: Id | None = None
-    adjust: list[Adjust] = []
+    adjust: list[AdjustDef] = []
 
 
-class SummaryList(Model):
+class SummaryListDef(BaseDef):
     list: Id
     nameColumn: Id | None = None
     columns: list[Id] | None = None
 
 
-class Summary(Model):
+class SummaryDef(BaseDef):
     fields: list[Id] = []
     derived: list[Id] = []
-    lists: list[SummaryList] = []
+    lists: list[SummaryListDef] = []
 
 
-class GM(Model):
+class GMDef(BaseDef):
     checkGuidance: str | None = None
     sheetGuidance: str | None = None
     worldGuidance: str | None = None
     opposition: Literal["game-master", "engine"] | None = None
-    sheetSummary: Summary | None = None
+    sheetSummary: SummaryDef | None = None
 
 
-class Clocks(Model):
+class ClocksDef(BaseDef):
     """CLOCK-3: strict, only `sizes`, `max` and `text`; `{}` enables the defaults (CLOCK-7)."""
 
     sizes: list[int] = [4, 6, 8]
@@ -79,68 +79,68 @@ class Clocks(Model):
     text: str | None = None
 
 
-class Advancement(Model):
+class AdvancementDef(BaseDef):
     fields: list[Id] = []
     text: str | None = None
 
 
-class FromMember(Model):
+class FromMemberDef(BaseDef):
     field: Id
     count: bool | None = None
     sum: Id | None = None
 
 
-class BuilderStep(Model):
+class BuilderStepDef(BaseDef):
     id: Id
     label: Label
     kind: str
     list: Id | None = None
 
 
-class Builder(Model):
+class BuilderDef(BaseDef):
     """PARTY-28: kept as validated data; the guided builder itself is not part of this engine (U-28)."""
 
-    steps: list[BuilderStep] = []
+    steps: list[BuilderStepDef] = []
 
 
-class Party(Model):
+class PartyDef(BaseDef):
     label: Label = "Party"
     fields: list[FieldDef] = []
-    pools: list[Pool] = []
-    advancement: Advancement | None = None
+    pools: list[PoolDef] = []
+    advancement: AdvancementDef | None = None
     text: str | None = None
-    summary: Summary | None = None
+    summary: SummaryDef | None = None
     lists: list[ListDef] = []
-    builder: Builder | None = None
-    fromMembers: list[FromMember] = []
+    builder: BuilderDef | None = None
+    fromMembers: list[FromMemberDef] = []
 
 
-class Health(Model):
+class HealthDef(BaseDef):
     pool: Id | None = None
     track: Id | None = None
 
 
-class DamageKinds(Model):
+class DamageKindsDef(BaseDef):
     """WOUND-33: a landed hit marks `marks` boxes of the kind `map` gives its damage type."""
 
     marks: int = 1
     map: dict[str, Id] = {}
 
 
-class Combat(Model):
+class CombatDef(BaseDef):
     """Validated where the spec speaks (WOUND-2, WOUND-32); not executed (DEC-19)."""
 
-    health: Health | None = None
-    damageKinds: DamageKinds | None = None
+    health: HealthDef | None = None
+    damageKinds: DamageKindsDef | None = None
     damageTypes: list[str] | None = None
 
 
-class RulesetFile(Model):
-    manifest: Manifest | None = None
-    sheet: Sheet
-    party: Party | None = None
-    clocks: Clocks | None = None
+class RulesetDef(BaseDef):
+    manifest: ManifestDef | None = None
+    sheet: SheetDef
+    party: PartyDef | None = None
+    clocks: ClocksDef | None = None
     gmReference: str | None = None
-    gm: GM | None = None
-    resolution: Resolution | None = None
-    combat: Combat | None = None
+    gm: GMDef | None = None
+    resolution: ResolutionDef | None = None
+    combat: CombatDef | None = None

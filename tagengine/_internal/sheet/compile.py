@@ -8,18 +8,18 @@ from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from ..ruleset import Ruleset
-from ..ruleset.refs import ValueRef
-from ..ruleset.sheet import Derived
+from ..ruleset.refs import ValueRefDef
+from ..ruleset.sheet import DerivedDef
 from . import ops
 
 if TYPE_CHECKING:
-    from .context import Eval
+    from .evaluator import Eval
 
 Reader = Callable[["Eval"], int]
 _PROGRAMS: WeakKeyDictionary[Ruleset, list[Reader]] = WeakKeyDictionary()
 
 
-def reader(ref: ValueRef) -> Reader:
+def reader(ref: ValueRefDef) -> Reader:
     """A function reading `ref` from an evaluation (REF-1)."""
     key, target = ref.key, ref.target
     if key == "const":
@@ -39,7 +39,7 @@ def reader(ref: ValueRef) -> Reader:
     return lambda ev: ev.read(ref)
 
 
-def compute(d: Derived) -> Reader:
+def compute(d: DerivedDef) -> Reader:
     """The whole derived value as one function (SHEET-23..27, ENUM-1..5)."""
     if d.op in ("sum", "min", "max", "multiply"):
         fns = [reader(r) for r in d.of or []]

@@ -7,20 +7,20 @@ from typing import Any
 
 from ..memo import IdentityCache
 from ..ruleset import Ruleset
-from ..state import PARTY, GameState, Live
-from .checks import check
-from .context import Eval
-from .model import PoolView, Sheet, StateView, TrackView
+from ..state import PARTY, GameState, LiveValues
+from .check_numbers import check_number
+from .evaluator import Eval
+from .views import PoolView, SheetView, StateView, TrackView
 
-_SHEETS: IdentityCache[Sheet] = IdentityCache(512)
+_SHEETS: IdentityCache[SheetView] = IdentityCache(512)
 
 
-def _cached(key_objs: tuple[Any, ...], build: Any) -> Sheet:
+def _cached(key_objs: tuple[Any, ...], build: Any) -> SheetView:
     """A state's parts are never mutated, so the same objects give the same sheet."""
     return _SHEETS.get(key_objs, build)
 
 
-def character(rs: Ruleset, state: GameState, name: str) -> Sheet:
+def character(rs: Ruleset, state: GameState, name: str) -> SheetView:
     """The evaluated sheet of the character `name` (matched as DEC-8); KeyError when there is none."""
     card_name = state.character(name)
     if card_name is None:
@@ -29,7 +29,7 @@ def character(rs: Ruleset, state: GameState, name: str) -> Sheet:
     return _cached((rs, card, live), lambda: build(Eval(rs, card, live), card_name))
 
 
-def party(rs: Ruleset, state: GameState) -> Sheet | None:
+def party(rs: Ruleset, state: GameState) -> SheetView | None:
     """The party sheet, with `fromMembers` read from the characters as they are (PARTY-31)."""
     if rs.file.party is None:
         return None
@@ -39,12 +39,12 @@ def party(rs: Ruleset, state: GameState) -> Sheet | None:
                                  rs.file.party.label if rs.file.party else "Party"))
 
 
-def sheet_of(rs: Ruleset, card: Mapping[str, Any], live: Live | None, name: str = "") -> Sheet:
+def sheet_of(rs: Ruleset, card: Mapping[str, Any], live: LiveValues | None, name: str = "") -> SheetView:
     """Evaluate a card directly: with live=None, live reads take the start of the game (REF-12)."""
     return build(Eval(rs, card, live), name)
 
 
-def build(ev: Eval, name: str) -> Sheet:
+def build(ev: Eval, name: str) -> SheetView:
     f = ev.rs.file.party if ev.party else ev.rs.file.sheet
     hidden: dict[str, str] = {}
 
@@ -76,7 +76,7 @@ def build(ev: Eval, name: str) -> Sheet:
         temp = ev.live.temp.get(p.id, 0) if p.allowTemp else 0
         pools.append(PoolView(p.id, p.label, ev.pool_cur(p), ev.pool_max(p), temp, p.group, why))
     if ev.party:
-        return Sheet(name, fields, hidden, derived, lists, pools=tuple(pools))
+        return SheetView(name, fields, hidden, derived, lists, pools=tuple(pools))
     s = ev.rs.file.sheet
     tracks, wounds = [], []
     for t in s.live.tracks:
@@ -94,11 +94,11 @@ def build(ev: Eval, name: str) -> Sheet:
         states.append(StateView(st.id, st.label, value, st.label_of(value),
                                 tuple((v, st.label_of(v)) for v in st.values), why))
     row_pools = {lst.id: tuple(cells) for lst in s.lists if (cells := ev.row_pools(lst.id)) is not None}
-    return Sheet(
+    return SheetView(
         name, fields, hidden, derived, lists,
-        abilities=tuple(check(ev, "ability", a.id) for a in s.abilities),
-        skills=tuple(check(ev, "skill", k.id) for k in s.skills),
-        saves=tuple(check(ev, "save", k.id) for k in s.saves),
+        abilities=tuple(check_number(ev, "ability", a.id) for a in s.abilities),
+        skills=tuple(check_number(ev, "skill", k.id) for k in s.skills),
+        saves=tuple(check_number(ev, "save", k.id) for k in s.saves),
         pools=tuple(pools), tracks=tuple(tracks), wounds=tuple(wounds), states=tuple(states),
         conditions=tuple((c.id, c.label, c.id in ev.live.conditions) for c in s.live.conditions),
         text=tuple((t.id, t.label, ev.live.text.get(t.id, "")) for t in s.live.text),

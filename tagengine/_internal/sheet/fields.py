@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..ruleset.sheet import Column, FieldDef
+from ..ruleset.sheet import ColumnDef, FieldDef
 from ..state import default_value
 
 
-def shown(f: FieldDef | Column, raw: Any) -> Any:
+def shown(f: FieldDef | ColumnDef, raw: Any) -> Any:
     if raw is None:
         return default_value(f)
     t = f.type
@@ -32,7 +32,7 @@ def field_values(defs: list[FieldDef], stored: Mapping[str, Any]) -> dict[str, A
     return {f.id: shown(f, stored.get(f.id)) for f in defs}
 
 
-def rows(columns: list[Column], stored: list[Any]) -> list[dict[str, Any]]:
+def rows(columns: list[ColumnDef], stored: list[Any]) -> list[dict[str, Any]]:
     """Every row with every cell, an empty cell read as its column's default (REF-4)."""
     out = []
     for row in stored:

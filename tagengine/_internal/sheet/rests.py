@@ -8,27 +8,27 @@ from __future__ import annotations
 from typing import Any
 
 from ..ruleset import Ruleset
-from ..ruleset.live import Pool
-from ..ruleset.refs import ValueRef
-from ..ruleset.sheet import FractionOfMax, Rest, RestStep
-from ..state import GameState, Marks
-from . import marks as algebra
-from .context import Eval
+from ..ruleset.live import PoolDef
+from ..ruleset.refs import ValueRefDef
+from ..ruleset.sheet import FractionOfMaxDef, RestDef, RestStepDef
+from ..state import GameState, WoundMarks
+from . import marking
+from .evaluator import Eval
 from .ops import rounded
 
 
-def fraction(f: FractionOfMax, top: int) -> int:
+def fraction(f: FractionOfMaxDef, top: int) -> int:
     """DEC-17: `fractionOfMax` rounds down unless `round` says otherwise; `min` is the least it changes."""
     return max(rounded(f.fractionOfMax * top, f.round or "down"), f.min or 0)
 
 
-def _moved(cur: int, top: int, bottom: int, step: RestStep, ev: Eval, *, of_max: int) -> int:
+def _moved(cur: int, top: int, bottom: int, step: RestStepDef, ev: Eval, *, of_max: int) -> int:
     if step.to is not None:
         target = {"max": top, "min": bottom}.get(step.to, step.to) if isinstance(step.to, str) else step.to
         return max(bottom, min(top, int(target)))
-    if isinstance(step.by, FractionOfMax):
+    if isinstance(step.by, FractionOfMaxDef):
         return max(bottom, min(top, cur + fraction(step.by, of_max)))
-    if isinstance(step.by, ValueRef):
+    if isinstance(step.by, ValueRefDef):
         return max(bottom, min(top, cur + ev.read(step.by)))
     return cur
 
@@ -51,12 +51,12 @@ class Resting:
         live = self.state.live_of(self.name)
         self._set_live(pools={**live.pools, **values})
 
-    def pools(self, step: RestStep, pools: list[Pool]) -> None:
+    def pools(self, step: RestStepDef, pools: list[PoolDef]) -> None:
         ev = self.ev
         pools = [p for p in pools if not ev.hidden(p)]
         if not pools:
             return
-        if step.shared and isinstance(step.by, FractionOfMax):  # REST-7: one amount for the whole group
+        if step.shared and isinstance(step.by, FractionOfMaxDef):  # REST-7: one amount for the whole group
             left = fraction(step.by, sum(ev.pool_max(p) for p in pools))
             values = {}
             for p in pools:  # in the order the sheet lists them, each up to what it is missing
@@ -70,7 +70,7 @@ class Resting:
                              for p in pools})
         self.touched += [f"pool:{p.id}" for p in pools]
 
-    def list_pools(self, step: RestStep, list_id: str) -> None:
+    def list_pools(self, step: RestStepDef, list_id: str) -> None:
         ev = self.ev
         cells = ev.row_pools(list_id)
         if cells is None:
@@ -79,7 +79,7 @@ class Resting:
         self._set_live(rows={**ev.live.rows, list_id: out})
         self.touched.append(f"rows:{list_id}")
 
-    def track(self, step: RestStep, tid: str) -> None:
+    def track(self, step: RestStepDef, tid: str) -> None:
         ev = self.ev
         t = ev.idx.tracks.get(tid)
         if t is None or ev.hidden(t):
@@ -95,18 +95,18 @@ class Resting:
             if step.to == "max":
                 return  # WOUND-43: it would add marks
             keep = 0 if step.to == "min" else int(step.to)
-            marks, overflow = algebra.reduce_to(model, marks, overflow, keep, step.kind)  # WOUND-40, WOUND-42
-        elif isinstance(step.by, ValueRef):
+            marks, overflow = marking.reduce_to(model, marks, overflow, keep, step.kind)  # WOUND-40, WOUND-42
+        elif isinstance(step.by, ValueRefDef):
             by = ev.read(step.by)
             if by >= 0:
                 return  # WOUND-43: a rest never marks; a positive `by` is skipped silently
-            marks, overflow = algebra.heal(model, marks, overflow, -by, step.kind)  # WOUND-41
+            marks, overflow = marking.heal(model, marks, overflow, -by, step.kind)  # WOUND-41
         else:
             return
-        self._set_live(marks={**ev.live.marks, t.id: Marks(marks, overflow)})
+        self._set_live(marks={**ev.live.marks, t.id: WoundMarks(marks, overflow)})
         self.touched.append(f"wound:{t.id}")
 
-    def live_state(self, step: RestStep, sid: str) -> None:
+    def live_state(self, step: RestStepDef, sid: str) -> None:
         ev = self.ev
         st = ev.idx.states.get(sid)
         if st is None or ev.hidden(st) or step.to is None:
@@ -120,7 +120,7 @@ class Resting:
         self._set_live(states=states)
         self.touched.append(f"state:{sid}")
 
-    def step(self, step: RestStep) -> None:
+    def step(self, step: RestStepDef) -> None:
         s = self.rs.sheet
         if step.pool is not None:
             pool = s.pools.get(step.pool)
@@ -135,7 +135,7 @@ class Resting:
             self.live_state(step, step.state)
 
 
-def take_rest(rs: Ruleset, state: GameState, name: str, rest: Rest | str) -> tuple[GameState, list[str]]:
+def take_rest(rs: Ruleset, state: GameState, name: str, rest: RestDef | str) -> tuple[GameState, list[str]]:
     """Apply a rest to the character `name`; returns the new state and what it touched (`kind:id`)."""
     card = state.character(name)
     if card is None:

@@ -6,10 +6,10 @@ import dataclasses
 from typing import Any
 
 from ..ruleset import Ruleset
-from .model import CheckNumber, Sheet
+from .views import CheckNumber, SheetView
 
 
-def to_json(sheet: Sheet) -> dict[str, Any]:
+def to_json(sheet: SheetView) -> dict[str, Any]:
     out = dataclasses.asdict(sheet)
     for w, view in zip(out["wounds"], sheet.wounds, strict=True):
         w.update(filled=view.filled, remaining=view.remaining, now=view.now)
@@ -39,7 +39,7 @@ def check_line(c: CheckNumber, dice: bool) -> str:
     return f"{c.label}{level}: {shown}{unit} ({', '.join(parts)}{harder})"
 
 
-def render(rs: Ruleset, sheet: Sheet) -> str:
+def render(rs: Ruleset, sheet: SheetView) -> str:
     s = rs.file.sheet
     dice = rs.dice_pool
     sections = {sec.id: sec.label for sec in s.sections}
@@ -80,7 +80,7 @@ def render(rs: Ruleset, sheet: Sheet) -> str:
     return "\n".join(lines) + "\n"
 
 
-def party_summary(rs: Ruleset, sheet: Sheet) -> tuple[list[str], list[str]]:
+def party_summary(rs: Ruleset, sheet: SheetView) -> tuple[list[str], list[str]]:
     """PARTY-13..15: the summary's fields, else every visible field; pools always."""
     party = rs.file.party
     assert party is not None
@@ -90,7 +90,7 @@ def party_summary(rs: Ruleset, sheet: Sheet) -> tuple[list[str], list[str]]:
     return chosen, pools
 
 
-def render_party(rs: Ruleset, sheet: Sheet) -> str:
+def render_party(rs: Ruleset, sheet: SheetView) -> str:
     party = rs.file.party
     assert party is not None
     labels = {f.id: f.label for f in party.fields}

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..ruleset.hide import HideWhen
+from ..ruleset.hide import HideWhenDef
 
 
-def hidden_by(hw: HideWhen | None, fields: Mapping[str, Any]) -> str | None:
+def hidden_by(hw: HideWhenDef | None, fields: Mapping[str, Any]) -> str | None:
     """Why the element is hidden, or None when it shows."""
     if hw is None:
         return None

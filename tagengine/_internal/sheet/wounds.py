@@ -6,21 +6,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..memo import IdentityCache
-from ..ruleset.live import Track
-from ..state import Marks
-from .model import WoundLevel, WoundView
+from ..ruleset.live import TrackDef
+from ..state import WoundMarks
 from .ops import step
+from .views import WoundLevel, WoundView
 
 _BASE: IdentityCache[tuple[WoundLevel, ...]] = IdentityCache()
 _SEVERITY: IdentityCache[Mapping[str, int]] = IdentityCache()
 
 
-def base_levels(track: Track) -> tuple[WoundLevel, ...]:
+def base_levels(track: TrackDef) -> tuple[WoundLevel, ...]:
     """The track's own named levels, built once per track model."""
     return _BASE.get((track,), lambda: tuple(WoundLevel(lv.label, lv.penalty) for lv in track.levels or []))
 
 
-def levels_with_extra(track: Track, rows: list[dict[str, Any]] | None) -> tuple[WoundLevel, ...]:
+def levels_with_extra(track: TrackDef, rows: list[dict[str, Any]] | None) -> tuple[WoundLevel, ...]:
     """Named levels plus those a list adds (WOUND-55..58); a hidden list (rows=None) adds nothing (WOUND-59)."""
     ex = track.extra
     if ex is None or not rows:
@@ -39,9 +39,9 @@ def levels_with_extra(track: Track, rows: list[dict[str, Any]] | None) -> tuple[
     return tuple(levels)
 
 
-def view(track: Track, marks: Marks | None, length: int, rows: list[dict[str, Any]] | None) -> WoundView:
+def view(track: TrackDef, marks: WoundMarks | None, length: int, rows: list[dict[str, Any]] | None) -> WoundView:
     """The track as it stands. Marks past the track's current length are overflow (WOUND-60)."""
-    marks = marks or Marks()
+    marks = marks or WoundMarks()
     kinds = tuple((k.id, k.label, k.severity) for k in track.kinds or [])
     if track.boxes is not None:
         levels: tuple[WoundLevel, ...] = ()
@@ -61,6 +61,6 @@ def view(track: Track, marks: Marks | None, length: int, rows: list[dict[str, An
                      marks.overflow + lost, penalty, kinds)
 
 
-def severity_of(track: Track) -> Mapping[str, int]:
+def severity_of(track: TrackDef) -> Mapping[str, int]:
     """Kind id -> severity, built once per track model."""
     return _SEVERITY.get((track,), lambda: {k.id: k.severity for k in track.kinds or []})

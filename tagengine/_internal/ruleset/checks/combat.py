@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .context import Ctx
+from .inspection import Inspection
 
 
-def check(ctx: Ctx) -> None:
+def check(ctx: Inspection) -> None:
     combat = ctx.rs.combat
     if combat is None:
         return

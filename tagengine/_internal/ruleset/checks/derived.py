@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..sheet import Derived
-from .context import Ctx, count_problem
+from ..sheet import DerivedDef
+from .inspection import Inspection, count_problem
 
 OPERANDS = {
     "sum": ({"of"}, set()),
@@ -17,7 +17,7 @@ OPERANDS = {
 COMMON = {"id", "label", "op", "section", "hideWhen"}
 
 
-def step_table(ctx: Ctx, path: str, table: object, *, penalties: bool = False) -> None:
+def step_table(ctx: Inspection, path: str, table: object, *, penalties: bool = False) -> None:
     """A step table is `[[threshold, value], ...]` with thresholds rising (SHEET-26, WOUND-45)."""
     if not isinstance(table, list) or not table:
         ctx.add(path, "bad-table", "a step table is a non-empty list of [threshold, value] pairs (SHEET-26)", table)
@@ -32,7 +32,7 @@ def step_table(ctx: Ctx, path: str, table: object, *, penalties: bool = False) -
             ctx.add(f"{path}[{i}]", "bad-penalty", f"penalty {value} is above 0 (WOUND-45)", value)
 
 
-def enum_table(ctx: Ctx, d: Derived, path: str) -> None:
+def enum_table(ctx: Inspection, d: DerivedDef, path: str) -> None:
     src = d.from_
     if src is None or src.key not in ("field", "liveState"):
         ctx.add(f"{path}.from", "bad-enum-source", "an enumTable reads exactly one of `field` (an enum field) or "
@@ -66,7 +66,7 @@ def enum_table(ctx: Ctx, d: Derived, path: str) -> None:
                     "(ENUM-3)", key)
 
 
-def check(ctx: Ctx) -> None:
+def check(ctx: Inspection) -> None:
     derived = ctx.rs.sheet.derived
     count_problem(ctx, "sheet.derived", derived, 0, 800, "derived values", "SHEET-20")
     for i, d in enumerate(derived):

@@ -5,15 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..hide import HideWhen
+from ..hide import HideWhenDef
 from ..index import SheetIndex
-from ..sheet import Column, ColumnRef, FieldDef, ListDef
-from .context import Ctx, count_problem
+from ..sheet import ColumnDef, ColumnRefDef, FieldDef, ListDef
+from .inspection import Inspection, count_problem
 
 DICE_VALUE = r"^\d*d\d+$"
 
 
-def fits(f: FieldDef | Column, value: Any, *, bounds: bool) -> str | None:
+def fits(f: FieldDef | ColumnDef, value: Any, *, bounds: bool) -> str | None:
     """Why `value` can never be held by `f`, or None when it can (HIDE-3, HIDE-4)."""
     t = f.type
     if t == "number":
@@ -36,7 +36,7 @@ def fits(f: FieldDef | Column, value: Any, *, bounds: bool) -> str | None:
     return None
 
 
-def hide_when(ctx: Ctx, hw: HideWhen | None, path: str, idx: SheetIndex) -> None:
+def hide_when(ctx: Inspection, hw: HideWhenDef | None, path: str, idx: SheetIndex) -> None:
     if hw is None:
         return
     f = idx.fields.get(hw.field)
@@ -54,7 +54,7 @@ def hide_when(ctx: Ctx, hw: HideWhen | None, path: str, idx: SheetIndex) -> None
             ctx.add(sub, "impossible-value", f"{v!r} {why}, so this rule could never match (HIDE-3, HIDE-4)", v)
 
 
-def value_def(ctx: Ctx, f: FieldDef | Column, path: str, what: str) -> None:
+def value_def(ctx: Inspection, f: FieldDef | ColumnDef, path: str, what: str) -> None:
     """Keys that fit the type, a default the field can hold, suggestions and pick."""
     t = f.type
     if t != "number":
@@ -98,7 +98,7 @@ def value_def(ctx: Ctx, f: FieldDef | Column, path: str, what: str) -> None:
                 None)
 
 
-def check(ctx: Ctx) -> None:
+def check(ctx: Inspection) -> None:
     sheet_check(ctx, ctx.sheet, ctx.rs.sheet.fields, ctx.rs.sheet.lists, "sheet")
     idx = ctx.sheet
     for i, d in enumerate(ctx.rs.sheet.derived):
@@ -111,7 +111,7 @@ def check(ctx: Ctx) -> None:
         hide_when(ctx, st.hideWhen, f"sheet.live.states[{i}].hideWhen", idx)
 
 
-def sheet_check(ctx: Ctx, idx: SheetIndex, fields: list[FieldDef], lists: list[ListDef], base: str) -> None:
+def sheet_check(ctx: Inspection, idx: SheetIndex, fields: list[FieldDef], lists: list[ListDef], base: str) -> None:
     """Fields and lists of a character or party sheet (PARTY-2: the same schema)."""
     for i, f in enumerate(fields):
         value_def(ctx, f, f"{base}.fields[{i}]", "field")
@@ -129,7 +129,7 @@ def sheet_check(ctx: Ctx, idx: SheetIndex, fields: list[FieldDef], lists: list[L
                 sides = c.roll.sides
                 if isinstance(sides, int) and sides < 2:
                     ctx.add(f"{cpath}.roll.sides", "out-of-range", "a die has at least 2 sides (SHEET-33)", sides)
-                if isinstance(sides, ColumnRef):
+                if isinstance(sides, ColumnRefDef):
                     other = cols.get(sides.column)
                     ok = other is not None and (other.type == "number" or (
                         other.type == "enum" and all(re.match(DICE_VALUE, v) for v in other.values or [])))

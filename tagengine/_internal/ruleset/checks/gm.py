@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ..index import SheetIndex
-from ..top import Summary
-from .context import Ctx, count_problem
+from ..top import SummaryDef
+from .inspection import Inspection, count_problem
 
 
-def summary(ctx: Ctx, sm: Summary | None, path: str, idx: SheetIndex) -> None:
+def summary(ctx: Inspection, sm: SummaryDef | None, path: str, idx: SheetIndex) -> None:
     """`gm.sheetSummary` or `party.summary`: every name exists; list columns fit (GM-13..17)."""
     if sm is None:
         return
@@ -42,7 +42,7 @@ def summary(ctx: Ctx, sm: Summary | None, path: str, idx: SheetIndex) -> None:
                 ctx.add(f"{lp}.columns[{j}]", "unknown-ref", f"list {sl.list!r} has no column {cid!r} (GM-16)", cid)
 
 
-def check(ctx: Ctx) -> None:
+def check(ctx: Inspection) -> None:
     rs = ctx.rs
     if rs.gm is not None:
         for key in ("checkGuidance", "sheetGuidance", "worldGuidance"):

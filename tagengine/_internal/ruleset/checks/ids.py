@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..base import Model
-from .context import Ctx
+from ..base import BaseDef
+from .inspection import Inspection
 
 
-def unique(ctx: Ctx, path: str, items: Iterable[Any], what: str, rule: str = "DEC-8") -> None:
+def unique(ctx: Inspection, path: str, items: Iterable[Any], what: str, rule: str = "DEC-8") -> None:
     seen: dict[str, int] = {}
     for i, item in enumerate(items):
         if item.id in seen:
@@ -19,9 +19,9 @@ def unique(ctx: Ctx, path: str, items: Iterable[Any], what: str, rule: str = "DE
             seen[item.id] = i
 
 
-def walk_labels(ctx: Ctx, node: Any, path: str) -> None:
+def walk_labels(ctx: Inspection, node: Any, path: str) -> None:
     """Every `id` and `label` in the file must be a prompt-safe, quotable line (DEC-25, STATE-4/5)."""
-    if isinstance(node, Model):
+    if isinstance(node, BaseDef):
         for name in node.model_fields_set:
             value = getattr(node, name)
             key = type(node).model_fields[name].alias or name
@@ -35,7 +35,7 @@ def walk_labels(ctx: Ctx, node: Any, path: str) -> None:
             walk_labels(ctx, item, f"{path}[{i}]")
 
 
-def check(ctx: Ctx) -> None:
+def check(ctx: Inspection) -> None:
     sheet = ctx.rs.sheet
     for name in ("sections", "abilities", "training", "skills", "saves", "fields", "derived", "lists", "rests"):
         unique(ctx, f"sheet.{name}", getattr(sheet, name), name)

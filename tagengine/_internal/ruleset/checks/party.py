@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from ..index import SheetIndex
 from . import fields, gm, ids, refs
-from .context import Ctx, count_problem
+from .inspection import Inspection, count_problem
 
 
-def check(ctx: Ctx) -> None:
+def check(ctx: Inspection) -> None:
     party, idx = ctx.rs.party, ctx.party
     if party is None or idx is None:
         return
@@ -47,7 +47,7 @@ def check(ctx: Ctx) -> None:
                         "party.lists does not declare (PARTY-33)", step.list)
 
 
-def from_members(ctx: Ctx, idx: SheetIndex) -> None:
+def from_members(ctx: Inspection, idx: SheetIndex) -> None:
     party = ctx.rs.party
     assert party is not None
     count_problem(ctx, "party.fromMembers", party.fromMembers, 0, 8, "entries", "PARTY-29")

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..index import SheetIndex
-from ..refs import ValueRef
-from ..sheet import Derived
-from .context import Ctx
+from ..refs import ValueRefDef
+from ..sheet import DerivedDef
+from .inspection import Inspection
 
 NUMERIC_COLUMNS = ("number",)
 
 
-def resolve(ctx: Ctx, ref: ValueRef, path: str, idx: SheetIndex, *, enum_source: bool = False) -> None:
+def resolve(ctx: Inspection, ref: ValueRefDef, path: str, idx: SheetIndex, *, enum_source: bool = False) -> None:
     """Report a reference whose target does not exist or cannot give a number.
 
     An enumTable's `from` is checked by the derived-value checks (ENUM-2), not here.
@@ -93,11 +93,11 @@ def resolve(ctx: Ctx, ref: ValueRef, path: str, idx: SheetIndex, *, enum_source:
                 "use a field or a listSum instead (REF-17..19, docs/decisions.md)", target)
 
 
-def sheet_refs(ctx: Ctx) -> Iterator[tuple[ValueRef, str, bool]]:
+def sheet_refs(ctx: Inspection) -> Iterator[tuple[ValueRefDef, str, bool]]:
     """Every value reference on the character sheet, with its path and whether it is an enumTable source."""
     s = ctx.rs.sheet
     for i, lvl in enumerate(s.training):
-        if isinstance(lvl.bonus, ValueRef):
+        if isinstance(lvl.bonus, ValueRefDef):
             yield lvl.bonus, f"sheet.training[{i}].bonus", False
     for name in ("skills", "saves"):
         for i, sk in enumerate(getattr(s, name)):
@@ -115,23 +115,23 @@ def sheet_refs(ctx: Ctx) -> Iterator[tuple[ValueRef, str, bool]]:
         for j, c in enumerate(lst.columns):
             if c.pick is not None:
                 yield c.pick, f"sheet.lists[{i}].columns[{j}].pick", False
-            if c.roll is not None and isinstance(c.roll.sides, ValueRef):
+            if c.roll is not None and isinstance(c.roll.sides, ValueRefDef):
                 yield c.roll.sides, f"sheet.lists[{i}].columns[{j}].roll.sides", False
     for i, p in enumerate(s.live.pools):
         yield p.max, f"sheet.live.pools[{i}].max", False
     for i, t in enumerate(s.live.tracks):
-        if isinstance(t.max, ValueRef):
+        if isinstance(t.max, ValueRefDef):
             yield t.max, f"sheet.live.tracks[{i}].max", False
     for i, rest in enumerate(s.rests):
         for j, step in enumerate(rest.steps):
-            if isinstance(step.by, ValueRef):
+            if isinstance(step.by, ValueRefDef):
                 yield step.by, f"sheet.rests[{i}].steps[{j}].by", False
     if ctx.rs.resolution is not None:
         for i, adj in enumerate(ctx.rs.resolution.adjust):
             yield adj.value, f"resolution.adjust[{i}].value", False
 
 
-def derived_refs(d: Derived) -> list[ValueRef]:
+def derived_refs(d: DerivedDef) -> list[ValueRefDef]:
     return [*(d.of or []), *([d.from_] if d.from_ else [])]
 
 
@@ -143,7 +143,7 @@ class LiveReads:
     chain (SHEET-20 allows 800); a forward read, refused by the order check, still names its live read.
     """
 
-    def __init__(self, ctx: Ctx) -> None:
+    def __init__(self, ctx: Inspection) -> None:
         self.ctx = ctx
         self.idx = ctx.sheet
         self._derived: dict[str, list[str] | None] = {}
@@ -157,7 +157,7 @@ class LiveReads:
                 break
         self._skill.clear()
 
-    def of(self, ref: ValueRef) -> list[str] | None:
+    def of(self, ref: ValueRefDef) -> list[str] | None:
         """The chain from `ref` to a live read, or None when it reads none."""
         key, target = ref.key, ref.target
         if key in ("livePool", "liveTrack", "liveState", "itemStat"):
@@ -182,7 +182,7 @@ class LiveReads:
             chain = None if inner is None else ["its cap", *inner]
         if chain is None:
             for lvl in self.ctx.rs.sheet.training:
-                if isinstance(lvl.bonus, ValueRef):
+                if isinstance(lvl.bonus, ValueRefDef):
                     inner = self.of(lvl.bonus)
                     if inner:
                         chain = [f"training {lvl.id!r}", *inner]
@@ -191,7 +191,7 @@ class LiveReads:
         return chain
 
 
-def derived_deps(ctx: Ctx, ref: ValueRef) -> set[str]:
+def derived_deps(ctx: Inspection, ref: ValueRefDef) -> set[str]:
     """Derived ids that must be computed before `ref` can be read."""
     key, target = ref.key, ref.target
     if key == "derived":
@@ -199,13 +199,13 @@ def derived_deps(ctx: Ctx, ref: ValueRef) -> set[str]:
     if key not in ("skillMod", "saveMod"):
         return set()
     sk = (ctx.sheet.skills if key == "skillMod" else ctx.sheet.saves).get(target)
-    refs = [lvl.bonus for lvl in ctx.rs.sheet.training if isinstance(lvl.bonus, ValueRef)]
+    refs = [lvl.bonus for lvl in ctx.rs.sheet.training if isinstance(lvl.bonus, ValueRefDef)]
     if sk is not None and sk.cap is not None:
         refs.append(sk.cap)
     return {r.target for r in refs if r.key == "derived"}
 
 
-def modifier_reads(ctx: Ctx) -> dict[str, str]:
+def modifier_reads(ctx: Inspection) -> dict[str, str]:
     """For each derived value, the skill or save modifier it reads, directly or through values above it
     (CAP-4, CAP-5); one pass in declaration order."""
     out: dict[str, str] = {}
@@ -225,7 +225,7 @@ BEFORE_LIVE = (
 )
 
 
-def check(ctx: Ctx) -> None:
+def check(ctx: Inspection) -> None:
     idx = ctx.sheet
     for ref, path, enum_source in sheet_refs(ctx):
         resolve(ctx, ref, path, idx, enum_source=enum_source)
@@ -238,7 +238,7 @@ def check(ctx: Ctx) -> None:
                  "sheet.training": s.training}[base]
         for i, item in enumerate(items):
             ref = getattr(item, attr)
-            if not isinstance(ref, ValueRef):
+            if not isinstance(ref, ValueRefDef):
                 continue
             chain = live.of(ref)
             if chain:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from ..sheet import UntrainedBy
-from .context import Ctx, count_problem
+from ..sheet import UntrainedByDef
+from .inspection import Inspection, count_problem
 
 
-def target_can_move(ctx: Ctx) -> bool:
+def target_can_move(ctx: Inspection) -> bool:
     """UNTR-8: a dice-pool ruleset whose target per die has room to rise."""
     res = ctx.rs.resolution
     return bool(res and res.type == "dice-pool" and res.pool and res.pool.target
                 and res.pool.target.min < res.pool.target.max)
 
 
-def untrained_rules(ctx: Ctx) -> None:
+def untrained_rules(ctx: Inspection) -> None:
     s = ctx.rs.sheet
     spots = [(f"sheet.sections[{i}]", x) for i, x in enumerate(s.sections)]
     spots += [(f"sheet.skills[{i}]", x) for i, x in enumerate(s.skills)]
@@ -21,7 +21,7 @@ def untrained_rules(ctx: Ctx) -> None:
     movable = target_can_move(ctx)
     for path, item in spots:
         rule = item.untrained
-        if isinstance(rule, UntrainedBy) and not -20 <= rule.by <= 20:
+        if isinstance(rule, UntrainedByDef) and not -20 <= rule.by <= 20:
             ctx.add(f"{path}.untrained.by", "out-of-range", f"untrained by is -20 to 20, not {rule.by} (UNTR-5)",
                     rule.by)
         if rule == "harder" and not movable:
@@ -30,7 +30,7 @@ def untrained_rules(ctx: Ctx) -> None:
                     "harder")
 
 
-def check(ctx: Ctx) -> None:
+def check(ctx: Inspection) -> None:
     untrained_rules(ctx)
     s = ctx.rs.sheet
     for name in ("skills", "saves"):

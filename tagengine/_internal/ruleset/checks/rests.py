@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..refs import ValueRef
-from ..sheet import FractionOfMax, RestStep
-from .context import Ctx
+from ..refs import ValueRefDef
+from ..sheet import FractionOfMaxDef, RestStepDef
+from .inspection import Inspection
 
 
-def step(ctx: Ctx, st: RestStep, path: str) -> None:
+def step(ctx: Inspection, st: RestStepDef, path: str) -> None:
     s = ctx.sheet
     targets = st.targets
     if len(targets) != 1:
@@ -33,7 +33,7 @@ def step(ctx: Ctx, st: RestStep, path: str) -> None:
 
     if isinstance(st.to, str) and key != "state" and st.to not in ("max", "min"):
         ctx.add(f"{path}.to", "bad-to", f'`to` is "max", "min" or a number, not {st.to!r} (REST-3)', st.to)
-    if isinstance(st.by, FractionOfMax):
+    if isinstance(st.by, FractionOfMaxDef):
         fom = st.by
         if not 0 < fom.fractionOfMax <= 1:
             ctx.add(f"{path}.by.fractionOfMax", "out-of-range", "fractionOfMax is above 0 and at most 1 (REST-3)",
@@ -44,7 +44,7 @@ def step(ctx: Ctx, st: RestStep, path: str) -> None:
         if key not in ("pool", "poolGroup", "listPools"):
             ctx.add(f"{path}.by", "key-not-allowed", "fractionOfMax changes pools by a fraction of their max (REST-6)",
                     None)
-    if st.shared is not None and not (key == "poolGroup" and isinstance(st.by, FractionOfMax)):
+    if st.shared is not None and not (key == "poolGroup" and isinstance(st.by, FractionOfMaxDef)):
         ctx.add(f"{path}.shared", "key-not-allowed", '"shared" goes on a poolGroup step with fractionOfMax (REST-7)',
                 st.shared)
     if st.kind is not None:
@@ -61,7 +61,7 @@ def step(ctx: Ctx, st: RestStep, path: str) -> None:
             if isinstance(st.to, int) and st.to < 0:
                 ctx.add(f"{path}.to", "out-of-range", "a wound step reduces the track to `to` marks, 0 or more "
                         "(WOUND-40)", st.to)
-            if isinstance(st.by, ValueRef) and st.by.key == "const" and st.by.const is not None and st.by.const >= 0:
+            if isinstance(st.by, ValueRefDef) and st.by.key == "const" and st.by.const is not None and st.by.const >= 0:
                 ctx.warn(f"{path}.by", "heal-only", "a rest never marks a wound track: a positive `by` is skipped "
                          "silently; write the minus sign (WOUND-43, REST-4)", st.by.const)
             if st.to == "max":
@@ -76,7 +76,7 @@ def step(ctx: Ctx, st: RestStep, path: str) -> None:
                     st.to)
 
 
-def check(ctx: Ctx) -> None:
+def check(ctx: Inspection) -> None:
     for i, rest in enumerate(ctx.rs.sheet.rests):
         if not rest.steps:
             ctx.add(f"sheet.rests[{i}].steps", "bad-count", "a rest lists at least one step (REST-1)", 0)

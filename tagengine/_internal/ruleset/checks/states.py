@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .context import Ctx, count_problem
+from .inspection import Inspection, count_problem
 
 
-def check(ctx: Ctx) -> None:
+def check(ctx: Inspection) -> None:
     live = ctx.rs.sheet.live
     count_problem(ctx, "sheet.live.states", live.states, 0, 12, "live states", "STATE-6")
     for i, st in enumerate(live.states):

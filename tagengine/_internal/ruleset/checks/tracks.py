@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..live import Track
-from .context import Ctx, count_problem
+from ..live import TrackDef
 from .derived import step_table
+from .inspection import Inspection, count_problem
 
 
-def plain(ctx: Ctx, t: Track, path: str) -> None:
+def plain(ctx: Inspection, t: TrackDef, path: str) -> None:
     if t.max is None:
         ctx.add(f"{path}.max", "missing-key", "a plain track needs a `max` (TRACK-2)", None)
     for key in ("fill", "onFull", "extra"):
@@ -24,7 +24,7 @@ def plain(ctx: Ctx, t: Track, path: str) -> None:
         ctx.add(f"{path}.default", "bad-default", f"default {t.default} is below min {t.min} (TRACK-3)", t.default)
 
 
-def wound(ctx: Ctx, t: Track, path: str) -> None:
+def wound(ctx: Inspection, t: TrackDef, path: str) -> None:
     if t.kinds is None:
         ctx.add(f"{path}.kinds", "missing-kinds", "levels or boxes without kinds: a mark must have a kind (WOUND-9)",
                 None)
@@ -74,7 +74,7 @@ def wound(ctx: Ctx, t: Track, path: str) -> None:
         extra(ctx, t, f"{path}.extra")
 
 
-def extra(ctx: Ctx, t: Track, path: str) -> None:
+def extra(ctx: Inspection, t: TrackDef, path: str) -> None:
     ex = t.extra
     assert ex is not None
     if t.levels is None:
@@ -93,7 +93,7 @@ def extra(ctx: Ctx, t: Track, path: str) -> None:
                     cid)
 
 
-def check(ctx: Ctx) -> None:
+def check(ctx: Inspection) -> None:
     for i, t in enumerate(ctx.rs.sheet.live.tracks):
         path = f"sheet.live.tracks[{i}]"
         if t.is_wound:

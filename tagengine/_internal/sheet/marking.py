@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-Marks = tuple[str | None, ...]
+Slots = tuple[str | None, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class Track:
+class TrackShape:
     """What the algebra needs to know about one track as it stands."""
 
     length: int
@@ -27,11 +27,11 @@ class Track:
         return sorted(self.severity, key=lambda k: self.severity[k])
 
 
-class Full(Exception):
+class TrackFull(Exception):
     """No free box for a mark on a track that refuses when full (WOUND-52, WOUND-53)."""
 
 
-def normalise(t: Track, marks: Sequence[str | None], overflow: int) -> tuple[Marks, int]:
+def normalise(t: TrackShape, marks: Sequence[str | None], overflow: int) -> tuple[Slots, int]:
     """Marks that no longer fit the track's length are overflow (WOUND-60); severity order (WOUND-15)."""
     kept = list(marks[: t.length])
     overflow += sum(1 for m in marks[t.length:] if m is not None)
@@ -42,19 +42,20 @@ def normalise(t: Track, marks: Sequence[str | None], overflow: int) -> tuple[Mar
     return tuple(kept), overflow
 
 
-def _insert(t: Track, marks: list[str | None], kind: str) -> None:
+def _insert(t: TrackShape, marks: list[str | None], kind: str) -> None:
     """WOUND-17: by severity, the highest level its severity entitles it to; lighter marks move down."""
     sev = t.severity[kind]
     at = next((i for i, m in enumerate(marks) if m is not None and t.severity[m] < sev), len(marks))
     marks.insert(at, kind)
 
 
-def mark(t: Track, marks: Marks, overflow: int, kind: str, amount: int, box: int | None = None) -> tuple[Marks, int]:
-    """Add `amount` marks of `kind`, one at a time (WOUND-19). Raises Full, having changed nothing."""
+def mark(t: TrackShape, marks: Slots, overflow: int, kind: str, amount: int,
+         box: int | None = None) -> tuple[Slots, int]:
+    """Add `amount` marks of `kind`, one at a time (WOUND-19). Raises TrackFull, having changed nothing."""
     if t.indexed or t.refuse_when_full:
         free = t.length - sum(1 for m in marks if m is not None)
         if amount > free:
-            raise Full  # WOUND-53: the whole command is refused
+            raise TrackFull  # WOUND-53: the whole command is refused
     if t.indexed:
         return _mark_indexed(t, marks, kind, amount, box), overflow
     out = [m for m in marks if m is not None]
@@ -73,21 +74,21 @@ def mark(t: Track, marks: Marks, overflow: int, kind: str, amount: int, box: int
     return tuple(out), overflow
 
 
-def _mark_indexed(t: Track, marks: Marks, kind: str, amount: int, box: int | None) -> Marks:
+def _mark_indexed(t: TrackShape, marks: Slots, kind: str, amount: int, box: int | None) -> Slots:
     """WOUND-48, WOUND-49: the named box or the first; if taken, the next free box above."""
     slots: list[str | None] = [*marks, *([None] * (t.length - len(marks)))]
     start = (box or 1) - 1
     for _ in range(amount):
         i = next((j for j in range(start, t.length) if slots[j] is None), None)
         if i is None:
-            raise Full
+            raise TrackFull
         slots[i] = kind
     while slots and slots[-1] is None:
         slots.pop()
     return tuple(slots)
 
 
-def heal(t: Track, marks: Marks, overflow: int, count: int, kind: str | None = None) -> tuple[Marks, int]:
+def heal(t: TrackShape, marks: Slots, overflow: int, count: int, kind: str | None = None) -> tuple[Slots, int]:
     """Clear `count`: overflow first (WOUND-24), then the lightest marks (WOUND-26); with a kind of the
     track, only marks of that kind and no overflow (WOUND-25). Indexed: the highest of the lightest
     (WOUND-50)."""
@@ -112,7 +113,7 @@ def heal(t: Track, marks: Marks, overflow: int, count: int, kind: str | None = N
     return tuple(slots), overflow
 
 
-def reduce_to(t: Track, marks: Marks, overflow: int, keep: int, kind: str | None = None) -> tuple[Marks, int]:
+def reduce_to(t: TrackShape, marks: Slots, overflow: int, keep: int, kind: str | None = None) -> tuple[Slots, int]:
     """WOUND-40, WOUND-42: a rest step with `to` leaves at most `keep` marks, overflow included (or, with
     a kind, at most `keep` marks of that kind). Never adds marks (WOUND-43)."""
     filled = sum(1 for m in marks if m is not None and (kind is None or m == kind))

@@ -8,14 +8,13 @@ from typing import Any
 from ..memo import IdentityCache
 from ..ruleset import Ruleset
 from ..ruleset.index import SheetIndex
-from ..ruleset.live import Pool, Track
-from ..ruleset.refs import ValueRef
-from ..state import NO_LIVE, Live, Marks
-from . import marks as algebra
-from . import wounds
+from ..ruleset.live import PoolDef, TrackDef
+from ..ruleset.refs import ValueRefDef
+from ..state import NO_LIVE, LiveValues, WoundMarks
+from . import marking, wounds
 from .compile import program
 from .fields import field_values, rows
-from .model import WoundLevel, WoundView
+from .views import WoundLevel, WoundView
 from .visibility import hidden_by
 
 _MAXIMA: IdentityCache[dict[str, int]] = IdentityCache()
@@ -34,7 +33,7 @@ class Eval:
     __slots__ = ("_checks", "_derived", "_fields", "_members", "_next", "_pool_max", "_program", "_rows",
                  "_scores", "_sums", "_wounds", "card", "idx", "live", "party", "rs")
 
-    def __init__(self, rs: Ruleset, card: Mapping[str, Any], live: Live | None, *, party: bool = False,
+    def __init__(self, rs: Ruleset, card: Mapping[str, Any], live: LiveValues | None, *, party: bool = False,
                  members: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.rs = rs
         self.party = party
@@ -131,7 +130,7 @@ class Eval:
         return table.get(value, d.default or 0) if value is not None else (d.default or 0)
 
     # -- value references --------------------------------------------------------------------------
-    def read(self, ref: ValueRef) -> int:
+    def read(self, ref: ValueRefDef) -> int:
         key, target = ref.key, ref.target
         if key == "derived":
             value = self._derived.get(target)
@@ -149,9 +148,9 @@ class Eval:
             ability = self.fields.get(target)
             return self.ability_mod(ability) if isinstance(ability, str) else 0
         if key in ("skillMod", "saveMod"):
-            from .checks import check
+            from .check_numbers import check_number
 
-            return check(self, "skill" if key == "skillMod" else "save", target).sheet or 0
+            return check_number(self, "skill" if key == "skillMod" else "save", target).sheet or 0
         if key == "listSum":
             return self.list_sum(target.list, target.column, target.onlyWhen)
         if key == "livePool":
@@ -196,7 +195,7 @@ class Eval:
         return (score // 2) - 5 if self.rs.file.sheet.abilityModifier == "d20" else score
 
     # -- pools -------------------------------------------------------------------------------------
-    def pool_max(self, pool: Pool) -> int:
+    def pool_max(self, pool: PoolDef) -> int:
         table = self._pool_max
         if table is None:
             owners = (self.rs, self.card, self._members) if self.party else (self.rs, self.card)
@@ -206,7 +205,7 @@ class Eval:
             value = table[pool.id] = max(0, self.read(pool.max))
         return value
 
-    def pool_cur(self, pool: Pool) -> int:
+    def pool_cur(self, pool: PoolDef) -> int:
         """What remains: the stored value, or the pool's `start` (DEC-26, REF-12), within 0..max."""
         top = self.pool_max(pool)
         stored = self.live.pools.get(pool.id)
@@ -214,17 +213,17 @@ class Eval:
         return max(0, min(top, cur))
 
     # -- tracks ------------------------------------------------------------------------------------
-    def plain_max(self, track: Track) -> int:
-        if isinstance(track.max, ValueRef):
+    def plain_max(self, track: TrackDef) -> int:
+        if isinstance(track.max, ValueRefDef):
             return max(track.min, self.read(track.max))
         return track.max if track.max is not None else track.min
 
-    def plain_value(self, track: Track) -> int:
+    def plain_value(self, track: TrackDef) -> int:
         default = track.default if track.default is not None else track.min
         value = self.live.tracks.get(track.id, default)
         return max(track.min, min(self.plain_max(track), value))
 
-    def wound_marks(self, track: Track) -> tuple[algebra.Track, Marks, tuple[WoundLevel, ...]]:
+    def wound_marks(self, track: TrackDef) -> tuple[marking.TrackShape, WoundMarks, tuple[WoundLevel, ...]]:
         """What a command or a rest changes: the track as it stands (length from the sheet, levels with
         their extra rows) and its marks, those past the length counted as overflow (WOUND-60)."""
         if track.boxes is not None:
@@ -234,10 +233,10 @@ class Eval:
             rows_ = self.list_rows(track.extra.list) if track.extra is not None else None
             levels = wounds.levels_with_extra(track, rows_)
             length = len(levels)
-        model = algebra.Track(length, wounds.severity_of(track), track.fill == "indexed", track.onFull == "refuse")
-        stored = self.live.marks.get(track.id) or Marks()
-        marks, overflow = algebra.normalise(model, stored.marks, stored.overflow)
-        return model, Marks(marks, overflow), levels
+        model = marking.TrackShape(length, wounds.severity_of(track), track.fill == "indexed", track.onFull == "refuse")
+        stored = self.live.marks.get(track.id) or WoundMarks()
+        marks, overflow = marking.normalise(model, stored.marks, stored.overflow)
+        return model, WoundMarks(marks, overflow), levels
 
     def row_pools(self, list_id: str) -> list[tuple[int, int]] | None:
         """(current, max) for each row of a list with row pools (SHEET-31); None when hidden or not one."""
@@ -253,11 +252,11 @@ class Eval:
             out.append((max(0, min(top, (top if lst.pools.start == "full" else 0) if cur is None else cur)), top))
         return out
 
-    def wound(self, track: Track) -> WoundView:
+    def wound(self, track: TrackDef) -> WoundView:
         if track.id not in self._wounds:
             length = 0
             if track.boxes is not None:
-                length = max(1, min(64, self.read(track.max))) if isinstance(track.max, ValueRef) else \
+                length = max(1, min(64, self.read(track.max))) if isinstance(track.max, ValueRefDef) else \
                     max(1, min(64, track.max or 1))
             rows_ = self.list_rows(track.extra.list) if track.extra is not None else None
             self._wounds[track.id] = wounds.view(track, self.live.marks.get(track.id), length, rows_)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..ruleset.refs import ValueRef
-from ..ruleset.sheet import UntrainedBy
-from .context import Eval
-from .model import CheckNumber
+from ..ruleset.refs import ValueRefDef
+from ..ruleset.sheet import UntrainedByDef
+from .evaluator import Eval
+from .views import CheckNumber
 
 
 def ability_part(ev: Eval, ability: str | None) -> int:
@@ -51,7 +51,7 @@ def target(ev: Eval, harder: bool) -> int | None:
     return min(t.max, t.value + 1) if harder else t.value  # UNTR-7: one step harder, within range
 
 
-def check(ev: Eval, kind: str, cid: str, with_ability: str | None = None) -> CheckNumber:
+def check_number(ev: Eval, kind: str, cid: str, with_ability: str | None = None) -> CheckNumber:
     key = (kind, cid, with_ability)
     cached = ev._checks.get(key)
     if cached is not None:
@@ -81,13 +81,13 @@ def _skill(ev: Eval, kind: str, sid: str, with_ability: str | None) -> CheckNumb
     trained = level is not None and level is not ladder[0]  # UNTR-1: the first level is untrained
     bonus = 0
     if level is not None:
-        bonus = ev.read(level.bonus) if isinstance(level.bonus, ValueRef) else level.bonus
+        bonus = ev.read(level.bonus) if isinstance(level.bonus, ValueRefDef) else level.bonus
     rule_value = None
     if not trained:  # UNTR-16: a rule applies only while untrained; UNTR-3: own rule over the section's
         sec = next((s for s in ev.rs.file.sheet.sections if s.id == sk.section), None)
         rule_value = sk.untrained if sk.untrained is not None else (sec.untrained if sec else None)
-    by = rule_value.by if isinstance(rule_value, UntrainedBy) else 0
-    rule = "by" if isinstance(rule_value, UntrainedBy) else (rule_value or "normal")
+    by = rule_value.by if isinstance(rule_value, UntrainedByDef) else 0
+    rule = "by" if isinstance(rule_value, UntrainedByDef) else (rule_value or "normal")
     base = ability_part(ev, ability)
     cap = ev.read(sk.cap) if sk.cap is not None else None
     if rule == "refuse":  # UNTR-9, UNTR-13: no number at all

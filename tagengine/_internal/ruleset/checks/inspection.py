@@ -8,12 +8,12 @@ from typing import Any
 from ...errors import Problem
 from ...text import prompt_unsafe
 from ..index import SheetIndex
-from ..top import RulesetFile
+from ..top import RulesetDef
 
 
 @dataclass
-class Ctx:
-    rs: RulesetFile
+class Inspection:
+    rs: RulesetDef
     sheet: SheetIndex
     party: SheetIndex | None
     problems: list[Problem] = field(default_factory=list)
@@ -37,7 +37,7 @@ class Ctx:
             self.add(path, "unsafe-text", f"{why} (DEC-25)", text if len(text) <= 80 else text[:80] + "…")
 
 
-def count_problem(ctx: Ctx, path: str, items: list[Any] | None, lo: int, hi: int, what: str, rule: str) -> None:
+def count_problem(ctx: Inspection, path: str, items: list[Any] | None, lo: int, hi: int, what: str, rule: str) -> None:
     """Report a collection whose size is outside lo..hi."""
     if items is None:
         return

@@ -125,7 +125,7 @@ class StateView:
 
 
 @dataclass(frozen=True)
-class Sheet:
+class SheetView:
     """One character's evaluated sheet (or the party's): pure data, safe to cache and share."""
 
     name: str

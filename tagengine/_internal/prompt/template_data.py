@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..ruleset import Ruleset
-from ..ruleset.sheet import UntrainedBy
-from ..sheet import CheckNumber, Sheet, character, party
+from ..ruleset.sheet import UntrainedByDef
+from ..sheet import CheckNumber, SheetView, character, party
 from ..sheet.show import party_summary
 from ..state import GameState
 
@@ -39,7 +39,7 @@ def check_text(rs: Ruleset, c: CheckNumber, levels: dict[str, str]) -> str:
     return f"{c.label} {number(rs, c.total)}{unit}" + (f" ({', '.join(notes)})" if notes else "")
 
 
-def summary_lists(rs: Ruleset, sheet: Sheet, spec: Any, lists: Any) -> list[str]:
+def summary_lists(rs: Ruleset, sheet: SheetView, spec: Any, lists: Any) -> list[str]:
     """GM-15..17: `Gear: Rope 2 Packed, Lantern 1 Packed` with `nameColumn` and up to three `columns`."""
     out = []
     for sl in spec.lists if spec is not None else []:
@@ -156,7 +156,7 @@ def untrained_rules(rs: Ruleset) -> list[str]:
     def describe(rule: Any) -> str | None:
         if rule is None or rule == "normal":
             return None
-        if isinstance(rule, UntrainedBy):
+        if isinstance(rule, UntrainedByDef):
             return f"rolls {rule.by:+d}{' dice' if rs.dice_pool else ''} untrained"
         return {"harder": "is one step harder untrained", "refuse": "cannot be attempted untrained"}[rule]
 
