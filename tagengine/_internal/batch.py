@@ -28,8 +28,7 @@ import orjson
 from .commands import apply_reply
 from .errors import ProblemsError
 from .ruleset import Ruleset
-from .state import GameState
-from .state_load import from_json
+from .state import GameState, from_json
 from .tags.parse import parser
 
 BATCH_PER_WORKER = 4  # chats per batch handed to a worker

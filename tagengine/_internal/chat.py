@@ -13,10 +13,8 @@ from typing import Any
 
 from .commands import Applied, apply_reply
 from .errors import Problem, StateError
-from .party import save_party
 from .ruleset import Ruleset
-from .state import GameState, live_json
-from .state_load import from_json
+from .state import GameState, clocks_json, from_json, live_json, save_party, thaw
 
 FORMAT = "tagengine.chat/1"
 
@@ -190,8 +188,8 @@ class Chat:
 def snapshot_json(state: GameState) -> dict[str, Any]:
     """What one snapshot keeps: live values, clocks, and the party sheet as it stood (PARTY-25)."""
     return {
-        "rulesetLive": {k: v for k, v in ((k, live_json(v)) for k, v in state.live.items()) if v},
-        "rulesetClocks": [{"name": c.name, "size": c.size, "filled": c.filled} for c in state.clocks],
-        "gamePartySheet": state.to_json()["gamePartySheet"],
+        "rulesetLive": {k: doc for k, v in state.live.items() if (doc := live_json(v))},
+        "rulesetClocks": clocks_json(state.clocks),
+        "gamePartySheet": thaw(state.party_sheet),
         "gamePartySheetRevision": state.party_revision,
     }

@@ -137,7 +137,7 @@ def required(ctx: Inspection) -> Version | None:
     return max((u.version for u in uses(ctx)), default=None)
 
 
-def check(ctx: Inspection) -> None:
+def check_capability(ctx: Inspection) -> None:
     """DEC-22: a package's declaration must cover every feature it uses."""
     m = ctx.rs.manifest
     if m is None:

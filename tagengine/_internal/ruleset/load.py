@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,13 @@ from .checks.inspection import Inspection
 from .index import ById, SheetIndex
 from .top import RulesetDef
 
-CHECKS = (ids, refs, fields, derived, tracks, states, rests, resolution, gm, party, combat)
+# The import checks, in the order they run (markdown-it's rule chain is the model): each reads the
+# validated file through the Inspection and adds problems and warnings to it. Add a check here.
+CHECKS: tuple[Callable[[Inspection], None], ...] = (
+    ids.check_ids, refs.check_refs, fields.check_fields, derived.check_derived, tracks.check_tracks,
+    states.check_states, rests.check_rests, resolution.check_resolution, gm.check_gm, party.check_party,
+    combat.check_combat, capability.check_capability,
+)
 MAX_BYTES = 4 * 1024 * 1024
 
 _CODES = {
@@ -102,8 +109,8 @@ def _pruned(raw: Any, err: ValidationError) -> tuple[Any, list[str]] | None:
 def _rule_problems(model: RulesetDef) -> Inspection:
     sheet, party_idx = index_of(model)
     ctx = Inspection(model, sheet, party_idx)
-    for check in (*CHECKS, capability):
-        check.check(ctx)
+    for check in CHECKS:
+        check(ctx)
     return ctx
 
 

@@ -6,11 +6,16 @@ import dataclasses
 from typing import Any
 
 from ..ruleset import Ruleset
+from ..state import thaw
 from .views import CheckNumber, SheetView
 
 
 def to_json(sheet: SheetView) -> dict[str, Any]:
-    out = dataclasses.asdict(sheet)
+    out: dict[str, Any] = thaw({f.name: getattr(sheet, f.name) for f in dataclasses.fields(sheet)})
+    out["abilities"], out["skills"], out["saves"] = ([dataclasses.asdict(c) for c in group]
+                                                     for group in (sheet.abilities, sheet.skills, sheet.saves))
+    for key in ("pools", "tracks", "wounds", "states"):
+        out[key] = [dataclasses.asdict(v) for v in getattr(sheet, key)]
     for w, view in zip(out["wounds"], sheet.wounds, strict=True):
         w.update(filled=view.filled, remaining=view.remaining, now=view.now)
     return out

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..state import empty_map, freeze
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +132,10 @@ class SheetView:
     """One character's evaluated sheet (or the party's): pure data, safe to cache and share."""
 
     name: str
-    fields: dict[str, Any]
-    hidden: dict[str, str]  # "fields.x" / "derived.y" / "lists.z" / ... -> why
-    derived: dict[str, int]
-    lists: dict[str, list[dict[str, Any]]]
+    fields: Mapping[str, Any]
+    hidden: Mapping[str, str]  # "fields.x" / "derived.y" / "lists.z" / ... -> why
+    derived: Mapping[str, int]
+    lists: Mapping[str, tuple[Mapping[str, Any], ...]]
     abilities: tuple[CheckNumber, ...] = ()
     skills: tuple[CheckNumber, ...] = ()
     saves: tuple[CheckNumber, ...] = ()
@@ -142,4 +145,9 @@ class SheetView:
     states: tuple[StateView, ...] = ()
     conditions: tuple[tuple[str, str, bool], ...] = ()  # (id, label, on)
     text: tuple[tuple[str, str, str], ...] = ()  # (id, label, value)
-    row_pools: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)  # list -> (cur, max) per row
+    row_pools: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=empty_map)  # (cur, max) per row
+
+    def __post_init__(self) -> None:
+        """Read-only all the way down: views are cached per snapshot and shared between callers."""
+        for name in ("fields", "hidden", "derived", "lists", "row_pools"):
+            object.__setattr__(self, name, freeze(getattr(self, name)))

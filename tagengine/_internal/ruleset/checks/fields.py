@@ -98,7 +98,7 @@ def value_def(ctx: Inspection, f: FieldDef | ColumnDef, path: str, what: str) ->
                 None)
 
 
-def check(ctx: Inspection) -> None:
+def check_fields(ctx: Inspection) -> None:
     sheet_check(ctx, ctx.sheet, ctx.rs.sheet.fields, ctx.rs.sheet.lists, "sheet")
     idx = ctx.sheet
     for i, d in enumerate(ctx.rs.sheet.derived):

@@ -7,7 +7,7 @@ from . import fields, gm, ids, refs
 from .inspection import Inspection, count_problem
 
 
-def check(ctx: Inspection) -> None:
+def check_party(ctx: Inspection) -> None:
     party, idx = ctx.rs.party, ctx.party
     if party is None or idx is None:
         return

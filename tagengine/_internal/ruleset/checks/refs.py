@@ -225,7 +225,7 @@ BEFORE_LIVE = (
 )
 
 
-def check(ctx: Inspection) -> None:
+def check_refs(ctx: Inspection) -> None:
     idx = ctx.sheet
     for ref, path, enum_source in sheet_refs(ctx):
         resolve(ctx, ref, path, idx, enum_source=enum_source)

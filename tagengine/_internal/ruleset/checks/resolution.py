@@ -30,7 +30,7 @@ def untrained_rules(ctx: Inspection) -> None:
                     "harder")
 
 
-def check(ctx: Inspection) -> None:
+def check_resolution(ctx: Inspection) -> None:
     untrained_rules(ctx)
     s = ctx.rs.sheet
     for name in ("skills", "saves"):

@@ -76,7 +76,7 @@ def step(ctx: Inspection, st: RestStepDef, path: str) -> None:
                     st.to)
 
 
-def check(ctx: Inspection) -> None:
+def check_rests(ctx: Inspection) -> None:
     for i, rest in enumerate(ctx.rs.sheet.rests):
         if not rest.steps:
             ctx.add(f"sheet.rests[{i}].steps", "bad-count", "a rest lists at least one step (REST-1)", 0)

@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from .errors import Problem, StateError
-from .ruleset import Ruleset
-from .ruleset.index import SheetIndex
-from .ruleset.sheet import ColumnDef, FieldDef, ListDef
-from .state import (
-    FORMAT,
-    PARTY,
-    Clock,
-    GameState,
-    LiveValues,
-    WoundMarks,
-    default_card,
-    default_party,
-    default_value,
-    name_problems,
-)
-from .text import normalise, prompt_unsafe
+from ..errors import Problem, StateError
+from ..ruleset import Ruleset
+from ..ruleset.index import SheetIndex
+from ..ruleset.sheet import ColumnDef, FieldDef, ListDef
+from ..text import normalise, prompt_unsafe
+from .defaults import default_card, default_party, default_value, name_problems
+from .format import CARD_KEYS, LIVE_KEYS, TOP_KEYS
+from .values import FORMAT, PARTY, Clock, LiveValues, WoundMarks
 
-TOP = {"format", "gameCharacterCards", "gamePartySheet", "gamePartySheetRevision", "rulesetLive", "rulesetClocks"}
+
+@dataclass(frozen=True, slots=True)
+class StateParts:
+    """What a state file holds once read: the parts a `GameState` is built from, and the warnings."""
+
+    cards: dict[str, dict[str, Any]]
+    party_sheet: dict[str, Any]
+    party_revision: int
+    live: dict[str, LiveValues]
+    clocks: tuple[Clock, ...]
+    warnings: tuple[Problem, ...]
 
 
 class Reader:
@@ -35,10 +38,10 @@ class Reader:
     def warn(self, path: str, code: str, message: str, value: Any = None) -> None:
         self.warnings.append(Problem(path, code, message, value))
 
-    def obj(self, raw: Any, path: str) -> dict[str, Any]:
+    def obj(self, raw: Any, path: str) -> Mapping[str, Any]:
         if raw is None:
             return {}
-        if not isinstance(raw, dict):
+        if not isinstance(raw, Mapping):
             self.warn(path, "wrong-type", "expected an object; read as empty", type(raw).__name__)
             return {}
         return raw
@@ -83,7 +86,7 @@ class Reader:
                 self.warn(f"{path}.{k}", "unknown-id", f"the ruleset has no list {k!r}; dropped", k)
         for lst in defs:
             rows = data.get(lst.id, [])
-            if not isinstance(rows, list):
+            if not isinstance(rows, list | tuple):
                 self.warn(f"{path}.{lst.id}", "wrong-type", "a list is an array of rows; read as empty", rows)
                 rows = []
             clean = []
@@ -128,7 +131,7 @@ class Reader:
         card["fields"] = self.fields(s.fields, data.get("fields"), f"{path}.fields")
         card["lists"] = self.lists(s.lists, data.get("lists"), f"{path}.lists")
         for k in data:
-            if k not in ("abilities", "skills", "saves", "fields", "lists"):
+            if k not in CARD_KEYS:
                 self.warn(f"{path}.{k}", "unknown-key", f"a card has no key {k!r}; dropped", k)
         return card
 
@@ -180,7 +183,7 @@ class Reader:
         conditions = set()
         known_conditions = {c.id for c in self.rs.file.sheet.live.conditions} if not idx.party else set()
         raw_conditions = data.get("conditions") or []
-        for i, c in enumerate(raw_conditions if isinstance(raw_conditions, list) else []):
+        for i, c in enumerate(raw_conditions if isinstance(raw_conditions, list | tuple) else []):
             if isinstance(c, str) and c in known_conditions:
                 conditions.add(c)
             else:
@@ -196,12 +199,12 @@ class Reader:
         rows = {}
         for k, v in self.obj(data.get("rows"), f"{path}.rows").items():
             lst = idx.lists.get(k)
-            if lst is None or lst.pools is None or not isinstance(v, list):
+            if lst is None or lst.pools is None or not isinstance(v, list | tuple):
                 self.warn(f"{path}.rows.{k}", "unknown-id", f"{k!r} is not a list with row pools; dropped", k)
                 continue
             rows[k] = tuple(x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else None for x in v)
         for k in data:
-            if k not in ("pools", "temp", "tracks", "marks", "states", "conditions", "text", "rows"):
+            if k not in LIVE_KEYS:
                 self.warn(f"{path}.{k}", "unknown-key", f"live values have no key {k!r}; dropped", k)
         return LiveValues(pools, temp, tracks, marks, states, frozenset(conditions), text, rows)
 
@@ -219,7 +222,7 @@ class Reader:
             self.warn(f"{path}.overflow", "bad-value", f"{overflow!r} is not a count; read as 0", overflow)
             overflow = 0
         raw_marks = data.get("marks", [])
-        for i, m in enumerate(raw_marks if isinstance(raw_marks, list) else []):
+        for i, m in enumerate(raw_marks if isinstance(raw_marks, list | tuple) else []):
             if m is None and indexed:
                 out.append(None)
             elif isinstance(m, str) and m in kinds:
@@ -237,13 +240,13 @@ class Reader:
     def clocks(self, raw: Any) -> tuple[Clock, ...]:
         if raw is None:
             return ()
-        if not isinstance(raw, list):
+        if not isinstance(raw, list | tuple):
             self.warn("rulesetClocks", "wrong-type", "expected a list of clocks; read as none (CLOCK-25)", raw)
             return ()
         out: list[Clock] = []
         for i, c in enumerate(raw):
             p = f"rulesetClocks[{i}]"
-            if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not isinstance(c.get("size"), int):
+            if not isinstance(c, Mapping) or not isinstance(c.get("name"), str) or not isinstance(c.get("size"), int):
                 self.warn(p, "bad-clock", "a clock is {name, size, filled}; dropped", c)
                 continue
             name, size, filled = c["name"], c["size"], c.get("filled", 0)
@@ -264,26 +267,26 @@ class Reader:
         return tuple(out)
 
 
-def from_json(rs: Ruleset, raw: Any, source: str = "<state>") -> GameState:
-    """A GameState from parsed JSON; StateError when it is not a state at all."""
-    if not isinstance(raw, dict):
+def read_parts(rs: Ruleset, raw: Any, source: str = "<state>") -> StateParts:
+    """The parts of a state from parsed JSON; StateError when it is not a state at all."""
+    if not isinstance(raw, Mapping):
         raise StateError([Problem("$", "not-state", f"a state is a JSON object, not {type(raw).__name__}", None)],
                          source)
     if raw.get("format") != FORMAT:
         raise StateError([Problem("format", "not-state", f"expected format {FORMAT!r}", raw.get("format"))], source)
     errors = [Problem(k, "wrong-type", f"{k} must be an object", type(raw[k]).__name__)
               for k in ("gameCharacterCards", "gamePartySheet", "rulesetLive")
-              if k in raw and not isinstance(raw[k], dict)]
+              if k in raw and not isinstance(raw[k], Mapping)]
     rev = raw.get("gamePartySheetRevision", 0)
     if not isinstance(rev, int) or isinstance(rev, bool) or rev < 0:
         errors.append(Problem("gamePartySheetRevision", "wrong-type", "the revision is a whole number, 0 or more", rev))
-    names = list(raw.get("gameCharacterCards", {})) if isinstance(raw.get("gameCharacterCards"), dict) else []
+    names = list(raw.get("gameCharacterCards", {})) if isinstance(raw.get("gameCharacterCards"), Mapping) else []
     errors += name_problems(names, "gameCharacterCards")
     if errors:
         raise StateError(errors, source)
     r = Reader(rs)
     for k in raw:
-        if k not in TOP:
+        if k not in TOP_KEYS:
             r.warn(k, "unknown-key", f"a state has no key {k!r}; dropped", k)
     cards = {n: r.card(v, f"gameCharacterCards.{n}") for n, v in raw.get("gameCharacterCards", {}).items()}
     party_raw = r.obj(raw.get("gamePartySheet"), "gamePartySheet")
@@ -306,5 +309,5 @@ def from_json(rs: Ruleset, raw: Any, source: str = "<state>") -> GameState:
             live[normalise(k)] = r.live(v, p, rs.sheet)
         else:
             r.warn(p, "unknown-character", f"no character card is named {k!r}; dropped", k)
-    return GameState(cards=cards, party_sheet=party, party_revision=rev, live=live,
-                     clocks=r.clocks(raw.get("rulesetClocks")), warnings=tuple(r.warnings))
+    clocks = r.clocks(raw.get("rulesetClocks"))
+    return StateParts(cards, party, rev, live, clocks, tuple(r.warnings))

@@ -8,13 +8,12 @@ player's deliberate choice to replace it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
-from .errors import Problem, StateError
-from .ruleset import Ruleset
-from .state import GameState
-from .state_load import Reader
+from ..errors import Problem, StateError
+from ..ruleset import Ruleset
+from .model import GameState
+from .read import Reader
 
 
 class PartyConflict(Exception):
@@ -37,4 +36,4 @@ def save_party(rs: Ruleset, state: GameState, draft: Mapping[str, Any], opened_a
              "lists": r.lists(rs.file.party.lists, draft.get("lists"), "lists")}
     if r.warnings:
         raise StateError(r.warnings, "party save")
-    return replace(state, party_sheet=sheet, party_revision=state.party_revision + 1)
+    return state.with_party_sheet(sheet, state.party_revision + 1)

@@ -1,0 +1,122 @@
+"""The game state (DEC-26..28, PARTY-23/24, CLOCK-25).
+
+A `GameState` is immutable all the way down: commands return a new one, so the snapshot a reply
+started from is still there for a regenerate or a swipe (CLOCK-26, CLOCK-27), and nothing a caller is
+handed can be changed into it. Loading never trusts the file (read.py, DEC-27).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import Problem, StateError
+from ..ruleset import Ruleset
+from ..text import normalise
+from .defaults import default_card, default_party, name_problems
+from .read import read_parts
+from .values import NO_LIVE, PARTY, Clock, LiveValues, empty_map, freeze
+from .write import state_json, state_text
+
+
+@dataclass(frozen=True)
+class GameState:
+    """Cards (permanent values) by character name, the party sheet, live values and clocks."""
+
+    cards: Mapping[str, Mapping[str, Any]] = field(default_factory=empty_map)
+    party_sheet: Mapping[str, Any] = field(default_factory=empty_map)
+    party_revision: int = 0
+    live: Mapping[str, LiveValues] = field(default_factory=empty_map)
+    clocks: tuple[Clock, ...] = ()
+    warnings: tuple[Problem, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        """Read-only copies of what was passed in (values.py); a state's own parts are kept as they are."""
+        object.__setattr__(self, "cards", freeze(self.cards))
+        object.__setattr__(self, "party_sheet", freeze(self.party_sheet))
+        if type(self.live) is not MappingProxyType:
+            object.__setattr__(self, "live", MappingProxyType(dict(self.live)))
+        if type(self.clocks) is not tuple:
+            object.__setattr__(self, "clocks", tuple(self.clocks))
+
+    # -- building -------------------------------------------------------------------------------
+    @classmethod
+    def new(cls, rs: Ruleset, characters: Iterable[str]) -> GameState:
+        """Characters at their start: default cards, pools at `start`, tracks unmarked, no clocks.
+        Raises StateError naming each bad character name."""
+        names = list(characters)
+        problems = name_problems(names, "characters")
+        if problems:
+            raise StateError(problems, "new state")
+        return cls(cards={n: default_card(rs) for n in names}, party_sheet=default_party(rs))
+
+    @property
+    def characters(self) -> tuple[str, ...]:
+        return tuple(self.cards)
+
+    def character(self, name: str) -> str | None:
+        """The card name a `who=` names, matched case-insensitively (DEC-8)."""
+        if name in self.cards:
+            return name
+        key = normalise(name)
+        for n in self.cards:
+            if normalise(n) == key:
+                return n
+        return None
+
+    def live_of(self, name: str) -> LiveValues:
+        return self.live.get(normalise(name) if name != PARTY else PARTY, NO_LIVE)
+
+    def with_live(self, name: str, live: LiveValues) -> GameState:
+        key = normalise(name) if name != PARTY else PARTY
+        return GameState(self.cards, self.party_sheet, self.party_revision, {**self.live, key: live}, self.clocks,
+                         self.warnings)
+
+    def with_clocks(self, clocks: tuple[Clock, ...]) -> GameState:
+        return GameState(self.cards, self.party_sheet, self.party_revision, self.live, clocks, self.warnings)
+
+    def with_party_sheet(self, sheet: Mapping[str, Any], revision: int) -> GameState:
+        return GameState(self.cards, sheet, revision, self.live, self.clocks, self.warnings)
+
+    # -- JSON ---------------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """The state document (DEC-26) as plain dicts and lists."""
+        return state_json(self.cards, self.party_sheet, self.party_revision, self.live, self.clocks)
+
+    def dumps(self) -> str:
+        return state_text(self.to_json())
+
+    def save(self, path: str | Path) -> None:
+        """Write the state file. Raises OSError when it cannot be written."""
+        Path(path).write_text(self.dumps(), encoding="utf-8")
+
+    @classmethod
+    def loads(cls, rs: Ruleset, text: str | bytes, source: str = "<state>") -> GameState:
+        """A state from its JSON text; StateError when it is not a state (warnings for stale values)."""
+        try:
+            raw = json.loads(text)
+        except (json.JSONDecodeError, RecursionError, UnicodeDecodeError, ValueError) as e:
+            msg = f"{e.msg} at line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) else type(
+                e).__name__
+            raise StateError([Problem("$", "not-json", msg, None)], source) from None
+        return from_json(rs, raw, source)
+
+    @classmethod
+    def load(cls, rs: Ruleset, path: str | Path) -> GameState:
+        """A state from a file; StateError when it cannot be read or is not a state."""
+        p = Path(path)
+        try:
+            data = p.read_bytes()
+        except OSError as e:
+            raise StateError([Problem("$", "unreadable", f"cannot read {p}: {e.strerror}", str(p))], str(p)) from None
+        return cls.loads(rs, data, str(p))
+
+
+def from_json(rs: Ruleset, raw: Any, source: str = "<state>") -> GameState:
+    """A GameState from parsed JSON; StateError when it is not a state at all (DEC-27)."""
+    parts = read_parts(rs, raw, source)
+    return GameState(parts.cards, parts.party_sheet, parts.party_revision, parts.live, parts.clocks, parts.warnings)

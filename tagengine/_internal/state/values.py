@@ -1,0 +1,106 @@
+"""The state's values: clocks, wound marks and one sheet's live values, immutable all the way down.
+
+Everything a state holds is read-only once built: mappings are `MappingProxyType` over a private copy,
+sequences are tuples. A caller can keep what a public function returns, but changing it raises, so no
+cache keyed by identity (`memo.py`) can be fooled and no snapshot can change after the fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+FORMAT = "tagengine.state/1"
+PARTY = "$party"  # the party sheet's key among the live values (PARTY-24)
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def empty_map() -> Mapping[str, Any]:
+    return EMPTY
+
+
+def freeze(value: Any) -> Any:
+    """A read-only deep copy of JSON-like data: dicts become read-only mappings, lists tuples. A read-only
+    mapping is taken as already frozen (only this function makes the ones a state holds)."""
+    if type(value) is MappingProxyType:
+        return value
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Plain dicts and lists again, ready for JSON."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """A progress clock (CLOCK-1..27): `filled` of `size` segments."""
+
+    name: str
+    size: int
+    filled: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.filled >= self.size
+
+
+@dataclass(frozen=True, slots=True)
+class WoundMarks:
+    """A wound track's marks, most severe first (WOUND-15); `None` is a free box on an indexed track."""
+
+    marks: tuple[str | None, ...] = ()
+    overflow: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LiveValues:
+    """One character's (or the party's) live values; what is absent is at its start (DEC-26)."""
+
+    pools: Mapping[str, int] = field(default_factory=empty_map)
+    temp: Mapping[str, int] = field(default_factory=empty_map)
+    tracks: Mapping[str, int] = field(default_factory=empty_map)
+    marks: Mapping[str, WoundMarks] = field(default_factory=empty_map)
+    states: Mapping[str, str] = field(default_factory=empty_map)
+    conditions: frozenset[str] = frozenset()
+    text: Mapping[str, str] = field(default_factory=empty_map)
+    rows: Mapping[str, tuple[int | None, ...]] = field(default_factory=empty_map)
+
+    def __post_init__(self) -> None:
+        """Read-only copies of what was passed in; a read-only mapping (one of ours) is kept as it is."""
+        for name in ("pools", "temp", "tracks", "marks", "states", "text"):
+            value = getattr(self, name)
+            if type(value) is not MappingProxyType:
+                object.__setattr__(self, name, MappingProxyType(dict(value)) if value else EMPTY)
+        if type(self.rows) is not MappingProxyType:
+            object.__setattr__(self, "rows", MappingProxyType({k: tuple(v) for k, v in self.rows.items()})
+                               if self.rows else EMPTY)
+        if type(self.conditions) is not frozenset:
+            object.__setattr__(self, "conditions", frozenset(self.conditions))
+
+    def but(self, *, pools: Mapping[str, int] | None = None, temp: Mapping[str, int] | None = None,
+            tracks: Mapping[str, int] | None = None, marks: Mapping[str, WoundMarks] | None = None,
+            states: Mapping[str, str] | None = None, conditions: frozenset[str] | None = None,
+            text: Mapping[str, str] | None = None, rows: Mapping[str, tuple[int | None, ...]] | None = None
+            ) -> LiveValues:
+        """A copy with some parts replaced (positional: cheaper than dataclasses.replace on the hot path)."""
+        return LiveValues(
+            self.pools if pools is None else pools, self.temp if temp is None else temp,
+            self.tracks if tracks is None else tracks, self.marks if marks is None else marks,
+            self.states if states is None else states, self.conditions if conditions is None else conditions,
+            self.text if text is None else text, self.rows if rows is None else rows,
+        )
+
+
+NO_LIVE = LiveValues()  # one shared "at start" value, so an unplayed character's snapshot is the same object

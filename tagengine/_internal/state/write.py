@@ -1,0 +1,54 @@
+"""Writing a state (DEC-26): its JSON document and its text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .values import FORMAT, Clock, LiveValues, thaw
+
+
+def live_json(live: LiveValues) -> dict[str, Any]:
+    """One sheet's live values as stored: only what is off its start (DEC-26)."""
+    out: dict[str, Any] = {}
+    if live.pools:
+        out["pools"] = dict(live.pools)
+    if live.temp:
+        out["temp"] = {k: v for k, v in live.temp.items() if v}
+    if live.tracks:
+        out["tracks"] = dict(live.tracks)
+    marks = {k: {"marks": list(m.marks), "overflow": m.overflow} for k, m in live.marks.items()
+             if m.marks or m.overflow}
+    if marks:
+        out["marks"] = marks
+    if live.states:
+        out["states"] = dict(live.states)
+    if live.conditions:
+        out["conditions"] = sorted(live.conditions)
+    if live.text:
+        out["text"] = dict(live.text)
+    if live.rows:
+        out["rows"] = {k: list(v) for k, v in live.rows.items()}
+    return {k: v for k, v in out.items() if v}
+
+
+def clocks_json(clocks: Iterable[Clock]) -> list[dict[str, Any]]:
+    return [{"name": c.name, "size": c.size, "filled": c.filled} for c in clocks]
+
+
+def state_json(cards: Mapping[str, Mapping[str, Any]], party_sheet: Mapping[str, Any], party_revision: int,
+               live: Mapping[str, LiveValues], clocks: Iterable[Clock]) -> dict[str, Any]:
+    """The state document: plain dicts and lists, ready for any JSON writer."""
+    return {
+        "format": FORMAT,
+        "gameCharacterCards": {n: thaw(c) for n, c in cards.items()},
+        "gamePartySheet": thaw(party_sheet),
+        "gamePartySheetRevision": party_revision,
+        "rulesetLive": {k: doc for k, v in live.items() if (doc := live_json(v))},
+        "rulesetClocks": clocks_json(clocks),
+    }
+
+
+def state_text(doc: Mapping[str, Any]) -> str:
+    return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
