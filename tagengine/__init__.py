@@ -1,36 +1,75 @@
-"""tagengine: apply a Game Master's `[sheet: ...]` and `[clock: ...]` tags to game state; build its prompt."""
+"""tagengine: apply a Game Master's `[sheet: ...]` and `[clock: ...]` tags to game state; build its prompt.
+
+This module is the whole public API: everything in `__all__`, nothing else. The implementation lives
+under `tagengine._internal` (docs/architecture.md is the map) and may change between versions.
+
+    rs = tagengine.Ruleset.load("samples/rulesets/gravewatch.json")      # RulesetError lists every problem
+    state = tagengine.GameState.new(rs, ["Mira", "Bram"])
+    out = tagengine.apply_reply(rs, state, reply)    # Applied(text, state, receipts); `state` is untouched
+    tagengine.narration(out.text)                     # what the player sees
+    prompt = tagengine.build_prompt(rs, out.state, history, tagengine.Budget(context=8192, model="gpt-4o"))
+
+Every error raised on purpose is a `TagengineError`.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._internal.errors import Problem, RulesetError, StateError
-
 if TYPE_CHECKING:
-    from ._internal.commands import Applied, Receipt, apply_reply
+    from ._internal.batch import Summary, replay
+    from ._internal.chat import Chat
+    from ._internal.commands import REASONS, Applied, Receipt, apply_reply
+    from ._internal.errors import (
+        HistoryError,
+        NotFoundError,
+        Problem,
+        ProblemsError,
+        RulesetError,
+        StateError,
+        TagengineError,
+    )
+    from ._internal.prompt import Budget, BudgetError, Prompt, Report, Tokenizer, build_prompt, world_prompt
+    from ._internal.prompt.tokens import EncodingError
     from ._internal.ruleset import Ruleset
-    from ._internal.state import Clock, GameState
+    from ._internal.sheet import SheetView, character, party
+    from ._internal.state import Clock, GameState, LiveValues, PartyConflict, WoundMarks, save_party
+    from ._internal.stream import StreamFilter
     from ._internal.tags import narration
 
-_LAZY = {"Applied": "commands", "Receipt": "commands", "apply_reply": "commands", "Ruleset": "ruleset",
-         "Clock": "state", "GameState": "state", "narration": "tags"}
+# name -> the internal module that defines it; imported on first use, so `tagengine --version` and a cold
+# `tagengine preview` do not pay for what they do not touch.
+_HOME = {
+    "Applied": "commands", "Receipt": "commands", "apply_reply": "commands", "REASONS": "commands",
+    "Ruleset": "ruleset",
+    "Clock": "state", "GameState": "state", "LiveValues": "state", "WoundMarks": "state",
+    "PartyConflict": "state", "save_party": "state",
+    "narration": "tags",
+    "SheetView": "sheet", "character": "sheet", "party": "sheet",
+    "Chat": "chat", "StreamFilter": "stream", "replay": "batch", "Summary": "batch",
+    "Budget": "prompt", "BudgetError": "prompt", "Prompt": "prompt", "Report": "prompt", "Tokenizer": "prompt",
+    "build_prompt": "prompt", "world_prompt": "prompt", "EncodingError": "prompt.tokens",
+    "TagengineError": "errors", "ProblemsError": "errors", "Problem": "errors", "RulesetError": "errors",
+    "StateError": "errors", "HistoryError": "errors", "NotFoundError": "errors",
+}
 
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # 70 ms: only for those who ask
-
-    try:
-        return version("tagengine")
-    except PackageNotFoundError:  # a source checkout that was never installed
-        return "0.0.0+source"
+__all__ = [
+    "REASONS", "Applied", "Budget", "BudgetError", "Chat", "Clock", "EncodingError", "GameState", "HistoryError",
+    "LiveValues", "NotFoundError", "PartyConflict", "Problem", "ProblemsError", "Prompt", "Receipt", "Report",
+    "Ruleset", "RulesetError", "SheetView", "StateError", "StreamFilter", "Summary", "TagengineError", "Tokenizer",
+    "WoundMarks", "__version__", "apply_reply", "build_prompt", "character", "narration", "party", "replay",
+    "save_party", "world_prompt",
+]
 
 
 def __getattr__(name: str) -> Any:
     """Import the heavier parts on first use, so `tagengine --version` or `preview` start fast."""
     if name == "__version__":
-        globals()[name] = value = _version()
+        from ._internal.version import version
+
+        globals()[name] = value = version()
         return value
-    module = _LAZY.get(name)
+    module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module 'tagengine' has no attribute {name!r}")
     from importlib import import_module
@@ -39,7 +78,6 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
-__all__ = [
-    "Applied", "Clock", "GameState", "Problem", "Receipt", "Ruleset", "RulesetError", "StateError", "__version__",
-    "apply_reply", "narration",
-]
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

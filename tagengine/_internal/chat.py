@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .commands import Applied, apply_reply
-from .errors import Problem, StateError
+from .errors import NotFoundError, Problem, StateError
 from .ruleset import Ruleset
 from .state import GameState, clocks_json, from_json, live_json, save_party, thaw
 
@@ -75,7 +75,7 @@ class Chat:
         for i in range(len(self.messages) - 1, -1, -1):
             if self.messages[i].role == "assistant":
                 return i
-        raise IndexError("the chat has no assistant reply")
+        raise NotFoundError("assistant reply", "last")
 
     def regenerate(self, reply: str) -> Applied:
         """A new swipe of the last reply, applied to the snapshot before it (CLOCK-26, PARTY-25)."""
@@ -93,7 +93,7 @@ class Chat:
         before = self.state
         m = self.messages[self._last_assistant()]
         if not 0 <= k < len(m.swipes):
-            raise IndexError(f"swipe {k} of {len(m.swipes)}")
+            raise NotFoundError("swipe", k, tuple(str(i) for i in range(len(m.swipes))))
         m.selected, m.content = k, m.swipes[k].text
         self._settle(before)
         return self.state
@@ -103,7 +103,7 @@ class Chat:
         i = self._last_assistant()
         m = self.messages[i]
         if not 0 <= k < len(m.swipes):
-            raise IndexError(f"swipe {k} of {len(m.swipes)}")
+            raise NotFoundError("swipe", k, tuple(str(i) for i in range(len(m.swipes))))
         del m.swipes[k]
         if not m.swipes:
             del self.messages[i]

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .errors import ProblemsError, RulesetError
+from .errors import NotFoundError, ProblemsError, RulesetError
 
 if TYPE_CHECKING:
     from .prompt.budget import Budget
@@ -131,7 +131,7 @@ def cmd_sheet(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise Usage("tagengine sheet: give a character NAME or --party")
         try:
             sheet = character(rs, state, args.name)
-        except KeyError:
+        except NotFoundError:
             err.write(f"{args.state}: no character named {args.name!r}; the state has "
                       f"{', '.join(state.characters)}\n")
             return 1

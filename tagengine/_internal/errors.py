@@ -23,7 +23,12 @@ class Problem:
         return asdict(self)
 
 
-class ProblemsError(Exception):
+class TagengineError(Exception):
+    """The root of every error tagengine raises on purpose: `except tagengine.TagengineError` catches them all.
+    Each kind also keeps the standard base a caller would have caught before (LookupError, ValueError...)."""
+
+
+class ProblemsError(TagengineError):
     """Raised with every problem found in one input, not just the first."""
 
     kind = "input"
@@ -46,6 +51,24 @@ class StateError(ProblemsError):
     """A file that is not a tagengine state (DEC-27)."""
 
     kind = "state"
+
+
+class HistoryError(ProblemsError):
+    """A chat history that is not a list of `{"role", "content"}` messages."""
+
+    kind = "history"
+
+
+class NotFoundError(TagengineError, LookupError):
+    """A name that names nothing: a character, a rest, a swipe, an encoding. Says what was looked for."""
+
+    def __init__(self, what: str, name: object, known: tuple[str, ...] = ()) -> None:
+        self.what, self.name, self.known = what, name, known
+        choices = f"; choose one of {', '.join(known)}" if known else ""
+        super().__init__(f"unknown {what} {name!r}{choices}")
+
+    def __str__(self) -> str:  # LookupError's KeyError-style repr is not wanted here
+        return str(self.args[0])
 
 
 def join_path(base: str, *parts: str | int) -> str:

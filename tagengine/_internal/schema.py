@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import NotFoundError
 from .ruleset.top import RulesetDef
 from .state.format import state_schema
 
@@ -41,4 +42,4 @@ def schema(kind: str) -> dict[str, Any]:
         return _rename(RulesetDef.model_json_schema(by_alias=True))
     if kind == "state":
         return state_schema()
-    raise ValueError(kind)
+    raise NotFoundError("schema", kind, ("ruleset", "state"))

@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import TagengineError
 from .tokens import REPLY_PRIMING, TiktokenCounter, TokenCounter, Tokenizer, counter, for_model
 
 CUT_MARKER = "(The rules reference is cut here to fit the context: {kept:,} of {total:,} characters kept.)"
 GUIDANCE_CUT_ORDER = ("clocks.text", "party.advancement.text", "party.text", "sheetGuidance", "checkGuidance")
 
 
-class BudgetError(ValueError):
+class BudgetError(TagengineError, ValueError):
     """The prompt cannot fit the context even after every trim and cut; `parts` gives each size."""
 
     def __init__(self, message: str, parts: dict[str, int]) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from ..errors import HistoryError, Problem
 from ..ruleset import Ruleset
 from ..state import GameState
 from .budget import (
@@ -109,12 +110,18 @@ def reminder(rs: Ruleset, state: GameState) -> str:
 
 
 def check_history(history: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
-    out = []
+    """The history as plain messages; HistoryError names every message that is not `{"role", "content"}`."""
+    out, problems = [], []
     for i, m in enumerate(history):
-        role, content = m.get("role"), m.get("content")
+        role = m.get("role") if isinstance(m, Mapping) else None
+        content = m.get("content") if isinstance(m, Mapping) else None
         if role not in ROLES or not isinstance(content, str):
-            raise ValueError(f"history[{i}]: a message is {{\"role\": user|assistant|system, \"content\": text}}")
+            problems.append(Problem(f"history[{i}]", "bad-message", 'a message is {"role": user|assistant|system, '
+                                    '"content": text}', role))
+            continue
         out.append({"role": role, "content": content})
+    if problems:
+        raise HistoryError(problems, "history")
     return out
 
 

@@ -19,6 +19,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import NotFoundError, TagengineError
+
 if TYPE_CHECKING:
     import tiktoken
 
@@ -28,7 +30,7 @@ REPLY_PRIMING = 3  # every reply is primed with <|start|>assistant<|message|>
 UNKNOWN_MODEL_MARGIN = 0.05  # share of the context kept free when the model's tokenizer is a guess
 
 
-class EncodingError(RuntimeError):
+class EncodingError(TagengineError, RuntimeError):
     """A bundled encoding file is missing or does not match tiktoken's published sha256."""
 
 
@@ -92,7 +94,7 @@ def definition(name: str, load: Callable[[str, str | None], dict[bytes, int]]) -
 def encoding(name: str) -> tiktoken.Encoding:
     """A real `tiktoken.Encoding`, built once per process on first use; never touches the network."""
     if name not in ENCODINGS:
-        raise ValueError(f"unknown encoding {name!r}; choose one of {', '.join(ENCODINGS)}")
+        raise NotFoundError("encoding", name, ENCODINGS)
     import tiktoken  # here, not at the top: this module stays light for a cold `preview` (see forked.py)
 
     return tiktoken.Encoding(**definition(name, lambda url, expected_hash: _bundled_ranks(name, url, expected_hash)))

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..ruleset.refs import ValueRefDef
 from ..ruleset.sheet import UntrainedByDef
-from .evaluator import Eval
 from .views import CheckNumber
+
+if TYPE_CHECKING:
+    from .evaluator import Eval
 
 
 def ability_part(ev: Eval, ability: str | None) -> int:
@@ -53,11 +57,11 @@ def target(ev: Eval, harder: bool) -> int | None:
 
 def check_number(ev: Eval, kind: str, cid: str, with_ability: str | None = None) -> CheckNumber:
     key = (kind, cid, with_ability)
-    cached = ev._checks.get(key)
+    cached = ev.checks_done.get(key)
     if cached is not None:
         return cached
     result = _ability(ev, cid) if kind == "ability" else _skill(ev, kind, cid, with_ability)
-    ev._checks[key] = result
+    ev.checks_done[key] = result
     return result
 
 

@@ -26,7 +26,7 @@ def reader(ref: ValueRefDef) -> Reader:
         return lambda ev: target
     if key == "derived":
         def derived(ev: Eval) -> int:
-            value = ev._derived.get(target)
+            value = ev.computed.get(target)
             return value if value is not None else ev.derived(target)
         return derived
     if key == "abilityScore":
@@ -57,7 +57,7 @@ def compute(d: DerivedDef) -> Reader:
         table = d.table if isinstance(d.table, list) else []
         default = d.default or 0
         return lambda ev: ops.step(table, src(ev), default)
-    return lambda ev: ev._enum_table(d)
+    return lambda ev: ev.enum_table(d)
 
 
 def program(rs: Ruleset) -> list[Reader]:

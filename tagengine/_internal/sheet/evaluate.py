@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import NotFoundError
 from ..memo import IdentityCache
 from ..ruleset import Ruleset
 from ..state import PARTY, GameState, LiveValues
@@ -21,10 +22,10 @@ def _cached(key_objs: tuple[Any, ...], build: Any) -> SheetView:
 
 
 def character(rs: Ruleset, state: GameState, name: str) -> SheetView:
-    """The evaluated sheet of the character `name` (matched as DEC-8); KeyError when there is none."""
+    """The evaluated sheet of the character `name` (matched as DEC-8). Raises NotFoundError when none is."""
     card_name = state.character(name)
     if card_name is None:
-        raise KeyError(name)
+        raise NotFoundError("character", name, state.characters)
     card, live = state.cards[card_name], state.live_of(card_name)
     return _cached((rs, card, live), lambda: build(Eval(rs, card, live), card_name))
 

@@ -12,6 +12,7 @@ from ..ruleset.live import PoolDef, TrackDef
 from ..ruleset.refs import ValueRefDef
 from ..state import NO_LIVE, LiveValues, WoundMarks
 from . import marking, wounds
+from .check_numbers import check_number
 from .compile import program
 from .fields import field_values, rows
 from .views import WoundLevel, WoundView
@@ -30,8 +31,24 @@ class Eval:
     """Lazily computes what a sheet reads. Derived values are computed once each (CAP-5), on demand, so a
     live read may reach a pool whose maximum is a derived value declared further down."""
 
-    __slots__ = ("_checks", "_derived", "_fields", "_members", "_next", "_pool_max", "_program", "_rows",
-                 "_scores", "_sums", "_wounds", "card", "idx", "live", "party", "rs")
+    __slots__ = (
+        "_fields",
+        "_members",
+        "_next",
+        "_pool_max",
+        "_program",
+        "_rows",
+        "_scores",
+        "_sums",
+        "_wounds",
+        "card",
+        "checks_done",
+        "computed",
+        "idx",
+        "live",
+        "party",
+        "rs",
+    )
 
     def __init__(self, rs: Ruleset, card: Mapping[str, Any], live: LiveValues | None, *, party: bool = False,
                  members: Mapping[str, Mapping[str, Any]] | None = None) -> None:
@@ -43,14 +60,14 @@ class Eval:
         self._members = members
         self._fields: dict[str, Any] | None = None
         self._program: list[Any] | None = None  # compiled derived values, fetched on first use
-        self._derived: dict[str, int] = {}
+        self.computed: dict[str, int] = {}
         self._next = 0  # derived values before this position are computed (or being computed)
         self._rows: dict[str, list[dict[str, Any]] | None] = {}
         self._wounds: dict[str, WoundView] = {}
         self._pool_max: dict[str, int] | None = None  # shared per card, fetched on first use
         self._sums: dict[tuple[str, str, str | None], int] = {}
         self._scores: dict[str, int] = {}
-        self._checks: dict[tuple[str, str, str | None], Any] = {}
+        self.checks_done: dict[tuple[str, str, str | None], Any] = {}
 
     @property
     def fields(self) -> dict[str, Any]:
@@ -97,7 +114,7 @@ class Eval:
         """A derived value. Everything declared above it is computed first, in order (CAP-5), so each
         read of a value above is a lookup and no chain, however long, recurses deeply. A value read
         while it is being computed (a loop the import checks refuse) reads 0."""
-        value = self._derived.get(did)
+        value = self.computed.get(did)
         if value is not None:
             return value
         pos = self.idx.derived.pos.get(did)
@@ -105,7 +122,7 @@ class Eval:
             return 0
         if self._program is None:
             self._program = program(self.rs)
-        order, fns, done = self.idx.derived.items, self._program, self._derived
+        order, fns, done = self.idx.derived.items, self._program, self.computed
         while self._next <= pos:
             i = self._next
             self._next += 1  # before computing: a re-entrant read of this value finds it in progress
@@ -116,9 +133,9 @@ class Eval:
         items = self.idx.derived.items
         if items:
             self.derived(items[-1].id)
-        return {d.id: self._derived.get(d.id, 0) for d in items}
+        return {d.id: self.computed.get(d.id, 0) for d in items}
 
-    def _enum_table(self, d: Any) -> int:
+    def enum_table(self, d: Any) -> int:
         """ENUM-1..5: the table's number for the source's value; missing or hidden reads `default`."""
         table = d.table if isinstance(d.table, dict) else {}
         src = d.from_
@@ -133,7 +150,7 @@ class Eval:
     def read(self, ref: ValueRefDef) -> int:
         key, target = ref.key, ref.target
         if key == "derived":
-            value = self._derived.get(target)
+            value = self.computed.get(target)
             return value if value is not None else self.derived(target)
         if key == "const":
             return target
@@ -148,8 +165,6 @@ class Eval:
             ability = self.fields.get(target)
             return self.ability_mod(ability) if isinstance(ability, str) else 0
         if key in ("skillMod", "saveMod"):
-            from .check_numbers import check_number
-
             return check_number(self, "skill" if key == "skillMod" else "save", target).sheet or 0
         if key == "listSum":
             return self.list_sum(target.list, target.column, target.onlyWhen)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import NotFoundError
 from ..ruleset import Ruleset
 from ..ruleset.live import PoolDef
 from ..ruleset.refs import ValueRefDef
@@ -139,11 +140,11 @@ def take_rest(rs: Ruleset, state: GameState, name: str, rest: RestDef | str) -> 
     """Apply a rest to the character `name`; returns the new state and what it touched (`kind:id`)."""
     card = state.character(name)
     if card is None:
-        raise KeyError(name)
+        raise NotFoundError("character", name, state.characters)
     if isinstance(rest, str):
         found = next((r for r in rs.file.sheet.rests if r.id == rest), None)
         if found is None:
-            raise KeyError(rest)
+            raise NotFoundError("rest", rest, tuple(r.id for r in rs.file.sheet.rests))
         rest = found
     r = Resting(rs, state, card)
     for step in rest.steps:

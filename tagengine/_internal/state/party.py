@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import Problem, StateError
+from ..errors import Problem, StateError, TagengineError
 from ..ruleset import Ruleset
 from .model import GameState
 from .read import Reader
 
 
-class PartyConflict(Exception):
+class PartyConflict(TagengineError):
     """The party sheet changed since the draft was opened (PARTY-37)."""
 
     def __init__(self, sheet: Mapping[str, Any], revision: int) -> None:

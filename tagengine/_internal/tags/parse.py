@@ -7,6 +7,7 @@ from functools import cache, lru_cache
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedInput
 
+from ..errors import TagengineError
 from ..resources import read_text
 from .model import RESULT_KEYS, Attr, Tag
 
@@ -57,7 +58,7 @@ def parser() -> Lark:
     return Lark(read_text("grammars", "tags.lark"), parser="lalr", transformer=TagBuilder())
 
 
-class Malformed(ValueError):
+class Malformed(TagengineError, ValueError):
     """The candidate opens like a tag but does not parse; the message says where and why."""
 
 
