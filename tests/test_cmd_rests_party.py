@@ -35,7 +35,7 @@ def test_rest_1_3_vigil_sets_and_clears():
     assert pool(GRAVE, new, "Mira", "resolve") == (5, 5) and pool(GRAVE, new, "Mira", "oil") == (6, 6)
     assert live.marks["harm"] == WoundMarks(("tear", "tear"), 0)  # WOUND-41: by -2 clears overflow first, then one
     assert live.marks["strain"].marks == () and live.states == {}  # to 0 marks; STATE-16: to default
-    assert touched == ["pool:resolve", "pool:oil", "wound:harm", "wound:strain", "state:lantern"]
+    assert [str(t) for t in touched] == ["pool:resolve", "pool:oil", "wound:harm", "wound:strain", "state:lantern"]
 
 
 def test_wound_40_to_reduces_to_that_many_marks_overflow_included():

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..ruleset import Ruleset
 from ..state import Clock, GameState
 from ..tags import Tag
 from ..text import normalise, prompt_unsafe
+from .family import Family, Handler, Op
 from .numbers import parse_int
-from .registry import family
 from .result import Outcome, Result, ok, refuse, refused
 
 ACTIONS = ("size", "tick", "clear")
@@ -34,7 +36,9 @@ def name_of(tag: Tag) -> str:
     return (tag.get("name") or "").strip()
 
 
-CLOCKS = family("clock", op_of)
+def clock_op(name: str) -> Callable[[Handler], Op]:
+    """A clock op: its handler runs after `op_of` has checked what every clock tag shares."""
+    return lambda fn: Op(name, fn)
 
 
 def bad_name(name: str) -> bool:
@@ -54,7 +58,7 @@ def fill(c: Clock) -> str:
     return f"{c.filled}/{c.size}"
 
 
-@CLOCKS.op("size")
+@clock_op("size")
 def create(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     """CLOCK-10, CLOCK-11: an empty clock of an allowed size, a new name, under `max`."""
     cfg = rs.file.clocks
@@ -73,7 +77,7 @@ def create(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     return Outcome(ok(fill(clock)), state.with_clocks((*state.clocks, clock)))
 
 
-@CLOCKS.op("tick")
+@clock_op("tick")
 def tick(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     """CLOCK-12..14: add (or with a negative tick remove) segments, clamped to 0..size."""
     by = parse_int(tag.get("tick"))
@@ -88,7 +92,7 @@ def tick(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     return Outcome(ok(fill(new)), state.with_clocks(clocks))
 
 
-@CLOCKS.op("clear")
+@clock_op("clear")
 def clear(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     """CLOCK-15: remove the named clock; `clear` is a bare flag word (DEC-1)."""
     if tag.get("clear") is not None:
@@ -97,3 +101,6 @@ def clear(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     if i is None:
         return refuse(state, "unknown-clock")
     return Outcome(ok("cleared"), state.with_clocks(state.clocks[:i] + state.clocks[i + 1:]))
+
+
+FAMILY = Family.of("clock", op_of, (create, tick, clear))

@@ -8,11 +8,9 @@ from typing import Any
 from ..ruleset import Ruleset
 from ..state import GameState
 from ..tags import Tag, canonical, scan
-from . import advance, clock, conditions, livetext, pools, rests, sheet, states, tracks, wounds  # noqa: F401
-from .registry import FAMILIES
+from .reasons import COMMAND_LIMIT
 from .result import Outcome, Result, refuse, refused
-
-COMMAND_LIMIT = 40  # DEC-6, CLOCK-22
+from .table import families
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,13 +52,13 @@ def run_command(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     """One well-formed tag through its family's handler. Never raises for any tag."""
     if tag.repeated:
         return refuse(state, "duplicate-attribute")
-    fam = FAMILIES.get(tag.name)
-    if fam is None:  # pragma: no cover - the grammar admits only registered names
+    fam = families().get(tag.name)
+    if fam is None:  # pragma: no cover - the scanner proposes only names of the vocabulary
         return refuse(state, "malformed")
     op = fam.op_of(rs, tag)
     if isinstance(op, Result):
         return Outcome(op, state)
-    handler = fam.handlers.get(op)
+    handler = fam.ops.get(op)
     if handler is None:
         return refuse(state, "unknown-op")
     return handler(rs, state, tag)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+COMMAND_LIMIT = 40  # DEC-6, CLOCK-22: commands applied per reply; later ones are refused `command-limit`
+
 REASONS: dict[str, tuple[str, str]] = {
     # any tag
     "malformed": ("any tag", "opens like a tag but does not parse (DEC-2, DEC-3)"),
@@ -9,7 +11,7 @@ REASONS: dict[str, tuple[str, str]] = {
     "duplicate-attribute": ("any tag", "the same attribute twice (DEC-7)"),
     "missing-attribute": ("any tag", "a required attribute is missing (DEC-7)"),
     "one-action": ("any tag", "a clock tag asks for no action or several (CLOCK-17, DEC-7)"),
-    "command-limit": ("any tag", "more than 40 commands in one reply (DEC-6, CLOCK-22)"),
+    "command-limit": ("any tag", f"more than {COMMAND_LIMIT} commands in one reply (DEC-6, CLOCK-22)"),
     "ambiguous": ("any tag", "a name matches two things (DEC-8)"),
     "invalid-amount": ("any tag", "a number that is not a whole number with an optional sign (DEC-9)"),
     "invalid-value": ("any tag", "a value the target cannot take (DEC-9, DEC-15)"),

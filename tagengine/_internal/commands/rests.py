@@ -3,31 +3,27 @@
 from __future__ import annotations
 
 from ..ruleset import Ruleset
-from ..sheet.rests import take_rest
+from ..sheet.rests import Touched, take_rest
 from ..state import GameState
 from ..tags import Tag
 from .result import Outcome, Result, ok
 from .target import Subject, character_op, find, subject
 
 
-def summary(rs: Ruleset, state: GameState, name: str, touched: list[str]) -> str:
+def summary(rs: Ruleset, state: GameState, name: str, touched: list[Touched]) -> str:
     """What the rest changed, as each target now reads (DEC-11), e.g. `Resolve 5/5; Harm 1/4 Scuffed`."""
     ev = subject(rs, state, name).ev
     out = []
     for item in touched:
-        kind, tid = item.split(":", 1)
-        if kind == "pool":
-            p = ev.idx.pools.get(tid)
-            out.append(f"{p.label} {ev.pool_cur(p)}/{ev.pool_max(p)}")  # type: ignore[union-attr]
-        elif kind in ("track", "wound"):
-            t = ev.idx.tracks.get(tid)
-            out.append(f"{t.label} {ev.wound(t).now if t.is_wound else ev.plain_value(t)}")  # type: ignore[union-attr]
-        elif kind == "state":
-            st = ev.idx.states.get(tid)
-            out.append(f"{st.label} {st.label_of(ev.state_value(tid) or st.start)}")  # type: ignore[union-attr]
-        else:
-            lst = ev.idx.lists.get(tid)
-            out.append(f"{lst.label if lst else tid} restored")
+        if item.kind == "pool" and (p := ev.idx.pools.get(item.id)) is not None:
+            out.append(f"{p.label} {ev.pool_cur(p)}/{ev.pool_max(p)}")
+        elif item.kind in ("track", "wound") and (t := ev.idx.tracks.get(item.id)) is not None:
+            out.append(f"{t.label} {ev.wound(t).now if t.is_wound else ev.plain_value(t)}")
+        elif item.kind == "state" and (st := ev.idx.states.get(item.id)) is not None:
+            out.append(f"{st.label} {st.label_of(ev.state_value(item.id) or st.start)}")
+        elif item.kind == "rows":
+            lst = ev.idx.lists.get(item.id)
+            out.append(f"{lst.label if lst else item.id} restored")
     return "; ".join(out) or "no change"
 
 

@@ -16,8 +16,8 @@ from ..sheet import Eval
 from ..state import PARTY, GameState, LiveValues
 from ..tags import Tag
 from ..text import normalise
+from .family import Op
 from .result import Outcome, Result, ok, refuse, refused
-from .sheet import SHEETS
 
 COMMON = frozenset({"who", "op", "sheet"})
 T = TypeVar("T")
@@ -80,13 +80,13 @@ def subject(rs: Ruleset, state: GameState, name: str, *, party: bool = False) ->
 
 def character_op(op: str, required: Iterable[str] = (), optional: Iterable[str] = (),
                  choose_one: Iterable[str] = (), party: bool = False, character: bool = True
-                 ) -> Callable[[Apply], Apply]:
-    """Register `op` on the sheet family. `choose_one`: exactly one of these (`by` or `to`)."""
+                 ) -> Callable[[Apply], Op]:
+    """A sheet op acting on one subject at a time: checks the attributes, resolves `who` (or the party
+    sheet) and applies `fn` to each subject. `choose_one`: exactly one of these (`by` or `to`)."""
     req, opt, one = frozenset(required), frozenset(optional), tuple(choose_one)
     allowed = frozenset(COMMON | req | opt | set(one))
 
-    def register(fn: Apply) -> Apply:
-        @SHEETS.op(op)
+    def build(fn: Apply) -> Op:
         def handler(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
             attrs = tag.attrmap
             sheet = attrs.get("sheet")
@@ -114,9 +114,9 @@ def character_op(op: str, required: Iterable[str] = (), optional: Iterable[str] 
                 return fn(rs, state, subject(rs, state, names[0]), tag)
             return each(rs, state, names, tag, fn)
 
-        return fn
+        return Op(op, handler)
 
-    return register
+    return build
 
 
 def _is_party_word(tag: Tag) -> bool:

@@ -5,7 +5,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from ..errors import NotFoundError
 from ..ruleset import Ruleset
@@ -34,12 +35,26 @@ def _moved(cur: int, top: int, bottom: int, step: RestStepDef, ev: Eval, *, of_m
     return cur
 
 
+TouchedKind = Literal["pool", "rows", "track", "wound", "state"]
+
+
+@dataclass(frozen=True, slots=True)
+class Touched:
+    """One target a rest changed: a pool, a list's row pools, a plain or wound track, or a live state."""
+
+    kind: TouchedKind
+    id: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.id}"
+
+
 class Resting:
     """Applies steps to one character, each step reading the state the previous one left."""
 
     def __init__(self, rs: Ruleset, state: GameState, name: str) -> None:
         self.rs, self.state, self.name = rs, state, name
-        self.touched: list[str] = []
+        self.touched: list[Touched] = []
 
     @property
     def ev(self) -> Eval:
@@ -69,7 +84,7 @@ class Resting:
         else:  # REST-6: each pool by its own fraction
             self._set_pools({p.id: _moved(ev.pool_cur(p), ev.pool_max(p), 0, step, ev, of_max=ev.pool_max(p))
                              for p in pools})
-        self.touched += [f"pool:{p.id}" for p in pools]
+        self.touched += [Touched("pool", p.id) for p in pools]
 
     def list_pools(self, step: RestStepDef, list_id: str) -> None:
         ev = self.ev
@@ -78,7 +93,7 @@ class Resting:
             return
         out = tuple(_moved(cur, top, 0, step, ev, of_max=top) for cur, top in cells)
         self._set_live(rows={**ev.live.rows, list_id: out})
-        self.touched.append(f"rows:{list_id}")
+        self.touched.append(Touched("rows", list_id))
 
     def track(self, step: RestStepDef, tid: str) -> None:
         ev = self.ev
@@ -88,7 +103,7 @@ class Resting:
         if not t.is_wound:
             new = _moved(ev.plain_value(t), ev.plain_max(t), t.min, step, ev, of_max=ev.plain_max(t))
             self._set_live(tracks={**ev.live.tracks, t.id: new})
-            self.touched.append(f"track:{t.id}")
+            self.touched.append(Touched("track", t.id))
             return
         model, current, _ = ev.wound_marks(t)
         marks, overflow = current.marks, current.overflow
@@ -105,7 +120,7 @@ class Resting:
         else:
             return
         self._set_live(marks={**ev.live.marks, t.id: WoundMarks(marks, overflow)})
-        self.touched.append(f"wound:{t.id}")
+        self.touched.append(Touched("wound", t.id))
 
     def live_state(self, step: RestStepDef, sid: str) -> None:
         ev = self.ev
@@ -119,7 +134,7 @@ class Resting:
         if value != st.start:
             states[sid] = value
         self._set_live(states=states)
-        self.touched.append(f"state:{sid}")
+        self.touched.append(Touched("state", sid))
 
     def step(self, step: RestStepDef) -> None:
         s = self.rs.sheet
@@ -136,8 +151,9 @@ class Resting:
             self.live_state(step, step.state)
 
 
-def take_rest(rs: Ruleset, state: GameState, name: str, rest: RestDef | str) -> tuple[GameState, list[str]]:
-    """Apply a rest to the character `name`; returns the new state and what it touched (`kind:id`)."""
+def take_rest(rs: Ruleset, state: GameState, name: str, rest: RestDef | str) -> tuple[GameState, list[Touched]]:
+    """Apply a rest to the character `name`; returns the new state and what it touched, in step order.
+    Raises NotFoundError for an unknown character or rest."""
     card = state.character(name)
     if card is None:
         raise NotFoundError("character", name, state.characters)
