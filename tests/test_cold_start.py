@@ -16,13 +16,19 @@ import tiktoken.load
 
 from conftest import SAMPLES, sample_dict
 from tagengine._internal.cli import run
-from tagengine._internal.prompt import tokens
+from tagengine._internal.prompt import forked, tokens
 from tagengine._internal.prompt.forked import ForkedTokenizer
-from tagengine._internal.prompt.tokens import ENCODINGS, EncodingError, TiktokenCounter
+from tagengine._internal.prompt.tokens import ENCODINGS, EncodingError, TiktokenCounter, choose
 
 EXE = Path(sys.executable).parent / "tagengine"
 TEXTS = ["hello world", "", "Le vieux gardien déçoit — ça arrive, naïvement.", "<|endoftext|> is plain text here",
          "🎲 rolls " * 40, "[sheet: who=\"Mira\" op=\"spend\" pool=\"grit\" amount=\"1\"]", "x" * 20_000]
+
+
+def cold_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make this process a fresh command line's, as `main()` does, until the test ends."""
+    monkeypatch.setattr(forked, "_allowed", False)
+    forked.allow()
 
 
 def published_hash(name: str) -> str:
@@ -50,7 +56,7 @@ def test_dec_33_a_file_that_does_not_match_the_published_hash_is_refused():
 
 def test_forked_tokenizer_answers_as_the_in_process_one():
     here = TiktokenCounter("o200k_base")
-    with ForkedTokenizer("o200k_base") as there:
+    with ForkedTokenizer("o200k_base", choose(encoding="o200k_base").build) as there:
         for text in TEXTS:
             assert there.encode(text) == here.encode(text)
         ids = here.encode(TEXTS[2])
@@ -59,14 +65,14 @@ def test_forked_tokenizer_answers_as_the_in_process_one():
 
 
 def test_forked_tokenizer_reports_a_failed_build_on_every_request():
-    with ForkedTokenizer("p50k_base") as f:
+    with ForkedTokenizer("p50k_base", lambda: TiktokenCounter("p50k_base")) as f:
         for _ in range(2):
             with pytest.raises(EncodingError, match="unknown encoding 'p50k_base'"):
                 f.encode("hi")
 
 
 def test_forked_tokenizer_close_ends_and_reaps_the_child():
-    f = ForkedTokenizer("cl100k_base")
+    f = ForkedTokenizer("cl100k_base", choose(encoding="cl100k_base").build)
     pid = f._pid
     f.close()
     with pytest.raises(ChildProcessError):  # already reaped: no zombie left behind
@@ -93,11 +99,13 @@ def preview_args(tmp_path: Path) -> list[str]:
 def test_p_6_cold_preview_prints_what_the_in_process_one_prints(tmp_path, extra, monkeypatch):
     forks: list[str] = []
     real_init = ForkedTokenizer.__init__
-    monkeypatch.setattr(ForkedTokenizer, "__init__", lambda self, name: forks.append(name) or real_init(self, name))
+    monkeypatch.setattr(ForkedTokenizer, "__init__",
+                        lambda self, name, build: forks.append(name) or real_init(self, name, build))
     args = [*preview_args(tmp_path), *extra]
     warm, cold = io.StringIO(), io.StringIO()
     assert run(args, warm, io.StringIO()) == 0 and forks == []
-    assert run(args, cold, io.StringIO(), cold_start=True) == 0
+    cold_process(monkeypatch)
+    assert run(args, cold, io.StringIO()) == 0
     assert forks == ["cl100k_base" if "gpt-4" in extra else "o200k_base"]
     assert cold.getvalue() == warm.getvalue()
     if "--context" in extra:
@@ -114,7 +122,8 @@ def test_p_6_without_a_process_to_spare_the_encoding_is_built_in_process(tmp_pat
     monkeypatch.setattr(os, "fork", no_fork)
     fds = len(os.listdir("/proc/self/fd"))
     cold = io.StringIO()
-    assert run(args, cold, io.StringIO(), cold_start=True) == 0
+    cold_process(monkeypatch)
+    assert run(args, cold, io.StringIO()) == 0
     assert cold.getvalue() == warm.getvalue() and len(os.listdir("/proc/self/fd")) == fds  # no pipe left open
 
 

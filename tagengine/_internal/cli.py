@@ -7,7 +7,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -169,18 +168,15 @@ def read_history(path: str) -> list[dict[str, Any]]:
 
 def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .prompt.budget import Budget
+    from .prompt.forked import start as start_tokenizer
     from .prompt.tokens import EncodingError
 
     budget = Budget(context=args.context, response=args.response, response_min=min(args.response_min, args.response),
                     model=args.model, encoding=args.encoding)
-    forked = None
-    if args.cold_start and hasattr(os, "fork"):  # overlap building the encoding with the imports below
-        from .prompt.forked import ForkedTokenizer
-
-        name, margin = budget.tiktoken_choice()
-        with suppress(OSError):  # no process to spare: build it here instead
-            forked = ForkedTokenizer(name)
-            budget = replace(budget, tokenizer=forked, margin=margin)
+    choice = budget.choice()
+    forked = start_tokenizer(choice)  # a fresh command: built on the other core while the imports below run
+    if forked is not None:
+        budget = replace(budget, tokenizer=forked, margin=choice.margin)
     try:
         return _preview(args, budget, out, err)
     except EncodingError as e:
@@ -338,10 +334,8 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None, *,
-        cold_start: bool = False) -> int:
-    """Run one command. `cold_start` says this is a fresh process that exits afterwards (`main`), where
-    `preview` builds its encoding in a forked process, overlapping the imports."""
+def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run one command; returns its exit code (0 ok, 1 bad input, 2 usage)."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -360,7 +354,6 @@ def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextI
         err.write("tagengine: a command is required (see tagengine --help)\n")
         return 2
     func: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.func
-    args.cold_start = cold_start
     try:
         return func(args, out, err)
     except Usage as e:
@@ -382,7 +375,10 @@ def main() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="surrogateescape")
-    code = run(cold_start=True)
+    from .prompt import forked
+
+    forked.allow()  # this process runs one command and exits: `preview` may build its tokenizer in a child
+    code = run()
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -8,11 +8,11 @@ minimum; a turn that still does not fit raises BudgetError naming each part's si
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import TagengineError
-from .tokens import REPLY_PRIMING, TiktokenCounter, TokenCounter, Tokenizer, counter, for_model
+from .tokens import REPLY_PRIMING, TokenCounter, Tokenizer, TokenizerChoice, choose, counter
 
 CUT_MARKER = "(The rules reference is cut here to fit the context: {kept:,} of {total:,} characters kept.)"
 GUIDANCE_CUT_ORDER = ("clocks.text", "party.advancement.text", "party.text", "sheetGuidance", "checkGuidance")
@@ -42,16 +42,16 @@ class Budget:
     reminder_in_user: bool = False  # DEC-29: merge the reminder into the last user message
     tokenizer: Tokenizer | None = field(default=None, compare=False)
 
-    def tiktoken_choice(self) -> tuple[str, float]:
-        """The tiktoken encoding and safety margin this budget's model calls for (DEC-33)."""
-        name, margin = (self.encoding, 0.0) if self.encoding else for_model(self.model)
-        return name, (self.margin if self.margin is not None else margin)
+    def choice(self) -> TokenizerChoice:
+        """The tokenizer this budget's model calls for, with its safety margin (DEC-33)."""
+        chosen = choose(self.model, self.encoding)
+        return chosen if self.margin is None else replace(chosen, margin=self.margin)
 
     def resolved(self) -> tuple[Tokenizer, float]:
         if self.tokenizer is not None:
             return self.tokenizer, self.margin or 0.0
-        name, margin = self.tiktoken_choice()
-        return TiktokenCounter(name), margin
+        chosen = self.choice()
+        return chosen.build(), chosen.margin
 
     @property
     def reserve_tokens(self) -> int:

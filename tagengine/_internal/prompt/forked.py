@@ -1,12 +1,14 @@
-"""A tokenizer whose encoding is built in a forked process, for a cold command-line start.
+"""A tokenizer built in a forked process, for a cold command-line start (decision P-6).
 
 A cold `tagengine preview` has two slow halves that do not depend on each other: importing the stack and
-loading the ruleset (pydantic, jinja2), and building the tiktoken encoding (200,000 ranks, then
+loading the ruleset (pydantic, jinja2), and building the tokenizer (for o200k_base: 200,000 ranks, then
 tiktoken's own constructor). Each holds the GIL, so threads cannot overlap them; a child forked before
-the imports builds the encoding on the other core and then answers `encode` / `decode_bytes` over two
-pipes. It is the same `TiktokenCounter`, one process away: the counts are identical (tests compare).
-Only the command line uses it (`run(..., cold_start=True)` from `main`); a library user's process
-builds its encoding once and keeps it (DEC-33).
+the imports builds the tokenizer on the other core and then answers `encode` / `decode_bytes` over two
+pipes. It is the same tokenizer, one process away: the counts are identical (tests compare).
+
+This module owns all of it. Only a process that says it is a fresh command that exits afterwards
+(`allow()`, called by the command line's `main`) forks; a library user's process builds its tokenizer
+once and keeps it (DEC-33), and `start` then answers None.
 """
 
 from __future__ import annotations
@@ -14,12 +16,31 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from types import TracebackType
 from typing import Any, BinaryIO
 
-from .tokens import EncodingError, TiktokenCounter
+from .tokens import EncodingError, Tokenizer, TokenizerChoice
+
+_allowed = False
+
+
+def allow() -> None:
+    """Let `start` fork from now on: for a process that runs one command and exits (the command line)."""
+    global _allowed
+    _allowed = True
+
+
+def start(choice: TokenizerChoice) -> ForkedTokenizer | None:
+    """A child already building `choice`'s tokenizer, or None where forking is not allowed or not possible
+    (the caller then builds it in process)."""
+    if not _allowed or not hasattr(os, "fork"):
+        return None
+    try:
+        return ForkedTokenizer(choice.name, choice.build)
+    except OSError:  # no process to spare
+        return None
 
 
 class ForkedTokenizer:
@@ -27,7 +48,7 @@ class ForkedTokenizer:
 
     Use it as a context manager: leaving it ends the child, whether or not it has finished building."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, build: Callable[[], Tokenizer]) -> None:
         self.name = name
         from_parent, to_child = os.pipe()  # (read end, write end)
         from_child, to_parent = os.pipe()
@@ -42,7 +63,7 @@ class ForkedTokenizer:
             try:
                 os.close(to_child)
                 os.close(from_child)
-                _serve(name, os.fdopen(from_parent, "rb"), os.fdopen(to_parent, "wb"))
+                _serve(build, os.fdopen(from_parent, "rb"), os.fdopen(to_parent, "wb"))
                 code = 0
             finally:
                 os._exit(code)
@@ -88,13 +109,13 @@ class ForkedTokenizer:
         self.close()
 
 
-def _serve(name: str, requests: BinaryIO, answers: BinaryIO) -> None:
-    """The child: build the encoding, then answer each request until the parent closes the pipe.
+def _serve(build: Callable[[], Tokenizer], requests: BinaryIO, answers: BinaryIO) -> None:
+    """The child: build the tokenizer, then answer each request until the parent closes the pipe.
     A failed build is answered, request by request, with its message."""
-    counter = TiktokenCounter(name)
     failure: str | None = None
     try:
-        counter.encode("")  # builds the encoding now, before the first question arrives
+        counter = build()
+        counter.encode("")  # builds a lazily loaded tokenizer now, before the first question arrives
     except Exception as e:  # any failure goes back to the parent as data
         failure = str(e) or repr(e)
     while True:

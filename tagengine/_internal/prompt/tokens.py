@@ -11,12 +11,12 @@ from __future__ import annotations
 import binascii
 import gzip
 import hashlib
-import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib.util import find_spec
 from pathlib import Path
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import NotFoundError, TagengineError
@@ -73,21 +73,21 @@ def _bundled_ranks(name: str, url: str, expected_hash: str | None = None) -> dic
     return dict(zip(map(binascii.a2b_base64, tokens), ranks, strict=True))
 
 
-_lock = threading.Lock()
-
-
 def definition(name: str, load: Callable[[str, str | None], dict[bytes, int]]) -> dict[str, Any]:
     """tiktoken's own definition of an encoding (`tiktoken_ext.openai_public`: name, pat_str, special
-    tokens), with `load(url, expected_hash)` standing in for its downloader during the call."""
+    tokens), with `load(url, expected_hash)` standing in for its downloader.
+
+    tiktoken offers no way to get a definition without its downloader, so its constructor function is
+    called as a copy whose globals name our loader: tiktoken's module is never changed, and concurrent
+    callers cannot see each other's loader."""
     from tiktoken_ext import openai_public
 
-    with _lock:  # the loader is swapped for the duration of one call
-        original = openai_public.load_tiktoken_bpe
-        openai_public.load_tiktoken_bpe = lambda url, expected_hash=None: load(url, expected_hash)
-        try:
-            return getattr(openai_public, name)()
-        finally:
-            openai_public.load_tiktoken_bpe = original
+    original = getattr(openai_public, name)
+    scope = {**original.__globals__, "load_tiktoken_bpe": lambda url, expected_hash=None: load(url, expected_hash)}
+    constructor = FunctionType(original.__code__, scope, original.__name__, original.__defaults__,
+                               original.__closure__)
+    result: dict[str, Any] = constructor()
+    return result
 
 
 @cache
@@ -111,6 +111,27 @@ class TiktokenCounter:
 
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
         return encoding(self.name).decode_bytes(list(tokens))
+
+
+@dataclass(frozen=True)
+class TokenizerChoice:
+    """Which tokenizer counts for a model, how sure the count is, and how to build it (DEC-33).
+
+    `build` makes the Tokenizer; a cold command-line start may run it in a forked child (forked.py)."""
+
+    name: str  # what the report names, e.g. "o200k_base"
+    margin: float  # share of the context kept free because the count is an estimate
+    build: Callable[[], Tokenizer] = field(compare=False)
+
+    @property
+    def exact(self) -> bool:
+        return self.margin == 0.0
+
+
+def choose(model: str | None = None, encoding: str | None = None) -> TokenizerChoice:
+    """The tokenizer for a model name, or for an encoding named outright (DEC-33)."""
+    name, margin = (encoding, 0.0) if encoding else for_model(model)
+    return TokenizerChoice(name, margin, lambda: TiktokenCounter(name))
 
 
 def for_model(model: str | None) -> tuple[str, float]:
