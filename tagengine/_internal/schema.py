@@ -20,7 +20,7 @@ def _published(name: str) -> str:
 
 def _rename(node: Any) -> Any:
     if isinstance(node, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for k, v in node.items():
             if k == "$defs":
                 out[k] = {_published(n): _rename(d) for n, d in v.items()}
@@ -39,7 +39,8 @@ def _rename(node: Any) -> Any:
 
 def schema(kind: str) -> dict[str, Any]:
     if kind == "ruleset":
-        return _rename(RulesetDef.model_json_schema(by_alias=True))
+        renamed: dict[str, Any] = _rename(RulesetDef.model_json_schema(by_alias=True))
+        return renamed
     if kind == "state":
         return state_schema()
     raise NotFoundError("schema", kind, ("ruleset", "state"))

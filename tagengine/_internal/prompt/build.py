@@ -68,8 +68,8 @@ def _fit_system(rs: Ruleset, budget: Budget, c: TokenCounter) -> SystemPrompt:
         return text, c.message("system", text)
 
     text, tokens = make()
-    if tokens > allowance and rs.file.gmReference:  # GMREF-8: the reference first, with a marked cut
-        full = rs.file.gmReference
+    full = rs.file.gmReference
+    if tokens > allowance and full:  # GMREF-8: the reference first, with a marked cut
         ref_tokens = c.text(full)
         keep = ref_tokens - (tokens - allowance) - c.text(CUT_MARKER.format(kept=len(full), total=len(full))) - 2
         kept = len(full)
@@ -80,7 +80,7 @@ def _fit_system(rs: Ruleset, budget: Budget, c: TokenCounter) -> SystemPrompt:
                 break
             keep -= tokens - allowance + 4
         cuts.append({"part": "gmReference", "action": "cut", "kept_chars": kept, "total_chars": len(full),
-                     "tokens_removed": ref_tokens - c.text(reference)})
+                     "tokens_removed": ref_tokens - c.text(reference or "")})
     texts = guidance(rs)
     for part in GUIDANCE_CUT_ORDER:  # DEC-32: then the guidance texts
         if tokens <= allowance:

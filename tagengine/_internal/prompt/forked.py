@@ -85,10 +85,12 @@ class ForkedTokenizer:
         return value
 
     def encode(self, text: str) -> list[int]:
-        return self._ask("encode", text)
+        ids: list[int] = self._ask("encode", text)
+        return ids
 
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
-        return self._ask("decode_bytes", list(tokens))
+        data: bytes = self._ask("decode_bytes", list(tokens))
+        return data
 
     def close(self) -> None:
         """End the child now: killing it is instant, where waiting could mean waiting for the build."""

@@ -37,9 +37,12 @@ class EncodingError(TagengineError, RuntimeError):
 class Tokenizer(Protocol):
     """What the budget needs from a token counter; plug in your own for other model families."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def encode(self, text: str) -> list[int]: ...
+
+    def __hash__(self) -> int: ...
 
     def decode_bytes(self, tokens: Sequence[int]) -> bytes: ...
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .checks.inspection import Inspection
 from .checks.refs import sheet_refs
+from .hide import HideWhenDef
 from .refs import ValueRefDef
-from .sheet import FractionOfMaxDef
+from .sheet import ColumnDef, FieldDef, FractionOfMaxDef
 
 Version = tuple[int, int]
 
@@ -92,7 +94,7 @@ def uses(ctx: Inspection) -> Iterator[Use]:
             break
     all_lists = [(f"sheet.lists[{i}]", x) for i, x in enumerate(s.lists)]
     all_lists += [(f"party.lists[{i}]", x) for i, x in enumerate(rs.party.lists if rs.party else [])]
-    all_fields = [(f"sheet.fields[{i}]", x) for i, x in enumerate(s.fields)]
+    all_fields: list[tuple[str, FieldDef | ColumnDef]] = [(f"sheet.fields[{i}]", x) for i, x in enumerate(s.fields)]
     all_fields += [(f"party.fields[{i}]", x) for i, x in enumerate(rs.party.fields if rs.party else [])]
     for base, lst in all_lists:
         if len(lst.columns) > 12:
@@ -119,11 +121,11 @@ def uses(ctx: Inspection) -> Iterator[Use]:
         yield Use((1, 774), "opposition", "gm.opposition", "GM-12")
 
 
-def hide_rules(ctx: Inspection) -> Iterator[tuple[str, object]]:
+def hide_rules(ctx: Inspection) -> Iterator[tuple[str, HideWhenDef]]:
     rs, s = ctx.rs, ctx.rs.sheet
-    groups = [("sheet.fields", s.fields), ("sheet.derived", s.derived), ("sheet.lists", s.lists),
-              ("sheet.live.pools", s.live.pools), ("sheet.live.tracks", s.live.tracks),
-              ("sheet.live.states", s.live.states)]
+    groups: list[tuple[str, Sequence[Any]]] = [
+        ("sheet.fields", s.fields), ("sheet.derived", s.derived), ("sheet.lists", s.lists),
+        ("sheet.live.pools", s.live.pools), ("sheet.live.tracks", s.live.tracks), ("sheet.live.states", s.live.states)]
     if rs.party is not None:
         groups += [("party.fields", rs.party.fields), ("party.pools", rs.party.pools), ("party.lists", rs.party.lists)]
     for base, items in groups:

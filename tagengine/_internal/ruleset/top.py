@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Literal
 
 from .base import BaseDef, Id, Label
@@ -54,7 +55,7 @@ class ResolutionDef(BaseDef):
 class SummaryListDef(BaseDef):
     list: Id
     nameColumn: Id | None = None
-    columns: list[Id] | None = None
+    columns: builtins.list[Id] | None = None
 
 
 class SummaryDef(BaseDef):

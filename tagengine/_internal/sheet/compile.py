@@ -43,7 +43,8 @@ def compute(d: DerivedDef) -> Reader:
     """The whole derived value as one function (SHEET-23..27, ENUM-1..5)."""
     if d.op in ("sum", "min", "max", "multiply"):
         fns = [reader(r) for r in d.of or []]
-        combine = {"sum": sum, "min": min, "max": max, "multiply": math.prod}[d.op]
+        combiners: dict[str, Callable[[list[int]], int]] = {"sum": sum, "min": min, "max": max, "multiply": math.prod}
+        combine = combiners[d.op]
         if not fns:
             return lambda ev: 0
         return lambda ev: combine([f(ev) for f in fns])

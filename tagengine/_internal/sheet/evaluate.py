@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import NotFoundError
@@ -46,7 +46,8 @@ def sheet_of(rs: Ruleset, card: Mapping[str, Any], live: LiveValues | None, name
 
 
 def build(ev: Eval, name: str) -> SheetView:
-    f = ev.rs.file.party if ev.party else ev.rs.file.sheet
+    party_def = ev.rs.file.party if ev.party else None
+    s = ev.rs.file.sheet
     hidden: dict[str, str] = {}
 
     def note(kind: str, element: Any) -> str | None:
@@ -58,21 +59,21 @@ def build(ev: Eval, name: str) -> SheetView:
         return why
 
     fields = {}
-    for fd in f.fields:
+    for fd in party_def.fields if party_def else s.fields:
         note("fields", fd)
         fields[fd.id] = ev.fields[fd.id]
     derived = {}
-    lists = {}
-    if not ev.party:
+    lists: dict[str, Sequence[Mapping[str, Any]]] = {}
+    if party_def is None:
         derived = ev.all_derived()
-        for d in ev.rs.file.sheet.derived:
+        for d in s.derived:
             if d.hideWhen is not None:
                 note("derived", d)
-    for lst in f.lists:
+    for lst in party_def.lists if party_def else s.lists:
         note("lists", lst)
         lists[lst.id] = ev.list_rows(lst.id) or []
     pools = []
-    for p in f.pools if ev.party else ev.rs.file.sheet.live.pools:
+    for p in party_def.pools if party_def else s.live.pools:
         why = note("pools", p)
         temp = ev.live.temp.get(p.id, 0) if p.allowTemp else 0
         pools.append(PoolView(p.id, p.label, ev.pool_cur(p), ev.pool_max(p), temp, p.group, why))

@@ -15,7 +15,7 @@ from . import marking, wounds
 from .check_numbers import check_number
 from .compile import program
 from .fields import field_values, rows
-from .views import WoundLevel, WoundView
+from .views import CheckNumber, WoundLevel, WoundView
 from .visibility import hidden_by
 
 _MAXIMA: IdentityCache[dict[str, int]] = IdentityCache()
@@ -67,7 +67,7 @@ class Eval:
         self._pool_max: dict[str, int] | None = None  # shared per card, fetched on first use
         self._sums: dict[tuple[str, str, str | None], int] = {}
         self._scores: dict[str, int] = {}
-        self.checks_done: dict[tuple[str, str, str | None], Any] = {}
+        self.checks_done: dict[tuple[str, str, str | None], CheckNumber] = {}
 
     @property
     def fields(self) -> dict[str, Any]:
@@ -153,7 +153,7 @@ class Eval:
             value = self.computed.get(target)
             return value if value is not None else self.derived(target)
         if key == "const":
-            return target
+            return int(target)
         if key == "field":
             value = self.fields.get(target)
             return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..ruleset import Ruleset
@@ -64,12 +65,12 @@ def render(rs: Ruleset, sheet: SheetView) -> str:
     for d in s.derived:
         by_section.setdefault(d.section, []).append(f"derived: {d.label}: {sheet.derived.get(d.id)}")
     for lst in s.lists:
-        rows = sheet.lists.get(lst.id) or []
+        rows: Sequence[Mapping[str, Any]] = sheet.lists.get(lst.id) or ()
         cells = "; ".join(", ".join(f"{k}={v!r}" for k, v in r.items()) for r in rows) or "no rows"
         by_section.setdefault(lst.section, []).append(f"list: {lst.label}: {cells}")
     block("Sheet", by_section.pop(None, []))
     for sid, items in by_section.items():
-        block(sections.get(sid, sid or ""), items)
+        block(sections.get(sid or "", sid or ""), items)
     block("Pools", [f"{p.label}: {p.now}" + (f" (group {p.group})" if p.group else "") for p in sheet.pools])
     block("Row pools", [f"{lid}: " + ", ".join(f"{c}/{m}" for c, m in cells) for lid, cells in sheet.row_pools.items()])
     block("Tracks", [f"{t.label}: {t.value} of {t.min}..{t.max}" for t in sheet.tracks])
@@ -105,7 +106,7 @@ def render_party(rs: Ruleset, sheet: SheetView) -> str:
     lines.append("Pools")
     lines += [f"  {p.label}: {p.now}" for p in sheet.pools if p.id in pools]
     for lst in party.lists:
-        rows = sheet.lists.get(lst.id) or []
+        rows: Sequence[Mapping[str, Any]] = sheet.lists.get(lst.id) or ()
         lines.append(f"{lst.label}: " + ("; ".join(", ".join(f"{k}={v!r}" for k, v in r.items()) for r in rows)
                                          or "no rows"))
     lines += [f"Hidden {k}: {why}" for k, why in sheet.hidden.items()]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +36,7 @@ class CheckNumber:
     section: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        return {k: getattr(self, k) for k in self.__slots__}
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +135,7 @@ class SheetView:
     fields: Mapping[str, Any]
     hidden: Mapping[str, str]  # "fields.x" / "derived.y" / "lists.z" / ... -> why
     derived: Mapping[str, int]
-    lists: Mapping[str, tuple[Mapping[str, Any], ...]]
+    lists: Mapping[str, Sequence[Mapping[str, Any]]]
     abilities: tuple[CheckNumber, ...] = ()
     skills: tuple[CheckNumber, ...] = ()
     saves: tuple[CheckNumber, ...] = ()

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..index import SheetIndex
+from ..live import PoolDef
+from ..sheet import FieldDef
 from . import fields, gm, ids, refs
 from .inspection import Inspection, count_problem
 
@@ -14,7 +18,8 @@ def check_party(ctx: Inspection) -> None:
     if not party.fields and not party.pools:
         ctx.add("party", "empty-party", "a party sheet needs at least one field or one pool (PARTY-4)", None)
     seen: dict[str, str] = {}
-    for kind, items in (("fields", party.fields), ("pools", party.pools)):
+    groups: tuple[tuple[str, Sequence[FieldDef | PoolDef]], ...] = (("fields", party.fields), ("pools", party.pools))
+    for kind, items in groups:
         for i, item in enumerate(items):
             if item.id in seen:
                 ctx.add(f"party.{kind}[{i}].id", "duplicate-id", f"id {item.id!r} is already used at {seen[item.id]} "

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from ..index import SheetIndex
 from ..refs import ValueRefDef
@@ -234,8 +235,9 @@ def check_refs(ctx: Inspection) -> None:
     live = LiveReads(ctx)
     s = ctx.rs.sheet
     for base, attr, what in BEFORE_LIVE:
-        items = {"sheet.live.pools": s.live.pools, "sheet.live.tracks": s.live.tracks,
-                 "sheet.training": s.training}[base]
+        by_base: dict[str, Sequence[Any]] = {"sheet.live.pools": s.live.pools, "sheet.live.tracks": s.live.tracks,
+                                             "sheet.training": s.training}
+        items = by_base[base]
         for i, item in enumerate(items):
             ref = getattr(item, attr)
             if not isinstance(ref, ValueRefDef):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..sheet import UntrainedByDef
+from ..sheet import SectionDef, SkillDef, UntrainedByDef
 from .inspection import Inspection, count_problem
 
 
@@ -15,7 +15,7 @@ def target_can_move(ctx: Inspection) -> bool:
 
 def untrained_rules(ctx: Inspection) -> None:
     s = ctx.rs.sheet
-    spots = [(f"sheet.sections[{i}]", x) for i, x in enumerate(s.sections)]
+    spots: list[tuple[str, SectionDef | SkillDef]] = [(f"sheet.sections[{i}]", x) for i, x in enumerate(s.sections)]
     spots += [(f"sheet.skills[{i}]", x) for i, x in enumerate(s.skills)]
     spots += [(f"sheet.saves[{i}]", x) for i, x in enumerate(s.saves)]
     movable = target_can_move(ctx)
