@@ -131,7 +131,9 @@ class GameState:
         return json.dumps(self.to_json(), ensure_ascii=False, indent=2) + "\n"
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.dumps(), encoding="utf-8")
+        from .files import write_atomic  # all or nothing; a symbolic link is refused (F-1, F-2)
+
+        write_atomic(path, self.dumps().encode("utf-8"))
 
     @classmethod
     def loads(cls, rs: Ruleset, text: str | bytes, source: str = "<state>") -> GameState:
