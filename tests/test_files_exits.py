@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -146,9 +147,9 @@ def _kill_at_random(cmds: list[list[str]], check, seed: int, spread: float) -> i
     were killed before they finished (so the test knows the kills landed mid-run)."""
     rng = random.Random(seed)
     killed = 0
-    for start in range(0, len(cmds), 4):  # four at a time keeps the whole test to a few seconds
+    for start in range(0, len(cmds), 6):  # six at a time keeps the whole test to a few seconds
         group = [(i, subprocess.Popen(cmds[i], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-                 for i in range(start, min(start + 4, len(cmds)))]
+                 for i in range(start, min(start + 6, len(cmds)))]
         delays = sorted((rng.random() * spread, i, p) for i, p in group)
         t0 = time.monotonic()
         for delay, _, p in delays:
@@ -169,7 +170,7 @@ def test_apply_killed_anywhere_leaves_the_old_state_or_the_new_one(game, tmp_pat
     assert call("apply", RULES, str(state), str(reply), "--state-out", str(expected))[0] == 0
     new = expected.read_bytes()
     assert new != old
-    outs = [tmp_path / f"out{i}.json" for i in range(8)]
+    outs = [tmp_path / f"out{i}.json" for i in range(6)]
     for o in outs:
         o.write_bytes(old)
     t0 = time.monotonic()
@@ -185,26 +186,60 @@ def test_apply_killed_anywhere_leaves_the_old_state_or_the_new_one(game, tmp_pat
     assert _kill_at_random(cmds, check, 17, spread) > 0
 
 
+def _writing(folder: Path, before: dict[str, tuple[int, int]]) -> bool:
+    """The directory shows a write has begun: a new file (a temporary), or a file changed or truncated."""
+    try:
+        return _snapshot(folder) != before
+    except FileNotFoundError:  # a temporary renamed between listing and stat: a write has begun
+        return True
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir()}
+
+
 def test_replay_killed_anywhere_leaves_the_old_output_or_the_new_one(tmp_path):
+    """Each run is killed at a random point after it has begun writing (seen in its directory), so the kills
+    land in the writing phase rather than in the imports."""
     chat = (SAMPLES / "transcripts" / "crew-night.jsonl").read_text().strip()
     doc = json.loads(chat)
     src = tmp_path / "in.jsonl"
-    src.write_text("".join(json.dumps({**doc, "id": f"c{i}"}) + "\n" for i in range(600)))
-    expected = tmp_path / "expected.jsonl"
-    t0 = time.monotonic()
-    subprocess.run([*TAGENGINE, "replay", RULES, str(src), "-o", str(expected)], check=True,
-                   stderr=subprocess.DEVNULL)
-    spread = time.monotonic() - t0
-    new, old = expected.read_bytes(), b'{"id": "an earlier run"}\n'
-    outs = [tmp_path / f"out{i}.jsonl" for i in range(8)]
-    for o in outs:
-        o.write_bytes(old)
+    src.write_text("".join(json.dumps({**doc, "id": f"c{i}"}) + "\n" for i in range(400)))
+    old = b'{"id": "an earlier run"}\n'
+    runs = [tmp_path / f"run{i}" for i in range(6)]
+    for folder in runs:
+        folder.mkdir()
+        (folder / "out.jsonl").write_bytes(old)
 
-    def check(i):
-        assert outs[i].read_bytes() in (old, new)
+    def start(folder):
+        before = _snapshot(folder)
+        p = subprocess.Popen([*TAGENGINE, "replay", RULES, str(src), "-o", str(folder / "out.jsonl")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while p.poll() is None and not _writing(folder, before):
+            time.sleep(0.002)
+        return p, time.monotonic()
 
-    cmds = [[*TAGENGINE, "replay", RULES, str(src), "-o", str(o)] for o in outs]
-    assert _kill_at_random(cmds, check, 7, spread) > 0
+    p, began = start(runs[0])  # the first runs to the end: how long the writing phase lasts, and the new output
+    assert p.wait() == 0
+    window = time.monotonic() - began
+    new = (runs[0] / "out.jsonl").read_bytes()
+    rng = random.Random(7)
+    delays = [rng.random() * window for _ in runs[1:]]
+
+    def kill(k):
+        p, _ = start(runs[k + 1])
+        time.sleep(delays[k])
+        killed = p.poll() is None
+        if killed:
+            p.send_signal(signal.SIGKILL)
+        p.wait()
+        return killed
+
+    with ThreadPoolExecutor(len(delays)) as pool:  # all at once: a few seconds in all
+        killed = list(pool.map(kill, range(len(delays))))
+    for folder in runs[1:]:
+        assert (folder / "out.jsonl").read_bytes() in (old, new)
+    assert any(killed)
 
 
 # -- F-12: streams -------------------------------------------------------------------------------
