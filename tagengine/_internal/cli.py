@@ -324,7 +324,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def state_file_name(cid: Any) -> str:
     """A file name for a chat id that no other id shares (F-11): the id itself when it is a safe name,
-    else its safe characters plus 8 hex digits of the id's SHA-256 (`a/b` -> `a_b-1f0c6a3e.json`)."""
+    else its safe characters plus 8 hex digits of the id's SHA-256 (`a/b` -> `a_b-c14cddc0.json`)."""
     import hashlib
     import re
 
@@ -506,6 +506,17 @@ class _Closed(io.TextIOBase):
         return False
 
 
+def _buffered(stream: TextIO | None, *, line: bool = False) -> TextIO | None:
+    """Under PYTHONUNBUFFERED (common in containers) a standard stream writes straight to the file, and
+    Python's text layer drops the rest of a short write: output cut short at a closed pipe or a full
+    disk, and exit 0. A buffered writer finishes every write or raises (F-12)."""
+    raw = getattr(stream, "buffer", None)
+    if stream is None or not isinstance(raw, io.RawIOBase):
+        return stream
+    return io.TextIOWrapper(io.BufferedWriter(raw), encoding=stream.encoding, errors="surrogateescape",
+                            line_buffering=line)
+
+
 def main() -> None:
     for fd, stream in ((0, sys.stdin), (1, sys.stdout), (2, sys.stderr)):
         if stream is None:  # started with the descriptor closed: hold it with /dev/null so no file we
@@ -514,6 +525,7 @@ def main() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="surrogateescape")
+    sys.stdout, sys.stderr = _buffered(sys.stdout), _buffered(sys.stderr, line=True)
     code = run(cold_start=True)
     for name, stream in (("<stdout>", sys.stdout), ("<stderr>", sys.stderr)):
         try:

@@ -64,8 +64,8 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
             break
         except FileExistsError:
             continue
-        except OSError as e:
-            raise _named(e, target) from None
+        except OSError as e:  # name the file asked for, not the temporary (`No such file or directory`)
+            raise type(e)(e.errno, e.strerror, target) from None
     else:  # pragma: no cover - 100 random names all taken
         raise FileExistsError(errno.EEXIST, "no free temporary name beside the file", target)
     try:
