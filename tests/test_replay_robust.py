@@ -101,8 +101,8 @@ def test_tiny_chats_go_to_the_workers_in_large_batches(tmp_path):
     path = tmp_path / "tiny.jsonl"
     path.write_text("".join(chat(f"c{i}") + "\n" for i in range(10_000)))
     sizes = [len(b) for b in batch._ranges(str(path), batch.BATCH_PER_WORKER)]
-    assert sum(sizes) == 10_000 and len(sizes) <= 10
-    assert [len(b) for b in batch._batches(((i, b"x" * 200) for i in range(10_000)), 4)] == [1311] * 7 + [823]
+    assert sum(sizes) == 10_000 and len(sizes) <= 40  # it was 2,500
+    assert [len(b) for b in batch._batches(((i, b"x" * 200) for i in range(10_000)), 4)] == [328] * 30 + [160]
 
 
 def test_line_spans_match_splitlines(tmp_path):

@@ -37,7 +37,7 @@ from .state_load import from_json
 from .tags.parse import parser
 
 BATCH_PER_WORKER = 4  # chats per batch handed to a worker, at least
-BATCH_BYTES = 256 * 1024  # ...and until the batch holds this much input: tiny chats go 1000s at a time (F-14)
+BATCH_BYTES = 64 * 1024  # ...and until the batch holds this much input: tiny chats go 100s at a time (F-14)
 BATCH_MAX = 4096  # ...but never more chats than this in one batch
 MAX_CHAT_BYTES = 64 * 1024 * 1024  # one chat (one line); a longer line is named, not read (F-5)
 _BOM = b"\xef\xbb\xbf"
