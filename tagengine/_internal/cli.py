@@ -1,7 +1,7 @@
 """`tagengine` command line: `run(argv) -> int`, so tests call it directly.
 
 Exit 0 ok; 1 bad input, a bad replay line, a file or stream that cannot be read or written; 2 usage
-(decisions P-7, F-1..F-9). Every file written goes through `files.atomic_writer`.
+(decisions P-7, F-1..F-14). Every file written goes through `files.atomic_writer`.
 """
 
 from __future__ import annotations
