@@ -66,7 +66,7 @@ def test_bad_lines_are_named_and_the_rest_go_on(tmp_path):
                                '{"id": "y", "characters": ["$party"], "messages": []}',
                                '{"id": "z", "characters": ["A"], "messages": [{"role": "assistant"}]}', good]) + "\n")
     out, err = io.StringIO(), io.StringIO()
-    assert run(["replay", RULES, str(path)], out, err) == 0
+    assert run(["replay", RULES, str(path)], out, err) == 1  # a bad line means exit 1 (F-4); the rest still go out
     docs = [json.loads(x) for x in out.getvalue().splitlines()]
     assert [("error" in d) for d in docs] == [False, True, True, True, True, True, False]
     summary = err.getvalue()

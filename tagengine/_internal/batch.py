@@ -6,6 +6,10 @@ Input is JSONL, one chat per line: `{"id", "characters" | "state" | "start", "me
 result; or `{"id", "error"}` for a bad line while the rest go on. The starting point is kept in the
 output, so replaying the output gives the same output (DEC-5). Memory stays flat: lines are read,
 processed and written in bounded batches.
+
+Every failure of one line is caught and named with its line number, and the rest go on (F-4); a line
+over MAX_CHAT_BYTES is refused unread. Input is read with plain reads, never mapped, so a file that
+changes underneath gives bad lines, not a crash (F-13). Roles match without case (F-10).
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from __future__ import annotations
 import gc
 import io
 import json
-import mmap
 import multiprocessing as mp
 import os
 import sys
@@ -27,11 +30,16 @@ import orjson
 
 from .commands import apply_reply
 from .errors import ProblemsError
+from .files import json_problem
 from .ruleset import Ruleset
 from .state import GameState, from_json
 from .tags.parse import parser
 
-BATCH_PER_WORKER = 4  # chats per batch handed to a worker
+BATCH_PER_WORKER = 4  # chats per batch handed to a worker, at least
+BATCH_BYTES = 64 * 1024  # ...and until the batch holds this much input: tiny chats go 100s at a time (F-14)
+BATCH_MAX = 4096  # ...but never more chats than this in one batch
+MAX_CHAT_BYTES = 64 * 1024 * 1024  # one chat (one line); a longer line is named, not read (F-5)
+_BOM = b"\xef\xbb\xbf"
 _RULESET: Ruleset | None = None
 
 
@@ -60,15 +68,19 @@ def dumps(doc: Any) -> bytes:
     try:
         return orjson.dumps(doc)
     except TypeError:  # a lone surrogate carried over from a transcript that is not clean UTF-8
-        return json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogateescape")
+        text = json.dumps(doc, ensure_ascii=False)
+    try:
+        return text.encode("utf-8", "surrogateescape")  # bytes that were not UTF-8 go back out as they came
+    except UnicodeEncodeError:  # a surrogate written as `\ud800` in the input: keep it escaped, as it came
+        return json.dumps(doc, ensure_ascii=True).encode("ascii")
 
 
 def replay_line(rs: Ruleset, line: bytes | str, number: int) -> dict[str, Any]:
-    """One chat: its output object, or `{"id", "error"}` naming what is wrong. Never raises."""
+    """One chat: its output object, or `{"id", "error"}` naming what is wrong. Never raises (F-4)."""
     try:
         chat = loads(line)
-    except (json.JSONDecodeError, RecursionError) as e:
-        return {"id": None, "error": f"line {number}: not JSON: {e}"}
+    except (RecursionError, ValueError) as e:  # JSONDecodeError, and integers of thousands of digits
+        return {"id": None, "error": f"line {number}: not JSON: {json_problem(e)}"}
     if not isinstance(chat, dict):
         return {"id": None, "error": f"line {number}: a chat is a JSON object"}
     cid = chat.get("id")
@@ -78,6 +90,8 @@ def replay_line(rs: Ruleset, line: bytes | str, number: int) -> dict[str, Any]:
         return {"id": cid, "error": f"line {number}: " + "; ".join(str(p) for p in e.problems[:5])}
     except (ValueError, TypeError, KeyError) as e:
         return {"id": cid, "error": f"line {number}: {e}"}
+    except Exception as e:  # anything else is a bug, but it is this line's: name it and go on
+        return {"id": cid, "error": f"line {number}: {type(e).__name__}: {e}"}
 
 
 def _replay(rs: Ruleset, chat: dict[str, Any], cid: Any, number: int) -> dict[str, Any]:
@@ -104,7 +118,8 @@ def _replay(rs: Ruleset, chat: dict[str, Any], cid: Any, number: int) -> dict[st
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or not isinstance(m.get("content"), str):
             raise ValueError(f"messages[{i}] is not {{role, content}}")
-        if m.get("role") == "assistant":
+        role = m.get("role")
+        if isinstance(role, str) and role.lower() == "assistant":
             applied = apply_reply(rs, state, m["content"])
             state = applied.state
             for r in applied.receipts:
@@ -115,7 +130,7 @@ def _replay(rs: Ruleset, chat: dict[str, Any], cid: Any, number: int) -> dict[st
     return out
 
 
-def _work(batch: list[tuple[int, bytes]]) -> tuple[bytes, list[str], dict[str, int]]:
+def _work(batch: list[tuple[int, bytes | None]]) -> tuple[bytes, list[str], dict[str, int]]:
     """A batch of raw lines -> (their output lines, errors, receipt counts). Workers get and return one
     bytes object per batch, so the parent process only moves bytes and the work itself runs in parallel."""
     assert _RULESET is not None
@@ -123,12 +138,21 @@ def _work(batch: list[tuple[int, bytes]]) -> tuple[bytes, list[str], dict[str, i
     errors: list[str] = []
     counts: dict[str, int] = {}
     for number, raw in batch:
-        doc = replay_line(_RULESET, raw, number)
+        if raw is None:
+            doc: dict[str, Any] = {"id": None, "error": f"line {number}: longer than {MAX_CHAT_BYTES} bytes, "
+                                   "tagengine's limit for one chat; not read"}
+        else:
+            doc = replay_line(_RULESET, raw, number)
+        try:
+            data = dumps(doc)
+        except Exception as e:  # pragma: no cover - dumps falls back to ASCII JSON; this is the last guard
+            doc = {"id": None, "error": f"line {number}: the output could not be written: {e}"}
+            data = dumps(doc)
         if "error" in doc:
             errors.append(doc["error"])
         for k, v in (doc.get("receipts") or {}).items():
             counts[k] = counts.get(k, 0) + v
-        out.append(dumps(doc))
+        out.append(data)
     return b"\n".join(out) + b"\n", errors, counts
 
 
@@ -137,9 +161,12 @@ def _work_ranges(task: tuple[str, list[tuple[int, int, int]], str]) -> tuple[str
     offsets and a path crosses the process boundary, so the parent stays idle and both cores work."""
     path, ranges, out_path = task
     with open(path, "rb") as f:
-        batch = []
+        batch: list[tuple[int, bytes | None]] = []
         for number, start, end in ranges:
-            f.seek(start)
+            if end - start > MAX_CHAT_BYTES:
+                batch.append((number, None))
+                continue
+            f.seek(start)  # a file that shrank since gives a short line, which is then a bad line
             batch.append((number, f.read(end - start)))
     data, errors, counts = _work(batch)
     with open(out_path, "wb") as out:
@@ -147,26 +174,46 @@ def _work_ranges(task: tuple[str, list[tuple[int, int, int]], str]) -> tuple[str
     return out_path, errors, counts
 
 
+def _line_spans(f: BinaryIO) -> Iterator[tuple[int, int, int, bool]]:
+    """(line number, start, end, blank) of every line, read in 1 MiB pieces with plain reads: a file
+    that shrinks or grows meanwhile cannot crash the reader as a mapped one does (bus error, F-13)."""
+    number, offset, start, blank = 0, 0, 0, True
+    while True:
+        chunk = f.read(1 << 20)
+        if not chunk:
+            break
+        pos = 0
+        if offset == 0 and chunk.startswith(_BOM):  # a leading BOM is not part of line 1 (F-6)
+            start = pos = 3
+        while True:
+            nl = chunk.find(b"\n", pos)
+            blank = blank and not (chunk[pos:] if nl == -1 else chunk[pos:nl]).strip()
+            if nl == -1:
+                break
+            number += 1
+            yield number, start, offset + nl, blank
+            start, blank, pos = offset + nl + 1, True, nl + 1
+        offset += len(chunk)
+    if offset > start:
+        yield number + 1, start, offset, blank
+
+
 def _ranges(path: str, size: int) -> Iterator[list[tuple[int, int, int]]]:
-    """Batches of (line number, start, end) for the non-blank lines of a file, found without copying it."""
+    """Batches of (line number, start, end) for the non-blank lines of a file, found without copying it;
+    a batch closes at `size` chats once it holds BATCH_BYTES, or at BATCH_MAX chats."""
     with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            batch: list[tuple[int, int, int]] = []
-            pos, number, end_of_file = 0, 0, len(mm)
-            while pos < end_of_file:
-                number += 1
-                nl = mm.find(b"\n", pos)
-                end = end_of_file if nl == -1 else nl
-                if mm[pos:end].strip():
-                    batch.append((number, pos, end))
-                    if len(batch) >= size:
-                        yield batch
-                        batch = []
-                pos = end + 1
-            if batch:
+        batch: list[tuple[int, int, int]] = []
+        held = 0
+        for number, start, end, blank in _line_spans(f):
+            if blank:
+                continue
+            batch.append((number, start, end))
+            held += end - start
+            if (len(batch) >= size and held >= BATCH_BYTES) or len(batch) >= BATCH_MAX:
                 yield batch
+                batch, held = [], 0
+        if batch:
+            yield batch
 
 
 @dataclass
@@ -187,21 +234,37 @@ class Summary:
         return text + "".join(f"\n  {e}" for e in self.errors)
 
 
-def _lines(stream: TextIO | BinaryIO) -> Iterator[tuple[int, bytes]]:
-    raw = getattr(stream, "buffer", stream)
-    for number, line in enumerate(raw, 1):
+def _lines(stream: TextIO | BinaryIO) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, bytes) of the non-blank lines; None for a line over MAX_CHAT_BYTES, which is skipped
+    without being held in memory."""
+    raw: Any = getattr(stream, "buffer", stream)
+    number = 0
+    while True:
+        line = raw.readline(MAX_CHAT_BYTES + 1)
+        if not line:
+            return
+        number += 1
         data = line if isinstance(line, bytes) else line.encode("utf-8", "surrogateescape")
-        if data.strip():
+        if number == 1 and data.startswith(_BOM):
+            data = data[3:]
+        if len(data.rstrip(b"\r\n")) > MAX_CHAT_BYTES:
+            while line and not line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
+                line = raw.readline(1 << 20)
+            yield number, None
+        elif data.strip():
             yield number, data
 
 
-def _batches(items: Iterable[tuple[int, bytes]], size: int) -> Iterator[list[tuple[int, bytes]]]:
-    batch: list[tuple[int, bytes]] = []
+def _batches(items: Iterable[tuple[int, bytes | None]], size: int) -> Iterator[list[tuple[int, bytes | None]]]:
+    """Batches as in `_ranges`: `size` chats and BATCH_BYTES of input, or BATCH_MAX chats."""
+    batch: list[tuple[int, bytes | None]] = []
+    held = 0
     for item in items:
         batch.append(item)
-        if len(batch) >= size:
+        held += len(item[1] or b"")
+        if (len(batch) >= size and held >= BATCH_BYTES) or len(batch) >= BATCH_MAX:
             yield batch
-            batch = []
+            batch, held = [], 0
     if batch:
         yield batch
 
@@ -233,7 +296,7 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
     One worker runs in this process unless `processes` asks for a pool even then."""
     summary = Summary()
     out = getattr(sink, "buffer", sink)
-    binary = not isinstance(out, io.TextIOBase)
+    binary = not isinstance(getattr(out, "wrapped", out), io.TextIOBase)
 
     def emit(data: bytes, errors: list[str], receipts: dict[str, int], size: int) -> None:
         out.write(data if binary else data.decode("utf-8", "surrogateescape"))  # type: ignore[arg-type]

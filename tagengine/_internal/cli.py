@@ -1,17 +1,24 @@
-"""`tagengine` command line: `run(argv) -> int`, so tests call it directly (exit 0 ok, 1 bad input, 2 usage)."""
+"""`tagengine` command line: `run(argv) -> int`, so tests call it directly.
+
+Exit 0 ok; 1 bad input, a bad replay line, a file or stream that cannot be read or written; 2 usage
+(decisions P-7, F-1..F-14). Every file written goes through `files.atomic_writer`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .errors import NotFoundError, ProblemsError, RulesetError
+from .errors import NotFoundError, Problem, ProblemsError, RulesetError
+from .files import NamedStream, TooLarge, json_problem, read_file, read_limited, same_file
 
 if TYPE_CHECKING:
     from .prompt.budget import Budget
@@ -19,6 +26,9 @@ if TYPE_CHECKING:
     from .state import GameState
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+MAX_REPLY_BYTES = 4 * 1024 * 1024  # one model reply (F-5): far above any context window's worth of text
+MAX_HISTORY_BYTES = 64 * 1024 * 1024  # a `preview --history` file
+MAX_WORKERS = 64  # `replay --workers` (F-8)
 
 
 class Usage(Exception):
@@ -28,6 +38,35 @@ class Usage(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise Usage(f"{self.prog}: {message}")
+
+
+def _int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= `low` (a negative token budget is a usage error, F-7)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text} is below {low}")
+        return value
+
+    return parse
+
+
+def _workers(text: str) -> int:
+    value = _int_at_least(1)(text)
+    if value > MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"{text} is above {MAX_WORKERS}, the most tagengine starts")
+    return value
+
+
+def _not_an_input(output: str, inputs: dict[str, str | None], command: str) -> None:
+    """Refuse writing onto a file the command reads (F-3): the input would be gone before it is read."""
+    for what, path in inputs.items():
+        if path and path != "-" and same_file(output, path):
+            raise Usage(f"tagengine {command}: the output {output} is the {what} file; write it elsewhere")
 
 
 def _emit(obj: Any, out: TextIO) -> None:
@@ -66,19 +105,35 @@ def cmd_state_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     rs = Ruleset.load(args.ruleset)
     state = GameState.new(rs, args.names)
     if args.output:
+        _not_an_input(args.output, {"ruleset": args.ruleset}, "state new")
         state.save(args.output)
     else:
         out.write(state.dumps())
     return 0
 
 
+def _stdin(stdin: TextIO | None) -> TextIO:
+    stream = stdin or sys.stdin
+    if stream is None:  # started with `<&-`
+        raise OSError(9, "standard input is closed", "<stdin>")
+    return stream
+
+
 def read_reply(spec: str, stdin: TextIO | None = None) -> str:
-    """A reply from a file or `-` (stdin); bytes that are not UTF-8 pass through untouched."""
+    """A reply from a file or `-` (stdin), at most MAX_REPLY_BYTES, BOM dropped (F-5, F-6); bytes that
+    are not UTF-8 pass through untouched."""
     if spec == "-":
-        stream = stdin or sys.stdin
+        stream = _stdin(stdin)
         buf = getattr(stream, "buffer", None)
-        return buf.read().decode("utf-8", "surrogateescape") if buf is not None else stream.read()
-    return Path(spec).read_bytes().decode("utf-8", "surrogateescape")
+        if buf is None:
+            text = stream.read(MAX_REPLY_BYTES + 1)
+            if len(text) > MAX_REPLY_BYTES:
+                raise TooLarge("<stdin>", MAX_REPLY_BYTES)
+            return text.removeprefix("\ufeff")
+        data = read_limited(buf, MAX_REPLY_BYTES, "<stdin>")
+    else:
+        data = read_file(spec, MAX_REPLY_BYTES)
+    return data.decode("utf-8", "surrogateescape")
 
 
 def load_pair(args: argparse.Namespace, err: TextIO) -> tuple[Ruleset, GameState]:
@@ -95,6 +150,8 @@ def load_pair(args: argparse.Namespace, err: TextIO) -> tuple[Ruleset, GameState
 def cmd_apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .commands import apply_reply
 
+    if args.state_out:  # onto the input state is fine: the write is atomic (F-3)
+        _not_an_input(args.state_out, {"ruleset": args.ruleset, "reply": args.reply}, "apply")
     rs, state = load_pair(args, err)
     applied = apply_reply(rs, state, read_reply(args.reply))
     if args.state_out:
@@ -143,24 +200,29 @@ def cmd_sheet(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def read_history(path: str) -> list[dict[str, Any]]:
-    """A JSONL file of {"role", "content"} lines; every bad line is named, none is skipped silently."""
-    from .errors import Problem, ProblemsError
-
+    """A JSONL file of {"role", "content"} lines; every bad line is named, none is skipped silently.
+    Roles are matched without case and given lower case (F-10)."""
+    try:
+        data = read_file(path, MAX_HISTORY_BYTES)
+    except TooLarge as e:
+        raise ProblemsError([Problem("$", "too-large", f"a history file is at most {e.limit} bytes", None)],
+                            path) from None
     out, problems = [], []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8", errors="surrogateescape").splitlines(), 1):
+    for n, line in enumerate(data.decode("utf-8", "surrogateescape").splitlines(), 1):
         if not line.strip():
             continue
         try:
             m = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as e:
-            problems.append(Problem(f"line {n}", "not-json", str(e), line[:60]))
+        except (RecursionError, ValueError) as e:
+            problems.append(Problem(f"line {n}", "not-json", json_problem(e), line[:60]))
             continue
-        if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant") or not isinstance(
-                m.get("content"), str):
+        role = m.get("role") if isinstance(m, dict) else None
+        role = role.lower() if isinstance(role, str) else None
+        if role not in ("system", "user", "assistant") or not isinstance(m.get("content"), str):
             problems.append(Problem(f"line {n}", "bad-message", 'expected {"role": user|assistant|system, '
                                     '"content": text}', line[:60]))
             continue
-        out.append({"role": m["role"], "content": m["content"]})
+        out.append({"role": role, "content": m["content"]})
     if problems:
         raise ProblemsError(problems, path)
     return out
@@ -211,45 +273,74 @@ def _preview(args: argparse.Namespace, budget: Budget, out: TextIO, err: TextIO)
 
 
 def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Exit 1 when any line was bad (F-4): the output holds `{"id", "error"}` for it, the rest went on."""
     from .batch import replay
+    from .files import atomic_writer
     from .ruleset import Ruleset
 
     if args.states_dir and not args.output:
         raise Usage("tagengine replay: --states-dir needs -o OUT")
+    if args.output:
+        _not_an_input(args.output, {"transcripts": args.transcripts, "ruleset": args.ruleset}, "replay")
     Ruleset.load(args.ruleset)  # fail early, once, with every problem named
-    source = sys.stdin if args.transcripts == "-" else open(args.transcripts, encoding="utf-8")  # noqa: SIM115
-    sink = open(args.output, "w", encoding="utf-8") if args.output else out  # noqa: SIM115
+    source: Any = _stdin(None) if args.transcripts == "-" else open(args.transcripts, "rb")  # noqa: SIM115
+    progress = err if err.isatty() else None
     try:
-        summary = replay(args.ruleset, source, sink, workers=max(1, args.workers),
-                         progress=err if err.isatty() else None)
+        if args.output:  # the old output stays until the new one is complete (F-1)
+            with atomic_writer(args.output) as sink:
+                summary = replay(args.ruleset, source, sink, workers=args.workers, progress=progress)
+        else:
+            summary = replay(args.ruleset, source, out, workers=args.workers, progress=progress)
     finally:
-        if source is not sys.stdin:
+        if args.transcripts != "-":
             source.close()
-        if sink is not out:
-            sink.close()
     err.write(f"{summary}\n")
     if args.states_dir:
-        written = write_states(args.output, args.states_dir)
-        err.write(f"wrote {written} final state(s) to {args.states_dir}/<id>.json\n")
-    return 0
+        written = write_states(args.output, args.states_dir, err)
+        err.write(f"wrote {written} final state(s) to {args.states_dir}/\n")
+    return 1 if summary.errors else 0
 
 
-def write_states(replayed: str, folder: str) -> int:
-    """Each chat's final state as a state file, ready for `tagengine preview` or `apply`."""
+def state_file_name(cid: Any) -> str:
+    """A file name for a chat id that no other id shares (F-11): the id itself when it is a safe name,
+    else its safe characters plus 8 hex digits of the id's SHA-256 (`a/b` -> `a_b-c14cddc0.json`)."""
+    import hashlib
     import re
+
+    text = cid if isinstance(cid, str) else json.dumps(cid, ensure_ascii=False)
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:100]
+    if name == text and name and not name.startswith(".") and isinstance(cid, str):
+        return name
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{name.lstrip('.') or 'chat'}-{digest}"
+
+
+def write_states(replayed: str, folder: str, err: TextIO | None = None) -> int:
+    """Each chat's final state as a state file, ready for `tagengine preview` or `apply`; the number of
+    files written. Two chats with one id (or ids a case-blind file system takes for one) both keep their
+    state: the later one's name gets its line number, and a warning says so."""
+    from .files import write_atomic
 
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
-    n = 0
-    with open(replayed, encoding="utf-8") as f:
-        for line in f:
+    used: dict[str, int] = {}
+    with open(replayed, "rb") as f:
+        for number, line in enumerate(f, 1):
             doc = json.loads(line)
-            if "state" in doc and doc.get("id") is not None:
-                name = re.sub(r"[^A-Za-z0-9._-]+", "_", str(doc["id"]))[:100] or "chat"
-                (target / f"{name}.json").write_text(json.dumps(doc["state"], ensure_ascii=False, indent=2) + "\n",
-                                                     encoding="utf-8")
-                n += 1
-    return n
+            if "state" not in doc or doc.get("id") is None:
+                continue
+            name = state_file_name(doc["id"])
+            if name.casefold() in used:
+                first = used[name.casefold()]
+                name = f"{name}~{number}"
+                if err is not None:
+                    err.write(f"{replayed}: line {number}: chat id {doc['id']!r} was on line {first} too; "
+                              f"this state goes to {name}.json\n")
+            used[name.casefold()] = number
+            write_atomic(target / f"{name}.json",
+                         (json.dumps(doc["state"], ensure_ascii=False, indent=2) + "\n").encode("utf-8",
+                                                                                             "surrogateescape"))
+    return len(used)
 
 
 def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -310,9 +401,11 @@ def parser() -> argparse.ArgumentParser:
     enc = pv.add_mutually_exclusive_group()
     enc.add_argument("--model", help="model name, which picks the encoding (gpt-4o, gpt-4, o3, ...)")
     enc.add_argument("--encoding", choices=["o200k_base", "cl100k_base"])
-    pv.add_argument("--context", type=int, default=8192, help="context window in tokens (default 8192)")
-    pv.add_argument("--response", type=int, default=1024, help="response budget in tokens (default 1024)")
-    pv.add_argument("--response-min", type=int, default=256, help="lowest response budget (default 256)")
+    pv.add_argument("--context", type=_int_at_least(1), default=8192, help="context window in tokens (default 8192)")
+    pv.add_argument("--response", type=_int_at_least(0), default=1024,
+                    help="response budget in tokens (default 1024)")
+    pv.add_argument("--response-min", type=_int_at_least(0), default=256,
+                    help="lowest response budget (default 256)")
     pv.add_argument("--world", action="store_true", help="also show the world-generation prompt")
     pv.add_argument("--json", action="store_true", help='print {"system", "reminder", "messages", "report"}')
     pv.set_defaults(func=cmd_preview)
@@ -321,8 +414,9 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("ruleset")
     rp.add_argument("transcripts", help="a JSONL file, or - for stdin")
     rp.add_argument("-o", "--output", help="write the JSONL here instead of stdout")
-    rp.add_argument("--workers", type=int, default=1, help="parallel processes (default 1)")
-    rp.add_argument("--states-dir", metavar="DIR", help="also write each chat's final state to DIR/<id>.json")
+    rp.add_argument("--workers", type=_workers, default=1, help=f"parallel processes, 1 to {MAX_WORKERS} (default 1)")
+    rp.add_argument("--states-dir", metavar="DIR", help="also write each chat's final state to DIR/<id>.json "
+                    "(an id that is not a plain file name gets a short hash)")
     rp.set_defaults(func=cmd_replay)
 
     sc = sub.add_parser("schema", help="JSON Schema of the file formats")
@@ -336,8 +430,8 @@ def parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run one command; returns its exit code (0 ok, 1 bad input, 2 usage)."""
-    out = out or sys.stdout
-    err = err or sys.stderr
+    out = NamedStream(out or sys.stdout or _Closed(), "<stdout>")  # type: ignore[assignment]
+    err = NamedStream(err or sys.stderr or io.StringIO(), "<stderr>")  # type: ignore[assignment]
     try:
         args = parser().parse_args(list(argv) if argv is not None else None)
     except Usage as e:
@@ -363,27 +457,67 @@ def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextI
         for p in e.problems:
             err.write(f"{e.source or 'input'}: {p}\n")
         return 1
+    except TooLarge as e:
+        return _say(err, f"tagengine: {e}")
     except BrokenPipeError:  # the reader stopped early (`tagengine preview ... | head`): nothing to say
         return 1
     except OSError as e:
-        err.write(f"tagengine: {e.filename or ''}: {e.strerror}\n")
-        return 1
+        return _say(err, f"tagengine: {e.filename}: {e.strerror or e}" if e.filename else f"tagengine: {e}")
+
+
+def _say(err: TextIO, message: str) -> int:
+    """Exit 1 with a message; a stderr that cannot take it does not turn the exit into a traceback."""
+    with suppress(OSError):
+        err.write(message + "\n")
+    return 1
+
+
+class _Closed(io.TextIOBase):
+    """Standard output when the command was started with it closed (`>&-`): writing is an error (F-12)."""
+
+    def write(self, s: str) -> int:
+        raise OSError(9, "standard output is closed", "<stdout>")
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _buffered(stream: TextIO | None, *, line: bool = False) -> TextIO | None:
+    """Under PYTHONUNBUFFERED (common in containers) a standard stream writes straight to the file, and
+    Python's text layer drops the rest of a short write: output cut short at a closed pipe or a full
+    disk, and exit 0. A buffered writer finishes every write or raises (F-12)."""
+    raw = getattr(stream, "buffer", None)
+    if stream is None or not isinstance(raw, io.RawIOBase):
+        return stream
+    return io.TextIOWrapper(io.BufferedWriter(raw), encoding=stream.encoding, errors="surrogateescape",
+                            line_buffering=line)
 
 
 def main() -> None:
-    for stream in (sys.stdout, sys.stderr):
+    for fd, stream in ((0, sys.stdin), (1, sys.stdout), (2, sys.stderr)):
+        if stream is None:  # started with the descriptor closed: hold it with /dev/null so no file we
+            with suppress(OSError):  # open lands on it and a stray write to it goes nowhere (F-12)
+                os.dup2(os.open(os.devnull, os.O_RDWR), fd)
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="surrogateescape")
+    sys.stdout, sys.stderr = _buffered(sys.stdout), _buffered(sys.stderr, line=True)
     from .prompt import forked
 
     forked.allow()  # this process runs one command and exits: `preview` may build its tokenizer in a child
     code = run()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except OSError:  # the reader stopped early
-        code = code or 1
+    for name, stream in (("<stdout>", sys.stdout), ("<stderr>", sys.stderr)):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BrokenPipeError:  # the reader stopped early (P-7): exit 1, nothing to say
+            code = code or 1
+        except OSError as e:  # a full disk: the output is cut short, so say so (F-12)
+            code = code or 1
+            if name == "<stdout>" and sys.stderr is not None:
+                with suppress(OSError):
+                    sys.stderr.write(f"tagengine: {name}: {e.strerror or e}\n")
+                    sys.stderr.flush()
     # Skip the interpreter's teardown (decision P-7): freeing every object takes 0.1 s, and 0.1-0.2 s
     # more where an encoding was built in this process. Every file is closed and every worker joined
     # by now, and nothing registers atexit work.

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import Problem, RulesetError
+from ..files import TooLarge, json_problem, read_file, strip_bom
 from . import capability
 from .checks import combat, derived, fields, gm, ids, party, refs, resolution, rests, states, tracks
 from .checks.inspection import Inspection
@@ -55,7 +56,7 @@ def read_json(text: str | bytes, source: str) -> Any:
         raise RulesetError([Problem("$", "not-json", f"{e.msg} at line {e.lineno} column {e.colno}",
                                     e.doc[max(0, e.pos - 20):e.pos + 20])], source) from None
     except (RecursionError, UnicodeDecodeError, ValueError) as e:
-        raise RulesetError([Problem("$", "not-json", f"unreadable JSON: {type(e).__name__}", None)], source) from None
+        raise RulesetError([Problem("$", "not-json", json_problem(e), None)], source) from None
 
 
 def _real_path(raw: Any, loc: tuple[Any, ...], err_type: str) -> str:
@@ -159,7 +160,9 @@ def index_of(model: RulesetDef) -> tuple[SheetIndex, SheetIndex | None]:
 
 
 def validate(text: str | bytes, source: str = "<ruleset>") -> tuple[RulesetDef, Inspection]:
-    """The validated file and the check context (with warnings); RulesetError lists every problem."""
+    """The validated file and the check context (with warnings); RulesetError lists every problem.
+    A leading UTF-8 BOM is dropped, as for every file tagengine reads (decision F-6)."""
+    text = strip_bom(text) if isinstance(text, bytes) else text.removeprefix("\ufeff")
     raw = read_json(text, source)
     if not isinstance(raw, dict):
         raise RulesetError([Problem("$", "not-object", f"a ruleset is a JSON object, not {type(raw).__name__}",
@@ -199,7 +202,10 @@ def _shape_then_rules(raw: Any, err: ValidationError) -> list[Problem]:
 def load_path(path: str | Path) -> tuple[RulesetDef, Inspection]:
     p = Path(path)
     try:
-        data = p.read_bytes()
+        data = read_file(p, MAX_BYTES)
+    except TooLarge:  # read no further than the limit (decision F-5)
+        raise RulesetError([Problem("$", "too-large", f"the file is over {MAX_BYTES} bytes; a ruleset is at most "
+                                    f"{MAX_BYTES} bytes", None)], str(p)) from None
     except OSError as e:
         raise RulesetError([Problem("$", "unreadable", f"cannot read {p}: {e.strerror}", str(p))], str(p)) from None
     return validate(data, str(p))

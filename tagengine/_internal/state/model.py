@@ -15,12 +15,15 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import Problem, StateError
+from ..files import TooLarge, json_problem, read_file, strip_bom, write_atomic
 from ..ruleset import Ruleset
 from ..text import normalise
 from .defaults import default_card, default_party, name_problems
 from .read import read_parts
 from .values import NO_LIVE, PARTY, Clock, LiveValues, empty_map, freeze
 from .write import state_json, state_text
+
+MAX_STATE_BYTES = 16 * 1024 * 1024  # a state file (F-5): far above any real game's
 
 
 @dataclass(frozen=True)
@@ -91,29 +94,35 @@ class GameState:
         return state_text(self.to_json())
 
     def save(self, path: str | Path) -> None:
-        """Write the state file. Raises OSError when it cannot be written."""
-        Path(path).write_text(self.dumps(), encoding="utf-8")
+        """Write the state file whole or not at all (F-1); a symbolic link is refused (F-2). Raises OSError
+        naming the file when it cannot be written."""
+        write_atomic(path, self.dumps().encode("utf-8"))
 
     @classmethod
     def loads(cls, rs: Ruleset, text: str | bytes, source: str = "<state>") -> GameState:
-        """A state from its JSON text; StateError when it is not a state (warnings for stale values)."""
+        """A state from its JSON text (a leading BOM dropped, F-6); StateError when it is not a state,
+        warnings for stale values (DEC-27)."""
+        if isinstance(text, bytes):
+            text = strip_bom(text)
         try:
-            raw = json.loads(text)
-        except (json.JSONDecodeError, RecursionError, UnicodeDecodeError, ValueError) as e:
-            msg = f"{e.msg} at line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) else type(
-                e).__name__
-            raise StateError([Problem("$", "not-json", msg, None)], source) from None
+            raw = json.loads(text.removeprefix("\ufeff") if isinstance(text, str) else text)
+        except (RecursionError, ValueError) as e:  # JSONDecodeError, UnicodeDecodeError and huge integers too
+            raise StateError([Problem("$", "not-json", json_problem(e), None)], source) from None
         return from_json(rs, raw, source)
 
     @classmethod
     def load(cls, rs: Ruleset, path: str | Path) -> GameState:
-        """A state from a file; StateError when it cannot be read or is not a state."""
-        p = Path(path)
+        """A state from a file of at most MAX_STATE_BYTES (F-5); StateError when it cannot be read or is
+        not a state."""
+        p = str(path)
         try:
-            data = p.read_bytes()
+            data = read_file(p, MAX_STATE_BYTES)
         except OSError as e:
-            raise StateError([Problem("$", "unreadable", f"cannot read {p}: {e.strerror}", str(p))], str(p)) from None
-        return cls.loads(rs, data, str(p))
+            raise StateError([Problem("$", "unreadable", f"cannot read {p}: {e.strerror}", p)], p) from None
+        except TooLarge as e:
+            raise StateError([Problem("$", "too-large", f"a state file is at most {e.limit} bytes", None)],
+                             p) from None
+        return cls.loads(rs, data, p)
 
 
 def from_json(rs: Ruleset, raw: Any, source: str = "<state>") -> GameState:
