@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import Problem, StateError
 from .ruleset import Ruleset
-from .state import GameState
+from .state import PARTY, GameState
 from .state_load import Reader
 
 
@@ -37,4 +37,7 @@ def save_party(rs: Ruleset, state: GameState, draft: Mapping[str, Any], opened_a
              "lists": r.lists(rs.file.party.lists, draft.get("lists"), "lists")}
     if r.warnings:
         raise StateError(r.warnings, "party save")
-    return replace(state, party_sheet=sheet, party_revision=state.party_revision + 1)
+    saved = replace(state, party_sheet=sheet, party_revision=state.party_revision + 1)
+    from .commands.pools import clamp_maxima  # the commands package imports late: party.py loads with state
+
+    return clamp_maxima(rs, state, saved, [PARTY])  # PARTY-20: a lowered maximum clamps its pools
