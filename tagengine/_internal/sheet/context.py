@@ -10,6 +10,7 @@ from ..ruleset import Ruleset
 from ..ruleset.index import SheetIndex
 from ..ruleset.live import Pool, Track
 from ..ruleset.refs import ValueRef
+from ..ruleset.sheet import Column
 from ..state import NO_LIVE, Live, Marks
 from . import marks as algebra
 from . import wounds
@@ -262,19 +263,27 @@ class Eval:
             return None
         return self.row_cells(list_id)
 
-    def row_names(self, list_id: str) -> list[tuple[str, ...]]:
-        """What names each row of a list: its name column as the sheet block shows it (the summary's
-        `nameColumn`, else the first column, GM-15), and for an enum also the value id (DEC-8)."""
+    def name_column(self, list_id: str) -> Column | None:
+        """The column that names a list's rows: the summary's `nameColumn` for the list, else the first
+        column, as the sheet block shows rows (GM-15)."""
         lst = self.idx.lists.get(list_id)
-        if lst is None:
-            return []
-        col = lst.columns[0]
-        summary = self.rs.file.party.summary if self.party and self.rs.file.party else (
-            self.rs.file.gm.sheetSummary if self.rs.file.gm else None)
+        if lst is None or not lst.columns:
+            return None
+        party = self.rs.file.party
+        summary = party.summary if self.party and party else (self.rs.file.gm.sheetSummary if self.rs.file.gm else None)
         for sl in summary.lists if summary is not None else []:
             if sl.list == list_id and sl.nameColumn is not None:
-                col = next((c for c in lst.columns if c.id == sl.nameColumn), col)
-        out = []
+                return next((c for c in lst.columns if c.id == sl.nameColumn), lst.columns[0])
+        return lst.columns[0]
+
+    def row_names(self, list_id: str) -> list[tuple[str, ...]]:
+        """What names each row of a list: its name column as the sheet block shows it, and for an enum also
+        the value id (DEC-8); () for a blank name."""
+        col = self.name_column(list_id)
+        lst = self.idx.lists.get(list_id)
+        if col is None or lst is None:
+            return []
+        out: list[tuple[str, ...]] = []
         for row in rows(lst.columns, (self.card.get("lists") or {}).get(list_id) or []):
             value = row.get(col.id)
             if value is None or value == "":
