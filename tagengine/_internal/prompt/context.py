@@ -77,6 +77,11 @@ def cell(col: Any, value: Any) -> str:
     return str(value)
 
 
+def uses_label(lst: Any) -> str:
+    """What a list's row pools are called: the label of its `maxColumn` (`Uses`)."""
+    return next((c.label for c in lst.columns if c.id == lst.pools.maxColumn), lst.pools.maxColumn)
+
+
 def row_pool_lines(ev: Eval) -> list[tuple[str, str]]:
     """SHEET-31: `Features (Uses): Arcane recovery 0/1; Second wind 1/2`, each row by the name the GM
     writes in `row=`, for every visible list with row pools that has rows."""
@@ -85,10 +90,9 @@ def row_pool_lines(ev: Eval) -> list[tuple[str, str]]:
         cells = ev.row_pools(lst.id) if lst.pools is not None else None
         if not cells:
             continue
-        uses = next((c.label for c in lst.columns if c.id == lst.pools.maxColumn), lst.pools.maxColumn)  # type: ignore[union-attr]
         names = ev.row_names(lst.id)
         items = [f"{n[0] if n else '(no name)'} {cur}/{top}" for n, (cur, top) in zip(names, cells, strict=True)]
-        out.append((f"{lst.label} ({uses})", "; ".join(items)))
+        out.append((f"{lst.label} ({uses_label(lst)})", "; ".join(items)))
     return out
 
 
@@ -203,12 +207,12 @@ def taught_rows(ev: Eval) -> list[dict[str, str]]:
     for lst in ev.idx.lists:
         if lst.pools is None:
             continue
-        uses = next((c.label for c in lst.columns if c.id == lst.pools.maxColumn), lst.pools.maxColumn)
         col = ev.name_column(lst.id)
         names = ev.row_names(lst.id) if ev.row_pools(lst.id) else []
         example = next((n[0] for n in names if n and "\\" not in n[0] and prompt_unsafe(n[0], label=True) is None),
                        "...")
-        out.append({"list": lst.label, "uses": uses, "name": col.label if col else "name", "example": example})
+        out.append({"list": lst.label, "uses": uses_label(lst), "name": col.label if col else "name",
+                    "example": example})
     return out
 
 
