@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ._internal.batch import Summary, replay
     from ._internal.chat import Chat
     from ._internal.commands import REASONS, Applied, Receipt, apply_reply
+    from ._internal.commands.party_save import PartyConflict, save_party
     from ._internal.errors import (
         HistoryError,
         NotFoundError,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from ._internal.prompt.tokens import EncodingError
     from ._internal.ruleset import Ruleset
     from ._internal.sheet import SheetView, character, party
-    from ._internal.state import Clock, GameState, LiveValues, PartyConflict, WoundMarks, save_party
+    from ._internal.state import Clock, GameState, LiveValues, WoundMarks
     from ._internal.stream import StreamFilter
     from ._internal.tags import narration
 
@@ -43,7 +44,7 @@ _HOME = {
     "Applied": "commands", "Receipt": "commands", "apply_reply": "commands", "REASONS": "commands",
     "Ruleset": "ruleset",
     "Clock": "state", "GameState": "state", "LiveValues": "state", "WoundMarks": "state",
-    "PartyConflict": "state", "save_party": "state",
+    "PartyConflict": "commands.party_save", "save_party": "commands.party_save",
     "narration": "tags",
     "SheetView": "sheet", "character": "sheet", "party": "sheet",
     "Chat": "chat", "StreamFilter": "stream", "replay": "batch", "Summary": "batch",

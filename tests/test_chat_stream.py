@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from conftest import load_sample
 from tagengine._internal.chat import Chat
-from tagengine._internal.state import Clock, PartyConflict
+from tagengine._internal.commands.party_save import PartyConflict
+from tagengine._internal.state import Clock
 from tagengine._internal.stream import StreamFilter
 from tagengine._internal.tags import narration
 

@@ -6,10 +6,11 @@ import pytest
 from cmdkit import run, sample_state, with_live
 
 from conftest import edit, load_sample, sample_dict
+from tagengine._internal.commands.party_save import PartyConflict, save_party
 from tagengine._internal.ruleset import Ruleset
 from tagengine._internal.sheet import character
 from tagengine._internal.sheet.rests import take_rest
-from tagengine._internal.state import GameState, PartyConflict, WoundMarks, save_party
+from tagengine._internal.state import GameState, WoundMarks
 
 GRAVE, FIFTH, BLADES = (load_sample(n) for n in ("gravewatch", "fifth-like", "blades-like"))
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .commands import Applied, apply_reply
+from .commands.party_save import save_party
 from .errors import NotFoundError, Problem, StateError
 from .ruleset import Ruleset
-from .state import GameState, clocks_json, from_json, live_json, save_party, thaw
+from .state import GameState, clocks_json, from_json, live_json, thaw
 
 FORMAT = "tagengine.chat/1"
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ruleset import Ruleset
-from ..state import GameState
+from ..state import PARTY, GameState
 from ..tags import Tag
 from ..text import prompt_unsafe
 from .numbers import parse_int
+from .pools import clamp_maxima
 from .result import Outcome, Result, ok, refuse
 from .target import Subject, character_op, find
 
@@ -45,4 +46,4 @@ def advance(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
     fields = {**(state.party_sheet.get("fields") or {}), f.id: value}
     sheet = {**state.party_sheet, "fields": fields}
     new = replace(state, party_sheet=sheet, party_revision=state.party_revision + 1)  # DEC-15
-    return Outcome(ok(str(value)), new)
+    return Outcome(ok(str(value)), clamp_maxima(rs, state, new, [PARTY]))  # PARTY-20: a lowered max clamps

@@ -1,14 +1,19 @@
-"""Pools: `spend`, `restore` and the pool form of `damage` (DESIGN.md section 5, PARTY-20)."""
+"""Pools: `spend`, `restore` and the pool form of `damage` (DESIGN.md section 5, PARTY-20), on a pool or
+on one row of a list with row pools (SHEET-31); and the clamp a lowered maximum writes (PARTY-20)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..ruleset import Ruleset
 from ..ruleset.live import PoolDef
-from ..state import GameState
+from ..ruleset.sheet import ListDef
+from ..state import PARTY, GameState
 from ..tags import Tag
+from ..text import normalise
 from .numbers import parse_int
 from .result import Outcome, Result, ok, refuse, refused
-from .target import Subject, character_op, find
+from .target import Subject, character_op, find, subject
 
 
 def pool_of(subj: Subject, tag: Tag) -> PoolDef | Result:
@@ -50,8 +55,12 @@ def _target(subj: Subject, tag: Tag) -> tuple[PoolDef, int] | Result:
     return pool, amount
 
 
-@character_op("spend", required=["pool"], optional=["amount"], party=True)
+@character_op("spend", optional=["amount", "list"], choose_one=["pool", "row"], party=True)
 def spend(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
+    if tag.has("row"):
+        return _spend_row(state, subj, tag)
+    if tag.has("list"):
+        return refuse(state, "unknown-attribute")  # `list` picks the list of a `row` (docs/decisions.md R-1)
     got = _target(subj, tag)
     if isinstance(got, Result):
         return Outcome(got, state)
@@ -63,10 +72,14 @@ def spend(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
     return Outcome(ok(now(subj, pool, cur - amount, temp)), set_pool(state, subj, pool, cur - amount))
 
 
-@character_op("restore", required=["pool"], optional=["amount", "temp"], party=True)
+@character_op("restore", optional=["amount", "temp", "list"], choose_one=["pool", "row"], party=True)
 def restore(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
     """Up to the pool's max. With the flag `temp`, grants temporary points instead (where `allowTemp`);
     temporary points do not stack: the larger grant stays (docs/decisions.md C-3)."""
+    if tag.has("row"):
+        return _restore_row(state, subj, tag)
+    if tag.has("list"):
+        return refuse(state, "unknown-attribute")
     got = _target(subj, tag)
     if isinstance(got, Result):
         return Outcome(got, state)
@@ -80,6 +93,118 @@ def restore(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
         return Outcome(ok(now(subj, pool, cur, temp)), set_pool(state, subj, pool, cur, temp))
     new = min(subj.ev.pool_max(pool), cur + amount)
     return Outcome(ok(now(subj, pool, new, temp)), set_pool(state, subj, pool, new))
+
+
+# -- row pools (SHEET-31) ---------------------------------------------------------------------------
+def row_of(subj: Subject, tag: Tag) -> tuple[ListDef, int] | Result:
+    """The list (`list`, which may be left out when the sheet has one list with row pools) and the row
+    whose name column reads `row` (DEC-8). Unknown lists and rows are `unknown-pool`, a name two rows
+    share is `ambiguous`, a hidden list `hidden` (docs/decisions.md R-1..R-3)."""
+    ev = subj.ev
+    with_pools = [lst for lst in ev.idx.lists if lst.pools is not None]
+    name = tag.get("list")
+    if name is None:
+        if len(with_pools) != 1:
+            return refused("missing-attribute" if with_pools else "unknown-pool")
+        lst = with_pools[0]
+    else:
+        found = find(ev.idx.lists, name, "pool")
+        if isinstance(found, Result):
+            return found
+        if found.pools is None:
+            return refused("unknown-pool")
+        lst = found
+    if ev.hidden(lst):
+        return refused("hidden")
+    key = normalise(tag.get("row") or "")
+    hits = [i for i, names in enumerate(ev.row_names(lst.id)) if key and any(normalise(n) == key for n in names)]
+    if not hits:
+        return refused("unknown-pool")
+    if len(hits) > 1:
+        return refused("ambiguous")
+    return lst, hits[0]
+
+
+def _row_target(subj: Subject, tag: Tag) -> tuple[ListDef, int, int, int, int] | Result:
+    """(list, row index, current, max, amount)."""
+    got = row_of(subj, tag)
+    if isinstance(got, Result):
+        return got
+    lst, i = got
+    amount = amount_of(tag)
+    if amount is None or amount < 0:
+        return refused("invalid-amount")
+    cells = subj.ev.row_cells(lst.id) or []
+    cur, top = cells[i]
+    return lst, i, cur, top, amount
+
+
+def set_rows(state: GameState, subj: Subject, list_id: str, values: dict[int, int]) -> GameState:
+    """The stored uses of a list with some rows set; rows not named keep theirs (None: at start)."""
+    live = subj.live
+    stored = list(live.rows.get(list_id, ()))
+    if values:
+        stored += [None] * (max(values) + 1 - len(stored))
+    for i, v in values.items():
+        stored[i] = v
+    return subj.with_live(state, live.but(rows={**live.rows, list_id: tuple(stored)}))
+
+
+def _spend_row(state: GameState, subj: Subject, tag: Tag) -> Outcome:
+    got = _row_target(subj, tag)
+    if isinstance(got, Result):
+        return Outcome(got, state)
+    lst, i, cur, top, amount = got
+    if amount > cur:
+        return refuse(state, "insufficient")
+    return Outcome(ok(f"{cur - amount}/{top}"), set_rows(state, subj, lst.id, {i: cur - amount}))
+
+
+def _restore_row(state: GameState, subj: Subject, tag: Tag) -> Outcome:
+    if tag.has("temp"):
+        return refuse(state, "invalid-value")  # a row has no temporary uses (as a pool without allowTemp)
+    got = _row_target(subj, tag)
+    if isinstance(got, Result):
+        return Outcome(got, state)
+    lst, i, cur, top, amount = got
+    new = min(top, cur + amount)
+    return Outcome(ok(f"{new}/{top}"), set_rows(state, subj, lst.id, {i: new}))
+
+
+# -- a lowered maximum (PARTY-20) -------------------------------------------------------------------
+def clamp_maxima(rs: Ruleset, before: GameState, after: GameState, names: Iterable[str] | None = None) -> GameState:
+    """`after` with every pool and row pool that held more than its new maximum written down to it, so
+    raising the maximum again does not refill it (docs/decisions.md R-5). `before` is the state the
+    maxima changed from; `names` are the card names to look at (`$party` for the party sheet), every
+    sheet when None. Pools left at their start and within the new maximum stay unstored."""
+    if names is None:
+        names = [*after.cards, *([PARTY] if rs.party is not None else [])]
+    state = after
+    for name in names:
+        party = name == PARTY
+        if not party and (name not in after.cards or name not in before.cards):
+            continue
+        old, new = subject(rs, before, name, party=party), subject(rs, state, name, party=party)
+        pools = {}
+        for p in new.ev.idx.pools:
+            top, stored = new.ev.pool_max(p), new.live.pools.get(p.id)
+            if max(old.ev.pool_cur(p), stored or 0) > top:
+                pools[p.id] = top
+        if pools:
+            state = new.with_live(state, new.live.but(pools={**new.live.pools, **pools}))
+            new = subject(rs, state, name, party=party)
+        for lst in new.ev.idx.lists:
+            cells, held = new.ev.row_cells(lst.id), old.ev.row_cells(lst.id) or []
+            stored_rows = new.live.rows.get(lst.id, ())
+            lowered = {}
+            for i, (_, top) in enumerate(cells or []):
+                was = max(held[i][0] if i < len(held) else 0, (stored_rows[i] if i < len(stored_rows) else 0) or 0)
+                if was > top:
+                    lowered[i] = top
+            if lowered:
+                state = set_rows(state, new, lst.id, lowered)
+                new = subject(rs, state, name, party=party)
+    return state
 
 
 def damage_pool(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:

@@ -9,9 +9,10 @@ from typing import Any
 
 from ..ruleset import Ruleset
 from ..ruleset.sheet import UntrainedByDef
-from ..sheet import CheckNumber, SheetView, character, party
+from ..sheet import CheckNumber, Eval, SheetView, character, party
 from ..sheet.show import party_summary
-from ..state import GameState
+from ..state import PARTY, GameState
+from ..text import prompt_unsafe
 
 
 def number(rs: Ruleset, n: int) -> str:
@@ -76,6 +77,29 @@ def cell(col: Any, value: Any) -> str:
     return str(value)
 
 
+def uses_label(lst: Any) -> str:
+    """What a list's row pools are called: the label of its `maxColumn` (`Uses`)."""
+    return next((c.label for c in lst.columns if c.id == lst.pools.maxColumn), lst.pools.maxColumn)
+
+
+def row_pool_lines(ev: Eval) -> list[tuple[str, str]]:
+    """SHEET-31: `Features (Uses): Arcane recovery 0/1; Second wind 1/2`, each row by the name the GM
+    writes in `row=`, for every visible list with row pools that has rows."""
+    out = []
+    for lst in ev.idx.lists:
+        cells = ev.row_pools(lst.id) if lst.pools is not None else None
+        if not cells:
+            continue
+        names = ev.row_names(lst.id)
+        items = [f"{n[0] if n else '(no name)'} {cur}/{top}" for n, (cur, top) in zip(names, cells, strict=True)]
+        out.append((f"{lst.label} ({uses_label(lst)})", "; ".join(items)))
+    return out
+
+
+def party_eval(rs: Ruleset, state: GameState) -> Eval:
+    return Eval(rs, state.party_sheet, state.live_of(PARTY), party=True, members=state.cards)
+
+
 def character_block(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
     s = character(rs, state, name)
     sheet = rs.file.sheet
@@ -105,6 +129,8 @@ def character_block(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
     pools = [p.label + " " + p.now for p in s.pools if not p.hidden]
     if pools:
         lines.append(("Pools", "; ".join(pools)))
+    if any(lst.pools is not None for lst in sheet.lists):
+        lines += row_pool_lines(Eval(rs, state.cards[name], state.live_of(name)))
     for t in s.tracks:  # TRACK-5, TRACK-6: at default, only with alwaysShow
         if not t.hidden and (t.always_show or t.value != t.default):
             lines.append((t.label, f"{t.value} (of {t.min}..{t.max})"))
@@ -141,6 +167,8 @@ def party_block(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
     labels = {f.id: f for f in defs.fields}
     lines = [(labels[f].label, cell(labels[f], p.fields.get(f)) or "-") for f in fields if f in labels]
     lines += [(pl.label, pl.now) for pl in p.pools if pl.id in pools]
+    if any(lst.pools is not None for lst in defs.lists):
+        lines += row_pool_lines(party_eval(rs, state))
     lists = {lst.id: lst for lst in defs.lists}
     for text in summary_lists(rs, p, defs.summary, lists):
         label, _, rest = text.partition(": ")
@@ -171,6 +199,23 @@ def untrained_rules(rs: Ruleset) -> list[str]:
     return out
 
 
+def taught_rows(ev: Eval) -> list[dict[str, str]]:
+    """SHEET-31, DEC-18: each list with row pools, what its uses are called, the column that names a row,
+    and for the example the first row of this sheet (the one `who` names) that is visible and fits in a
+    tag, else `...`."""
+    out = []
+    for lst in ev.idx.lists:
+        if lst.pools is None:
+            continue
+        col = ev.name_column(lst.id)
+        names = ev.row_names(lst.id) if ev.row_pools(lst.id) else []
+        example = next((n[0] for n in names if n and "\\" not in n[0] and prompt_unsafe(n[0], label=True) is None),
+                       "...")
+        out.append({"list": lst.label, "uses": uses_label(lst), "name": col.label if col else "name",
+                    "example": example})
+    return out
+
+
 def commands(rs: Ruleset, state: GameState) -> dict[str, Any]:
     """DEC-18, GM-19..21: every command the engine accepts for this ruleset, with its own names."""
     live = rs.file.sheet.live
@@ -191,8 +236,10 @@ def commands(rs: Ruleset, state: GameState) -> dict[str, Any]:
         "conditions": [c.label for c in live.conditions],
         "text": [t.label for t in live.text],
         "rests": [r.label for r in rs.file.sheet.rests],
+        "rows": taught_rows(Eval(rs, state.cards[names[0]], state.live_of(names[0])) if names else Eval(rs, {}, None)),
         "party": None if rs.file.party is None else {
             "pools": [p.label for p in rs.file.party.pools],
+            "rows": taught_rows(party_eval(rs, state)),
             "advance": [f.label for f in rs.file.party.fields
                         if rs.file.party.advancement and f.id in rs.file.party.advancement.fields]},
         "clocks": None if rs.file.clocks is None else {"sizes": rs.file.clocks.sizes, "max": rs.file.clocks.max},

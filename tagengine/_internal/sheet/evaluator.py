@@ -10,6 +10,7 @@ from ..ruleset import Ruleset
 from ..ruleset.index import SheetIndex
 from ..ruleset.live import PoolDef, TrackDef
 from ..ruleset.refs import ValueRefDef
+from ..ruleset.sheet import ColumnDef
 from ..state import NO_LIVE, LiveValues, WoundMarks
 from . import marking, wounds
 from .check_numbers import check_number
@@ -253,18 +254,58 @@ class Eval:
         marks, overflow = marking.normalise(model, stored.marks, stored.overflow)
         return model, WoundMarks(marks, overflow), levels
 
-    def row_pools(self, list_id: str) -> list[tuple[int, int]] | None:
-        """(current, max) for each row of a list with row pools (SHEET-31); None when hidden or not one."""
+    def row_cells(self, list_id: str) -> list[tuple[int, int]] | None:
+        """(current, max) for each row of a list with row pools (SHEET-31), hidden or not; None when the
+        list has no pools. A stored value above the row's maximum reads as the maximum."""
         lst = self.idx.lists.get(list_id)
-        rows_ = self.list_rows(list_id)
-        if lst is None or lst.pools is None or rows_ is None:
+        if lst is None or lst.pools is None:
             return None
+        rows_ = rows(lst.columns, (self.card.get("lists") or {}).get(list_id) or [])
         stored = self.live.rows.get(list_id, ())
+        start_full = lst.pools.start == "full"
         out = []
         for i, row in enumerate(rows_):
             top = max(0, int(row.get(lst.pools.maxColumn) or 0))
-            cur = stored[i] if i < len(stored) and stored[i] is not None else None
-            out.append((max(0, min(top, (top if lst.pools.start == "full" else 0) if cur is None else cur)), top))
+            cur = stored[i] if i < len(stored) else None
+            out.append((max(0, min(top, (top if start_full else 0) if cur is None else cur)), top))
+        return out
+
+    def row_pools(self, list_id: str) -> list[tuple[int, int]] | None:
+        """(current, max) for each row of a list with row pools (SHEET-31); None when hidden or not one."""
+        lst = self.idx.lists.get(list_id)
+        if lst is None or lst.pools is None or self.hidden(lst):
+            return None
+        return self.row_cells(list_id)
+
+    def name_column(self, list_id: str) -> ColumnDef | None:
+        """The column that names a list's rows: the summary's `nameColumn` for the list, else the first
+        column, as the sheet block shows rows (GM-15)."""
+        lst = self.idx.lists.get(list_id)
+        if lst is None or not lst.columns:
+            return None
+        party = self.rs.file.party
+        summary = party.summary if self.party and party else (self.rs.file.gm.sheetSummary if self.rs.file.gm else None)
+        for sl in summary.lists if summary is not None else []:
+            if sl.list == list_id and sl.nameColumn is not None:
+                return next((c for c in lst.columns if c.id == sl.nameColumn), lst.columns[0])
+        return lst.columns[0]
+
+    def row_names(self, list_id: str) -> list[tuple[str, ...]]:
+        """What names each row of a list: its name column as the sheet block shows it, and for an enum also
+        the value id (DEC-8); () for a blank name."""
+        col = self.name_column(list_id)
+        lst = self.idx.lists.get(list_id)
+        if col is None or lst is None:
+            return []
+        out: list[tuple[str, ...]] = []
+        for row in rows(lst.columns, (self.card.get("lists") or {}).get(list_id) or []):
+            value = row.get(col.id)
+            if value is None or value == "":
+                out.append(())
+            elif col.type == "enum":
+                out.append(((col.valueLabels or {}).get(value, value), value))
+            else:
+                out.append((str(value),))
         return out
 
     def wound(self, track: TrackDef) -> WoundView:

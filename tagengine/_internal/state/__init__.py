@@ -3,18 +3,16 @@
 values.py   clocks, wound marks, live values, freeze()      defaults.py  blank cards, character names
 model.py    GameState                                       read.py      the lenient reader (warnings)
 write.py    the JSON document                               format.py    the file format and its schema
-party.py    saving the party sheet from a chat app (revisions, conflicts)
 """
 
 from .defaults import default_card, default_party, default_value, name_problems
 from .model import GameState, from_json
-from .party import PartyConflict, save_party
 from .read import Reader, StateParts
 from .values import FORMAT, NO_LIVE, PARTY, Clock, LiveValues, WoundMarks, empty_map, freeze, thaw
 from .write import clocks_json, live_json, state_json
 
 __all__ = [
-    "FORMAT", "NO_LIVE", "PARTY", "Clock", "GameState", "LiveValues", "PartyConflict", "Reader", "StateParts",
+    "FORMAT", "NO_LIVE", "PARTY", "Clock", "GameState", "LiveValues", "Reader", "StateParts",
     "WoundMarks", "clocks_json", "default_card", "default_party", "default_value", "empty_map", "freeze", "from_json",
-    "live_json", "name_problems", "save_party", "state_json", "thaw",
+    "live_json", "name_problems", "state_json", "thaw",
 ]

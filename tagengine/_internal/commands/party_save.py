@@ -12,8 +12,8 @@ from typing import Any
 
 from ..errors import Problem, StateError, TagengineError
 from ..ruleset import Ruleset
-from .model import GameState
-from .read import Reader
+from ..state import PARTY, GameState, Reader
+from .pools import clamp_maxima
 
 
 class PartyConflict(TagengineError):
@@ -26,7 +26,8 @@ class PartyConflict(TagengineError):
 
 
 def save_party(rs: Ruleset, state: GameState, draft: Mapping[str, Any], opened_at: int) -> GameState:
-    """The state with the draft party sheet saved and the revision incremented (PARTY-36)."""
+    """The state with the draft party sheet saved and the revision incremented (PARTY-36). Raises
+    PartyConflict when the draft is stale (PARTY-37), StateError when it does not fit the ruleset."""
     if rs.file.party is None:
         raise StateError([Problem("party", "no-party", "the ruleset has no party sheet", None)], "party save")
     if opened_at != state.party_revision:
@@ -36,4 +37,5 @@ def save_party(rs: Ruleset, state: GameState, draft: Mapping[str, Any], opened_a
              "lists": r.lists(rs.file.party.lists, draft.get("lists"), "lists")}
     if r.warnings:
         raise StateError(r.warnings, "party save")
-    return state.with_party_sheet(sheet, state.party_revision + 1)
+    saved = state.with_party_sheet(sheet, state.party_revision + 1)
+    return clamp_maxima(rs, state, saved, [PARTY])  # PARTY-20: a lowered maximum clamps its pools
