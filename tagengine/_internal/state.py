@@ -8,6 +8,7 @@ ruleset no longer allows is read as the spec says and reported as a warning (DEC
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,9 @@ from .text import normalise, prompt_unsafe
 
 FORMAT = "tagengine.state/1"
 PARTY = "$party"
+COUNT_MAX = 999_999_999
+"""The largest count a state keeps where the ruleset sets no maximum (overflow, pools, temporary points,
+plain tracks with a computed max, row pools): the largest number a tag can spell (docs/decisions.md H-1)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +86,11 @@ class GameState:
     # -- building -------------------------------------------------------------------------------
     @classmethod
     def new(cls, rs: Ruleset, characters: Iterable[str]) -> GameState:
-        """Characters at their start: default cards, pools at `start`, tracks unmarked, no clocks."""
+        """Characters at their start: default cards, pools at `start`, tracks unmarked, no clocks.
+        `characters` is a collection of names: one string would be read letter by letter (H-4)."""
+        if isinstance(characters, str | bytes):
+            raise StateError([Problem("characters", "wrong-type", f"a list of names, not the single name "
+                                      f"{characters!r}: write [{characters!r}]", characters)], "new state")
         names = list(characters)
         problems = name_problems(names, "characters")
         if problems:
@@ -155,6 +163,15 @@ class GameState:
         return cls.loads(rs, data, str(p))
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def writable(text: str) -> bool:
+    """True when `text` encodes to UTF-8. Text decoded with `surrogateescape` (a reply that is not clean
+    UTF-8) or a JSON `\\ud800` escape can hold lone surrogates, which no state file could save (H-3)."""
+    return _SURROGATE.search(text) is None
+
+
 def plain(value: Any) -> Any:
     """Mappings and tuples as JSON-ready dicts and lists."""
     if isinstance(value, Mapping):
@@ -195,6 +212,8 @@ def name_problems(names: list[str], path: str) -> list[Problem]:
         key = normalise(n) if isinstance(n, str) else ""
         if not isinstance(n, str) or not key:
             problems.append(Problem(f"{path}[{i}]", "bad-name", "a character name is non-empty text", n))
+        elif not writable(n):
+            problems.append(Problem(f"{path}[{i}]", "bad-text", "a character name is valid UTF-8 text (H-3)", n))
         elif key.startswith("$"):
             problems.append(Problem(f"{path}[{i}]", "reserved-name", f"{n!r} collides with the reserved "
                                     f"{PARTY} entry (PARTY-24)", n))

@@ -9,6 +9,7 @@ from .ruleset import Ruleset
 from .ruleset.index import SheetIndex
 from .ruleset.sheet import Column, FieldDef, ListDef
 from .state import (
+    COUNT_MAX,
     FORMAT,
     PARTY,
     Clock,
@@ -19,6 +20,7 @@ from .state import (
     default_party,
     default_value,
     name_problems,
+    writable,
 )
 from .text import normalise, prompt_unsafe
 
@@ -54,6 +56,9 @@ class Reader:
         }.get(t, isinstance(raw, str))
         if not ok:
             self.warn(path, "bad-value", f"{raw!r} is not a value this {t} allows; read as the default", raw)
+            return default_value(f)
+        if isinstance(raw, str) and not writable(raw):
+            self.warn(path, "bad-text", f"{raw!r} is not valid UTF-8 text; read as the default (H-3)", raw)
             return default_value(f)
         if t == "number":
             lo = f.min if f.min is not None else raw
@@ -141,8 +146,15 @@ class Reader:
             elif not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 self.warn(f"{path}.{k}", "bad-value", f"{v!r} is not a count of 0 or more; read as the start", v)
             else:
-                out[k] = v
+                out[k] = self.count(v, f"{path}.{k}")
         return out
+
+    def count(self, v: int, path: str, hi: int = COUNT_MAX) -> int:
+        """A count of 0 or more, capped at `hi` (COUNT_MAX where the ruleset sets no fixed maximum, H-1)."""
+        if v > hi:
+            self.warn(path, "out-of-range", f"{v} is above {hi}; clamped", v)
+            return hi
+        return v
 
     def live(self, raw: Any, path: str, idx: SheetIndex) -> Live:
         data = self.obj(raw, path)
@@ -157,7 +169,7 @@ class Reader:
             elif not isinstance(v, int) or isinstance(v, bool):
                 self.warn(tp, "bad-value", f"{v!r} is not a number; read as the default", v)
             else:
-                hi = t.max if isinstance(t.max, int) else v
+                hi = t.max if isinstance(t.max, int) else COUNT_MAX  # a computed max is applied on reading
                 if not t.min <= v <= hi:
                     self.warn(tp, "out-of-range", f"{v} is outside {t.min}..{hi}; clamped", v)
                 tracks[k] = max(t.min, min(hi, v))
@@ -189,7 +201,9 @@ class Reader:
         defs = {t.id: t for t in self.rs.file.sheet.live.text} if not idx.party else {}
         for k, v in self.obj(data.get("text"), f"{path}.text").items():
             d = defs.get(k)
-            if d is None or not isinstance(v, str) or prompt_unsafe(v) or len(v) > d.maxLength:
+            if isinstance(v, str) and not writable(v):
+                self.warn(f"{path}.text.{k}", "bad-text", f"{v!r} is not valid UTF-8 text; dropped (H-3)", v)
+            elif d is None or not isinstance(v, str) or prompt_unsafe(v) or len(v) > d.maxLength:
                 self.warn(f"{path}.text.{k}", "bad-value", "not a live text this ruleset allows; dropped", v)
             else:
                 text[k] = v
@@ -199,7 +213,8 @@ class Reader:
             if lst is None or lst.pools is None or not isinstance(v, list):
                 self.warn(f"{path}.rows.{k}", "unknown-id", f"{k!r} is not a list with row pools; dropped", k)
                 continue
-            rows[k] = tuple(x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else None for x in v)
+            rows[k] = tuple(self.count(x, f"{path}.rows.{k}[{i}]") if isinstance(x, int) and not isinstance(x, bool)
+                            and x >= 0 else None for i, x in enumerate(v))
         for k in data:
             if k not in ("pools", "temp", "tracks", "marks", "states", "conditions", "text", "rows"):
                 self.warn(f"{path}.{k}", "unknown-key", f"live values have no key {k!r}; dropped", k)
@@ -218,6 +233,7 @@ class Reader:
         if not isinstance(overflow, int) or isinstance(overflow, bool) or overflow < 0:
             self.warn(f"{path}.overflow", "bad-value", f"{overflow!r} is not a count; read as 0", overflow)
             overflow = 0
+        overflow = self.count(overflow, f"{path}.overflow")  # WOUND-22 sets no bound; H-1 does
         raw_marks = data.get("marks", [])
         for i, m in enumerate(raw_marks if isinstance(raw_marks, list) else []):
             if m is None and indexed:
@@ -247,6 +263,9 @@ class Reader:
                 self.warn(p, "bad-clock", "a clock is {name, size, filled}; dropped", c)
                 continue
             name, size, filled = c["name"], c["size"], c.get("filled", 0)
+            if not writable(name):
+                self.warn(f"{p}.name", "bad-text", f"{name!r} is not valid UTF-8 text; dropped (H-3)", name)
+                continue
             if not 1 <= len(name) <= 100 or prompt_unsafe(name, label=True):
                 self.warn(f"{p}.name", "bad-name", "not a valid clock name (CLOCK-16); dropped", name)
                 continue

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ruleset import Ruleset
-from ..state import GameState
+from ..state import GameState, writable
 from ..tags import Tag, canonical, scan
 from . import advance, clock, conditions, livetext, pools, rests, sheet, states, tracks, wounds  # noqa: F401
 from .registry import FAMILIES
@@ -52,6 +52,8 @@ class Applied:
 
 def run_command(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     """One well-formed tag through its family's handler. Never raises for any tag."""
+    if any(v is not None and not writable(v) for _, v in tag.attrs):
+        return refuse(state, "bad-text")  # before any handler can store it (docs/decisions.md H-3)
     if tag.repeated:
         return refuse(state, "duplicate-attribute")
     fam = FAMILIES.get(tag.name)
