@@ -351,6 +351,38 @@ def test_h3_state_file_with_lone_surrogates_warns_and_saves():
     assert s.clocks == () and "heading" not in s.live_of("Mira").text
 
 
+def spoil(doc, picks):
+    """`doc` with a lone surrogate appended to the strings (keys included) that `picks` selects."""
+    count = 0
+
+    def walk(x):
+        nonlocal count
+        if isinstance(x, str):
+            count += 1
+            return x + "\ud800" if count in picks else x
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        if isinstance(x, dict):
+            return {walk(k): walk(v) for k, v in x.items()}
+        return x
+
+    return walk(doc)
+
+
+@SETTINGS
+@given(st.sampled_from([("gravewatch", GRAVE), ("ember-roads", EMBER), ("blades-like", BLADES),
+                        ("fifth-like", FIFTH)]), st.sets(st.integers(1, 200), min_size=1, max_size=4))
+def test_h3_every_state_read_from_a_file_can_be_saved(sample, picks):
+    """H-3: a state file with lone surrogates anywhere either fails with StateError or loads as a state that
+    dumps and encodes to UTF-8."""
+    name, rs = sample
+    try:
+        s = GameState.loads(rs, json.dumps(spoil(state_doc(name), picks)))
+    except StateError:
+        return
+    s.dumps().encode("utf-8")
+
+
 def test_h3_character_name_with_lone_surrogate_is_a_state_error():
     doc = state_doc("gravewatch")
     doc["gameCharacterCards"]["Mi\ud800ra"] = doc["gameCharacterCards"].pop("Mira")
