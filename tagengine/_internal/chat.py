@@ -189,6 +189,7 @@ class Chat:
                                     "the revision is a whole number, 0 or more", revision))
             revision = None
         start = _state(rs, doc.get("start"), "start", problems)
+        base = start.to_json() if start is not None else {}
         messages: list[Message] = []
         for i, entry in enumerate(_part(doc, "messages", list, [], "messages", problems)):
             mp = f"messages[{i}]"
@@ -206,7 +207,7 @@ class Chat:
                 snapshot = _part(sw, "snapshot", Mapping, {}, f"{sp}.snapshot", problems)
                 if start is None:
                     continue
-                snap = {**start.to_json(), **snapshot}
+                snap = {**base, **snapshot}
                 if cards is not None:
                     snap["gameCharacterCards"] = cards
                 state = _state(rs, snap, f"{sp}.snapshot", problems)

@@ -149,11 +149,11 @@ class Reader:
                 out[k] = self.count(v, f"{path}.{k}")
         return out
 
-    def count(self, v: int, path: str, hi: int = COUNT_MAX) -> int:
-        """A count of 0 or more, capped at `hi` (COUNT_MAX where the ruleset sets no fixed maximum, H-1)."""
-        if v > hi:
-            self.warn(path, "out-of-range", f"{v} is above {hi}; clamped", v)
-            return hi
+    def count(self, v: int, path: str) -> int:
+        """A count of 0 or more that the ruleset gives no fixed maximum: capped at COUNT_MAX (H-1)."""
+        if v > COUNT_MAX:
+            self.warn(path, "out-of-range", f"{v} is above {COUNT_MAX}; clamped", v)
+            return COUNT_MAX
         return v
 
     def live(self, raw: Any, path: str, idx: SheetIndex) -> Live:

@@ -62,7 +62,7 @@ def mark(t: Track, marks: Marks, overflow: int, kind: str, amount: int, box: int
     `marks` are as `normalise` leaves them (every caller reads them through it). The cost depends on the
     track's length and its number of kinds, never on `amount`: the marks that fit are inserted at once,
     then each further mark raises the lightest mark one step (WOUND-20) until every mark is at the
-    highest severity, and whatever is left is overflow (WOUND-21), capped at OVERFLOW_MAX (DEC H-1)."""
+    highest severity, and whatever is left is overflow (WOUND-21), capped at OVERFLOW_MAX (docs/decisions.md H-1)."""
     if t.indexed or t.refuse_when_full:
         free = t.length - sum(1 for m in marks if m is not None)
         if amount > free:
