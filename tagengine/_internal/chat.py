@@ -15,7 +15,7 @@ from .commands import Applied, apply_reply
 from .commands.party_save import save_party
 from .errors import NotFoundError, Problem, StateError
 from .ruleset import Ruleset
-from .state import GameState, clocks_json, from_json, live_json, thaw
+from .state import GameState, clocks_json, from_json, live_json, name_problems, thaw
 
 FORMAT = "tagengine.chat/1"
 
@@ -167,23 +167,85 @@ class Chat:
         return doc
 
     @classmethod
-    def from_json(cls, rs: Ruleset, doc: Mapping[str, Any]) -> Chat:
+    def from_json(cls, rs: Ruleset, doc: Any) -> Chat:
+        """A chat from its JSON document. Any malformed document is a StateError listing every problem
+        with its path (`messages[3].swipes[0].text`); nothing else comes out (docs/decisions.md H-5)."""
         if not isinstance(doc, Mapping) or doc.get("format") != FORMAT:
             raise StateError([Problem("format", "not-chat", f"expected format {FORMAT!r}", None)], "chat")
-        start = from_json(rs, doc.get("start"), "chat.start")
+        problems: list[Problem] = []
+        meta = _part(doc, "metadata", Mapping, {}, "metadata", problems)
+        cards = meta.get("gameCharacterCards")
+        if cards is not None:
+            if not isinstance(cards, Mapping):
+                problems.append(Problem("metadata.gameCharacterCards", "wrong-type", "must be an object",
+                                        type(cards).__name__))
+                cards = None
+            else:
+                problems += name_problems(list(cards), "metadata.gameCharacterCards")
+        revision = meta.get("gamePartySheetRevision")
+        if revision is not None and (not isinstance(revision, int) or isinstance(revision, bool) or revision < 0):
+            problems.append(Problem("metadata.gamePartySheetRevision", "wrong-type",
+                                    "the revision is a whole number, 0 or more", revision))
+            revision = None
+        start = _state(rs, doc.get("start"), "start", problems)
+        base = start.to_json() if start is not None else {}
+        messages: list[Message] = []
+        for i, entry in enumerate(_part(doc, "messages", list, [], "messages", problems)):
+            mp = f"messages[{i}]"
+            if not isinstance(entry, Mapping):
+                problems.append(Problem(mp, "wrong-type", "a message is an object", type(entry).__name__))
+                continue
+            role = _part(entry, "role", str, "user", f"{mp}.role", problems)
+            m = Message(role, _part(entry, "content", str, "", f"{mp}.content", problems))
+            for j, sw in enumerate(_part(entry, "swipes", list, [], f"{mp}.swipes", problems)):
+                sp = f"{mp}.swipes[{j}]"
+                if not isinstance(sw, Mapping):
+                    problems.append(Problem(sp, "wrong-type", "a swipe is an object", type(sw).__name__))
+                    continue
+                text = _part(sw, "text", str, "", f"{sp}.text", problems)
+                snapshot = _part(sw, "snapshot", Mapping, {}, f"{sp}.snapshot", problems)
+                if start is None:
+                    continue
+                snap = {**base, **snapshot}
+                if cards is not None:
+                    snap["gameCharacterCards"] = cards
+                state = _state(rs, snap, f"{sp}.snapshot", problems)
+                if state is not None:
+                    m.swipes.append(Applied(text, state, ()))
+            selected = entry.get("selected", 0)
+            if not isinstance(selected, int) or isinstance(selected, bool) or selected < 0:
+                problems.append(Problem(f"{mp}.selected", "wrong-type", "the selected swipe is a whole number, "
+                                        "0 or more", selected))
+                selected = 0
+            m.selected = min(selected, max(0, len(m.swipes) - 1))
+            messages.append(m)
+        if problems or start is None:
+            raise StateError(problems, "chat")
         chat = cls(rs, start)
-        meta = doc.get("metadata") or {}
-        for entry in doc.get("messages") or []:
-            m = Message(entry.get("role", "user"), entry.get("content", ""))
-            for sw in entry.get("swipes") or []:
-                snap = {**start.to_json(), **(sw.get("snapshot") or {})}
-                snap["gameCharacterCards"] = meta.get("gameCharacterCards", snap["gameCharacterCards"])
-                state = from_json(rs, snap, "chat.snapshot")
-                m.swipes.append(Applied(sw.get("text", ""), state, ()))
-            m.selected = min(int(entry.get("selected", 0)), max(0, len(m.swipes) - 1))
-            chat.messages.append(m)
-        chat.revision = int(meta.get("gamePartySheetRevision", start.party_revision))
+        chat.messages = messages
+        chat.revision = start.party_revision if revision is None else revision
         return chat
+
+
+def _part(doc: Mapping[str, Any], key: str, kind: type, default: Any, path: str, problems: list[Problem]) -> Any:
+    """`doc[key]` when it is a `kind` (absent or null: `default`); else a problem naming `path`."""
+    value = doc.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, kind):
+        want = {Mapping: "an object", list: "a list", str: "text"}.get(kind, kind.__name__)
+        problems.append(Problem(path, "wrong-type", f"must be {want}", type(value).__name__))
+        return default
+    return value
+
+
+def _state(rs: Ruleset, raw: Any, path: str, problems: list[Problem]) -> GameState | None:
+    """A state inside the chat; its problems are reported under `path`."""
+    try:
+        return from_json(rs, raw, "chat")
+    except StateError as e:
+        problems += [replace(p, path=path if p.path == "$" else f"{path}.{p.path}") for p in e.problems]
+        return None
 
 
 def snapshot_json(state: GameState) -> dict[str, Any]:

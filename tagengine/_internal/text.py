@@ -24,6 +24,15 @@ def prompt_unsafe(text: str, *, label: bool = False) -> str | None:
     return None
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def writable(text: str) -> bool:
+    """True when `text` encodes to UTF-8. Text decoded with `surrogateescape` (a reply that is not clean
+    UTF-8) or a JSON `\\ud800` escape can hold lone surrogates, which no state file could save (H-3)."""
+    return _SURROGATE.search(text) is None
+
+
 @lru_cache(maxsize=8192)
 def normalise(name: str) -> str:
     """Case-insensitive name key: trimmed, inner white space collapsed (DEC-8)."""

@@ -15,6 +15,7 @@ REASONS: dict[str, tuple[str, str]] = {
     "ambiguous": ("any tag", "a name matches two things (DEC-8)"),
     "invalid-amount": ("any tag", "a number that is not a whole number with an optional sign (DEC-9)"),
     "invalid-value": ("any tag", "a value the target cannot take (DEC-9, DEC-15)"),
+    "bad-text": ("any tag", "a value that is not valid UTF-8 text, so no state could save it (H-3)"),
     # clocks
     "clocks-disabled": ("clocks", "the ruleset has no `clocks` (CLOCK-2)"),
     "bad-name": ("clocks", "a clock name that breaks CLOCK-16"),

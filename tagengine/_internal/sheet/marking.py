@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..state import COUNT_MAX
+
 Slots = tuple[str | None, ...]
 
 
@@ -27,6 +29,10 @@ class TrackShape:
         return sorted(self.severity, key=lambda k: self.severity[k])
 
 
+OVERFLOW_MAX = COUNT_MAX
+"""The most overflow a track keeps (docs/decisions.md H-1): the largest number a tag can spell (G-6)."""
+
+
 class TrackFull(Exception):
     """No free box for a mark on a track that refuses when full (WOUND-52, WOUND-53)."""
 
@@ -34,7 +40,7 @@ class TrackFull(Exception):
 def normalise(t: TrackShape, marks: Sequence[str | None], overflow: int) -> tuple[Slots, int]:
     """Marks that no longer fit the track's length are overflow (WOUND-60); severity order (WOUND-15)."""
     kept = list(marks[: t.length])
-    overflow += sum(1 for m in marks[t.length:] if m is not None)
+    overflow = min(OVERFLOW_MAX, overflow + sum(1 for m in marks[t.length:] if m is not None))
     if not t.indexed:
         kept = sorted((m for m in kept if m is not None), key=lambda m: -t.severity.get(m, 0))
     while kept and kept[-1] is None:
@@ -42,16 +48,22 @@ def normalise(t: TrackShape, marks: Sequence[str | None], overflow: int) -> tupl
     return tuple(kept), overflow
 
 
-def _insert(t: TrackShape, marks: list[str | None], kind: str) -> None:
-    """WOUND-17: by severity, the highest level its severity entitles it to; lighter marks move down."""
+def _insert(t: TrackShape, marks: list[str | None], kind: str, count: int = 1) -> None:
+    """WOUND-17: by severity, the highest level its severity entitles it to; lighter marks move down.
+    `count` marks of one kind land side by side, exactly where one-at-a-time insertion puts them."""
     sev = t.severity[kind]
     at = next((i for i, m in enumerate(marks) if m is not None and t.severity[m] < sev), len(marks))
-    marks.insert(at, kind)
+    marks[at:at] = [kind] * count
 
 
 def mark(t: TrackShape, marks: Slots, overflow: int, kind: str, amount: int,
          box: int | None = None) -> tuple[Slots, int]:
-    """Add `amount` marks of `kind`, one at a time (WOUND-19). Raises TrackFull, having changed nothing."""
+    """Add `amount` marks of `kind`, as if one at a time (WOUND-19). Raises TrackFull, having changed nothing.
+
+    `marks` are as `normalise` leaves them (every caller reads them through it). The cost depends on the
+    track's length and its number of kinds, never on `amount`: the marks that fit are inserted at once,
+    then each further mark raises the lightest mark one step (WOUND-20) until every mark is at the
+    highest severity, and whatever is left is overflow (WOUND-21), capped at OVERFLOW_MAX (docs/decisions.md H-1)."""
     if t.indexed or t.refuse_when_full:
         free = t.length - sum(1 for m in marks if m is not None)
         if amount > free:
@@ -59,30 +71,47 @@ def mark(t: TrackShape, marks: Slots, overflow: int, kind: str, amount: int,
     if t.indexed:
         return _mark_indexed(t, marks, kind, amount, box), overflow
     out = [m for m in marks if m is not None]
-    for _ in range(amount):
-        if len(out) < t.length:
-            _insert(t, out, kind)
-            continue
-        scale = t.scale
-        lightest = min(range(len(out)), key=lambda i: (t.severity[out[i]], -i)) if out else None
-        if lightest is None or scale.index(out[lightest]) == len(scale) - 1:
-            overflow += 1  # WOUND-21: past the highest severity
-            continue
-        raised = scale[scale.index(out[lightest]) + 1]  # WOUND-20: one step, whatever the new mark's kind
-        del out[lightest]
-        _insert(t, out, raised)
-    return tuple(out), overflow
+    if amount <= 0:
+        return tuple(out), overflow
+    fits = max(0, min(amount, t.length - len(out)))
+    if fits:
+        _insert(t, out, kind, fits)
+    left = amount - fits
+    if left and out:
+        out, left = _raise_lightest(t, out, left)
+    return tuple(out), min(OVERFLOW_MAX, overflow + left)
+
+
+def _raise_lightest(t: TrackShape, out: list[str], raises: int) -> tuple[list[str], int]:
+    """WOUND-20 repeated `raises` times on a full track: each raise moves the lightest mark one step up
+    the scale. All the marks on the lowest occupied step go up before any mark above them moves, so
+    the marks are counted per step and moved a step at a time. Returns the marks, most severe first,
+    and the raises left over once every mark is at the highest severity (WOUND-21)."""
+    scale = t.scale
+    counts = [0] * len(scale)
+    step = {k: i for i, k in enumerate(scale)}
+    for m in out:
+        counts[step[m]] += 1
+    for i in range(len(scale) - 1):
+        moved = min(counts[i], raises)
+        counts[i] -= moved
+        counts[i + 1] += moved
+        raises -= moved
+        if not raises:
+            break
+    return [scale[i] for i in range(len(scale) - 1, -1, -1) for _ in range(counts[i])], raises
 
 
 def _mark_indexed(t: TrackShape, marks: Slots, kind: str, amount: int, box: int | None) -> Slots:
     """WOUND-48, WOUND-49: the named box or the first; if taken, the next free box above."""
     slots: list[str | None] = [*marks, *([None] * (t.length - len(marks)))]
     start = (box or 1) - 1
-    for _ in range(amount):
-        i = next((j for j in range(start, t.length) if slots[j] is None), None)
-        if i is None:
+    if amount > 0:
+        free = [j for j in range(start, t.length) if slots[j] is None][:amount]
+        if len(free) < amount:
             raise TrackFull
-        slots[i] = kind
+        for j in free:
+            slots[j] = kind
     while slots and slots[-1] is None:
         slots.pop()
     return tuple(slots)
@@ -91,23 +120,22 @@ def _mark_indexed(t: TrackShape, marks: Slots, kind: str, amount: int, box: int 
 def heal(t: TrackShape, marks: Slots, overflow: int, count: int, kind: str | None = None) -> tuple[Slots, int]:
     """Clear `count`: overflow first (WOUND-24), then the lightest marks (WOUND-26); with a kind of the
     track, only marks of that kind and no overflow (WOUND-25). Indexed: the highest of the lightest
-    (WOUND-50)."""
+    (WOUND-50). Clearing one mark never changes which of the others is lightest, so the marks to clear
+    are the first `count` in that order, found in one sort: the cost does not depend on `count`."""
     if kind is not None and kind not in t.severity:
         kind = None  # WOUND-26 (interpretation): a kind the track does not have clears the lightest
     slots: list[str | None] = list(marks)
-    for _ in range(count):
-        if kind is None and overflow > 0:
-            overflow -= 1
-            continue
-        candidates = [i for i, m in enumerate(slots) if m is not None and (kind is None or m == kind)]
-        if not candidates:
-            break
-        lightest = min(t.severity[slots[i]] for i in candidates)  # type: ignore[index]
-        i = max(i for i in candidates if t.severity[slots[i]] == lightest)  # type: ignore[index]
-        if t.indexed:
-            slots[i] = None
-        else:
-            del slots[i]
+    count = max(0, count)
+    if kind is None:
+        cleared = min(overflow, count)
+        overflow, count = overflow - cleared, count - cleared
+    candidates = [i for i, m in enumerate(slots) if m is not None and (kind is None or m == kind)]
+    candidates.sort(key=lambda i: (t.severity[slots[i]], -i))  # type: ignore[index]
+    gone = set(candidates[:count])
+    if t.indexed:
+        slots = [None if i in gone else m for i, m in enumerate(slots)]
+    else:
+        slots = [m for i, m in enumerate(slots) if i not in gone]
     while slots and slots[-1] is None:
         slots.pop()
     return tuple(slots), overflow

@@ -7,7 +7,7 @@ from typing import Any
 from ..errors import Problem
 from ..ruleset import Ruleset
 from ..ruleset.sheet import ColumnDef, FieldDef
-from ..text import normalise, prompt_unsafe
+from ..text import normalise, prompt_unsafe, writable
 from .values import PARTY
 
 
@@ -48,6 +48,8 @@ def name_problems(names: list[Any], path: str) -> list[Problem]:
         key = normalise(n) if isinstance(n, str) else ""
         if not isinstance(n, str) or not key:
             problems.append(Problem(f"{path}[{i}]", "bad-name", "a character name is non-empty text", n))
+        elif not writable(n):
+            problems.append(Problem(f"{path}[{i}]", "bad-text", "a character name is valid UTF-8 text (H-3)", n))
         elif key.startswith("$"):
             problems.append(Problem(f"{path}[{i}]", "reserved-name", f"{n!r} collides with the reserved "
                                     f"{PARTY} entry (PARTY-24)", n))

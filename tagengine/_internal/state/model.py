@@ -50,7 +50,11 @@ class GameState:
     @classmethod
     def new(cls, rs: Ruleset, characters: Iterable[str]) -> GameState:
         """Characters at their start: default cards, pools at `start`, tracks unmarked, no clocks.
-        Raises StateError naming each bad character name."""
+        `characters` is a collection of names: one string would be read letter by letter (H-4). Raises
+        StateError naming each bad character name."""
+        if isinstance(characters, str | bytes):
+            raise StateError([Problem("characters", "wrong-type", f"a list of names, not the single name "
+                                      f"{characters!r}: write [{characters!r}]", characters)], "new state")
         names = list(characters)
         problems = name_problems(names, "characters")
         if problems:

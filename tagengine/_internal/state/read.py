@@ -10,10 +10,10 @@ from ..errors import Problem, StateError
 from ..ruleset import Ruleset
 from ..ruleset.index import SheetIndex
 from ..ruleset.sheet import ColumnDef, FieldDef, ListDef
-from ..text import normalise, prompt_unsafe
+from ..text import normalise, prompt_unsafe, writable
 from .defaults import default_card, default_party, default_value, name_problems
 from .format import CARD_KEYS, LIVE_KEYS, TOP_KEYS
-from .values import FORMAT, PARTY, Clock, LiveValues, WoundMarks
+from .values import COUNT_MAX, FORMAT, PARTY, Clock, LiveValues, WoundMarks
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +57,9 @@ class Reader:
         }.get(t, isinstance(raw, str))
         if not ok:
             self.warn(path, "bad-value", f"{raw!r} is not a value this {t} allows; read as the default", raw)
+            return default_value(f)
+        if isinstance(raw, str) and not writable(raw):
+            self.warn(path, "bad-text", f"{raw!r} is not valid UTF-8 text; read as the default (H-3)", raw)
             return default_value(f)
         if t == "number":
             lo = f.min if f.min is not None else raw
@@ -144,8 +147,15 @@ class Reader:
             elif not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 self.warn(f"{path}.{k}", "bad-value", f"{v!r} is not a count of 0 or more; read as the start", v)
             else:
-                out[k] = v
+                out[k] = self.count(v, f"{path}.{k}")
         return out
+
+    def count(self, v: int, path: str) -> int:
+        """A count of 0 or more that the ruleset gives no fixed maximum: capped at COUNT_MAX (H-1)."""
+        if v > COUNT_MAX:
+            self.warn(path, "out-of-range", f"{v} is above {COUNT_MAX}; clamped", v)
+            return COUNT_MAX
+        return v
 
     def live(self, raw: Any, path: str, idx: SheetIndex) -> LiveValues:
         data = self.obj(raw, path)
@@ -160,7 +170,7 @@ class Reader:
             elif not isinstance(v, int) or isinstance(v, bool):
                 self.warn(tp, "bad-value", f"{v!r} is not a number; read as the default", v)
             else:
-                hi = t.max if isinstance(t.max, int) else v
+                hi = t.max if isinstance(t.max, int) else COUNT_MAX  # a computed max is applied on reading
                 if not t.min <= v <= hi:
                     self.warn(tp, "out-of-range", f"{v} is outside {t.min}..{hi}; clamped", v)
                 tracks[k] = max(t.min, min(hi, v))
@@ -192,7 +202,9 @@ class Reader:
         defs = {t.id: t for t in self.rs.file.sheet.live.text} if not idx.party else {}
         for k, v in self.obj(data.get("text"), f"{path}.text").items():
             d = defs.get(k)
-            if d is None or not isinstance(v, str) or prompt_unsafe(v) or len(v) > d.maxLength:
+            if isinstance(v, str) and not writable(v):
+                self.warn(f"{path}.text.{k}", "bad-text", f"{v!r} is not valid UTF-8 text; dropped (H-3)", v)
+            elif d is None or not isinstance(v, str) or prompt_unsafe(v) or len(v) > d.maxLength:
                 self.warn(f"{path}.text.{k}", "bad-value", "not a live text this ruleset allows; dropped", v)
             else:
                 text[k] = v
@@ -202,7 +214,8 @@ class Reader:
             if lst is None or lst.pools is None or not isinstance(v, list | tuple):
                 self.warn(f"{path}.rows.{k}", "unknown-id", f"{k!r} is not a list with row pools; dropped", k)
                 continue
-            rows[k] = tuple(x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else None for x in v)
+            rows[k] = tuple(self.count(x, f"{path}.rows.{k}[{i}]") if isinstance(x, int) and not isinstance(x, bool)
+                            and x >= 0 else None for i, x in enumerate(v))
         for k in data:
             if k not in LIVE_KEYS:
                 self.warn(f"{path}.{k}", "unknown-key", f"live values have no key {k!r}; dropped", k)
@@ -221,6 +234,7 @@ class Reader:
         if not isinstance(overflow, int) or isinstance(overflow, bool) or overflow < 0:
             self.warn(f"{path}.overflow", "bad-value", f"{overflow!r} is not a count; read as 0", overflow)
             overflow = 0
+        overflow = self.count(overflow, f"{path}.overflow")  # WOUND-22 sets no bound; H-1 does
         raw_marks = data.get("marks", [])
         for i, m in enumerate(raw_marks if isinstance(raw_marks, list | tuple) else []):
             if m is None and indexed:
@@ -250,6 +264,9 @@ class Reader:
                 self.warn(p, "bad-clock", "a clock is {name, size, filled}; dropped", c)
                 continue
             name, size, filled = c["name"], c["size"], c.get("filled", 0)
+            if not writable(name):
+                self.warn(f"{p}.name", "bad-text", f"{name!r} is not valid UTF-8 text; dropped (H-3)", name)
+                continue
             if not 1 <= len(name) <= 100 or prompt_unsafe(name, label=True):
                 self.warn(f"{p}.name", "bad-name", "not a valid clock name (CLOCK-16); dropped", name)
                 continue

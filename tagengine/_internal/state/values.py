@@ -14,6 +14,9 @@ from typing import Any
 
 FORMAT = "tagengine.state/1"
 PARTY = "$party"  # the party sheet's key among the live values (PARTY-24)
+COUNT_MAX = 999_999_999
+"""The largest count a state keeps where the ruleset sets no maximum (overflow, pools, temporary points,
+plain tracks with a computed max, row pools): the largest number a tag can spell (docs/decisions.md H-1)."""
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 
