@@ -5,7 +5,8 @@ Usage: python tests/spec_coverage.py [--write] [--spec PATH]
 Without --write the script prints the difference to the committed doc and exits 1 when the doc is stale.
 
 A test cites a rule when the exact ID (``WOUND-17``) appears in the test function's docstring, in one of its
-decorators (for example a ``pytest.mark.parametrize`` id), or in a comment inside its body; or when its name holds
+decorators (for example a ``pytest.mark.parametrize`` id, also when the decorator takes its cases from a module
+constant), or in a comment inside its body; or when its name holds
 the ID in snake case (``test_wound_17_...``). Module docstrings, class docstrings and ranges (``WOUND-15..60``,
 ``[REF-11] to [REF-15]``) do not count: a citation says that this one test checks this one rule.
 
@@ -127,6 +128,14 @@ def citations_in_file(path: Path) -> dict[str, set[str]]:
     source = path.read_text(encoding="utf-8")
     tree = ast.parse(source)
     comments = _comments(source)
+    # a parametrize list kept in a module constant (`@pytest.mark.parametrize("x", CASES)`) is the test's own
+    constants: dict[str, str] = {}
+    for node in tree.body:
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, ast.AnnAssign) else [])
+        for t in targets:
+            if isinstance(t, ast.Name):
+                constants[t.id] = ast.get_source_segment(source, node) or ""
     out: dict[str, set[str]] = {}
 
     def visit(node: ast.AST, prefix: str) -> None:
@@ -138,6 +147,9 @@ def citations_in_file(path: Path) -> dict[str, set[str]]:
                 ids |= ids_in(ast.get_docstring(child, clean=False) or "")
                 for dec in child.decorator_list:
                     ids |= ids_in(ast.get_source_segment(source, dec) or "")
+                    for name in ast.walk(dec):
+                        if isinstance(name, ast.Name) and name.id in constants:
+                            ids |= ids_in(constants[name.id])
                 for line in range(child.body[0].lineno, (child.end_lineno or child.lineno) + 1):
                     ids |= ids_in(comments.get(line, ""))
                 # a comment on the def line itself (after the colon) belongs to the test too

@@ -40,7 +40,8 @@ def test_the_spec_has_its_rules(cov):
 
 
 def test_citations_are_per_test_and_ranges_do_not_count(tmp_path):
-    """Name, docstring, decorator and body comments cite; module docstrings, strings and ranges do not."""
+    """Name, docstring, decorators (with the constants they name) and body comments cite; module docstrings,
+    other constants, strings and ranges do not."""
     (tmp_path / "test_x.py").write_text(textwrap.dedent('''
         """Module docstring: WOUND-1 does not count."""
         import pytest
@@ -48,8 +49,12 @@ def test_citations_are_per_test_and_ranges_do_not_count(tmp_path):
         def test_wound_2_3_by_name():
             assert "WOUND-4" == "WOUND-4"  # strings do not cite; this comment cites WOUND-5
 
+        CASES = [pytest.param(2, id="WOUND-9")]
+        OTHER = "WOUND-10"
+
         @pytest.mark.parametrize("x", [pytest.param(1, id="WOUND-6")])
-        def test_param(x):
+        @pytest.mark.parametrize("y", CASES)
+        def test_param(x, y):
             """Checks WOUND-7, not the range WOUND-15..60 nor [REF-11] to [REF-15]."""
 
         class TestGroup:
@@ -62,7 +67,7 @@ def test_citations_are_per_test_and_ranges_do_not_count(tmp_path):
     found = sc.citations_in_file(tmp_path / "test_x.py")
     assert found == {
         "test_wound_2_3_by_name": {"WOUND-2", "WOUND-3", "WOUND-5"},
-        "test_param": {"WOUND-6", "WOUND-7"},
+        "test_param": {"WOUND-6", "WOUND-7", "WOUND-9"},
         "TestGroup::test_in_class": {"GMREF-1"},
     }
 
