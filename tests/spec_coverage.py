@@ -150,10 +150,9 @@ def citations_in_file(path: Path) -> dict[str, set[str]]:
                     for name in ast.walk(dec):
                         if isinstance(name, ast.Name) and name.id in constants:
                             ids |= ids_in(constants[name.id])
-                for line in range(child.body[0].lineno, (child.end_lineno or child.lineno) + 1):
+                # comments from the def line (after the colon) to the last line of the body
+                for line in range(child.lineno, (child.end_lineno or child.lineno) + 1):
                     ids |= ids_in(comments.get(line, ""))
-                # a comment on the def line itself (after the colon) belongs to the test too
-                ids |= ids_in(comments.get(child.lineno, ""))
                 out[f"{prefix}{child.name}"] = ids
 
     visit(tree, "")

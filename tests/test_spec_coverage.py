@@ -47,6 +47,7 @@ def test_citations_are_per_test_and_ranges_do_not_count(tmp_path):
         import pytest
 
         def test_wound_2_3_by_name():
+            # WOUND-11 before the first statement
             assert "WOUND-4" == "WOUND-4"  # strings do not cite; this comment cites WOUND-5
 
         CASES = [pytest.param(2, id="WOUND-9")]
@@ -66,7 +67,7 @@ def test_citations_are_per_test_and_ranges_do_not_count(tmp_path):
     '''))
     found = sc.citations_in_file(tmp_path / "test_x.py")
     assert found == {
-        "test_wound_2_3_by_name": {"WOUND-2", "WOUND-3", "WOUND-5"},
+        "test_wound_2_3_by_name": {"WOUND-2", "WOUND-3", "WOUND-5", "WOUND-11"},
         "test_param": {"WOUND-6", "WOUND-7", "WOUND-9"},
         "TestGroup::test_in_class": {"GMREF-1"},
     }
