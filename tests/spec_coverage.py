@@ -10,8 +10,9 @@ constant), or in a comment inside its body; or when its name holds
 the ID in snake case (``test_wound_17_...``). Module docstrings, class docstrings and ranges (``WOUND-15..60``,
 ``[REF-11] to [REF-15]``) do not count: a citation says that this one test checks this one rule.
 
-Out-of-scope rules (with the reason) and the rules still waiting for a test (``pending``) live in
-tests/spec_scope.toml, so the doc is reproducible from the repository and the spec alone.
+Out-of-scope rules (with the reason), the rules still waiting for a test (``pending``) and test names that list a
+rule their test does not check (``not_citations``) live in tests/spec_scope.toml, so the doc is reproducible from
+the repository and the spec alone.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Coverage:
     unknown: dict[str, list[str]] = field(default_factory=dict)  # cited ids the spec lacks
     out_of_scope: dict[str, str] = field(default_factory=dict)  # rule id -> reason
     pending: dict[str, str] = field(default_factory=dict)  # rule id -> what is missing
+    not_citations: dict[str, tuple[list[str], str]] = field(default_factory=dict)  # test -> (rule ids, why)
     scope_errors: list[str] = field(default_factory=list)
 
     def uncovered(self) -> list[str]:
@@ -159,25 +161,32 @@ def citations_in_file(path: Path) -> dict[str, set[str]]:
     return out
 
 
-def load_scope(path: Path) -> tuple[dict[str, str], dict[str, str]]:
+def load_scope(path: Path) -> tuple[dict[str, str], dict[str, str], dict[str, tuple[list[str], str]]]:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     out_of_scope: dict[str, str] = {}
     for group in data.get("out_of_scope", {}).values():
         for rid in group["rules"]:
             out_of_scope[rid] = group["why"]
     pending = dict(data.get("pending", {}))
-    return out_of_scope, pending
+    not_citations = {test: (list(v["rules"]), v["why"]) for test, v in data.get("not_citations", {}).items()}
+    return out_of_scope, pending, not_citations
 
 
 def collect(spec: Path = SPEC, tests: Path = TESTS, scope: Path = SCOPE) -> Coverage:
     cov = Coverage(parse_spec(spec.read_text(encoding="utf-8")))
     known = {r.id for r in cov.rules}
+    cov.out_of_scope, cov.pending, cov.not_citations = load_scope(scope)
+    unused = {(test, rid) for test, (rids, _) in cov.not_citations.items() for rid in rids}
     for path in sorted(tests.glob("test_*.py")):
         for test, ids in citations_in_file(path).items():
+            where = f"{path.name}::{test}"
             for rid in sorted(ids):
-                where = f"{path.name}::{test}"
+                if (where, rid) in unused:  # the name lists a rule the test does not check
+                    unused.discard((where, rid))
+                    continue
                 (cov.cited if rid in known else cov.unknown).setdefault(rid, []).append(where)
-    cov.out_of_scope, cov.pending = load_scope(scope)
+    for where, rid in sorted(unused):
+        cov.scope_errors.append(f"not_citations: {where} does not cite {rid} (or no longer exists)")
     for name, table in (("out_of_scope", cov.out_of_scope), ("pending", cov.pending)):
         for rid in table:
             if rid not in known:
@@ -231,6 +240,12 @@ def render(cov: Coverage) -> str:
             else:
                 status = "**NOT COVERED**"
             lines.append(f"| {r.id} | {r.section} | {r.text} | {status} |")
+    if cov.not_citations:
+        lines += ["", "## Names that list a rule their test does not check", "",
+                  "These mentions are not counted (`[not_citations]` in `tests/spec_scope.toml`).", "",
+                  "| Test | Rules | Why |", "|---|---|---|"]
+        for test, (rids, why) in sorted(cov.not_citations.items()):
+            lines.append(f"| `{test}` | {', '.join(rids)} | {why} |")
     return "\n".join(lines) + "\n"
 
 

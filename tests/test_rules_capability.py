@@ -68,6 +68,7 @@ CASES = [
                  id="WOUND-61-rest-kind"),
     pytest.param(lambda d: d.update(gm={"opposition": "engine"}), "gm.opposition", 774, id="GM-12"),
     pytest.param(lambda d: d.update(gm={"opposition": "game-master"}), "gm.opposition", 774, id="GM-12-game-master"),
+    pytest.param(lambda d: d.update(clocks={}), "clocks", 143, id="CLOCK-1"),
     pytest.param(lambda d: d.update(party={"label": "Crew", "fields": [{"id": "heat", "label": "Heat",
                                                                          "type": "number"}]}), "party", 144,
                  id="PARTY-1"),

@@ -80,3 +80,13 @@ def test_stale_doc_makes_the_script_exit_1(cov, monkeypatch, tmp_path, capsys):
     assert sc.main([]) == 1
     assert "SHEET-1 (old)" in capsys.readouterr().out
     assert sc.main(["--write"]) == 0 and sc.main([]) == 0
+
+
+def test_not_citations_drop_a_name_that_overclaims_and_must_stay_current(tmp_path):
+    (tmp_path / "test_y.py").write_text("def test_track_1_7_x():\n    pass\n")
+    scope = tmp_path / "scope.toml"
+    scope.write_text('[not_citations]\n"test_y.py::test_track_1_7_x" = { rules = ["TRACK-7"], why = "range" }\n')
+    cov = sc.collect(tests=tmp_path, scope=scope)
+    assert "TRACK-1" in cov.cited and "TRACK-7" not in cov.cited and cov.scope_errors == []
+    scope.write_text('[not_citations]\n"test_y.py::test_track_1_7_x" = { rules = ["TRACK-5"], why = "stale" }\n')
+    assert sc.collect(tests=tmp_path, scope=scope).scope_errors != []
