@@ -87,7 +87,9 @@ def parse_spec(text: str) -> list[Rule]:
             continue
         body = m.group(3)
         j = i + 1
-        while j < len(lines) and lines[j].startswith("  ") and not lines[j].lstrip().startswith(("-", "|", "`", "1.")):
+        # a rule's wrapped lines, up to its first sub-bullet, table or code block
+        while j < len(lines) and lines[j].startswith("  ") and not lines[j].lstrip().startswith(
+                ("-", "|", "```", "1.")):
             body += " " + lines[j].strip()
             j += 1
         rules.append(Rule(m.group(1), section, summary(body)))
