@@ -202,3 +202,31 @@ def test_adj_2_adjust_value_is_a_value_reference_including_live_state():
         assert (c["brawn"].adjust, c["brawn"].total) == (grit, want)
     with pytest.raises(RulesetError):
         Ruleset.from_dict(edit(MINI, lambda d: d["resolution"].update(adjust=[{"value": 2}])))  # not a reference
+
+
+def test_hide_1_hides_a_field_a_derived_value_a_list_a_pool_and_a_plain_track():
+    rule = {"field": "calling", "equals": "drover"}
+
+    def hide_all(d):
+        s = d["sheet"]
+        for element in (s["fields"][2], s["derived"][0], s["lists"][0], s["live"]["pools"][0],
+                        s["live"]["tracks"][0]):
+            element["hideWhen"] = dict(rule)
+
+    rs = Ruleset.from_dict(edit(MINI, hide_all))
+    want = {"fields.note", "derived.call", "lists.gear", "pools.grit", "tracks.fatigue"}
+    assert set(sheet_of(rs, card(rs, fields={"calling": "drover"}), None).hidden) == want
+    assert set(sheet_of(rs, card(rs, fields={"calling": "scout"}), None).hidden) == set()
+
+
+def test_state_7_default_omitted_is_the_first_value():
+    assert [st.value for st in sheet_of(RS, card(), None).states] == ["low"]  # no `default`: the first value
+    rs = Ruleset.from_dict(edit(MINI, lambda d: d["sheet"]["live"]["states"][0].update(default="high")))
+    assert [st.value for st in sheet_of(rs, card(rs), None).states] == ["high"]
+
+
+def test_state_3_value_shown_by_its_label_or_as_itself():
+    rs = Ruleset.from_dict(edit(MINI, lambda d: d["sheet"]["live"]["states"][0].update(
+        valueLabels={"high": "High guard"})))
+    s = sheet_of(rs, card(rs), Live(states={"stance": "high"})).states[0]
+    assert s.values == (("low", "low"), ("high", "High guard")) and s.value_label == "High guard"
