@@ -86,3 +86,22 @@ def test_party_23_permanent_values_stored_once_in_game_party_sheet():
     assert doc["gamePartySheet"]["fields"]["heat"] == 3  # beside gameCharacterCards, once per game
     assert doc["gameCharacterCards"] == s.to_json()["gameCharacterCards"]
     assert "heat" not in json.dumps(doc["rulesetLive"])
+
+
+def test_gmref_3_each_guidance_text_keeps_its_1500_character_limit():
+    for key in ("checkGuidance", "sheetGuidance", "worldGuidance"):
+        at_limit = edit(sample_dict("ember-roads"), lambda d, k=key: d["gm"].update({k: "w" * 1500}))
+        assert problems(at_limit) == [], key
+        over = edit(sample_dict("ember-roads"), lambda d, k=key: d["gm"].update({k: "w" * 1501}))
+        assert (f"gm.{key}", "too-long") in problems(over), key
+
+
+def test_clock_5_default_max_is_eight_clocks_at_once():
+    ember = load_sample("ember-roads")  # "clocks": {}
+    s = GameState.new(ember, ["Mira"])
+    assert s.clocks == ()
+    tags = "".join(f'[clock: name="C{i}" size="4"]' for i in range(1, 10))
+    a, res = run(ember, s, tags)
+    assert res == [("ok", "0/4")] * 8 + [("refused", "clock-limit")]
+    _, res = run(ember, a.state, '[clock: name="C1" clear][clock: name="C9" size="4"]')
+    assert res == [("ok", "cleared"), ("ok", "0/4")]  # clearing one makes room
