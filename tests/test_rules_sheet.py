@@ -99,7 +99,7 @@ def test_sheet_9_a_skill_and_a_save_may_have_a_cap():
 
 def test_sheet_10_untr_2_untrained_on_the_skill_the_save_or_the_section():
     c = checks(abilities={"brawn": 4, "wits": 5})
-    assert c["climb"].total == 2  # skill's own rule: 4 - 2
+    assert c["climb"].total == 2  # skill's own rule: 4 - 2 (UNTR-5: under dice-sum, a fixed amount)
     assert c["nerve"].total == 2  # save's own rule: 5 - 3 (limit 10 does not bite)
     assert c["dig"].total == 3  # the section's rule: 4 - 1
     assert (c["read"].rule, c["read"].total) == ("normal", 5)  # no rule anywhere: rolls normally (UNTR-1)
@@ -198,8 +198,10 @@ def test_wound_3_a_pool_health_may_still_have_damage_types():
 def test_adj_2_adjust_value_is_a_value_reference_including_live_state():
     rs = Ruleset.from_dict(edit(MINI, lambda d: d["resolution"].update(adjust=[{"value": {"livePool": "grit"}}])))
     for grit, want in ((3, 7), (1, 5), (0, 4)):  # brawn 4 + what remains of Grit, read at check time
-        c = checks(rs, Live(pools={"grit": grit}), abilities={"brawn": 4})
+        c = checks(rs, Live(pools={"grit": grit}), abilities={"brawn": 4, "wits": 1})
         assert (c["brawn"].adjust, c["brawn"].total) == (grit, want)
+        # ADJ-5: the entry names no abilities, so every check gets it: a wits ability, skill and save too
+        assert (c["wits"].total, c["read"].total, c["nerve"].total) == (1 + grit, 1 + grit, 1 - 3 + grit)
     with pytest.raises(RulesetError):
         Ruleset.from_dict(edit(MINI, lambda d: d["resolution"].update(adjust=[{"value": 2}])))  # not a reference
 
