@@ -107,6 +107,7 @@ def test_track_5_6_plain_tracks_at_default():
 def test_state_13_14_every_state_and_the_command():
     g = reminder(GRAVE, sample_state("gravewatch"))
     assert "- Lantern: Lit" in g.split("## Bram")[1]  # at its default, still shown
+    # GM-21: the op="state" command and each state's values
     assert 'Lantern (Lit, Shuttered, Out): [sheet: who="Mira" op="state" state="Lantern" value="Lit"]' in g
     assert 'op="state"' not in reminder(FIFTH, sample_state("fifth-like"))  # DEC-18: no states, not taught
 
@@ -129,6 +130,7 @@ def test_party_13_15_21_party_block_and_clock_9():
     assert block.splitlines()[1:] == ["- Heat: 2", "- Tier: 1", "- Crew size: 2", "- Upgrades: Hidden vault",
                                       "- Coin: 3/8", "- Moorings: 3/3", "- Cohorts: The Grinders gang Elite, Old Marta "
                                       "expert", ""]
+    # PARTY-32: "Cohorts" above is the party list named in the party's summary.lists
     assert "## Clocks\n- Bluecoats close in: 3/6" in b
     assert "[clock: name=" in b and "sizes 4, 6, 8; at most 8" in b
 
@@ -136,7 +138,7 @@ def test_party_13_15_21_party_block_and_clock_9():
 def test_dec_18_only_usable_commands():
     g = reminder(GRAVE, sample_state("gravewatch"))
     assert "[clock:" not in g and 'sheet="party"' not in g and 'op="condition"' not in g
-    assert 'op="rest" rest="Catch your breath"' in g
+    assert 'op="rest" rest="Catch your breath"' in g  # GM-19: taught with the names the ruleset declares
 
 
 def test_untr_15_untrained_rules_listed():

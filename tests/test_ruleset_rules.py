@@ -201,7 +201,7 @@ def test_party_29_30_from_members(blades):
 def test_party_27_lists_need_1_163(blades):
     d = edit(blades, lambda d: d["manifest"].update(capabilityApi={"major": 1, "minor": 162}))
     p = problems(d)
-    for path in ("party.lists", "party.builder", "party.fromMembers"):
+    for path in ("party.lists", "party.builder", "party.fromMembers"):  # PARTY-28: the builder needs 1.163 too
         assert (path, "capability-too-low") in p
 
 
@@ -234,6 +234,7 @@ def test_sheet_20_derived_count_ladder():
     many = [{"id": f"d{i}", "label": f"D{i}", "op": "sum", "of": [{"const": 1}]} for i in range(121)]
     d = edit(base, lambda d: d["sheet"].update(derived=many))
     assert ("sheet.derived", "capability-too-low") in problems(d)  # more than 120 needs 1.88
+    # SHEET-21: more than 240 needs 1.111; SHEET-22: more than 400 needs 1.729
     for n, need in ((60, None), (61, "1.84"), (121, "1.88"), (241, "1.111"), (401, "1.729")):
         derived = [{"id": f"d{i}", "label": f"D{i}", "op": "sum", "of": [{"const": 1}]} for i in range(n)]
         assert Ruleset.from_dict({"sheet": {"derived": derived}}).requires_text == need, n
@@ -268,6 +269,7 @@ def test_dec_25_labels_are_quotable(ember):
 
 
 def test_sheet_2_sections_exist(ember):
+    # SHEET-3: a skill names its section with `section` too, and the section must exist
     d = edit(ember, lambda d: d["sheet"]["skills"][0].update(section="mining"))
     assert ("sheet.skills[0].section", "unknown-section") in problems(d)
 

@@ -31,7 +31,7 @@ def test_untr_1_first_level_is_untrained_and_rolls_normally():
 
 def test_untr_3_own_rule_over_section_rule():
     assert num(EMBER, "skill", "dig").rule == "refuse"  # own "refuse" beats the section's {by: -1}
-    haul = num(EMBER, "skill", "haul")  # in labour, no rule of its own
+    haul = num(EMBER, "skill", "haul")  # in labour, no rule of its own: SHEET-5, the section's rule applies
     assert (haul.rule, haul.untrained, haul.total) == ("by", -1, 1)
 
 

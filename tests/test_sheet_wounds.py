@@ -65,6 +65,7 @@ def test_wound_47_boxed_now_is_filled_of_boxes():
 def test_wound_55_58_scars_insert_levels_after_the_last_as_good():
     scars = [{"name": "Old bite", "levels": 1, "penalty": -1}, {"name": "Burn", "levels": 2, "penalty": -2}]
     w = harm(GRAVE, card(GRAVE, scars), ())
+    # WOUND-56: each row in order adds its levels; WOUND-57: after the last level whose penalty is as good
     assert [(lv.label, lv.penalty) for lv in w.levels] == [
         ("Scuffed", 0), ("Winded", -1), ("Winded", -1), ("-2", -2), ("-2", -2), ("Bleeding", -3), ("Down", -99)]
     assert w.length == 7
