@@ -13,10 +13,10 @@ import pytest
 
 from conftest import edit, problems
 from tagengine._internal.errors import RulesetError
-from tagengine._internal.prompt.context import character_block
+from tagengine._internal.prompt.template_data import character_block
 from tagengine._internal.ruleset import Ruleset
 from tagengine._internal.sheet import sheet_of
-from tagengine._internal.state import GameState, Live
+from tagengine._internal.state import GameState, LiveValues
 
 MINI = {"sheet": {
     "abilities": [{"id": "brawn", "label": "Brawn"}, {"id": "wits", "label": "Wits"}],
@@ -118,13 +118,13 @@ def test_sheet_11_12_fields_hold_single_values_of_six_types():
 def test_sheet_27_enum_table_from_an_enum_field_or_a_live_state():
     assert sheet_of(RS, card(fields={"calling": "scout"}), None).derived["call"] == 2
     assert sheet_of(RS, card(fields={"calling": "drover"}), None).derived["call"] == -1  # not in the table
-    assert sheet_of(RS, card(), Live(states={"stance": "high"})).derived["poise"] == 3
-    assert sheet_of(RS, card(), Live(states={"stance": "low"})).derived["poise"] == 0
+    assert sheet_of(RS, card(), LiveValues(states={"stance": "high"})).derived["poise"] == 3
+    assert sheet_of(RS, card(), LiveValues(states={"stance": "low"})).derived["poise"] == 0
 
 
 def test_sheet_28_lists_hold_rows_with_their_own_columns():
     rows = [{"name": "Rope", "uses": 2}, {"name": "Lamp", "uses": 1}]
-    assert sheet_of(RS, card(lists={"gear": rows}), None).lists["gear"] == rows
+    assert [dict(r) for r in sheet_of(RS, card(lists={"gear": rows}), None).lists["gear"]] == rows
     bad = edit(MINI, lambda d: d["sheet"]["lists"][0]["columns"].append(
         {"id": "name", "label": "Again", "type": "text"}))
     assert problems(bad) != []  # a list's columns are its own: each id once
@@ -133,7 +133,7 @@ def test_sheet_28_lists_hold_rows_with_their_own_columns():
 def test_sheet_31_list_pools_make_each_row_a_resource_with_its_own_maximum():
     c = card(lists={"gear": [{"name": "Rope", "uses": 2}, {"name": "Flask", "uses": 5}]})
     assert sheet_of(RS, c, None).row_pools["gear"] == ((2, 2), (5, 5))  # start full, each at its own max
-    assert sheet_of(RS, c, Live(rows={"gear": (0, 3)})).row_pools["gear"] == ((0, 2), (3, 5))
+    assert sheet_of(RS, c, LiveValues(rows={"gear": (0, 3)})).row_pools["gear"] == ((0, 2), (3, 5))
 
 
 def test_sheet_32_a_numeric_column_may_be_filled_by_a_roll():
@@ -143,7 +143,7 @@ def test_sheet_32_a_numeric_column_may_be_filled_by_a_roll():
 
 
 def test_sheet_35_live_holds_pools_tracks_text_conditions_and_states():
-    s = sheet_of(RS, card(), Live(pools={"grit": 1}, tracks={"fatigue": 2}, text={"heading": "north"},
+    s = sheet_of(RS, card(), LiveValues(pools={"grit": 1}, tracks={"fatigue": 2}, text={"heading": "north"},
                                   conditions=frozenset({"soaked"}), states={"stance": "high"}))
     assert [(p.id, p.cur, p.max) for p in s.pools] == [("grit", 1, 3)]
     assert [(t.id, t.value) for t in s.tracks] == [("fatigue", 2)]
@@ -198,7 +198,7 @@ def test_wound_3_a_pool_health_may_still_have_damage_types():
 def test_adj_2_adjust_value_is_a_value_reference_including_live_state():
     rs = Ruleset.from_dict(edit(MINI, lambda d: d["resolution"].update(adjust=[{"value": {"livePool": "grit"}}])))
     for grit, want in ((3, 7), (1, 5), (0, 4)):  # brawn 4 + what remains of Grit, read at check time
-        c = checks(rs, Live(pools={"grit": grit}), abilities={"brawn": 4, "wits": 1})
+        c = checks(rs, LiveValues(pools={"grit": grit}), abilities={"brawn": 4, "wits": 1})
         assert (c["brawn"].adjust, c["brawn"].total) == (grit, want)
         # ADJ-5: the entry names no abilities, so every check gets it: a wits ability, skill and save too
         assert (c["wits"].total, c["read"].total, c["nerve"].total) == (1 + grit, 1 + grit, 1 - 3 + grit)
@@ -230,5 +230,5 @@ def test_state_7_default_omitted_is_the_first_value():
 def test_state_3_value_shown_by_its_label_or_as_itself():
     rs = Ruleset.from_dict(edit(MINI, lambda d: d["sheet"]["live"]["states"][0].update(
         valueLabels={"high": "High guard"})))
-    s = sheet_of(rs, card(rs), Live(states={"stance": "high"})).states[0]
+    s = sheet_of(rs, card(rs), LiveValues(states={"stance": "high"})).states[0]
     assert s.values == (("low", "low"), ("high", "High guard")) and s.value_label == "High guard"
