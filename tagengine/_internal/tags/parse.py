@@ -8,7 +8,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedInput
 
 from ..resources import read_text
-from .model import RESULT_KEYS, Attr, Tag
+from .model import MAX_ATTRIBUTES, RESULT_KEYS, Attr, Tag
 
 _ESCAPE = {'\\"': '"', "\\\\": "\\"}
 
@@ -72,9 +72,20 @@ def _describe(err: UnexpectedInput, text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _verdict(text: str) -> Tag | str:
-    """The Tag, or why the candidate is malformed; both cached, since models repeat their mistakes."""
+    """The Tag, or why the candidate is malformed; both cached, since models repeat their mistakes.
+
+    A tag with more than MAX_ATTRIBUTES attributes is malformed, judged after that many: parsing
+    costs per token, and 1 MB of attributes in one tag must not take seconds (G-9).
+    """
     try:
-        name, attrs = parser().parse(text)
+        walk = parser().parse_interactive(text)
+        keys = 0
+        for token in walk.iter_parse():  # Lark costs per token: stop a tag that no command could use
+            if token.type == "KEY":
+                keys += 1
+                if keys > MAX_ATTRIBUTES:
+                    return f"more than {MAX_ATTRIBUTES} attributes"
+        name, attrs = walk.resume_parse()
     except UnexpectedInput as e:
         return _describe(e, text)
     except LarkError as e:  # pragma: no cover - any other parser failure is still a malformed tag
