@@ -66,4 +66,4 @@ def vocabulary(names: tuple[str, ...] = TAG_NAMES) -> Vocabulary:
     )
 
 
-VOCABULARY = vocabulary()
+VOCABULARY = vocabulary(TAG_NAMES)
