@@ -1,4 +1,4 @@
-"""DEC-3 (G-2, G-9): a tag missing its `]` keeps only its own line, even when a `]` comes on a later line.
+"""DEC-3 (G-2, SC-1, SC-3): a tag missing its `]` keeps only its own line, even when a `]` comes on a later line.
 
 DEC-1 lets a tag's attributes sit on several lines, so a candidate that reaches a later `]` is kept
 whole only when it parses; otherwise it is cut back to its line, like an opener with no `]` at all,
@@ -66,7 +66,7 @@ def test_a_candidate_closed_on_its_own_line_is_still_one_malformed_tag():
     assert (f.start, f.end) == (2, len(text) - 2) and f.tag is None
 
 
-def test_g_9_a_tag_of_more_than_64_attributes_is_malformed_without_parsing_the_rest():
+def test_sc_3_a_tag_of_more_than_64_attributes_is_malformed_without_parsing_the_rest():
     many = " ".join(f"k{i}" for i in range(MAX_ATTRIBUTES))
     (ok,) = scan(f"[sheet: {many}]")
     assert ok.tag is not None and len(ok.tag.attrs) == MAX_ATTRIBUTES

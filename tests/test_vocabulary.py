@@ -1,4 +1,4 @@
-"""Issue 11: the tag names are written once (tags/vocabulary.py); scanner, grammar and stream filter follow."""
+"""Issue 11 (SC-2): the tag names are written once (tags/vocabulary.py); scanner, grammar and stream filter follow."""
 
 from __future__ import annotations
 

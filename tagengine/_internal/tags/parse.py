@@ -75,7 +75,7 @@ def _verdict(text: str) -> Tag | str:
     """The Tag, or why the candidate is malformed; both cached, since models repeat their mistakes.
 
     A tag with more than MAX_ATTRIBUTES attributes is malformed, judged after that many: parsing
-    costs per token, and 1 MB of attributes in one tag must not take seconds (G-9).
+    costs per token, and 1 MB of attributes in one tag must not take seconds (SC-3).
     """
     try:
         walk = parser().parse_interactive(text)
