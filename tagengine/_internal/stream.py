@@ -27,7 +27,11 @@ _TEXT, _OPEN, _CANDIDATE = range(3)
 
 
 class StreamFilter:
-    """`feed(chunk) -> str` gives the text to show now; `finish() -> (str, Applied)` the rest and the result."""
+    """`feed(chunk) -> str` gives the text to show now; `finish() -> (str, Applied)` the rest and the result.
+
+    `vocabulary` is the tag names' patterns (tags/vocabulary.py); tests pass others to show that a new
+    name needs nothing but its entry in the tuple.
+    """
 
     def __init__(self, rs: Ruleset, state: GameState, vocabulary: Vocabulary = VOCABULARY) -> None:
         self.rs, self.state, self.vocabulary = rs, state, vocabulary

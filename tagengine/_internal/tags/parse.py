@@ -70,6 +70,9 @@ def _describe(err: UnexpectedInput, text: str) -> str:
     return f"unexpected {ch!r} at column {col}"
 
 
+_CACHED_UP_TO = 4096  # characters: a longer candidate is rare, and 4096 of them would pin gigabytes
+
+
 @lru_cache(maxsize=4096)
 def _verdict(text: str) -> Tag | str:
     """The Tag, or why the candidate is malformed; both cached, since models repeat their mistakes.
@@ -98,7 +101,7 @@ def parse(text: str) -> Tag:
 
     A `raw` attribute is kept: the scanner reads it as an earlier malformed verdict (DEC-5).
     """
-    verdict = _verdict(text)
+    verdict = _verdict(text) if len(text) <= _CACHED_UP_TO else _verdict.__wrapped__(text)
     if isinstance(verdict, str):
         raise Malformed(verdict)
     return verdict
