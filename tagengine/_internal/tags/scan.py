@@ -24,7 +24,7 @@ CUT = "no closing ] on its own line, and it does not parse across lines"
 
 def _raw(body: str) -> str:
     """The malformed body as one prompt-friendly line (kept in the receipt's `raw`)."""
-    return _SPACES.sub(" ", body).strip()
+    return _SPACES.sub(" ", body).strip() if body else ""
 
 
 def judge(text: str, m: re.Match[str]) -> Found:
@@ -51,7 +51,7 @@ def judge(text: str, m: re.Match[str]) -> Found:
     # Unclosed (DEC-3): the tag keeps the rest of its line.
     if newline != -1:
         end = newline
-    while end > start and text[end - 1] in " \t\r":
+    while text[end - 1] in " \t\r":  # the opener ends with `:`, so this stops there at the latest
         end -= 1
     body = text[m.end("name"):end].lstrip(" \t:")
     return Found(start, end, name, None, _raw(body), error)
