@@ -37,6 +37,7 @@ def hostile_cases(texts: list[str]) -> list[tuple[str, str, bool]]:
         reply += t + "\n\n"
         if len(reply) >= 200_000:
             break
+    dense = "".join("[sheet:\n" + "".join(f"k{j}\n=\nv{i}\n" for j in range(60)) + "]\n" for i in range(300))
     return [
         ("100,000 '['", "[" * 100_000, False),
         ("1 MB of unterminated quotes", '[clock: name="' + '"' * 1_000_000, False),
@@ -55,6 +56,8 @@ def hostile_cases(texts: list[str]) -> list[tuple[str, str, bool]]:
         ("wound amount 999999999", '[sheet: who="Mira" op="damage" track="harm" kind="knock" amount="999999999"]',
          False),
         (f"{len(reply) // 1000} KB reply streamed one character at a time", reply, True),
+        (f"{len(dense) // 1000} KB of distinct tags of 60 attributes, one a line", dense, False),
+        (f"{len(dense) // 1000} KB of distinct tags of 60 attributes, one a line, streamed", dense, True),
     ]
 
 

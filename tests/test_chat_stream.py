@@ -153,7 +153,8 @@ def test_snapshots_restore_wound_marks_and_pools():
 
 # Adversarial splits (issue 17): the filter resumes where it stopped, so a chunk boundary anywhere (one
 # character at a time, at every bracket and line break, inside an opener or its blanks) must show the
-# same text, and at every step exactly what the old whole-text rule showed (nothing more held back).
+# same text, and at every step at least what the old whole-text rule showed (nothing more held back;
+# more is shown when a cut-off tag's finished lines already fail to parse, SC-4).
 hostile = st.one_of(pieces, st.sampled_from([
     "[" + " " * 20, "[ \t", "[ sheet ", "[CLock", "sheet:", "\r", "\u2028", "\x85", " \t", "]]", "[[",
     '[sheet: who="Mira" op=\nShe runs.\n;]', '[clock: name="A"\n', '[clock: name="A\nB" tick="1"]', "x",
@@ -187,14 +188,15 @@ def splits(text, how, data):
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(hostile, max_size=20).map("".join), st.sampled_from(["chars", "brackets", "random"]), st.data())
-def test_adversarial_splits_show_the_narration_and_hold_back_no_more_than_needed(text, how, data):
+def test_adversarial_splits_show_the_narration_and_hold_back_no_more_than_before(text, how, data):
     cuts = splits(text, how, data)
     out, shown, _ = stream(text, cuts)
     assert out == narration(text)
-    so_far = ""
+    so_far, final = "", narration(text)
     for c, chunk in zip([*cuts, len(text)], shown, strict=True):
         so_far += chunk
-        assert so_far == held_back_rule(text[:c]), text[:c]
+        assert so_far.startswith(held_back_rule(text[:c])), text[:c]  # never more held back than before
+        assert final.startswith(so_far)  # and never anything taken back
 
 
 def test_a_long_run_of_blanks_after_a_bracket_is_held_until_it_is_decided():

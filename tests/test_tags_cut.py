@@ -44,6 +44,18 @@ def test_dec_3_the_cut_is_idempotent_and_streams_as_narrated():
     assert "The next line stays." in shown  # shown once its `]` proved the tag broken, not only at the end
 
 
+def test_sc_4_the_lines_after_a_cut_off_tag_stream_before_the_reply_ends():
+    text = 'Cut off [sheet: who="Lurk" op=\nThe next line stays.\nAnd this one.\nNo bracket ever comes'
+    f = StreamFilter(RS, STATE)
+    shown = "".join(f.feed(c) for c in text)
+    assert shown.startswith("Cut off \nThe next line stays.\n")  # decided once that line failed to parse
+    rest, _ = f.finish()
+    assert shown + rest == narration(text)
+    held = 'Go [clock: name="A"\n tick="1"\n'  # still a tag, maybe: held
+    f = StreamFilter(RS, STATE)
+    assert "".join(f.feed(c) for c in held) == "Go "
+
+
 def test_dec_1_a_well_formed_tag_on_several_lines_still_parses():
     text = 'Bells.\n[clock: name="Bluecoats close in"\n   tick="1"\n]\nRun.'
     (f,) = scan(text)

@@ -17,6 +17,7 @@ import re
 from .commands import Applied, apply_reply
 from .ruleset import Ruleset
 from .state import GameState
+from .tags.parse import broken
 from .tags.scan import judge
 from .tags.vocabulary import VOCABULARY, Vocabulary
 
@@ -24,6 +25,7 @@ _BRACKET = re.compile(r"[\[\]]")
 _BLANKS = frozenset(" \t")
 
 _TEXT, _OPEN, _CANDIDATE = range(3)
+EARLY_UP_TO = 1024  # characters: a longer unfinished candidate is held until its bracket or the end
 
 
 class StreamFilter:
@@ -44,6 +46,8 @@ class StreamFilter:
         self._blank: list[str] = []  # this line's white space so far, while it has no prose
         self._prose = False  # this line has shown something other than white space
         self._had_tag = False
+        self._size = 0  # _CANDIDATE: its length so far
+        self._next_look = 0  # _CANDIDATE: its length when it is next read for an early verdict
 
     # -- narration, one piece of text outside tags at a time (tags/render.py `narration`, streamed)
 
@@ -86,6 +90,22 @@ class StreamFilter:
         self._had_tag = True
         self._prose_text(candidate[found.end:])
 
+    def _decide_early(self) -> None:
+        """An unfinished candidate that spans lines is kept whole only if it parses. Once its finished
+        lines fail to parse it will be cut back to its first line whatever follows: judge it now and
+        show the lines after it. It is read again only each time it has doubled, so the reads cost no
+        more than twice its length; one longer than EARLY_UP_TO waits for its bracket or the end."""
+        size = self._size
+        if size > EARLY_UP_TO or size < self._next_look:
+            return
+        candidate = "".join(self._held)
+        self._held = [candidate]
+        lines = candidate[: candidate.rfind("\n")]
+        self._next_look = 2 * size
+        if broken(lines):
+            self._held, self._mode = [], _TEXT
+            self._judge(candidate)
+
     # -- scanning, resumed chunk by chunk
 
     def _take(self, text: str) -> None:
@@ -108,6 +128,7 @@ class StreamFilter:
                 m = self.vocabulary.opener.match(text, i)
                 if m:
                     self._mode, self._held, i = _CANDIDATE, [text[i:m.end()]], m.end()
+                    self._size, self._next_look = m.end() - m.start(), 0
                 elif self.vocabulary.partial.match(text, i):
                     self._held = [text[i:]]
                     return
@@ -117,7 +138,11 @@ class StreamFilter:
             else:
                 b = _BRACKET.search(text, i)
                 if b is None:
-                    self._held.append(text[i:])
+                    piece = text[i:]
+                    self._held.append(piece)
+                    self._size += len(piece)
+                    if "\n" in piece:  # a line of the candidate is finished
+                        self._decide_early()
                     return
                 end = b.end() if b.group() == "]" else b.start()
                 self._held.append(text[i:end])

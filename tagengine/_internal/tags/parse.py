@@ -96,6 +96,26 @@ def _verdict(text: str) -> Tag | str:
     return Tag(name, tuple((k, v) for k, v in attrs if k not in RESULT_KEYS))
 
 
+def broken(lines: str) -> bool:
+    """Whether the start of a candidate, made of whole lines, already fails to parse whatever follows.
+
+    No token spans a line break, so an error on a finished line stays; the stream filter uses this to
+    show the lines after a cut-off tag without waiting for the end of the reply (SC-4).
+    """
+    try:
+        keys = 0
+        for token in parser().parse_interactive(lines).iter_parse():
+            if token.type == "KEY":
+                keys += 1
+                if keys > MAX_ATTRIBUTES:
+                    return True
+    except UnexpectedInput:
+        return True
+    except LarkError:  # pragma: no cover - any other parser failure: do not decide early
+        return False
+    return False
+
+
 def parse(text: str) -> Tag:
     """Parse one complete candidate `[name: ...]`; Malformed says where it fails. Pure and cached.
 
