@@ -5,11 +5,16 @@ same corpus in the same run (target <= 3.0x; p99 <= 2 ms), and the hostile-input
 Each chat's replies apply in order from a new state, as a chat app would. The comparator's `rewrite`
 runs in this process, interleaved with the engine, and both are timed in CPU seconds, so a busy
 neighbour on a shared machine moves both alike.
+
+Hostile inputs (about 1 MB each, or one tag that asks for a lot) are applied one by one, each in a
+forked child timed in CPU seconds and stopped after LIMIT seconds, so one regression cannot hang the
+run; the streamed case feeds a 200 KB reply to StreamFilter one character at a time.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import statistics
 import sys
 import time
@@ -20,6 +25,64 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _corpus import BENCH, corpus, cpu_seconds, reference_rewrite
 
 from tagengine import GameState, Ruleset, apply_reply
+from tagengine._internal.stream import StreamFilter
+
+LIMIT = 30.0  # seconds: a hostile case still running then is reported as stopped
+
+
+def hostile_cases(texts: list[str]) -> list[tuple[str, str, bool]]:
+    """(label, text, streamed): shapes that once cost more than linear time, or could."""
+    reply = ""
+    for t in texts:  # a long reply made of real ones
+        reply += t + "\n\n"
+        if len(reply) >= 200_000:
+            break
+    dense = "".join("[sheet:\n" + "".join(f"k{j}\n=\nv{i}\n" for j in range(60)) + "]\n" for i in range(300))
+    return [
+        ("100,000 '['", "[" * 100_000, False),
+        ("1 MB of unterminated quotes", '[clock: name="' + '"' * 1_000_000, False),
+        ("1 MB inside one tag", "[clock: " + "a" * 1_000_000 + "]", False),
+        ("1 MB unclosed value", '[clock: name="' + "a" * 1_000_000, False),
+        ("150,000 '[sheet:' openers", "[sheet:" * 150_000, False),
+        ("75,000 '[ sheet : who=' openers", "[ sheet : who=" * 75_000, False),
+        ("1 MB quoted value", '[clock: name="' + "a" * 1_000_000 + '" tick="1"]', False),
+        ("1 MB of lines", "Mira runs.\n" * 90_000, False),
+        ("40,000 lines of one tag", '[clock: name="A" tick="1"]\n' * 40_000, False),
+        ("1 MB of attributes in one tag", "[sheet: " + 'k="v" ' * 170_000 + "]", False),
+        ("1 MB of attributes, one a line", "[sheet: " + 'k="v"\n' * 170_000 + "]", False),
+        ("1 MB of flags in one tag", "[sheet: " + "kk " * 330_000 + "]", False),
+        ("an opener without ], then 1 MB of lines and a ]", "[sheet: who=\n" + "She runs, fast.\n" * 60_000 + "]",
+         False),
+        ("wound amount 999999999", '[sheet: who="Mira" op="damage" track="harm" kind="knock" amount="999999999"]',
+         False),
+        (f"{len(reply) // 1000} KB reply streamed one character at a time", reply, True),
+        (f"{len(dense) // 1000} KB of distinct tags of 60 attributes, one a line", dense, False),
+        (f"{len(dense) // 1000} KB of distinct tags of 60 attributes, one a line, streamed", dense, True),
+    ]
+
+
+def _hostile_seconds(rs: Ruleset, state: GameState, text: str, streamed: bool) -> float | None:
+    """CPU seconds to apply (or stream, then apply) `text`, in a forked child; None when stopped at LIMIT."""
+
+    def run() -> None:
+        if streamed:
+            f = StreamFilter(rs, state)
+            for ch in text:
+                f.feed(ch)
+            f.finish()
+        else:
+            apply_reply(rs, state, text)
+
+    if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover - no fork: time it here
+        return cpu_seconds(run)
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=lambda: send.send(cpu_seconds(run)), daemon=True)
+    child.start()
+    seconds = recv.recv() if recv.poll(LIMIT) else None
+    child.kill()
+    child.join()
+    return seconds
 
 
 def main() -> None:
@@ -68,13 +131,10 @@ def main() -> None:
     print(f"ratio engine/reference_regex, run by run: {', '.join(f'{r:.2f}' for r in ratios)}; "
           f"median {ratio:.2f}x (target <= 3.0x)")
     state = GameState.new(rs, ["Mira"])
-    for label, text in (("100,000 '['", "[" * 100_000),
-                        ("1 MB of unterminated quotes", '[clock: name="' + '"' * 1_000_000),
-                        ("1 MB inside one tag", "[clock: " + "a" * 1_000_000 + "]"),
-                        ("1 MB unclosed value", '[clock: name="' + "a" * 1_000_000)):
-        t = time.perf_counter()
-        apply_reply(rs, state, text)
-        print(f"hostile: {label}: {time.perf_counter() - t:.3f} s (target < 1 s)")
+    for label, text, streamed in hostile_cases(texts):
+        seconds = _hostile_seconds(rs, state, text, streamed)
+        took = f"{seconds:.3f} s" if seconds is not None else f"> {LIMIT:.0f} s (stopped)"
+        print(f"hostile: {label}: {took} (target < 1 s)")
 
 
 if __name__ == "__main__":

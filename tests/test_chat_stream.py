@@ -15,6 +15,7 @@ from tagengine._internal.commands.party_save import PartyConflict
 from tagengine._internal.state import Clock
 from tagengine._internal.stream import StreamFilter
 from tagengine._internal.tags import narration
+from tagengine._internal.tags.vocabulary import VOCABULARY
 
 BLADES, GRAVE = load_sample("blades-like"), load_sample("gravewatch")
 
@@ -148,3 +149,65 @@ def test_snapshots_restore_wound_marks_and_pools():
     chat.delete_message(len(chat.messages) - 1)
     assert chat.state.live_of("Bram") == first.live_of("Bram")
     assert chat.state.live_of("Bram").pools == {"resolve": 3}
+
+
+# Adversarial splits (issue 17): the filter resumes where it stopped, so a chunk boundary anywhere (one
+# character at a time, at every bracket and line break, inside an opener or its blanks) must show the
+# same text, and at every step at least what the old whole-text rule showed (nothing more held back;
+# more is shown when a cut-off tag's finished lines already fail to parse, SC-4).
+hostile = st.one_of(pieces, st.sampled_from([
+    "[" + " " * 20, "[ \t", "[ sheet ", "[CLock", "sheet:", "\r", "\u2028", "\x85", " \t", "]]", "[[",
+    '[sheet: who="Mira" op=\nShe runs.\n;]', '[clock: name="A"\n', '[clock: name="A\nB" tick="1"]', "x",
+    '[sheet: who="Cutter"\n op="spend"\n pool="stress"\n]', '[clock: raw="x" result="refused" reason="malformed"]']))
+
+
+def held_back_rule(text):
+    """The old quadratic rule, kept as the reference: the narration of the longest safe prefix."""
+    hold = len(text)
+    for m in VOCABULARY.candidate.finditer(text):
+        if m.end() == len(text) and not text.endswith("]"):
+            hold = m.start()  # an unfinished candidate
+            break
+    else:
+        partial = VOCABULARY.partial.search(text)
+        if partial:
+            hold = partial.start()
+    line_start = text.rfind("\n", 0, hold) + 1
+    if narration(text[line_start:hold]).strip():
+        return narration(text[:hold])
+    return narration(text[:max(0, line_start - 1)])  # hold the line, and the line break before it
+
+
+def splits(text, how, data):
+    if how == "chars":
+        return list(range(1, len(text)))
+    if how == "brackets":  # before and after every bracket, quote and line break
+        return sorted({c for i, ch in enumerate(text) if ch in '[]"\n :' for c in (i, i + 1) if 0 < c < len(text)})
+    return sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=40)))
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(hostile, max_size=20).map("".join), st.sampled_from(["chars", "brackets", "random"]), st.data())
+def test_adversarial_splits_show_the_narration_and_hold_back_no_more_than_before(text, how, data):
+    cuts = splits(text, how, data)
+    out, shown, _ = stream(text, cuts)
+    assert out == narration(text)
+    so_far, final = "", narration(text)
+    for c, chunk in zip([*cuts, len(text)], shown, strict=True):
+        so_far += chunk
+        assert so_far.startswith(held_back_rule(text[:c])), text[:c]  # never more held back than before
+        assert final.startswith(so_far)  # and never anything taken back
+
+
+def test_a_long_run_of_blanks_after_a_bracket_is_held_until_it_is_decided():
+    text = "A [" + " " * 40 + 'clock: name="A" tick="1"] B'
+    out, _, _ = stream(text, list(range(1, len(text))))
+    assert out == narration(text) == "A  B"  # the old filter showed the blanks, then could not take them back
+
+
+def test_stream_and_text_property():
+    f = StreamFilter(BLADES, sample_state("blades-like"))
+    assert f.feed("") == "" and f.text == ""
+    f.feed("Hello ")
+    f.feed("[sheet: who=")
+    assert f.text == "Hello [sheet: who="

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 RESULT_KEYS = frozenset({"result", "reason", "now"})
 # Marks a tag the engine already judged malformed, so a second pass keeps it as it is (DEC-5).
 RAW_KEY = "raw"
+# No command takes more than a handful of attributes; a tag with more is malformed, unparsed (SC-3).
+MAX_ATTRIBUTES = 64
 
 Attr = tuple[str, str | None]  # (key, value); None for a bare flag such as `clear`
 

@@ -9,7 +9,7 @@ from lark.exceptions import LarkError, UnexpectedInput
 
 from ..errors import TagengineError
 from ..resources import read_text
-from .model import RESULT_KEYS, Attr, Tag
+from .model import MAX_ATTRIBUTES, RESULT_KEYS, Attr, Tag
 
 _ESCAPE = {'\\"': '"', "\\\\": "\\"}
 
@@ -71,11 +71,25 @@ def _describe(err: UnexpectedInput, text: str) -> str:
     return f"unexpected {ch!r} at column {col}"
 
 
+_CACHED_UP_TO = 4096  # characters: a longer candidate is rare, and 4096 of them would pin gigabytes
+
+
 @lru_cache(maxsize=4096)
 def _verdict(text: str) -> Tag | str:
-    """The Tag, or why the candidate is malformed; both cached, since models repeat their mistakes."""
+    """The Tag, or why the candidate is malformed; both cached, since models repeat their mistakes.
+
+    A tag with more than MAX_ATTRIBUTES attributes is malformed, judged after that many: parsing
+    costs per token, and 1 MB of attributes in one tag must not take seconds (SC-3).
+    """
     try:
-        name, attrs = parser().parse(text)
+        walk = parser().parse_interactive(text)
+        keys = 0
+        for token in walk.iter_parse():  # Lark costs per token: stop a tag that no command could use
+            if token.type == "KEY":
+                keys += 1
+                if keys > MAX_ATTRIBUTES:
+                    return f"more than {MAX_ATTRIBUTES} attributes"
+        name, attrs = walk.resume_parse()
     except UnexpectedInput as e:
         return _describe(e, text)
     except LarkError as e:  # pragma: no cover - any other parser failure is still a malformed tag
@@ -83,12 +97,32 @@ def _verdict(text: str) -> Tag | str:
     return Tag(name, tuple((k, v) for k, v in attrs if k not in RESULT_KEYS))
 
 
+def broken(lines: str) -> bool:
+    """Whether the start of a candidate, made of whole lines, already fails to parse whatever follows.
+
+    No token spans a line break, so an error on a finished line stays; the stream filter uses this to
+    show the lines after a cut-off tag without waiting for the end of the reply (SC-4).
+    """
+    try:
+        keys = 0
+        for token in parser().parse_interactive(lines).iter_parse():
+            if token.type == "KEY":
+                keys += 1
+                if keys > MAX_ATTRIBUTES:
+                    return True
+    except UnexpectedInput:
+        return True
+    except LarkError:  # pragma: no cover - any other parser failure: do not decide early
+        return False
+    return False
+
+
 def parse(text: str) -> Tag:
     """Parse one complete candidate `[name: ...]`; Malformed says where it fails. Pure and cached.
 
     A `raw` attribute is kept: the scanner reads it as an earlier malformed verdict (DEC-5).
     """
-    verdict = _verdict(text)
+    verdict = _verdict(text) if len(text) <= _CACHED_UP_TO else _verdict.__wrapped__(text)
     if isinstance(verdict, str):
         raise Malformed(verdict)
     return verdict

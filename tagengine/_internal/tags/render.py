@@ -6,6 +6,7 @@ from functools import lru_cache
 
 from .model import Attr
 from .scan import scan
+from .vocabulary import VOCABULARY, Vocabulary
 
 
 def quote(value: str) -> str:
@@ -21,9 +22,9 @@ def canonical(name: str, attrs: tuple[Attr, ...], result: tuple[Attr, ...]) -> s
     return " ".join(parts) + "]"
 
 
-def narration(text: str) -> str:
+def narration(text: str, vocabulary: Vocabulary = VOCABULARY) -> str:
     """The reply with every tag hidden; a line that held only tags goes with its line break."""
-    spans = scan(text)
+    spans = scan(text, vocabulary)
     if not spans:
         return text
     out: list[str] = []

@@ -1,9 +1,11 @@
 """Find the tags in a reply: one compiled regular expression proposes candidates, Lark judges each.
 
-A candidate runs from `[sheet:` or `[clock:` to the first `]`. No value may hold a bracket (DEC-25),
-so a candidate never runs past another `[` and a broken tag cannot hide a later one; a quote only
-closes on its own line, so an unclosed quote cannot swallow the rest of the reply. A candidate with
-no `]` (DEC-3) keeps only the rest of its own line; the rewrite closes it.
+A candidate runs from an opener (`[sheet:`, `[clock:`: the names of tags/vocabulary.py) to the
+first bracket. No value may hold a bracket (DEC-25), so a candidate never runs past another `[` and
+a broken tag cannot hide a later one. A candidate keeps more than its own line only when it parses
+(DEC-1 lets attributes sit on several lines); one with no `]`, or one that reaches a `]` on a later
+line but does not parse, keeps only the rest of its own line (DEC-3), so the prose after a cut-off
+tag survives, and the rewrite closes it.
 """
 
 from __future__ import annotations
@@ -12,52 +14,55 @@ import re
 
 from .model import RAW_KEY, Found
 from .parse import Malformed, parse
+from .vocabulary import VOCABULARY, Vocabulary
 
-CANDIDATE = re.compile(
-    r'\[[ \t]*(?P<name>[Ss][Hh][Ee][Ee][Tt]|[Cc][Ll][Oo][Cc][Kk])[ \t]*:'
-    r'(?:[^\[\]"]+|"(?:[^"\\\n\[\]]|\\["\\])*"|")*'
-    r'\]?'
-)
+CANDIDATE = VOCABULARY.candidate
 _SPACES = re.compile(r"[\x00-\x20\x7f]+")
+UNCLOSED = "no closing ] before the end of the tag"
+CUT = "no closing ] on its own line, and it does not parse across lines"
 
 
 def _raw(body: str) -> str:
     """The malformed body as one prompt-friendly line (kept in the receipt's `raw`)."""
-    return _SPACES.sub(" ", body).strip()
+    return _SPACES.sub(" ", body).strip() if body else ""
 
 
-def scan(text: str) -> list[Found]:
+def judge(text: str, m: re.Match[str]) -> Found:
+    """What the candidate `m` of `text` is. Its span may be shorter than `m` (cut back to its line);
+    the rest of `m` is prose and holds no `[`, so scanning goes on at `m.end()`."""
+    start, end = m.start(), m.end()
+    name = m.group("name").lower()
+    newline = text.find("\n", start, end)
+    if text[end - 1] == "]":
+        candidate = text[start:end]
+        try:
+            tag = parse(candidate)
+        except Malformed as e:
+            if newline == -1:
+                body = candidate[m.end("name") - start:-1].lstrip(" \t:")
+                return Found(start, end, name, None, _raw(body), str(e))
+            error = CUT  # a tag missing its `]` must not swallow the lines up to a later `]` (DEC-3)
+        else:
+            if RAW_KEY in tag.attrmap:
+                return Found(start, end, name, None, _raw(tag.get(RAW_KEY) or ""), "refused as malformed before")
+            return Found(start, end, name, tag)
+    else:
+        error = UNCLOSED
+    # Unclosed (DEC-3): the tag keeps the rest of its line.
+    if newline != -1:
+        end = newline
+    while text[end - 1] in " \t\r":  # the opener ends with `:`, so this stops there at the latest
+        end -= 1
+    body = text[m.end("name"):end].lstrip(" \t:")
+    return Found(start, end, name, None, _raw(body), error)
+
+
+def scan(text: str, vocabulary: Vocabulary = VOCABULARY) -> list[Found]:
     """Every tag-shaped span of `text`, in order, without overlaps. Never raises.
 
-    Matches never overlap and a candidate holds no `[`, so cutting an unclosed one back to its line
-    leaves no other opener behind it: one pass of finditer sees every tag.
+    Matches never overlap and a candidate holds no `[`, so cutting one back to its line leaves no
+    other opener behind it: one pass of finditer sees every tag.
     """
     if "[" not in text:
         return []
-    found: list[Found] = []
-    for m in CANDIDATE.finditer(text):
-        start, end = m.start(), m.end()
-        name = m.group("name").lower()
-        if text[end - 1] == "]":
-            candidate = text[start:end]
-            try:
-                tag = parse(candidate)
-            except Malformed as e:
-                body = candidate[m.end("name") - start:-1].lstrip(" \t:")
-                found.append(Found(start, end, name, None, _raw(body), str(e)))
-            else:
-                if RAW_KEY in tag.attrmap:
-                    found.append(Found(start, end, name, None, _raw(tag.get(RAW_KEY) or ""),
-                                       "refused as malformed before"))
-                else:
-                    found.append(Found(start, end, name, tag))
-            continue
-        # Unclosed (DEC-3): the tag keeps the rest of its line.
-        newline = text.find("\n", start, end)
-        if newline != -1:
-            end = newline
-        while end > start and text[end - 1] in " \t\r":
-            end -= 1
-        body = text[m.end("name"):end].lstrip(" \t:")
-        found.append(Found(start, end, name, None, _raw(body), "no closing ] before the end of the tag"))
-    return found
+    return [judge(text, m) for m in vocabulary.candidate.finditer(text)]
