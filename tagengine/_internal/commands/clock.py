@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..ruleset import Ruleset
 from ..state import Clock, GameState
@@ -103,4 +104,10 @@ def clear(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     return Outcome(ok("cleared"), state.with_clocks(state.clocks[:i] + state.clocks[i + 1:]))
 
 
-FAMILY = Family.of("clock", op_of, (create, tick, clear))
+def teach(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
+    """What prompts/teach/clock.j2 reads: the sizes and the most clocks kept; nothing without clocks (DEC-18)."""
+    cfg = rs.file.clocks
+    return None if cfg is None else {"sizes": cfg.sizes, "max": cfg.max}
+
+
+FAMILY = Family.of("clock", op_of, (create, tick, clear), teach)

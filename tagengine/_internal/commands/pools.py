@@ -4,13 +4,15 @@ on one row of a list with row pools (SHEET-31); and the clamp a lowered maximum 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from ..ruleset import Ruleset
 from ..ruleset.live import PoolDef
 from ..ruleset.sheet import ListDef
+from ..sheet import Eval
 from ..state import PARTY, GameState
 from ..tags import Tag
-from ..text import normalise
+from ..text import normalise, prompt_unsafe
 from .numbers import parse_int
 from .result import Outcome, Result, ok, refuse, refused
 from .target import Subject, character_op, find, subject
@@ -220,3 +222,26 @@ def damage_pool(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outco
     soaked = min(temp, amount)
     new = max(0, cur - (amount - soaked))
     return Outcome(ok(now(subj, pool, new, temp - soaked)), set_pool(state, subj, pool, new, temp - soaked))
+
+
+# -- teaching (DEC-18, SHEET-31) ------------------------------------------------------------------
+def uses_label(lst: Any) -> str:
+    """What a list's row pools are called: the label of its `maxColumn` (`Uses`)."""
+    return next((c.label for c in lst.columns if c.id == lst.pools.maxColumn), lst.pools.maxColumn)
+
+
+def taught_rows(ev: Eval) -> list[dict[str, str]]:
+    """SHEET-31, DEC-18: each list with row pools, what its uses are called, the column that names a row,
+    and for the example the first row of this sheet (the one `who` names) that is visible and fits in a
+    tag, else `...`."""
+    out = []
+    for lst in ev.idx.lists:
+        if lst.pools is None:
+            continue
+        col = ev.name_column(lst.id)
+        names = ev.row_names(lst.id) if ev.row_pools(lst.id) else []
+        example = next((n[0] for n in names if n and "\\" not in n[0] and prompt_unsafe(n[0], label=True) is None),
+                       "...")
+        out.append({"list": lst.label, "uses": uses_label(lst), "name": col.label if col else "name",
+                    "example": example})
+    return out

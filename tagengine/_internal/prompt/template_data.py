@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..commands.pools import uses_label
+from ..commands.table import families
+from ..commands.target import subject
 from ..ruleset import Ruleset
 from ..ruleset.sheet import UntrainedByDef
 from ..sheet import CheckNumber, Eval, SheetView, character, party
 from ..sheet.show import party_summary
 from ..state import PARTY, GameState
-from ..text import prompt_unsafe
 
 
 def number(rs: Ruleset, n: int) -> str:
@@ -77,11 +79,6 @@ def cell(col: Any, value: Any) -> str:
     return str(value)
 
 
-def uses_label(lst: Any) -> str:
-    """What a list's row pools are called: the label of its `maxColumn` (`Uses`)."""
-    return next((c.label for c in lst.columns if c.id == lst.pools.maxColumn), lst.pools.maxColumn)
-
-
 def row_pool_lines(ev: Eval) -> list[tuple[str, str]]:
     """SHEET-31: `Features (Uses): Arcane recovery 0/1; Second wind 1/2`, each row by the name the GM
     writes in `row=`, for every visible list with row pools that has rows."""
@@ -94,10 +91,6 @@ def row_pool_lines(ev: Eval) -> list[tuple[str, str]]:
         items = [f"{n[0] if n else '(no name)'} {cur}/{top}" for n, (cur, top) in zip(names, cells, strict=True)]
         out.append((f"{lst.label} ({uses_label(lst)})", "; ".join(items)))
     return out
-
-
-def party_eval(rs: Ruleset, state: GameState) -> Eval:
-    return Eval(rs, state.party_sheet, state.live_of(PARTY), party=True, members=state.cards)
 
 
 def character_block(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
@@ -168,7 +161,7 @@ def party_block(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
     lines = [(labels[f].label, cell(labels[f], p.fields.get(f)) or "-") for f in fields if f in labels]
     lines += [(pl.label, pl.now) for pl in p.pools if pl.id in pools]
     if any(lst.pools is not None for lst in defs.lists):
-        lines += row_pool_lines(party_eval(rs, state))
+        lines += row_pool_lines(subject(rs, state, PARTY, party=True).ev)
     lists = {lst.id: lst for lst in defs.lists}
     for text in summary_lists(rs, p, defs.summary, lists):
         label, _, rest = text.partition(": ")
@@ -199,60 +192,14 @@ def untrained_rules(rs: Ruleset) -> list[str]:
     return out
 
 
-def taught_rows(ev: Eval) -> list[dict[str, str]]:
-    """SHEET-31, DEC-18: each list with row pools, what its uses are called, the column that names a row,
-    and for the example the first row of this sheet (the one `who` names) that is visible and fits in a
-    tag, else `...`."""
-    out = []
-    for lst in ev.idx.lists:
-        if lst.pools is None:
-            continue
-        col = ev.name_column(lst.id)
-        names = ev.row_names(lst.id) if ev.row_pools(lst.id) else []
-        example = next((n[0] for n in names if n and "\\" not in n[0] and prompt_unsafe(n[0], label=True) is None),
-                       "...")
-        out.append({"list": lst.label, "uses": uses_label(lst), "name": col.label if col else "name",
-                    "example": example})
-    return out
-
-
-def commands(rs: Ruleset, state: GameState) -> dict[str, Any]:
-    """DEC-18, GM-19..21: every command the engine accepts for this ruleset, with its own names."""
-    live = rs.file.sheet.live
-    plain = [t for t in live.tracks if not t.is_wound]
-    wounds = [t for t in live.tracks if t.is_wound]
-    names = list(state.cards)
-    return {
-        "who": names[0] if names else "Name",
-        "several": len(names) > 1,
-        "pools": [p.label for p in live.pools],
-        "temp": [p.label for p in live.pools if p.allowTemp],
-        "tracks": [t.label for t in plain],
-        "wounds": [{"label": t.label, "boxed": t.boxes is not None, "indexed": t.fill == "indexed",
-                    "levels": [lv.label for lv in t.levels or []],
-                    "kinds": [f"{k.id} ({k.label})" for k in sorted(t.kinds or [], key=lambda k: k.severity)]}
-                   for t in wounds],
-        "states": [{"label": st.label, "choices": [st.label_of(v) for v in st.values]} for st in live.states],
-        "conditions": [c.label for c in live.conditions],
-        "text": [t.label for t in live.text],
-        "rests": [r.label for r in rs.file.sheet.rests],
-        "rows": taught_rows(Eval(rs, state.cards[names[0]], state.live_of(names[0])) if names else Eval(rs, {}, None)),
-        "party": None if rs.file.party is None else {
-            "pools": [p.label for p in rs.file.party.pools],
-            "rows": taught_rows(party_eval(rs, state)),
-            "advance": [f.label for f in rs.file.party.fields
-                        if rs.file.party.advancement and f.id in rs.file.party.advancement.fields]},
-        "clocks": None if rs.file.clocks is None else {"sizes": rs.file.clocks.sizes, "max": rs.file.clocks.max},
-    }
-
-
 def reminder_context(rs: Ruleset, state: GameState) -> dict[str, Any]:
     return {
         "characters": [character_block(rs, state, n) for n in state.cards],
         "party": party_block(rs, state),
         "clocks": None if rs.file.clocks is None else [
             {"name": c.name, "fill": f"{c.filled}/{c.size}", "complete": c.complete} for c in state.clocks],
-        "commands": commands(rs, state),
+        "teaching": [{"name": name, "data": data} for name, family in families().items()
+                     if family.teach is not None and (data := family.teach(rs, state)) is not None],
         "untrained": untrained_rules(rs),
     }
 
