@@ -295,11 +295,11 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
     """Replay every chat of `source` into `sink`, in input order, holding a bounded number of batches.
     One worker runs in this process unless `processes` asks for a pool even then."""
     summary = Summary()
-    out = getattr(sink, "buffer", sink)
+    out: Any = getattr(sink, "buffer", sink)  # bytes or text, as `binary` says
     binary = not isinstance(getattr(out, "wrapped", out), io.TextIOBase)
 
     def emit(data: bytes, errors: list[str], receipts: dict[str, int], size: int) -> None:
-        out.write(data if binary else data.decode("utf-8", "surrogateescape"))  # type: ignore[arg-type]
+        out.write(data if binary else data.decode("utf-8", "surrogateescape"))
         summary.add(size, errors, receipts)
         if progress is not None:
             progress.write(f"\rreplayed {summary.chats} chats, {len(summary.errors)} bad")

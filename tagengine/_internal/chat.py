@@ -227,13 +227,15 @@ class Chat:
         return chat
 
 
-def _part(doc: Mapping[str, Any], key: str, kind: type, default: Any, path: str, problems: list[Problem]) -> Any:
+def _part(doc: Mapping[str, Any], key: str, kind: type[Any], default: Any, path: str,
+          problems: list[Problem]) -> Any:
     """`doc[key]` when it is a `kind` (absent or null: `default`); else a problem naming `path`."""
     value = doc.get(key)
     if value is None:
         return default
     if not isinstance(value, kind):
-        want = {Mapping: "an object", list: "a list", str: "text"}.get(kind, kind.__name__)
+        wants: dict[type[Any], str] = {Mapping: "an object", list: "a list", str: "text"}
+        want = wants.get(kind, kind.__name__)
         problems.append(Problem(path, "wrong-type", f"must be {want}", type(value).__name__))
         return default
     return value

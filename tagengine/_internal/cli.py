@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
 from .errors import NotFoundError, Problem, ProblemsError, RulesetError
 from .files import NamedStream, TooLarge, json_problem, read_file, read_limited, same_file
@@ -36,7 +36,7 @@ class Usage(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise Usage(f"{self.prog}: {message}")
 
 
@@ -430,8 +430,9 @@ def parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run one command; returns its exit code (0 ok, 1 bad input, 2 usage)."""
-    out = NamedStream(out or sys.stdout or _Closed(), "<stdout>")  # type: ignore[assignment]
-    err = NamedStream(err or sys.stderr or io.StringIO(), "<stderr>")  # type: ignore[assignment]
+    # write errors name the stream (F-12); NamedStream has every method the commands use of a TextIO
+    out = cast(TextIO, NamedStream(out or sys.stdout or _Closed(), "<stdout>"))
+    err = cast(TextIO, NamedStream(err or sys.stderr or io.StringIO(), "<stderr>"))
     try:
         args = parser().parse_args(list(argv) if argv is not None else None)
     except Usage as e:

@@ -31,9 +31,10 @@ def demo(out: TextIO, samples: Path) -> int:
             continue
         loaded[path.stem] = rs
         out.write(f"{path.name}: ok: {rs.name}, needs Capability API {rs.requires_text}\n")
-    rs = loaded.get("blades-like")
-    if rs is None:
+    blades = loaded.get("blades-like")
+    if blades is None:
         return 1
+    rs = blades
     chat = json.loads((samples / "transcripts" / "crew-night.jsonl").read_text(encoding="utf-8").splitlines()[0])
     state = GameState.new(rs, chat["characters"])
     out.write(f"\n== replaying samples/transcripts/crew-night.jsonl with blades-like.json, "

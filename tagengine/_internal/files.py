@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 BOM = b"\xef\xbb\xbf"
 
@@ -70,7 +70,7 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
         raise FileExistsError(errno.EEXIST, "no free temporary name beside the file", target)
     try:
         with os.fdopen(fd, "wb") as f:
-            yield NamedStream(f, target)  # type: ignore[misc]
+            yield cast(BinaryIO, NamedStream(f, target))  # errors name the target; the methods are BinaryIO's
             try:
                 f.flush()
                 if mode is not None and hasattr(os, "fchmod"):
@@ -99,9 +99,10 @@ class NamedStream:
 
     def write(self, data: Any) -> int:
         try:
-            return self._stream.write(data)
+            written: int = self._stream.write(data)
         except OSError as e:
             raise _named(e, self.name) from None
+        return written
 
     def flush(self) -> None:
         try:

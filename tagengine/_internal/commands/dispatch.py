@@ -83,6 +83,7 @@ def apply_reply(rs: Ruleset, state: GameState, text: str) -> Applied:
         out.append(chunk)
         length += len(chunk)
         detail = f.error
+        attrs: tuple[tuple[str, str | None], ...]
         if f.tag is None:
             name, attrs, res = f.name, (("raw", f.raw),), refused("malformed")
         else:

@@ -4,7 +4,6 @@ on one row of a list with row pools (SHEET-31); and the clamp a lowered maximum 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from ..ruleset import Ruleset
 from ..ruleset.live import PoolDef
@@ -225,9 +224,10 @@ def damage_pool(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outco
 
 
 # -- teaching (DEC-18, SHEET-31) ------------------------------------------------------------------
-def uses_label(lst: Any) -> str:
+def uses_label(lst: ListDef) -> str:
     """What a list's row pools are called: the label of its `maxColumn` (`Uses`)."""
-    return next((c.label for c in lst.columns if c.id == lst.pools.maxColumn), lst.pools.maxColumn)
+    column = lst.pools.maxColumn if lst.pools is not None else ""
+    return next((c.label for c in lst.columns if c.id == column), column)
 
 
 def taught_rows(ev: Eval) -> list[dict[str, str]]:

@@ -75,7 +75,7 @@ def cell(col: Any, value: Any) -> str:
     if col is None or value is None:
         return ""
     if col.type == "enum":
-        return (col.valueLabels or {}).get(value, value)
+        return str((col.valueLabels or {}).get(value, value))
     return str(value)
 
 

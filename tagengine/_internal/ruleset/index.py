@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from .live import LiveStateDef, PoolDef, TrackDef
 from .sheet import AbilityDef, DerivedDef, FieldDef, ListDef, SkillDef
 
-T = TypeVar("T")
+
+class HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+T = TypeVar("T", bound=HasId)
 
 
 @dataclass(frozen=True)
@@ -24,7 +31,7 @@ class ById(Generic[T]):
         by_id: dict[str, T] = {}
         pos: dict[str, int] = {}
         for i, item in enumerate(items):
-            key = item.id  # type: ignore[attr-defined]
+            key = item.id
             if key not in by_id:
                 by_id[key] = item
                 pos[key] = i
@@ -36,7 +43,7 @@ class ById(Generic[T]):
     def __contains__(self, key: object) -> bool:
         return key in self.by_id
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[T]:
         return iter(self.items)
 
     def __len__(self) -> int:

@@ -42,7 +42,7 @@ def normalise(t: TrackShape, marks: Sequence[str | None], overflow: int) -> tupl
     kept = list(marks[: t.length])
     overflow = min(OVERFLOW_MAX, overflow + sum(1 for m in marks[t.length:] if m is not None))
     if not t.indexed:
-        kept = sorted((m for m in kept if m is not None), key=lambda m: -t.severity.get(m, 0))
+        kept = sorted((m for m in kept if m is not None), key=lambda m: -t.severity.get(m or "", 0))
     while kept and kept[-1] is None:
         kept.pop()
     return tuple(kept), overflow
@@ -70,7 +70,7 @@ def mark(t: TrackShape, marks: Slots, overflow: int, kind: str, amount: int,
             raise TrackFull  # WOUND-53: the whole command is refused
     if t.indexed:
         return _mark_indexed(t, marks, kind, amount, box), overflow
-    out = [m for m in marks if m is not None]
+    out: list[str | None] = [m for m in marks if m is not None]
     if amount <= 0:
         return tuple(out), overflow
     fits = max(0, min(amount, t.length - len(out)))
@@ -82,7 +82,7 @@ def mark(t: TrackShape, marks: Slots, overflow: int, kind: str, amount: int,
     return tuple(out), min(OVERFLOW_MAX, overflow + left)
 
 
-def _raise_lightest(t: TrackShape, out: list[str], raises: int) -> tuple[list[str], int]:
+def _raise_lightest(t: TrackShape, out: Sequence[str | None], raises: int) -> tuple[list[str | None], int]:
     """WOUND-20 repeated `raises` times on a full track: each raise moves the lightest mark one step up
     the scale. All the marks on the lowest occupied step go up before any mark above them moves, so
     the marks are counted per step and moved a step at a time. Returns the marks, most severe first,
@@ -91,7 +91,8 @@ def _raise_lightest(t: TrackShape, out: list[str], raises: int) -> tuple[list[st
     counts = [0] * len(scale)
     step = {k: i for i, k in enumerate(scale)}
     for m in out:
-        counts[step[m]] += 1
+        if m is not None:
+            counts[step[m]] += 1
     for i in range(len(scale) - 1):
         moved = min(counts[i], raises)
         counts[i] -= moved
@@ -99,7 +100,8 @@ def _raise_lightest(t: TrackShape, out: list[str], raises: int) -> tuple[list[st
         raises -= moved
         if not raises:
             break
-    return [scale[i] for i in range(len(scale) - 1, -1, -1) for _ in range(counts[i])], raises
+    marks: list[str | None] = [scale[i] for i in range(len(scale) - 1, -1, -1) for _ in range(counts[i])]
+    return marks, raises
 
 
 def _mark_indexed(t: TrackShape, marks: Slots, kind: str, amount: int, box: int | None) -> Slots:
@@ -130,7 +132,7 @@ def heal(t: TrackShape, marks: Slots, overflow: int, count: int, kind: str | Non
         cleared = min(overflow, count)
         overflow, count = overflow - cleared, count - cleared
     candidates = [i for i, m in enumerate(slots) if m is not None and (kind is None or m == kind)]
-    candidates.sort(key=lambda i: (t.severity[slots[i]], -i))  # type: ignore[index]
+    candidates.sort(key=lambda i: (t.severity.get(slots[i] or "", 0), -i))  # candidates hold marks, not None
     gone = set(candidates[:count])
     if t.indexed:
         slots = [None if i in gone else m for i, m in enumerate(slots)]

@@ -246,7 +246,7 @@ class Reader:
                 if indexed:
                     out.append(None)
         if not indexed:
-            out.sort(key=lambda k: -kinds[k])  # type: ignore[index]  # WOUND-15
+            out.sort(key=lambda k: -kinds.get(k or "", 0))  # WOUND-15; only kinds of the track are left here
         while out and out[-1] is None:
             out.pop()
         return WoundMarks(tuple(out), overflow)

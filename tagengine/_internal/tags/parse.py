@@ -31,7 +31,7 @@ def unescape(body: str) -> str:
 
 
 @v_args(inline=True)
-class TagBuilder(Transformer):
+class TagBuilder(Transformer[Token, tuple[str, tuple[Attr, ...]]]):
     """Builds the `Tag` value straight from the LALR parse (no tree kept)."""
 
     def start(self, name: Token, *attrs: Attr) -> tuple[str, tuple[Attr, ...]]:
@@ -89,7 +89,7 @@ def _verdict(text: str) -> Tag | str:
                 keys += 1
                 if keys > MAX_ATTRIBUTES:
                     return f"more than {MAX_ATTRIBUTES} attributes"
-        name, attrs = walk.resume_parse()
+        name, attrs = walk.resume_parse()  # type: ignore[no-untyped-call]  # lark leaves this one unannotated
     except UnexpectedInput as e:
         return _describe(e, text)
     except LarkError as e:  # pragma: no cover - any other parser failure is still a malformed tag

@@ -26,6 +26,7 @@ TAG_KINDS: tuple[TagKind, ...] = (
 )
 TAG_NAMES: tuple[str, ...] = tuple(k.name for k in TAG_KINDS)
 
+Trie = dict[str, "Trie"]  # letter -> what may follow; "" marks the end of a whole name
 _NAME = re.compile(r"[a-z]+")
 _BLANK = "[ \\t]*"
 
@@ -35,7 +36,7 @@ def _letter(c: str) -> str:
     return f"[{c.upper()}{c}]"
 
 
-def _grow(trie: dict[str, dict], done: bool) -> str:
+def _grow(trie: Trie, done: bool) -> str:
     """What may follow a prefix of some name: the next letter of one, or blanks after a whole name."""
     parts = [_letter(c) + (f"(?:{rest})?" if (rest := _grow(sub, "" in sub)) else "")
              for c, sub in sorted(trie.items()) if c]
@@ -66,7 +67,7 @@ def vocabulary(names: tuple[str, ...] = TAG_NAMES) -> Vocabulary:
         raise ValueError(f"tag names must be lower-case ASCII words, got {names!r}")
     alternatives = "|".join("".join(map(_letter, n)) for n in sorted(set(names), key=lambda n: (-len(n), n)))
     opener = rf"\[{_BLANK}(?P<name>{alternatives}){_BLANK}:"
-    trie: dict[str, dict] = {}
+    trie: Trie = {}
     for n in names:
         node = trie
         for c in n:
