@@ -8,7 +8,6 @@ from typing import Any
 from ..ruleset import Ruleset
 from ..state import GameState
 from ..tags import Tag, canonical, scan
-from ..text import writable
 from .reasons import COMMAND_LIMIT
 from .result import Outcome, Result, refuse, refused
 from .table import families
@@ -51,7 +50,7 @@ class Applied:
 
 def run_command(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     """One well-formed tag through its family's handler. Never raises for any tag."""
-    if any(v is not None and not writable(v) for _, v in tag.attrs):
+    if not tag.writable:
         return refuse(state, "bad-text")  # before any handler can store it (docs/decisions.md H-3)
     if tag.repeated:
         return refuse(state, "duplicate-attribute")

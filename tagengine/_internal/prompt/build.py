@@ -113,8 +113,10 @@ def check_history(history: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
     """The history as plain messages; HistoryError names every message that is not `{"role", "content"}`."""
     out, problems = [], []
     for i, m in enumerate(history):
-        role = m.get("role") if isinstance(m, Mapping) else None
-        content = m.get("content") if isinstance(m, Mapping) else None
+        try:
+            role, content = m.get("role"), m.get("content")
+        except AttributeError:  # not a mapping at all
+            role = content = None
         if role not in ROLES or not isinstance(content, str):
             problems.append(Problem(f"history[{i}]", "bad-message", 'a message is {"role": user|assistant|system, '
                                     '"content": text}', role))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from ..state import empty_map, freeze
@@ -149,5 +150,8 @@ class SheetView:
 
     def __post_init__(self) -> None:
         """Read-only all the way down: views are cached per snapshot and shared between callers."""
-        for name in ("fields", "hidden", "derived", "lists", "row_pools"):
-            object.__setattr__(self, name, freeze(getattr(self, name)))
+        for name in ("fields", "hidden", "derived", "row_pools"):  # their values are numbers, text or tuples
+            value = getattr(self, name)
+            if type(value) is not MappingProxyType:
+                object.__setattr__(self, name, MappingProxyType(dict(value)))
+        object.__setattr__(self, "lists", freeze(self.lists))

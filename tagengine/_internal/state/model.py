@@ -39,8 +39,10 @@ class GameState:
 
     def __post_init__(self) -> None:
         """Read-only copies of what was passed in (values.py); a state's own parts are kept as they are."""
-        object.__setattr__(self, "cards", freeze(self.cards))
-        object.__setattr__(self, "party_sheet", freeze(self.party_sheet))
+        if type(self.cards) is not MappingProxyType:
+            object.__setattr__(self, "cards", freeze(self.cards))
+        if type(self.party_sheet) is not MappingProxyType:
+            object.__setattr__(self, "party_sheet", freeze(self.party_sheet))
         if type(self.live) is not MappingProxyType:
             object.__setattr__(self, "live", MappingProxyType(dict(self.live)))
         if type(self.clocks) is not tuple:

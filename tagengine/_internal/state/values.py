@@ -82,10 +82,19 @@ class LiveValues:
 
     def __post_init__(self) -> None:
         """Read-only copies of what was passed in; a read-only mapping (one of ours) is kept as it is."""
-        for name in ("pools", "temp", "tracks", "marks", "states", "text"):
-            value = getattr(self, name)
-            if type(value) is not MappingProxyType:
-                object.__setattr__(self, name, MappingProxyType(dict(value)) if value else EMPTY)
+        proxy, setattr_ = MappingProxyType, object.__setattr__
+        if type(self.pools) is not proxy:
+            setattr_(self, "pools", proxy(dict(self.pools)) if self.pools else EMPTY)
+        if type(self.temp) is not proxy:
+            setattr_(self, "temp", proxy(dict(self.temp)) if self.temp else EMPTY)
+        if type(self.tracks) is not proxy:
+            setattr_(self, "tracks", proxy(dict(self.tracks)) if self.tracks else EMPTY)
+        if type(self.marks) is not proxy:
+            setattr_(self, "marks", proxy(dict(self.marks)) if self.marks else EMPTY)
+        if type(self.states) is not proxy:
+            setattr_(self, "states", proxy(dict(self.states)) if self.states else EMPTY)
+        if type(self.text) is not proxy:
+            setattr_(self, "text", proxy(dict(self.text)) if self.text else EMPTY)
         if type(self.rows) is not MappingProxyType:
             object.__setattr__(self, "rows", MappingProxyType({k: tuple(v) for k, v in self.rows.items()})
                                if self.rows else EMPTY)

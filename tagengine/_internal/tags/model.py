@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from ..text import writable
 
 # Attributes the engine writes; the model's own copies are discarded (DEC-4, CLOCK-20).
 RESULT_KEYS = frozenset({"result", "reason", "now"})
@@ -21,16 +25,19 @@ class Tag:
     name: str
     attrs: tuple[Attr, ...]
     keys: tuple[str, ...] = field(init=False, compare=False, repr=False)
-    attrmap: dict[str, str | None] = field(init=False, compare=False, repr=False)  # first value of each key
+    attrmap: Mapping[str, str | None] = field(init=False, compare=False, repr=False)  # first value of each key
     repeated: bool = field(init=False, compare=False, repr=False)  # a key written twice (DEC-7)
+    writable: bool = field(init=False, compare=False, repr=False)  # every value encodes to UTF-8 (H-3)
 
     def __post_init__(self) -> None:
+        """Worked out once per tag: parsed tags are cached and shared, so the map is read-only."""
         first: dict[str, str | None] = {}
         for k, v in self.attrs:
             first.setdefault(k, v)
         object.__setattr__(self, "keys", tuple(k for k, _ in self.attrs))
-        object.__setattr__(self, "attrmap", first)
+        object.__setattr__(self, "attrmap", MappingProxyType(first))
         object.__setattr__(self, "repeated", len(first) != len(self.attrs))
+        object.__setattr__(self, "writable", all(v is None or writable(v) for _, v in self.attrs))
 
     def get(self, key: str) -> str | None:
         return self.attrmap.get(key)
