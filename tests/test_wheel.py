@@ -29,8 +29,11 @@ def test_wheel_carries_grammars_and_prompts(wheel: Path):
     names = zipfile.ZipFile(wheel).namelist()
     for folder in ("grammars", "prompts"):
         shipped = {n for n in names if n.startswith(f"tagengine/{folder}/")}
-        source = {f"tagengine/{folder}/{p.name}" for p in (ROOT / folder).iterdir() if p.is_file()}
+        source = {f"tagengine/{folder}/{p.relative_to(ROOT / folder)}" for p in (ROOT / folder).rglob("*")
+                  if p.is_file()}
         assert source and source <= shipped, folder
+    assert "tagengine/py.typed" in names  # issue 11: type checkers read the package's own hints
+    assert "tagengine/prompts/teach/clock.j2" in names  # each tag kind's teaching, in a subfolder
 
 
 def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path):

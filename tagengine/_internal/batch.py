@@ -293,7 +293,9 @@ def _in_order(pool: Any, fn: Any, tasks: Iterable[tuple[Any, int]], limit: int) 
 def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO, workers: int = 1,
            progress: TextIO | None = None, *, processes: bool = False) -> Summary:
     """Replay every chat of `source` into `sink`, in input order, holding a bounded number of batches.
-    One worker runs in this process unless `processes` asks for a pool even then."""
+    One worker runs in this process unless `processes` asks for a pool even then. A bad line is named in
+    the output and the summary, never raised; RulesetError when the ruleset cannot be loaded, OSError
+    when `source` or `sink` fails."""
     summary = Summary()
     out: Any = getattr(sink, "buffer", sink)  # bytes or text, as `binary` says
     binary = not isinstance(getattr(out, "wrapped", out), io.TextIOBase)

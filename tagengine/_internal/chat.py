@@ -79,7 +79,8 @@ class Chat:
         raise NotFoundError("assistant reply", "last")
 
     def regenerate(self, reply: str) -> Applied:
-        """A new swipe of the last reply, applied to the snapshot before it (CLOCK-26, PARTY-25)."""
+        """A new swipe of the last reply, applied to the snapshot before it (CLOCK-26, PARTY-25). Raises
+        NotFoundError when the chat has no reply yet."""
         i = self._last_assistant()
         before = self.state
         applied = apply_reply(self.rs, replace(self._before(i), party_revision=self.revision), reply)
@@ -90,7 +91,8 @@ class Chat:
         return applied
 
     def select_swipe(self, k: int) -> GameState:
-        """Show swipe k of the last reply; its snapshot becomes current (CLOCK-27)."""
+        """Show swipe k of the last reply; its snapshot becomes current (CLOCK-27). Raises NotFoundError
+        for a swipe or a reply that is not there."""
         before = self.state
         m = self.messages[self._last_assistant()]
         if not 0 <= k < len(m.swipes):
@@ -100,6 +102,8 @@ class Chat:
         return self.state
 
     def delete_swipe(self, k: int) -> GameState:
+        """Delete swipe k of the last reply (the reply too, with its last swipe). Raises NotFoundError for a
+        swipe or a reply that is not there."""
         before = self.state
         i = self._last_assistant()
         m = self.messages[i]
@@ -115,8 +119,11 @@ class Chat:
         return self.state
 
     def delete_message(self, index: int) -> GameState:
-        """Remove one message; the current snapshot is the last remaining reply's (CLOCK-27)."""
+        """Remove one message; the current snapshot is the last remaining reply's (CLOCK-27). Raises
+        NotFoundError for an index that is not there."""
         before = self.state
+        if not -len(self.messages) <= index < len(self.messages):
+            raise NotFoundError("message", index, tuple(str(i) for i in range(len(self.messages))))
         del self.messages[index]
         self._settle(before)
         return self.state

@@ -154,12 +154,14 @@ class StreamFilter:
         return out
 
     def feed(self, chunk: str) -> str:
+        """The text to show now for this chunk (possibly empty); never raises."""
         if chunk:
             self._parts.append(chunk)
             self._take(chunk)
         return self._flush()
 
     def finish(self) -> tuple[str, Applied]:
+        """The rest of the narration and the whole reply applied (apply_reply); never raises."""
         if self._mode == _CANDIDATE:  # unclosed at the end of the reply
             self._judge("".join(self._held))
         elif self._mode == _OPEN:  # never became an opener: prose

@@ -69,7 +69,8 @@ def run_command(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
 def apply_reply(rs: Ruleset, state: GameState, text: str) -> Applied:
     """The reply with every tag rewritten as a receipt, the new state and the receipts.
 
-    `state` is never mutated: regenerating and swipes go back to it (CLOCK-26, CLOCK-27).
+    `state` is never mutated: regenerating and swipes go back to it (CLOCK-26, CLOCK-27). Raises
+    nothing, whatever the text: a tag that cannot be applied is refused in its receipt.
     """
     found = scan(text)
     if not found:

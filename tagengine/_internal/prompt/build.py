@@ -129,7 +129,9 @@ def check_history(history: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, Any]] = (),
                  budget: Budget = DEFAULT_BUDGET) -> Prompt:
-    """Messages for one request: system, history, reminder (DEC-29), fitted by DEC-32."""
+    """Messages for one request: system, history, reminder (DEC-29), fitted by DEC-32. Raises BudgetError
+    when even the trimmed prompt does not fit, HistoryError for a message that is not {role, content},
+    EncodingError when the tokenizer cannot be built."""
     c = get_counter(budget)
     tokenizer, margin = budget.resolved()
     system = system_prompt(rs, budget)

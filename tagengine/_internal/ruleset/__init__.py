@@ -33,17 +33,24 @@ class Ruleset:
 
     @classmethod
     def load(cls, path: str | Path) -> Ruleset:
+        """A ruleset file, checked. Raises RulesetError listing every problem (an unreadable file too)."""
         model, ctx = load_path(path)
         return cls._build(model, ctx, str(path))
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "<ruleset>") -> Ruleset:
+        """A ruleset from its JSON text. Raises RulesetError listing every problem."""
         model, ctx = validate(text, source)
         return cls._build(model, ctx, source)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "<ruleset>") -> Ruleset:
-        return cls.from_json(json.dumps(data), source)
+        """A ruleset from parsed JSON. Raises RulesetError listing every problem."""
+        try:
+            text = json.dumps(data)
+        except (TypeError, ValueError) as e:  # not JSON data at all (a set, a NaN...)
+            raise RulesetError([Problem("$", "not-json", f"not JSON data: {e}", None)], source) from None
+        return cls.from_json(text, source)
 
     @property
     def requires_text(self) -> str | None:

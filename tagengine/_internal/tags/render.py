@@ -23,7 +23,7 @@ def canonical(name: str, attrs: tuple[Attr, ...], result: tuple[Attr, ...]) -> s
 
 
 def narration(text: str, vocabulary: Vocabulary = VOCABULARY) -> str:
-    """The reply with every tag hidden; a line that held only tags goes with its line break."""
+    """The reply with every tag hidden; a line that held only tags goes with its line break. Never raises."""
     spans = scan(text, vocabulary)
     if not spans:
         return text
