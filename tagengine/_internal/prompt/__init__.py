@@ -1,6 +1,6 @@
 """The prompt: stable system prompt, per-turn reminder, token budget (DESIGN section 8).
 
-Names are imported on first use: `tagengine.prompt.tokens` alone must stay light, because a cold
+Names are imported on first use: `prompt/tokens.py` alone must stay light, because a cold
 `tagengine preview` builds the encoding in a second process while this one imports the rest."""
 
 from __future__ import annotations
@@ -24,6 +24,6 @@ __all__ = ["Budget", "BudgetError", "Prompt", "Report", "SystemPrompt", "Tiktoke
 def __getattr__(name: str) -> Any:
     module = _HOME.get(name)
     if module is None:
-        raise AttributeError(f"module 'tagengine.prompt' has no attribute {name!r}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = globals()[name] = getattr(import_module(f".{module}", __name__), name)
     return value

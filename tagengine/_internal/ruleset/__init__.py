@@ -13,7 +13,7 @@ from .index import SheetIndex
 from .load import load_path, validate
 from .top import RulesetDef
 
-__all__ = ["Ruleset", "RulesetError", "RulesetFile"]
+__all__ = ["Ruleset", "RulesetDef", "RulesetError"]
 
 
 @dataclass(frozen=True, eq=False)
