@@ -177,7 +177,7 @@ def tracks_and_marks(draw):
                       indexed or draw(st.booleans()))
     raw = draw(st.lists(st.one_of(st.none(), st.sampled_from(kinds)) if indexed else st.sampled_from(kinds),
                         max_size=12))
-    marks, overflow = marking.normalise(t, raw, draw(st.integers(0, 6)))
+    marks, overflow = marking.settle(t, raw, draw(st.integers(0, 6)))
     return t, marks, overflow, kinds
 
 

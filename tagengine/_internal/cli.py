@@ -173,7 +173,7 @@ def cmd_narrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_sheet(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .sheet import character, party
-    from .sheet.show import render, render_party, to_json
+    from .sheet.show import render_party, render_sheet, to_json
 
     rs, state = load_pair(args, err)
     if args.party:
@@ -191,7 +191,7 @@ def cmd_sheet(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"{args.state}: no character named {args.name!r}; the state has "
                       f"{', '.join(state.characters)}\n")
             return 1
-        text = render(rs, sheet)
+        text = render_sheet(rs, sheet)
     if args.json:
         _emit(to_json(sheet), out)
     else:

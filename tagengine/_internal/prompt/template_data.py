@@ -169,7 +169,7 @@ def party_block(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
     return {"name": defs.label, "lines": lines}
 
 
-def untrained_rules(rs: Ruleset) -> list[str]:
+def untrained_lines(rs: Ruleset) -> list[str]:
     """UNTR-15: by section or by skill, so the GM asks only for checks a character can make."""
     s = rs.file.sheet
     out = []
@@ -200,7 +200,7 @@ def reminder_context(rs: Ruleset, state: GameState) -> dict[str, Any]:
             {"name": c.name, "fill": f"{c.filled}/{c.size}", "complete": c.complete} for c in state.clocks],
         "teaching": [{"name": name, "data": data} for name, family in families().items()
                      if family.teach is not None and (data := family.teach(rs, state)) is not None],
-        "untrained": untrained_rules(rs),
+        "untrained": untrained_lines(rs),
     }
 
 

@@ -45,7 +45,7 @@ def check_line(c: CheckNumber, dice: bool) -> str:
     return f"{c.label}{level}: {shown}{unit} ({', '.join(parts)}{harder})"
 
 
-def render(rs: Ruleset, sheet: SheetView) -> str:
+def render_sheet(rs: Ruleset, sheet: SheetView) -> str:
     s = rs.file.sheet
     dice = rs.dice_pool
     sections = {sec.id: sec.label for sec in s.sections}
