@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import cache, lru_cache
 
 from lark import Lark, Token, Transformer, v_args
@@ -74,9 +75,52 @@ def _describe(err: UnexpectedInput, text: str) -> str:
 _CACHED_UP_TO = 4096  # characters: a longer candidate is rare, and 4096 of them would pin gigabytes
 
 
+@cache
+def _whole_tag() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A well-formed tag as one regular expression, built from the grammar's own terminals, so the
+    syntax is still written only in grammars/tags.lark: `[` NAME `:` (KEY (`=` value)?)* `]`, blanks
+    ignored between tokens. Atomic groups take each token whole, as Lark's lexer does, and keep the
+    match linear. Returns (the whole tag, one attribute)."""
+    t = {d.name: d.pattern.to_regexp() for d in parser().terminals}
+    ws = f"(?:{t['WS']})?"
+    value = f"(?:(?P<s>{t['STRING']})|(?P<t>{t['TYPO']})|(?P<b>{t['BARE']}))"
+    attr = f"{ws}(?P<key>{t['KEY']})(?:{ws}={ws}{value})?"
+    plain_attr = re.sub(r"\(\?P<[a-z]+>", "(?:", attr)
+    whole = rf"\[{ws}(?P<name>{t['NAME']}){ws}:(?P<body>(?>{plain_attr})*+){ws}\]"
+    return re.compile(whole), re.compile(attr)
+
+
+def _lexed(text: str) -> Tag | None:
+    """The tag a well-formed candidate holds, read with one regular expression; None for anything else
+    (a malformed tag, more than MAX_ATTRIBUTES attributes), which Lark then judges and explains. For
+    every text it reads, the Tag equals Lark's (a property test compares them): Lark's per-token cost
+    made dense tags take over a second per MB (SC-5)."""
+    whole, attr = _whole_tag()
+    m = whole.fullmatch(text)
+    if m is None:
+        return None
+    body, pos, end = m.group("body"), 0, len(m.group("body"))
+    attrs: list[Attr] = []
+    while pos < end:
+        a = attr.match(body, pos)
+        if a is None:  # pragma: no cover - the whole tag matched, so every attribute does
+            return None
+        s, t, b = a.group("s"), a.group("t"), a.group("b")
+        attrs.append((a.group("key"), unescape(s[1:-1]) if s is not None else t[1:-1] if t is not None else b))
+        pos = a.end()
+        if len(attrs) > MAX_ATTRIBUTES:
+            return None
+    return Tag(m.group("name").lower(), tuple((k, v) for k, v in attrs if k not in RESULT_KEYS))
+
+
 @lru_cache(maxsize=4096)
 def _verdict(text: str) -> Tag | str:
-    """The Tag, or why the candidate is malformed; both cached, since models repeat their mistakes.
+    """The Tag, or why the candidate is malformed; both cached, since models repeat their mistakes."""
+    return _lexed(text) or judged_by_lark(text)
+
+
+def judged_by_lark(text: str) -> Tag | str:
+    """The grammar's own verdict: the Tag, or where and why the candidate fails.
 
     A tag with more than MAX_ATTRIBUTES attributes is malformed, judged after that many: parsing
     costs per token, and 1 MB of attributes in one tag must not take seconds (SC-3).
