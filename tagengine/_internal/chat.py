@@ -14,6 +14,7 @@ from typing import Any
 from .commands import Applied, apply_reply
 from .commands.party_save import save_party
 from .errors import NotFoundError, Problem, StateError
+from .history import read_messages
 from .ruleset import Ruleset
 from .state import GameState, clocks_json, from_json, live_json, name_problems, thaw
 
@@ -146,13 +147,14 @@ class Chat:
 
     @classmethod
     def from_history(cls, rs: Ruleset, state: GameState, messages: Iterable[Mapping[str, Any]]) -> Chat:
-        """Rebuild the snapshots by replaying the receipts already in the history; exact by DEC-5."""
+        """Rebuild the snapshots by replaying the receipts already in the history; exact by DEC-5. Raises
+        HistoryError naming every message that is not `{"role", "content"}`."""
         chat = cls(rs, state)
-        for m in messages:
-            if m.get("role") == "assistant":
-                chat.receive(str(m.get("content", "")))
+        for m in read_messages(messages):
+            if m["role"] == "assistant":
+                chat.receive(m["content"])
             else:
-                chat.messages.append(Message(str(m.get("role", "user")), str(m.get("content", ""))))
+                chat.messages.append(Message(m["role"], m["content"]))
         return chat
 
     # -- JSON --------------------------------------------------------------------------------------

@@ -207,8 +207,11 @@ def read_history(path: str) -> list[dict[str, Any]]:
     except TooLarge as e:
         raise ProblemsError([Problem("$", "too-large", f"a history file is at most {e.limit} bytes", None)],
                             path) from None
+    from .history import message_problem
+
     out, problems = [], []
-    for n, line in enumerate(data.decode("utf-8", "surrogateescape").splitlines(), 1):
+    # split on line feeds only: JSON text may hold U+2028, U+0085 and form feeds inside its strings
+    for n, line in enumerate(data.decode("utf-8", "surrogateescape").split("\n"), 1):
         if not line.strip():
             continue
         try:
@@ -216,13 +219,12 @@ def read_history(path: str) -> list[dict[str, Any]]:
         except (RecursionError, ValueError) as e:
             problems.append(Problem(f"line {n}", "not-json", json_problem(e), line[:60]))
             continue
-        role = m.get("role") if isinstance(m, dict) else None
-        role = role.lower() if isinstance(role, str) else None
-        if role not in ("system", "user", "assistant") or not isinstance(m.get("content"), str):
-            problems.append(Problem(f"line {n}", "bad-message", 'expected {"role": user|assistant|system, '
-                                    '"content": text}', line[:60]))
+        why = message_problem(m)
+        if why is not None:
+            problems.append(Problem(f"line {n}", "bad-message", f'expected {{"role": user|assistant|system, '
+                                    f'"content": text}}: {why}', line[:60]))
             continue
-        out.append({"role": role, "content": m["content"]})
+        out.append({"role": m["role"].lower(), "content": m["content"]})
     if problems:
         raise ProblemsError(problems, path)
     return out
@@ -319,6 +321,7 @@ def write_states(replayed: str, folder: str, err: TextIO | None = None) -> int:
     """Each chat's final state as a state file, ready for `tagengine preview` or `apply`; the number of
     files written. Two chats with one id (or ids a case-blind file system takes for one) both keep their
     state: the later one's name gets its line number, and a warning says so."""
+    from .batch import loads
     from .files import write_atomic
 
     target = Path(folder)
@@ -326,8 +329,8 @@ def write_states(replayed: str, folder: str, err: TextIO | None = None) -> int:
     used: dict[str, int] = {}
     with open(replayed, "rb") as f:
         for number, line in enumerate(f, 1):
-            doc = json.loads(line)
-            if "state" not in doc or doc.get("id") is None:
+            doc = loads(line)  # the output keeps bytes that are not UTF-8 as they came (F-4)
+            if not isinstance(doc, dict) or "state" not in doc or doc.get("id") is None:
                 continue
             name = state_file_name(doc["id"])
             if name.casefold() in used:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from ..errors import HistoryError, Problem
+from ..history import read_messages
 from ..ruleset import Ruleset
 from ..state import GameState
 from .budget import (
@@ -24,7 +24,6 @@ from .render import render
 from .template_data import guidance, reminder_context, system_context
 from .tokens import REPLY_PRIMING, TokenCounter
 
-ROLES = ("system", "user", "assistant")
 DEFAULT_BUDGET = Budget()
 
 
@@ -109,24 +108,6 @@ def reminder(rs: Ruleset, state: GameState) -> str:
     return render("reminder.j2", reminder_context(rs, state))
 
 
-def check_history(history: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """The history as plain messages; HistoryError names every message that is not `{"role", "content"}`."""
-    out, problems = [], []
-    for i, m in enumerate(history):
-        try:
-            role, content = m.get("role"), m.get("content")
-        except AttributeError:  # not a mapping at all
-            role = content = None
-        if role not in ROLES or not isinstance(content, str):
-            problems.append(Problem(f"history[{i}]", "bad-message", 'a message is {"role": user|assistant|system, '
-                                    '"content": text}', role))
-            continue
-        out.append({"role": role, "content": content})
-    if problems:
-        raise HistoryError(problems, "history")
-    return out
-
-
 def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, Any]] = (),
                  budget: Budget = DEFAULT_BUDGET) -> Prompt:
     """Messages for one request: system, history, reminder (DEC-29), fitted by DEC-32. Raises BudgetError
@@ -136,7 +117,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     tokenizer, margin = budget.resolved()
     system = system_prompt(rs, budget)
     note = reminder(rs, state)
-    hist = check_history(history)
+    hist = read_messages(history)
     last_user = max((i for i, m in enumerate(hist) if m["role"] == "user"), default=None)
     if budget.reminder_in_user and last_user is not None:
         hist[last_user] = {"role": "user", "content": hist[last_user]["content"] + "\n\n" + note}

@@ -1,0 +1,53 @@
+"""A chat history as the engine reads it: `{"role", "content"}` messages (DEC-29), checked in one place.
+
+`build_prompt`, `Chat.from_history` and `tagengine preview --history` all read a history through here, so
+they agree on what a message is: a role of system, user or assistant matched without case (F-10), and
+text content. Every bad message is named at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .errors import HistoryError, Problem
+
+ROLES = ("system", "user", "assistant")
+
+
+def message_problem(m: Any) -> str | None:
+    """Why `m` is not a message, or None."""
+    try:
+        role, content = m.get("role"), m.get("content")
+    except AttributeError:
+        return "a message is an object"
+    if not isinstance(role, str) or role.lower() not in ROLES:
+        return 'its "role" is user, assistant or system'
+    if not isinstance(content, str):
+        return 'its "content" is text'
+    return None
+
+
+def read_messages(history: Iterable[Mapping[str, Any]] | None, source: str = "history",
+                  where: str = "history[{}]") -> list[dict[str, str]]:
+    """The history as plain messages with lower-case roles; HistoryError names every message that is not
+    `{"role", "content"}` (its position is `where` formatted with its index)."""
+    if history is None or isinstance(history, str | bytes | Mapping):
+        raise HistoryError([Problem("$", "not-history", "a history is a list of messages", type(history).__name__)],
+                           source)
+    try:
+        items = list(history)
+    except TypeError:
+        raise HistoryError([Problem("$", "not-history", "a history is a list of messages",
+                                    type(history).__name__)], source) from None
+    out, problems = [], []
+    for i, m in enumerate(items):
+        why = message_problem(m)
+        if why is not None:
+            role = m.get("role") if isinstance(m, Mapping) else None
+            problems.append(Problem(where.format(i), "bad-message", why, role if isinstance(role, str) else None))
+            continue
+        out.append({"role": m["role"].lower(), "content": m["content"]})
+    if problems:
+        raise HistoryError(problems, source)
+    return out
