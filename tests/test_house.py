@@ -177,3 +177,23 @@ def test_input_dicts_are_copied_not_kept(grave):
     cards["Mira"]["fields"]["name"] = "b"
     assert state.cards["Mira"]["fields"]["name"] == "a"
 
+
+
+def test_nothing_a_caller_keeps_reaches_a_state():
+    """A read-only view the caller made over its own dict is copied too: changing the dict later changes
+    nothing the state holds (the identity caches trust that)."""
+    from types import MappingProxyType
+
+    from tagengine._internal.errors import StateError
+
+    cards = {"Mira": {"abilities": {}, "fields": {}, "lists": {}}}
+    state = tagengine.GameState(cards=MappingProxyType(cards))
+    cards["Evil"] = {}
+    assert state.characters == ("Mira",)
+    pools = {"grit": 2}
+    live = tagengine.LiveValues(pools=MappingProxyType(pools))
+    pools["grit"] = 9
+    assert live.pools["grit"] == 2
+    assert tagengine.WoundMarks(["cut"]).marks == ("cut",)  # type: ignore[arg-type]
+    with pytest.raises(StateError):
+        tagengine.GameState(cards=cards, live={"mira": {"pools": {}}})  # type: ignore[dict-item]

@@ -38,15 +38,32 @@ class GameState:
     warnings: tuple[Problem, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
-        """Read-only copies of what was passed in (values.py); a state's own parts are kept as they are."""
-        if type(self.cards) is not MappingProxyType:
-            object.__setattr__(self, "cards", freeze(self.cards))
-        if type(self.party_sheet) is not MappingProxyType:
-            object.__setattr__(self, "party_sheet", freeze(self.party_sheet))
-        if type(self.live) is not MappingProxyType:
-            object.__setattr__(self, "live", MappingProxyType(dict(self.live)))
-        if type(self.clocks) is not tuple:
-            object.__setattr__(self, "clocks", tuple(self.clocks))
+        """Read-only copies of what was passed in (values.py): nothing a caller keeps reaches the state.
+        Raises StateError when a live value is not a LiveValues or a clock not a Clock."""
+        setattr_ = object.__setattr__
+        setattr_(self, "cards", freeze(self.cards))
+        setattr_(self, "party_sheet", freeze(self.party_sheet))
+        setattr_(self, "live", MappingProxyType(dict(self.live)))
+        setattr_(self, "clocks", tuple(self.clocks))
+        wrong = [Problem(f"live.{k}", "wrong-type", "live values are a LiveValues", type(v).__name__)
+                 for k, v in self.live.items() if not isinstance(v, LiveValues)]
+        wrong += [Problem(f"clocks[{i}]", "wrong-type", "a clock is a Clock", type(c).__name__)
+                  for i, c in enumerate(self.clocks) if not isinstance(c, Clock)]
+        if wrong:
+            raise StateError(wrong, "state")
+
+    def _derived(self, party_sheet: Mapping[str, Any], party_revision: int, live: Mapping[str, LiveValues],
+                 clocks: tuple[Clock, ...]) -> GameState:
+        """A state made from this one's own read-only parts and new ones the engine built: no copy."""
+        new = object.__new__(GameState)
+        setattr_ = object.__setattr__
+        setattr_(new, "cards", self.cards)
+        setattr_(new, "party_sheet", party_sheet)
+        setattr_(new, "party_revision", party_revision)
+        setattr_(new, "live", live)
+        setattr_(new, "clocks", clocks)
+        setattr_(new, "warnings", self.warnings)
+        return new
 
     # -- building -------------------------------------------------------------------------------
     @classmethod
@@ -82,14 +99,17 @@ class GameState:
 
     def with_live(self, name: str, live: LiveValues) -> GameState:
         key = normalise(name) if name != PARTY else PARTY
-        return GameState(self.cards, self.party_sheet, self.party_revision, {**self.live, key: live}, self.clocks,
-                         self.warnings)
+        if not isinstance(live, LiveValues):
+            raise StateError([Problem(f"live.{name}", "wrong-type", "live values are a LiveValues",
+                                      type(live).__name__)], "state")
+        return self._derived(self.party_sheet, self.party_revision, MappingProxyType({**self.live, key: live}),
+                             self.clocks)
 
     def with_clocks(self, clocks: tuple[Clock, ...]) -> GameState:
-        return GameState(self.cards, self.party_sheet, self.party_revision, self.live, clocks, self.warnings)
+        return self._derived(self.party_sheet, self.party_revision, self.live, tuple(clocks))
 
     def with_party_sheet(self, sheet: Mapping[str, Any], revision: int) -> GameState:
-        return GameState(self.cards, sheet, revision, self.live, self.clocks, self.warnings)
+        return self._derived(freeze(sheet), revision, self.live, self.clocks)
 
     # -- JSON ---------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

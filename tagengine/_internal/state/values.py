@@ -26,10 +26,8 @@ def empty_map() -> Mapping[str, Any]:
 
 
 def freeze(value: Any) -> Any:
-    """A read-only deep copy of JSON-like data: dicts become read-only mappings, lists tuples. A read-only
-    mapping is taken as already frozen (only this function makes the ones a state holds)."""
-    if type(value) is MappingProxyType:
-        return value
+    """A read-only deep copy of JSON-like data: dicts become read-only mappings, lists tuples. Always a
+    copy, so nothing a caller keeps can reach what a state holds."""
     if isinstance(value, Mapping):
         return MappingProxyType({k: freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
@@ -66,6 +64,10 @@ class WoundMarks:
     marks: tuple[str | None, ...] = ()
     overflow: int = 0
 
+    def __post_init__(self) -> None:
+        if type(self.marks) is not tuple:
+            object.__setattr__(self, "marks", tuple(self.marks))
+
 
 @dataclass(frozen=True, slots=True)
 class LiveValues:
@@ -81,38 +83,33 @@ class LiveValues:
     rows: Mapping[str, tuple[int | None, ...]] = field(default_factory=empty_map)
 
     def __post_init__(self) -> None:
-        """Read-only copies of what was passed in; a read-only mapping (one of ours) is kept as it is."""
+        """Read-only copies of what was passed in: nothing the caller keeps can reach these values."""
         proxy, setattr_ = MappingProxyType, object.__setattr__
-        if type(self.pools) is not proxy:
-            setattr_(self, "pools", proxy(dict(self.pools)) if self.pools else EMPTY)
-        if type(self.temp) is not proxy:
-            setattr_(self, "temp", proxy(dict(self.temp)) if self.temp else EMPTY)
-        if type(self.tracks) is not proxy:
-            setattr_(self, "tracks", proxy(dict(self.tracks)) if self.tracks else EMPTY)
-        if type(self.marks) is not proxy:
-            setattr_(self, "marks", proxy(dict(self.marks)) if self.marks else EMPTY)
-        if type(self.states) is not proxy:
-            setattr_(self, "states", proxy(dict(self.states)) if self.states else EMPTY)
-        if type(self.text) is not proxy:
-            setattr_(self, "text", proxy(dict(self.text)) if self.text else EMPTY)
-        if type(self.rows) is not MappingProxyType:
-            object.__setattr__(self, "rows", MappingProxyType({k: tuple(v) for k, v in self.rows.items()})
-                               if self.rows else EMPTY)
-        if type(self.conditions) is not frozenset:
-            object.__setattr__(self, "conditions", frozenset(self.conditions))
+        for name in ("pools", "temp", "tracks", "marks", "states", "text"):
+            value = getattr(self, name)
+            setattr_(self, name, proxy(dict(value)) if value else EMPTY)
+        setattr_(self, "rows", proxy({k: tuple(v) for k, v in self.rows.items()}) if self.rows else EMPTY)
+        setattr_(self, "conditions", frozenset(self.conditions))
 
     def but(self, *, pools: Mapping[str, int] | None = None, temp: Mapping[str, int] | None = None,
             tracks: Mapping[str, int] | None = None, marks: Mapping[str, WoundMarks] | None = None,
             states: Mapping[str, str] | None = None, conditions: frozenset[str] | None = None,
             text: Mapping[str, str] | None = None, rows: Mapping[str, tuple[int | None, ...]] | None = None
             ) -> LiveValues:
-        """A copy with some parts replaced (positional: cheaper than dataclasses.replace on the hot path)."""
-        return LiveValues(
-            self.pools if pools is None else pools, self.temp if temp is None else temp,
-            self.tracks if tracks is None else tracks, self.marks if marks is None else marks,
-            self.states if states is None else states, self.conditions if conditions is None else conditions,
-            self.text if text is None else text, self.rows if rows is None else rows,
-        )
+        """A copy with some parts replaced. The commands call this for every change, with new dicts they
+        built and keep no reference to, so those are wrapped read-only without a copy; the other parts are
+        this value's own, already read-only (`__post_init__` copies what a caller passes to the class)."""
+        new = object.__new__(LiveValues)
+        setattr_, proxy = object.__setattr__, MappingProxyType
+        setattr_(new, "pools", self.pools if pools is None else proxy(pools))
+        setattr_(new, "temp", self.temp if temp is None else proxy(temp))
+        setattr_(new, "tracks", self.tracks if tracks is None else proxy(tracks))
+        setattr_(new, "marks", self.marks if marks is None else proxy(marks))
+        setattr_(new, "states", self.states if states is None else proxy(states))
+        setattr_(new, "conditions", self.conditions if conditions is None else frozenset(conditions))
+        setattr_(new, "text", self.text if text is None else proxy(text))
+        setattr_(new, "rows", self.rows if rows is None else proxy({k: tuple(v) for k, v in rows.items()}))
+        return new
 
 
 NO_LIVE = LiveValues()  # one shared "at start" value, so an unplayed character's snapshot is the same object
