@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._internal.chat import Chat
     from ._internal.commands import REASONS, Applied, Receipt, apply_reply
     from ._internal.commands.party_save import PartyConflict, save_party
+    from ._internal.commands.pools import clamp_maxima
     from ._internal.errors import (
         HistoryError,
         NotFoundError,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from ._internal.prompt.tokens import EncodingError
     from ._internal.ruleset import Ruleset
     from ._internal.sheet import SheetView, character, party
+    from ._internal.sheet.rests import Touched, take_rest
     from ._internal.state import Clock, GameState, LiveValues, WoundMarks
     from ._internal.stream import StreamFilter
     from ._internal.tags import narration
@@ -46,7 +48,8 @@ _HOME = {
     "Clock": "state", "GameState": "state", "LiveValues": "state", "WoundMarks": "state",
     "PartyConflict": "commands.party_save", "save_party": "commands.party_save",
     "narration": "tags",
-    "SheetView": "sheet", "character": "sheet", "party": "sheet",
+    "SheetView": "sheet", "character": "sheet", "party": "sheet", "take_rest": "sheet.rests",
+    "Touched": "sheet.rests", "clamp_maxima": "commands.pools",
     "Chat": "chat", "StreamFilter": "stream", "replay": "batch", "Summary": "batch",
     "Budget": "prompt", "BudgetError": "prompt", "Prompt": "prompt", "Report": "prompt", "Tokenizer": "prompt",
     "build_prompt": "prompt", "world_prompt": "prompt", "EncodingError": "prompt.tokens",
@@ -58,8 +61,8 @@ __all__ = [
     "REASONS", "Applied", "Budget", "BudgetError", "Chat", "Clock", "EncodingError", "GameState", "HistoryError",
     "LiveValues", "NotFoundError", "PartyConflict", "Problem", "ProblemsError", "Prompt", "Receipt", "Report",
     "Ruleset", "RulesetError", "SheetView", "StateError", "StreamFilter", "Summary", "TagengineError", "Tokenizer",
-    "WoundMarks", "__version__", "apply_reply", "build_prompt", "character", "narration", "party", "replay",
-    "save_party", "world_prompt",
+    "Touched", "WoundMarks", "__version__", "apply_reply", "build_prompt", "character", "clamp_maxima", "narration",
+    "party", "replay", "save_party", "take_rest", "world_prompt",
 ]
 
 

@@ -30,7 +30,7 @@ import orjson
 
 from .commands import apply_reply
 from .errors import ProblemsError
-from .files import json_problem
+from .files import BOM, json_problem
 from .ruleset import Ruleset
 from .state import GameState, from_json
 from .tags.parse import parser
@@ -39,7 +39,6 @@ BATCH_PER_WORKER = 4  # chats per batch handed to a worker, at least
 BATCH_BYTES = 64 * 1024  # ...and until the batch holds this much input: tiny chats go 100s at a time (F-14)
 BATCH_MAX = 4096  # ...but never more chats than this in one batch
 MAX_CHAT_BYTES = 64 * 1024 * 1024  # one chat (one line); a longer line is named, not read (F-5)
-_BOM = b"\xef\xbb\xbf"
 _RULESET: Ruleset | None = None
 
 
@@ -183,7 +182,7 @@ def _line_spans(f: BinaryIO) -> Iterator[tuple[int, int, int, bool]]:
         if not chunk:
             break
         pos = 0
-        if offset == 0 and chunk.startswith(_BOM):  # a leading BOM is not part of line 1 (F-6)
+        if offset == 0 and chunk.startswith(BOM):  # a leading BOM is not part of line 1 (F-6)
             start = pos = 3
         while True:
             nl = chunk.find(b"\n", pos)
@@ -245,7 +244,7 @@ def _lines(stream: TextIO | BinaryIO) -> Iterator[tuple[int, bytes | None]]:
             return
         number += 1
         data = line if isinstance(line, bytes) else line.encode("utf-8", "surrogateescape")
-        if number == 1 and data.startswith(_BOM):
+        if number == 1 and data.startswith(BOM):
             data = data[3:]
         if len(data.rstrip(b"\r\n")) > MAX_CHAT_BYTES:
             while line and not line.endswith(b"\n" if isinstance(line, bytes) else "\n"):

@@ -69,14 +69,3 @@ class NotFoundError(TagengineError, LookupError):
 
     def __str__(self) -> str:  # LookupError's KeyError-style repr is not wanted here
         return str(self.args[0])
-
-
-def join_path(base: str, *parts: str | int) -> str:
-    """Build `a.b[0].c` paths; `$` is the document root."""
-    out = "" if base == "$" else base
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out = f"{out}.{part}" if out else str(part)
-    return out or "$"

@@ -31,8 +31,9 @@ EARLY_UP_TO = 1024  # characters: a longer unfinished candidate is held until it
 class StreamFilter:
     """`feed(chunk) -> str` gives the text to show now; `finish() -> (str, Applied)` the rest and the result.
 
-    `vocabulary` is the tag names' patterns (tags/vocabulary.py); tests pass others to show that a new
-    name needs nothing but its entry in the tuple.
+    `vocabulary` is the tag names' patterns (tags/vocabulary.py); it decides what is held back and hidden.
+    `finish` applies the reply with the engine's own vocabulary, so pass another only to test the filter
+    (tests do, to show that a new name needs nothing but its row).
     """
 
     def __init__(self, rs: Ruleset, state: GameState, vocabulary: Vocabulary = VOCABULARY) -> None:

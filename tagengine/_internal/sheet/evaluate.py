@@ -1,4 +1,4 @@
-"""Evaluate a whole sheet into plain data (`Sheet`); cached per snapshot, since snapshots never change."""
+"""Evaluate a whole sheet into a `SheetView`; cached per snapshot, since snapshots never change."""
 
 from __future__ import annotations
 

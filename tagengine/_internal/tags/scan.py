@@ -16,7 +16,6 @@ from .model import RAW_KEY, Found
 from .parse import Malformed, parse
 from .vocabulary import VOCABULARY, Vocabulary
 
-CANDIDATE = VOCABULARY.candidate
 _SPACES = re.compile(r"[\x00-\x20\x7f]+")
 UNCLOSED = "no closing ] before the end of the tag"
 CUT = "no closing ] on its own line, and it does not parse across lines"
