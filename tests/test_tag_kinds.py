@@ -93,7 +93,13 @@ def test_table_scanner_grammar_stream_and_teaching_agree():
 
 def test_a_new_kind_needs_only_its_row_its_module_and_its_teaching(monkeypatch, tmp_path):
     """A third kind, `probe`, added the way the architecture says: a vocabulary row, a module defining
-    FAMILY, a teaching template. Scanner, dispatcher and reminder pick it up with nothing else changed."""
+    FAMILY, a teaching template. The dispatcher applies it and the reminder teaches it, with no other
+    file changed (the vocabulary's patterns are built for the extended table as they are for the real one)."""
+    from jinja2 import ChoiceLoader, FileSystemLoader
+
+    from tagengine._internal.commands import dispatch
+    from tagengine._internal.prompt import render
+
     module = types.ModuleType("tagengine._internal.commands.probe")
 
     def echo(rs, state, tag):
@@ -103,14 +109,19 @@ def test_a_new_kind_needs_only_its_row_its_module_and_its_teaching(monkeypatch, 
                               lambda rs, state: {"word": "ping"})
     monkeypatch.setitem(sys.modules, module.__name__, module)
     kinds = (*voc.TAG_KINDS, voc.TagKind("probe", "probe"))
+    extended = voc.vocabulary(tuple(k.name for k in kinds))
     monkeypatch.setattr(table_module, "TAG_KINDS", kinds)
+    monkeypatch.setattr(dispatch, "scan", lambda text: scan(text, extended))  # the row, as the scanner reads it
+    (tmp_path / "teach").mkdir()
+    (tmp_path / "teach" / "probe.j2").write_text('- Probes: [probe: say="{{ k.word }}"]\n')
+    env = render.env().overlay(loader=ChoiceLoader([FileSystemLoader(str(tmp_path)), render.env().loader]))
+    monkeypatch.setattr(render, "env", lambda: env)
     table_module.families.cache_clear()
     try:
-        names = tuple(k.name for k in kinds)
-        extended = voc.vocabulary(names)
-        found = scan('a [probe: say="hi"] b', extended)
-        assert found[0].tag is not None and found[0].tag.name == "probe"
-        family = table_module.families()["probe"]
-        assert family.ops["echo"](None, None, found[0].tag).result.now == "hi"
+        rs, state = load_sample("blades-like"), sample_state("blades-like")
+        out = apply_reply(rs, state, 'Mira listens. [probe: say="hi"]')
+        assert out.text == 'Mira listens. [probe: say="hi" result="ok" now="hi"]'
+        assert out.receipts[0].name == "probe"
+        assert '- Probes: [probe: say="ping"]' in reminder(rs, state)
     finally:
         table_module.families.cache_clear()
