@@ -61,13 +61,6 @@ def test_a_tag_kind_is_named_only_by_its_row_its_module_and_its_teaching(kind):
     assert f"tagengine/_internal/commands/{kind.family}.py" in naming
 
 
-def test_the_grammar_names_no_tag_kind():
-    grammar = (ROOT / "grammars" / "tags.lark").read_text()
-    rules = "\n".join(line for line in grammar.splitlines() if not line.lstrip().startswith("//"))
-    for kind in voc.TAG_KINDS:
-        assert kind.name not in rules.lower()
-
-
 def test_table_scanner_grammar_stream_and_teaching_agree():
     """Every kind of the vocabulary has a family, is found by the scanner and parsed by the grammar, is
     held back by the stream filter while it is being written, and refuses only with reasons of the table."""

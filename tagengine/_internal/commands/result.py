@@ -30,10 +30,16 @@ def ok(now: str | None = None) -> Result:
     return Result("ok", now=now)
 
 
+_REFUSED = {reason: Result("refused", reason=reason) for reason in REASONS}  # results are values: share them
+
+
 def refused(reason: str) -> Result:
-    if reason not in REASONS:  # a programming error, caught by the reason-table test
+    """The refusal for `reason`; ValueError for a reason outside the table (a programming error, caught by
+    the reason-table test)."""
+    result = _REFUSED.get(reason)
+    if result is None:
         raise ValueError(f"{reason!r} is not in the reason table (DEC-20)")
-    return Result("refused", reason=reason)
+    return result
 
 
 @dataclass(frozen=True, slots=True)
