@@ -18,7 +18,8 @@ from conftest import SAMPLES, sample_dict
 from tagengine._internal.cli import run
 from tagengine._internal.prompt import forked, tokens
 from tagengine._internal.prompt.forked import ForkedTokenizer
-from tagengine._internal.prompt.tokens import ENCODINGS, EncodingError, TiktokenCounter, choose
+from tagengine._internal.prompt.registry import choose
+from tagengine._internal.prompt.tokens import ENCODINGS, EncodingError, TiktokenCounter
 
 EXE = Path(sys.executable).parent / "tagengine"
 TEXTS = ["hello world", "", "Le vieux gardien déçoit — ça arrive, naïvement.", "<|endoftext|> is plain text here",
