@@ -138,7 +138,7 @@ def test_a_missing_or_broken_tokenizer_file_is_an_encoding_error(tmp_path):
         HFTokenizer(str(tmp_path / "nope.json")).encode("x")
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
-    with pytest.raises(EncodingError, match="is not a tokenizer.json"):
+    with pytest.raises(EncodingError, match=r"is not a tokenizer\.json"):
         HFTokenizer(str(bad)).encode("x")
 
 
