@@ -118,7 +118,8 @@ def exact_tokenizers(tmp: Path) -> dict[str, Tokenizer]:
     toy.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     toy.decoder = decoders.ByteLevel()
     toy.train_from_iterator([t for texts in CORPUS.values() for t in texts],
-                            trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+                            trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                show_progress=False))
     toy.save(str(tmp / "toy.json"))
     found["toy BPE, 400 tokens (trained here)"] = HFTokenizer(str(tmp / "toy.json"))
     return found

@@ -44,6 +44,7 @@ def train_bpe(path: Path) -> Path:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False,
                                   special_tokens=["<s>", "</s>"])
     tok.train_from_iterator(SENTENCES * 3, trainer)
     tok.save(str(path))
@@ -55,7 +56,8 @@ def train_wordpiece(path: Path) -> Path:
     tok = HF(models.WordPiece(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.decoder = decoders.WordPiece()
-    tok.train_from_iterator(SENTENCES * 3, trainers.WordPieceTrainer(vocab_size=300, special_tokens=["[UNK]"]))
+    trainer = trainers.WordPieceTrainer(vocab_size=300, special_tokens=["[UNK]"], show_progress=False)
+    tok.train_from_iterator(SENTENCES * 3, trainer)
     tok.save(str(path))
     return path
 
