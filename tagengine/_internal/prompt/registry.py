@@ -17,7 +17,6 @@ an unknown model). Nothing is ever downloaded.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache, lru_cache
@@ -139,6 +138,8 @@ def mapping_file() -> Path | None:
 def read_mapping(path: Path) -> tuple[tuple[str, str], ...]:
     """`pattern = "path/to/tokenizer.json"` lines, in file order; a relative path is relative to the
     file's folder. Read once per process."""
+    import tomllib  # here, not at the top: most runs have no such file, and a cold `preview` stays light
+
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
