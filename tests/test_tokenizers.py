@@ -245,3 +245,15 @@ def test_deepseek_counts_with_the_installed_packages_tokenizer_json():
     # reference that reads the same tokenizer.json (transformers' fast tokenizer): we count with the reference.
     code = "    return x"
     assert tok.encode(code) == HF.from_file(chosen.name).encode(code, add_special_tokens=False).ids
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=200), keep=st.integers(-1, 80))
+def test_tiktoken_cut_is_the_decode_it_was(text, keep):
+    """K-5: tiktoken's `cut` is the old decode of the first tokens, byte for byte (golden prompts unchanged)."""
+    from tagengine._internal.prompt.tokens import TiktokenCounter
+
+    tok = TiktokenCounter("o200k_base")
+    ids = tok.encode(text)
+    old = text if keep >= len(ids) else tok.decode_bytes(ids[: max(0, keep)]).decode("utf-8", errors="ignore")
+    assert cut_text(tok, text, keep) == tok.cut(text, keep) == old
