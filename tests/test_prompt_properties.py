@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from conftest import load_sample
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.prompt import Budget, BudgetError, build_prompt, encoding, system_prompt
+from tagengine._internal.prompt.registry import family
+from tagengine._internal.prompt.tokens import OPENAI_CHAT
 
 SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GAMES = {n: (load_sample(n), sample_state(n)) for n in ("gravewatch", "ember-roads", "fifth-like", "blades-like")}
@@ -56,8 +58,9 @@ def test_budget_holds_last_user_kept_counts_match(game, budget, history, last):
     assert budget.response_min <= rep.response <= budget.response
     assert {"role": "user", "content": last} in p.messages  # never dropped
     enc = encoding(rep.encoding)
-    recount = sum(3 + len(enc.encode(m["role"])) + len(enc.encode(m["content"], disallowed_special=()))
-                  for m in p.messages) + 3
+    chat = family(budget.model).chat if rep.chat != "openai" else OPENAI_CHAT  # issue 15: the family's overhead
+    recount = sum(chat.per_message + len(enc.encode(m["role"])) + len(enc.encode(m["content"], disallowed_special=()))
+                  for m in p.messages) + chat.priming
     assert rep.total == recount + rep.response
     assert rep.parts["system"] + rep.parts["history"] + rep.parts["reminder"] + rep.parts["priming"] == recount
     parts = [c["part"] for c in rep.cuts]

@@ -235,12 +235,14 @@ def cmd_preview(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .prompt.forked import start as start_tokenizer
     from .prompt.tokens import EncodingError
 
+    if args.tokenizer and args.encoding:
+        raise Usage("tagengine preview: --tokenizer and --encoding name two tokenizers; give one")
     budget = Budget(context=args.context, response=args.response, response_min=min(args.response_min, args.response),
-                    model=args.model, encoding=args.encoding)
+                    model=args.model, encoding=args.encoding, tokenizer_file=args.tokenizer)
     choice = budget.choice()
     forked = start_tokenizer(choice)  # a fresh command: built on the other core while the imports below run
     if forked is not None:
-        budget = replace(budget, tokenizer=forked, margin=choice.margin)
+        budget = replace(budget, tokenizer=forked)  # it carries the choice: margin, exactness, chat format
     try:
         return _preview(args, budget, out, err)
     except EncodingError as e:
@@ -402,8 +404,11 @@ def parser() -> argparse.ArgumentParser:
     pv.add_argument("state")
     pv.add_argument("--history", metavar="FILE", help='JSONL of {"role", "content"} messages, oldest first')
     enc = pv.add_mutually_exclusive_group()
-    enc.add_argument("--model", help="model name, which picks the encoding (gpt-4o, gpt-4, o3, ...)")
+    enc.add_argument("--model", help="model name, which picks the tokenizer and chat format (gpt-4o, o3, "
+                     "mistral-large, llama-3.1-70b, claude-sonnet-4, ...; see docs/prompt.md)")
     enc.add_argument("--encoding", choices=["o200k_base", "cl100k_base"])
+    pv.add_argument("--tokenizer", metavar="PATH", help="the model's tokenizer.json: exact counts for any model "
+                    "(else tokenizers.toml, see docs/prompt.md)")
     pv.add_argument("--context", type=_int_at_least(1), default=8192, help="context window in tokens (default 8192)")
     pv.add_argument("--response", type=_int_at_least(0), default=1024,
                     help="response budget in tokens (default 1024)")

@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .budget import Budget, BudgetError, Report
     from .build import Prompt, SystemPrompt, build_prompt, reminder, system_prompt, world_prompt
-    from .tokens import TiktokenCounter, Tokenizer, encoding, for_model
+    from .registry import for_model
+    from .tokens import TiktokenTokenizer, Tokenizer, encoding
 
 _HOME = {"Budget": "budget", "BudgetError": "budget", "Report": "budget", "Prompt": "build", "SystemPrompt": "build",
          "build_prompt": "build", "reminder": "build", "system_prompt": "build", "world_prompt": "build",
-         "TiktokenCounter": "tokens", "Tokenizer": "tokens", "encoding": "tokens", "for_model": "tokens"}
+         "TiktokenTokenizer": "tokens", "Tokenizer": "tokens", "encoding": "tokens", "for_model": "registry"}
 
-__all__ = ["Budget", "BudgetError", "Prompt", "Report", "SystemPrompt", "TiktokenCounter", "Tokenizer",
+__all__ = ["Budget", "BudgetError", "Prompt", "Report", "SystemPrompt", "TiktokenTokenizer", "Tokenizer",
            "build_prompt", "encoding", "for_model", "reminder", "system_prompt", "world_prompt"]
 
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import TagengineError
-from .tokens import REPLY_PRIMING, TokenCounter, Tokenizer, TokenizerChoice, choose, counter
+from .registry import choose, given
+from .tokens import TokenCounter, Tokenizer, TokenizerChoice, counter, cut_text
 
 CUT_MARKER = "(The rules reference is cut here to fit the context: {kept:,} of {total:,} characters kept.)"
 GUIDANCE_CUT_ORDER = ("clocks.text", "party.advancement.text", "party.text", "sheetGuidance", "checkGuidance")
@@ -30,7 +31,8 @@ class BudgetError(TagengineError, ValueError):
 @dataclass(frozen=True)
 class Budget:
     """Token budget for one request. `reserve` keeps room for the reminder and the last user message
-    (default a quarter of the context); `margin` is the share kept free for an unknown model's tokenizer."""
+    (default a quarter of the context); `margin` is the share kept free for an unknown model's tokenizer.
+    `tokenizer_file`: the model's `tokenizer.json` (counts exact; registry.py says what counts otherwise)."""
 
     context: int = 8192
     response: int = 1024
@@ -41,15 +43,22 @@ class Budget:
     margin: float | None = None
     reminder_in_user: bool = False  # DEC-29: merge the reminder into the last user message
     tokenizer: Tokenizer | None = field(default=None, compare=False)
+    tokenizer_file: str | None = None
 
     def choice(self) -> TokenizerChoice:
-        """The tokenizer this budget's model calls for, with its safety margin (DEC-33)."""
-        chosen = choose(self.model, self.encoding)
+        """The tokenizer and chat format this budget's model calls for, with its safety margin (DEC-33,
+        issue 15). A tokenizer built for the registry's choice elsewhere (forked.py) carries that choice;
+        any other Tokenizer passed in is taken as the model's own."""
+        if self.tokenizer is not None:
+            own = getattr(self.tokenizer, "choice", None)
+            chosen = own if isinstance(own, TokenizerChoice) else given(self.tokenizer, self.model)
+        else:
+            chosen = choose(self.model, self.encoding, self.tokenizer_file)
         return chosen if self.margin is None else replace(chosen, margin=self.margin)
 
     def resolved(self) -> tuple[Tokenizer, float]:
         if self.tokenizer is not None:
-            return self.tokenizer, self.margin or 0.0
+            return self.tokenizer, self.choice().margin
         chosen = self.choice()
         return chosen.build(), chosen.margin
 
@@ -64,12 +73,11 @@ class Budget:
 
 def cut_reference(c: TokenCounter, reference: str, keep_tokens: int) -> tuple[str, int]:
     """Keep about `keep_tokens` of the reference, ending at a word boundary and never inside a
-    character, then add a marker saying how much was kept. One encode and one decode (DEC-34).
-    Returns the text and how many characters of the reference it kept."""
-    tokens = c.tokenizer.encode(reference)
-    if keep_tokens >= len(tokens):
+    character, then add a marker saying how much was kept. One encode and one decode (DEC-34), or the
+    tokenizer's own `cut` (offsets). Returns the text and how many characters of the reference it kept."""
+    head = cut_text(c.tokenizer, reference, keep_tokens)
+    if head == reference:
         return reference, len(reference)
-    head = c.tokenizer.decode_bytes(tokens[: max(0, keep_tokens)]).decode("utf-8", errors="ignore")
     if len(head) < len(reference) and not reference[len(head):len(head) + 1].isspace():
         cut = head.rfind(" ")
         head = head[:cut] if cut > 0 else ""
@@ -80,6 +88,10 @@ def cut_reference(c: TokenCounter, reference: str, keep_tokens: int) -> tuple[st
 
 @dataclass
 class Report:
+    """What was counted and how: `encoding` and `tokenizer` name the tokenizer, `exact` says whether it is
+    the model's own (else the count is an estimate and `margin` of the context was kept free), `chat`
+    names the chat format whose overhead was counted and `family` the model family (issue 15)."""
+
     context: int
     response: int
     total: int = 0
@@ -87,17 +99,22 @@ class Report:
     margin: float = 0.0
     parts: dict[str, int] = field(default_factory=dict)
     cuts: list[dict[str, Any]] = field(default_factory=list)
+    exact: bool = True
+    chat: str = "openai"
+    family: str = "openai"
 
     def to_json(self) -> dict[str, Any]:
         return {"context": self.context, "response": self.response, "total": self.total, "encoding": self.encoding,
-                "margin": self.margin, "parts": dict(self.parts), "cuts": list(self.cuts)}
+                "margin": self.margin, "parts": dict(self.parts), "cuts": list(self.cuts),
+                "tokenizer": self.encoding, "exact": self.exact, "chat": self.chat, "family": self.family}
 
 
 def message_tokens(c: TokenCounter, messages: list[dict[str, str]]) -> int:
     """The chat format's count: per-message overhead, role and content, plus the reply priming."""
-    return sum(c.message(m["role"], m["content"]) for m in messages) + REPLY_PRIMING
+    return sum(c.message(m["role"], m["content"]) for m in messages) + c.priming
 
 
 def get_counter(budget: Budget) -> TokenCounter:
-    tokenizer, _ = budget.resolved()
-    return counter(tokenizer)
+    chosen = budget.choice()
+    tokenizer = budget.tokenizer if budget.tokenizer is not None else chosen.build()
+    return counter(tokenizer, chosen.chat)

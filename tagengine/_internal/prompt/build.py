@@ -22,7 +22,7 @@ from .budget import (
 )
 from .render import render
 from .template_data import guidance, reminder_context, system_context
-from .tokens import REPLY_PRIMING, TokenCounter
+from .tokens import TokenCounter
 
 DEFAULT_BUDGET = Budget()
 
@@ -57,7 +57,7 @@ def system_prompt(rs: Ruleset, budget: Budget = DEFAULT_BUDGET) -> SystemPrompt:
 
 
 def _fit_system(rs: Ruleset, budget: Budget, c: TokenCounter) -> SystemPrompt:
-    allowance = budget.usable() - budget.response_min - budget.reserve_tokens - REPLY_PRIMING
+    allowance = budget.usable() - budget.response_min - budget.reserve_tokens - c.priming
     reference = rs.file.gmReference
     dropped: frozenset[str] = frozenset()
     cuts: list[dict[str, Any]] = []
@@ -114,7 +114,8 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     when even the trimmed prompt does not fit, HistoryError for a message that is not {role, content},
     EncodingError when the tokenizer cannot be built."""
     c = get_counter(budget)
-    tokenizer, margin = budget.resolved()
+    chosen = budget.choice()
+    tokenizer, margin = c.tokenizer, chosen.margin
     system = system_prompt(rs, budget)
     note = reminder(rs, state)
     hist = read_messages(history)
@@ -124,11 +125,12 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
         tail: list[dict[str, str]] = []
     else:
         tail = [{"role": "system", "content": note}]
-    report = Report(budget.context, budget.response, encoding=tokenizer.name, margin=margin)
+    report = Report(budget.context, budget.response, encoding=tokenizer.name, margin=margin, exact=chosen.exact,
+                    chat=chosen.chat.name, family=chosen.family)
     report.cuts.extend(system.cuts)
     usable = budget.usable()
     costs = [c.message(m["role"], m["content"]) for m in hist]
-    fixed = system.tokens + sum(c.message(m["role"], m["content"]) for m in tail) + REPLY_PRIMING
+    fixed = system.tokens + sum(c.message(m["role"], m["content"]) for m in tail) + c.priming
     keep = [True] * len(hist)
     used = fixed + sum(costs)
     dropped = dropped_tokens = 0
@@ -152,7 +154,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     messages = [{"role": "system", "content": system.text}, *kept, *tail]
     report.response = response
     report.parts = {"system": system.tokens, "history": sum(x for x, k in zip(costs, keep, strict=True) if k),
-                    "reminder": sum(c.message(m["role"], m["content"]) for m in tail), "priming": REPLY_PRIMING,
+                    "reminder": sum(c.message(m["role"], m["content"]) for m in tail), "priming": c.priming,
                     "response": response}
     report.total = message_tokens(c, messages) + response
     if report.total > usable:

@@ -21,7 +21,7 @@ from contextlib import suppress
 from types import TracebackType
 from typing import Any, BinaryIO
 
-from .tokens import EncodingError, Tokenizer, TokenizerChoice
+from .tokens import EncodingError, Tokenizer, TokenizerChoice, cut_text
 
 _allowed = False
 
@@ -38,9 +38,11 @@ def start(choice: TokenizerChoice) -> ForkedTokenizer | None:
     if not _allowed or not hasattr(os, "fork"):
         return None
     try:
-        return ForkedTokenizer(choice.name, choice.build)
+        forked = ForkedTokenizer(choice.name, choice.build)
     except OSError:  # no process to spare
         return None
+    forked.choice = choice  # the budget reads its margin, exactness and chat format from it (issue 15)
+    return forked
 
 
 class ForkedTokenizer:
@@ -50,6 +52,7 @@ class ForkedTokenizer:
 
     def __init__(self, name: str, build: Callable[[], Tokenizer]) -> None:
         self.name = name
+        self.choice: TokenizerChoice | None = None
         from_parent, to_child = os.pipe()  # (read end, write end)
         from_child, to_parent = os.pipe()
         try:
@@ -92,6 +95,11 @@ class ForkedTokenizer:
         data: bytes = self._ask("decode_bytes", list(tokens))
         return data
 
+    def cut(self, text: str, keep_tokens: int) -> str:
+        """The child's tokenizer cuts: by its offsets where it has them, else by decoding, as in process."""
+        head: str = self._ask("cut", (text, keep_tokens))
+        return head
+
     def close(self) -> None:
         """End the child now: killing it is instant, where waiting could mean waiting for the build."""
         if self._pid == 0:
@@ -130,7 +138,8 @@ def _serve(build: Callable[[], Tokenizer], requests: BinaryIO, answers: BinaryIO
             answer = (False, failure)
         else:
             try:
-                answer = (True, counter.encode(arg) if op == "encode" else counter.decode_bytes(arg))
+                answer = (True, counter.encode(arg) if op == "encode" else cut_text(counter, *arg) if op == "cut"
+                          else counter.decode_bytes(arg))
             except Exception as e:
                 answer = (False, f"{op}: {e!r}")
         pickle.dump(answer, answers, pickle.HIGHEST_PROTOCOL)

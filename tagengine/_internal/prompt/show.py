@@ -23,8 +23,9 @@ def describe(cut: dict[str, object]) -> str:
 def render_report(rs: Ruleset, prompt: Prompt, world: str | None = None, *, color: bool = False) -> str:
     b, d, y, r = (BOLD, DIM, YELLOW, RESET) if color else ("", "", "", "")
     rep = prompt.report
-    lines = [f"{b}{rs.name}{r} — {rep.encoding}, context {rep.context}" + (f", margin {rep.margin:.0%}"
-                                                                            if rep.margin else "")]
+    how = "exact" if rep.exact else f"estimated, {rep.margin:.0%} of the context kept free"
+    margin = f", margin {rep.margin:.0%}" if rep.margin and rep.exact else ""
+    lines = [f"{b}{rs.name}{r} — {rep.encoding} ({how}; {rep.chat} chat format), context {rep.context}{margin}"]
     lines.append(f"{d}{'part':<10}{'tokens':>8}{r}")
     for part, n in rep.parts.items():
         lines.append(f"{part:<10}{n:>8}")

