@@ -356,6 +356,68 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return demo(out, SAMPLES)
 
 
+def _store(args: argparse.Namespace) -> Any:
+    from .server.store import Store, default_data_dir
+
+    return Store(args.data or default_data_dir())
+
+
+def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .server.campaigns import new_campaign
+
+    store = _store(args)
+    try:
+        row = new_campaign(store, args.name, args.ruleset, args.characters)
+    except ValueError as e:
+        err.write(f"tagengine campaign new: {e}\n")
+        return 1
+    finally:
+        store.close()
+    out.write(f"campaign {row.name}: {row.ruleset} (sha256 {row.digest[:12]}), {row.characters}\n")
+    return 0
+
+
+def cmd_campaign_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    store = _store(args)
+    try:
+        for row in store.campaigns():
+            out.write(f"{row.name}\t{row.ruleset}\t{row.characters}\n")
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_campaign_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    store = _store(args)
+    try:
+        row = store.campaign(args.name)
+    except NotFoundError as e:
+        err.write(f"tagengine campaign show: {e}\n")
+        return 1
+    finally:
+        store.close()
+    _emit({"name": row.name, "ruleset": row.ruleset, "sha256": row.digest, "start": json.loads(row.start)}, out)
+    return 0
+
+
+def add_campaign_commands(sub: Any) -> None:
+    """`tagengine campaign new|list|show` (issue 12)."""
+    cp = sub.add_parser("campaign", help="campaigns for `tagengine serve`: a ruleset and its start state")
+    cp_sub = cp.add_subparsers(dest="campaign_command", required=True, parser_class=_Parser)
+    data = argparse.ArgumentParser(add_help=False)
+    data.add_argument("--data", metavar="DIR", help="the server's data folder (default: the user data folder)")
+    cn = cp_sub.add_parser("new", parents=[data], help="a new campaign: characters at their start values")
+    cn.add_argument("name")
+    cn.add_argument("ruleset")
+    cn.add_argument("characters", nargs="+", metavar="CHARACTER")
+    cn.set_defaults(func=cmd_campaign_new)
+    cl = cp_sub.add_parser("list", parents=[data], help="the campaigns: name, ruleset, characters")
+    cl.set_defaults(func=cmd_campaign_list)
+    cs = cp_sub.add_parser("show", parents=[data], help="one campaign as JSON: ruleset, digest, start state")
+    cs.add_argument("name")
+    cs.set_defaults(func=cmd_campaign_show)
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tagengine", description="Apply Game Master tags to game state; build GM prompts.")
     p.add_argument("--version", action="store_true", help="print the version and exit")
@@ -425,6 +487,7 @@ def parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="the bundled walkthrough")
     d.set_defaults(func=cmd_demo)
+    add_campaign_commands(sub)
     return p
 
 
