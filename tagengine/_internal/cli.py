@@ -418,6 +418,33 @@ def add_campaign_commands(sub: Any) -> None:
     cs.set_defaults(func=cmd_campaign_show)
 
 
+def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .server.app import Options
+    from .server.main import serve
+    from .server.store import default_data_dir
+
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        err.write(f"tagengine serve: listening on {args.host}, beyond this machine\n")
+    opts = Options(upstream=args.upstream, data=Path(args.data) if args.data else default_data_dir(),
+                   campaign=args.campaign, api_key=args.api_key, context=args.context, timeout=args.timeout)
+    return serve(opts, args.host, args.port, err)
+
+
+def add_serve_command(sub: Any) -> None:
+    """`tagengine serve` (issue 12)."""
+    sv = sub.add_parser("serve", help="the OpenAI-compatible middleware a chat app points at")
+    sv.add_argument("--upstream", required=True, metavar="URL",
+                    help="the model's OpenAI-compatible base URL (http://host:port/v1), or `demo`")
+    sv.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine)")
+    sv.add_argument("--port", type=_int_at_least(0), default=5005, help="the port (default 5005)")
+    sv.add_argument("--data", metavar="DIR", help="the data folder (default: the user data folder)")
+    sv.add_argument("--campaign", metavar="NAME", help="the campaign of a request that names none")
+    sv.add_argument("--api-key", metavar="KEY", help="require `Authorization: Bearer KEY` from clients")
+    sv.add_argument("--context", type=_int_at_least(1), help="the model's context window in tokens (default 8192)")
+    sv.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the upstream (default 300)")
+    sv.set_defaults(func=cmd_serve)
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tagengine", description="Apply Game Master tags to game state; build GM prompts.")
     p.add_argument("--version", action="store_true", help="print the version and exit")
@@ -488,6 +515,7 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="the bundled walkthrough")
     d.set_defaults(func=cmd_demo)
     add_campaign_commands(sub)
+    add_serve_command(sub)
     return p
 
 
