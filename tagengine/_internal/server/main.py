@@ -12,6 +12,7 @@ from .app import Options, make_app
 
 def serve(opts: Options, host: str, port: int, err: TextIO) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # its INFO lines carry upstream URLs
     app = make_app(opts)
     where = opts.upstream if opts.upstream == "demo" else "the upstream"  # a URL may carry a key: not echoed
     err.write(f"tagengine serve: http://{host}:{port}/v1 -> {where}; data in {opts.data}\n")
