@@ -6,11 +6,14 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import subprocess
 import sys
 
-from conftest import SAMPLES
+from conftest import ROOT, SAMPLES
 from tagengine._internal.cli import run
+from tagengine._internal.tags import narration
+from tagengine._internal.tags.vocabulary import VOCABULARY
 
 BLADES = str(SAMPLES / "rulesets" / "blades-like.json")
 
@@ -54,3 +57,20 @@ def test_other_commands_do_not_import_the_server():
             " or m.startswith('tagengine._internal.server')]\nprint(bad)\n")
     got = subprocess.run([sys.executable, "-c", code], input="hi", capture_output=True, text=True, check=True)
     assert got.stdout.strip() == "[]"
+
+
+GOLDEN_OUT = sorted((ROOT / "tests" / "golden" / "replies").glob("*.out.md"))
+
+
+def test_st_regex_hides_every_tag_of_every_golden_reply_in_the_display():
+    code, out, _ = call("st", "regex")
+    script = json.loads(out)
+    assert code == 0 and script["markdownOnly"] and not script["promptOnly"] and script["placement"] == [2]
+    body, flags = script["findRegex"][1:].rsplit("/", 1)
+    assert flags == "gi"
+    hide = re.compile(body, re.IGNORECASE)
+    for path in GOLDEN_OUT:
+        text = path.read_text(encoding="utf-8")
+        shown = hide.sub("", text)
+        assert not VOCABULARY.opener.search(shown), path.name
+        assert shown.split() == narration(text).split(), path.name  # the prose is all there

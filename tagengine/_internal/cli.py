@@ -445,6 +445,21 @@ def add_serve_command(sub: Any) -> None:
     sv.set_defaults(func=cmd_serve)
 
 
+def cmd_st_regex(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .sillytavern import regex_script
+
+    _emit(regex_script(), out)
+    return 0
+
+
+def add_st_commands(sub: Any) -> None:
+    """`tagengine st regex` (issue 12)."""
+    st = sub.add_parser("st", help="the SillyTavern kit (docs/sillytavern.md)")
+    st_sub = st.add_subparsers(dest="st_command", required=True, parser_class=_Parser)
+    rx = st_sub.add_parser("regex", help="a regex script for SillyTavern that hides the tags in the display only")
+    rx.set_defaults(func=cmd_st_regex)
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tagengine", description="Apply Game Master tags to game state; build GM prompts.")
     p.add_argument("--version", action="store_true", help="print the version and exit")
@@ -516,6 +531,7 @@ def parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_demo)
     add_campaign_commands(sub)
     add_serve_command(sub)
+    add_st_commands(sub)
     return p
 
 
