@@ -295,3 +295,42 @@ def test_the_api_key_is_required_when_given_and_the_upstream_key_comes_from_the_
     assert len(seen) == 1
     db = (tmp_path / "data" / DB_NAME).read_bytes()
     assert b"upstream-secret" not in db and b"server-key" not in db
+
+
+def test_the_demo_upstream_plays_the_bundled_transcript(tmp_path):
+    make_campaigns(tmp_path / "data")
+    with Running(make_app(Options(upstream="demo", data=tmp_path / "data", campaign="heist"))) as srv:
+        c = client(srv)
+        assert c.models.list().data[0].id == "tagengine-demo"
+        stored = []
+        for n in range(3):
+            msgs = [{"role": "user", "content": f"turn {k}"} for k in range(n + 1)]
+            for k, text in enumerate(stored):
+                msgs.insert(2 * k + 1, {"role": "assistant", "content": text})
+            stored.append(ask(c, msgs, n % 2 == 1))
+    assert stored == expected("heist", CREW)[0]
+
+
+def test_tagengine_serve_runs_from_the_command_line(tmp_path):
+    import subprocess
+    import sys
+
+    make_campaigns(tmp_path / "data")
+    exe = Path(sys.executable).parent / "tagengine"
+    proc = subprocess.Popen([str(exe), "serve", "--upstream", "demo", "--port", "0", "--data", str(tmp_path / "data"),
+                             "--campaign", "heist"], stderr=subprocess.PIPE, text=True)
+    try:
+        url = None
+        for _ in range(200):  # bounded: uvicorn says where it listens within its first lines
+            line = proc.stderr.readline()
+            if "Uvicorn running on" in line:
+                url = line.split("running on ")[1].split()[0]
+                break
+        assert url and url.startswith("http://127.0.0.1:")
+        got = ask(openai.OpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0, timeout=30),
+                  [{"role": "user", "content": "go"}], True)
+        assert got == expected("heist", CREW[:1])[0][0]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stderr.close()
