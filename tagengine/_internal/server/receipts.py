@@ -1,22 +1,22 @@
 """Streaming with receipts: prose passes at once, each tag is held until it closes and then sent as its
 receipt, so the text the chat app puts together is exactly `apply_reply(rs, state, reply).text`.
 
-Only the text from the last `[` that has no `]` after it is held: a candidate ends at its first bracket
-of either kind (tags/scan.py), so every tag before that point is whole and its receipt will not change.
-The text so far is applied again only when a bracket arrives; prose in between is appended as it is
-(text outside tags is copied byte for byte, DEC-5).
+A candidate tag ends at its first bracket of either kind (tags/scan.py), so a point just before a `[`,
+or after prose that holds no `[`, is outside every tag: the reply can be applied part by part between
+such points (`apply_part`, which carries the state and DEC-6's command count). Only the text from the
+last `[` that has no `]` after it is held. Each part is applied once, when a bracket ends it, so the
+work stays linear in the reply however it is split.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 
-from ..commands import Applied, apply_reply
+from ..commands import Applied
+from ..commands.dispatch import apply_part
 from ..ruleset import Ruleset
 from ..state import GameState
 
-log = logging.getLogger("tagengine.serve")
 _BRACKET = re.compile(r"[\[\]]")
 
 
@@ -25,45 +25,34 @@ class ReceiptStream:
 
     def __init__(self, rs: Ruleset, state: GameState) -> None:
         self.rs, self.state = rs, state
-        self._parts: list[str] = []
-        self._size = 0
-        self._applied_upto = 0  # the reply's length when it was last applied
-        self._applied_text = ""  # apply_reply of reply[:_applied_upto]
-        self._sent: list[str] = []
-        self._sent_size = 0
+        self._held: list[str] = []  # from an unclosed `[` on: not sent yet
+        self._sent: list[str] = []  # the output so far
+        self._commands = 0
 
-    @property
-    def text(self) -> str:
-        if len(self._parts) > 1:
-            self._parts = ["".join(self._parts)]
-        return self._parts[0] if self._parts else ""
-
-    def _emit(self, out: str) -> str:
-        sent = self._sent_size
-        if len(out) <= sent:
-            return ""
-        piece = out[sent:]
-        self._sent.append(piece)
-        self._sent_size = len(out)
-        return piece
+    def _apply(self, part: str) -> str:
+        applied, self._commands = apply_part(self.rs, self.state, part, self._commands)
+        self.state = applied.state
+        return applied.text
 
     def feed(self, chunk: str) -> str:
         if not chunk:
             return ""
-        self._parts.append(chunk)
-        self._size += len(chunk)
-        text = self.text
-        held = text.rfind("[")
-        cut = held if held != -1 and "]" not in text[held:] else self._size
-        if _BRACKET.search(text, self._applied_upto, cut):
-            self._applied_text = apply_reply(self.rs, self.state, text[:cut]).text
-            self._applied_upto = cut
-        return self._emit(self._applied_text + text[self._applied_upto:cut])
+        if _BRACKET.search(chunk) is None:
+            if self._held:
+                self._held.append(chunk)
+                return ""
+            self._sent.append(chunk)  # prose outside any tag: as it is
+            return chunk
+        last_open = chunk.rfind("[")
+        cut = last_open if last_open != -1 and "]" not in chunk[last_open:] else len(chunk)
+        part = "".join(self._held) + chunk[:cut]
+        self._held = [chunk[cut:]] if cut < len(chunk) else []
+        out = self._apply(part) if part else ""
+        self._sent.append(out)
+        return out
 
     def finish(self) -> tuple[str, Applied]:
-        applied = apply_reply(self.rs, self.state, self.text)
-        sent = "".join(self._sent)
-        if not applied.text.startswith(sent):  # never seen; would mean a receipt changed after it was sent
-            log.warning("streamed text differs from the applied reply; the chat app keeps what it was sent")
-            return "", applied
-        return applied.text[len(sent):], applied
+        rest = self._apply("".join(self._held)) if self._held else ""
+        self._held = []
+        self._sent.append(rest)
+        return rest, Applied("".join(self._sent), self.state, ())
