@@ -277,7 +277,7 @@ def plain_history(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
             if m.get("content") is None and m["role"] == "assistant":
                 continue  # a tool-call turn: nothing for the engine
             raise Refused(400, f"messages[{i}].content must be text", "invalid_messages")
-        stripped = MARKER.sub("", text)
+        stripped = MARKER.sub("", text) if "[tagengine:" in text else text
         if stripped != text and not stripped.strip():
             continue
         role = m["role"] if m["role"] in ("system", "user", "assistant") else "system"

@@ -24,6 +24,7 @@ from .campaigns import Campaign, canonical
 from .store import Store
 
 log = logging.getLogger("tagengine.serve")
+RECENT_MAX = 4096  # snapshots a store keeps in memory as GameState objects, the least recently used dropped
 _RECEIPT = re.compile(r'\bresult\s*=\s*"')
 
 
@@ -53,11 +54,16 @@ def state_of(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]]) -
     replies = [m["content"] for m in messages if m["role"] == "assistant"]
     for text in replies:
         keys.append(next_key(keys[-1], text))
-    hit = store.known(keys[1:])
     state, start = c.start, 0
-    if hit is not None:
-        raw = store.snapshot(hit)
-        if raw is not None:
+    mem = store.recent
+    recent = next((i for i in range(len(keys) - 1, 0, -1) if keys[i] in mem), None)
+    if recent is not None:  # the same state object as last time: the sheet views' caches stay warm
+        state, start = mem[keys[recent]], recent
+        mem.move_to_end(keys[recent])
+    else:
+        hit = store.known(keys[1:])
+        raw = store.snapshot(hit) if hit is not None else None
+        if hit is not None and raw is not None:
             state, start = from_json(c.rs, json.loads(raw), "snapshot"), keys.index(hit)
     consistent = True
     for i in range(start, len(replies)):
@@ -66,6 +72,7 @@ def state_of(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]]) -
             consistent = False
         state = applied.state
         store.put_snapshot(keys[i + 1], canonical(state.to_json()))
+    _keep(store, keys[-1], state)
     if not consistent:
         log.warning("campaign %s: the history's receipts do not match a replay from the campaign's start "
                     "(messages dropped by the chat app, or an edited reply); the state is the replay's", c.name)
@@ -76,4 +83,12 @@ def remember(c: Campaign, store: Store, key: str, reply: str, state: GameState) 
     """Keep the snapshot after a new reply (its text as the chat app will store it); its key."""
     new = next_key(key, reply)
     store.put_snapshot(new, canonical(state.to_json()))
+    _keep(store, new, state)
     return new
+
+
+def _keep(store: Store, key: str, state: GameState) -> None:
+    store.recent[key] = state
+    store.recent.move_to_end(key)
+    while len(store.recent) > RECENT_MAX:
+        store.recent.popitem(last=False)

@@ -11,8 +11,10 @@ import os
 import re
 import sqlite3
 import sys
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import NotFoundError
 
@@ -56,6 +58,9 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
+        # chain key -> the snapshot as a GameState (chain.py): a warm turn neither parses JSON nor
+        # rebuilds sheet views, since their caches follow the state object
+        self.recent: OrderedDict[str, Any] = OrderedDict()
 
     def close(self) -> None:
         self.db.close()

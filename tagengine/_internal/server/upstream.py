@@ -39,7 +39,7 @@ class Upstream:
                                         transport=transport)
 
     def headers(self, incoming: Mapping[str, str]) -> dict[str, str]:
-        out = {"content-type": "application/json"}
+        out = {"content-type": "application/json", "accept-encoding": "identity"}  # passthrough stays byte for byte
         key = os.environ.get(KEY_VARIABLE)
         if key:
             out["authorization"] = f"Bearer {key}"
