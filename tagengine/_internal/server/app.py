@@ -214,7 +214,12 @@ def make_app(opts: Options) -> Starlette:
                    Route(f"{prefix}/v1/completions", completions, methods=["POST"]),
                    Route(f"{prefix}/v1/chat/completions", chat_completions, methods=["POST"])]
     middleware = [Middleware(_Auth, key=opts.api_key)] if opts.api_key else []
-    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {HTTPException: not_found}
+    async def internal(request: Request, exc: Exception) -> Response:
+        log.error("internal error on %s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+        return error(500, "internal error in tagengine serve (see its log)", "internal_error", "server_error")
+
+    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {HTTPException: not_found,
+                                                                                Exception: internal}
     return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers, lifespan=lifespan)
 
 
