@@ -361,6 +361,110 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return demo(out, SAMPLES)
 
 
+def _store(args: argparse.Namespace) -> Any:
+    from .server.store import Store, default_data_dir
+
+    return Store(args.data or default_data_dir())
+
+
+def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .server.campaigns import new_campaign
+
+    store = _store(args)
+    try:
+        row = new_campaign(store, args.name, args.ruleset, args.characters)
+    except ValueError as e:
+        err.write(f"tagengine campaign new: {e}\n")
+        return 1
+    finally:
+        store.close()
+    out.write(f"campaign {row.name}: {row.ruleset} (sha256 {row.digest[:12]}), {row.characters}\n")
+    return 0
+
+
+def cmd_campaign_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    store = _store(args)
+    try:
+        for row in store.campaigns():
+            out.write(f"{row.name}\t{row.ruleset}\t{row.characters}\n")
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_campaign_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    store = _store(args)
+    try:
+        row = store.campaign(args.name)
+    except NotFoundError as e:
+        err.write(f"tagengine campaign show: {e}\n")
+        return 1
+    finally:
+        store.close()
+    _emit({"name": row.name, "ruleset": row.ruleset, "sha256": row.digest, "start": json.loads(row.start)}, out)
+    return 0
+
+
+def add_campaign_commands(sub: Any) -> None:
+    """`tagengine campaign new|list|show` (issue 12)."""
+    cp = sub.add_parser("campaign", help="campaigns for `tagengine serve`: a ruleset and its start state")
+    cp_sub = cp.add_subparsers(dest="campaign_command", required=True, parser_class=_Parser)
+    data = argparse.ArgumentParser(add_help=False)
+    data.add_argument("--data", metavar="DIR", help="the server's data folder (default: the user data folder)")
+    cn = cp_sub.add_parser("new", parents=[data], help="a new campaign: characters at their start values")
+    cn.add_argument("name")
+    cn.add_argument("ruleset")
+    cn.add_argument("characters", nargs="+", metavar="CHARACTER")
+    cn.set_defaults(func=cmd_campaign_new)
+    cl = cp_sub.add_parser("list", parents=[data], help="the campaigns: name, ruleset, characters")
+    cl.set_defaults(func=cmd_campaign_list)
+    cs = cp_sub.add_parser("show", parents=[data], help="one campaign as JSON: ruleset, digest, start state")
+    cs.add_argument("name")
+    cs.set_defaults(func=cmd_campaign_show)
+
+
+def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .server.app import Options
+    from .server.main import serve
+    from .server.store import default_data_dir
+
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        err.write(f"tagengine serve: listening on {args.host}, beyond this machine\n")
+    opts = Options(upstream=args.upstream, data=Path(args.data) if args.data else default_data_dir(),
+                   campaign=args.campaign, api_key=args.api_key, context=args.context, timeout=args.timeout)
+    return serve(opts, args.host, args.port, err)
+
+
+def add_serve_command(sub: Any) -> None:
+    """`tagengine serve` (issue 12)."""
+    sv = sub.add_parser("serve", help="the OpenAI-compatible middleware a chat app points at")
+    sv.add_argument("--upstream", required=True, metavar="URL",
+                    help="the model's OpenAI-compatible base URL (http://host:port/v1), or `demo`")
+    sv.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine)")
+    sv.add_argument("--port", type=_int_at_least(0), default=5005, help="the port (default 5005)")
+    sv.add_argument("--data", metavar="DIR", help="the data folder (default: the user data folder)")
+    sv.add_argument("--campaign", metavar="NAME", help="the campaign of a request that names none")
+    sv.add_argument("--api-key", metavar="KEY", help="require `Authorization: Bearer KEY` from clients")
+    sv.add_argument("--context", type=_int_at_least(1), help="the model's context window in tokens (default 8192)")
+    sv.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the upstream (default 300)")
+    sv.set_defaults(func=cmd_serve)
+
+
+def cmd_st_regex(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .sillytavern import regex_script
+
+    _emit(regex_script(), out)
+    return 0
+
+
+def add_st_commands(sub: Any) -> None:
+    """`tagengine st regex` (issue 12)."""
+    st = sub.add_parser("st", help="the SillyTavern kit (docs/sillytavern.md)")
+    st_sub = st.add_subparsers(dest="st_command", required=True, parser_class=_Parser)
+    rx = st_sub.add_parser("regex", help="a regex script for SillyTavern that hides the tags in the display only")
+    rx.set_defaults(func=cmd_st_regex)
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tagengine", description="Apply Game Master tags to game state; build GM prompts.")
     p.add_argument("--version", action="store_true", help="print the version and exit")
@@ -433,6 +537,9 @@ def parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="the bundled walkthrough")
     d.set_defaults(func=cmd_demo)
+    add_campaign_commands(sub)
+    add_serve_command(sub)
+    add_st_commands(sub)
     return p
 
 

@@ -72,12 +72,19 @@ def apply_reply(rs: Ruleset, state: GameState, text: str) -> Applied:
     `state` is never mutated: regenerating and swipes go back to it (CLOCK-26, CLOCK-27). Raises
     nothing, whatever the text: a tag that cannot be applied is refused in its receipt.
     """
+    return apply_part(rs, state, text)[0]
+
+
+def apply_part(rs: Ruleset, state: GameState, text: str, commands: int = 0) -> tuple[Applied, int]:
+    """`apply_reply` for a part of a reply that starts and ends outside any tag, after `commands`
+    well-formed tags of the same reply (DEC-6 counts them per reply); also returns the new count. A
+    streamed reply applied part by part gives apply_reply's text and state (server/receipts.py)."""
     found = scan(text)
     if not found:
-        return Applied(text, state, ())
+        return Applied(text, state, ()), commands
     out: list[str] = []
     receipts: list[Receipt] = []
-    pos = length = commands = 0
+    pos = length = 0
     for f in found:
         chunk = text[pos:f.start]
         out.append(chunk)
@@ -99,7 +106,7 @@ def apply_reply(rs: Ruleset, state: GameState, text: str) -> Applied:
         length += len(tag_text)
         pos = f.end
     out.append(text[pos:])
-    return Applied("".join(out), state, tuple(receipts))
+    return Applied("".join(out), state, tuple(receipts)), commands
 
 
 def _run_safely(rs: Ruleset, state: GameState, tag: Tag) -> tuple[Result, GameState, str | None]:

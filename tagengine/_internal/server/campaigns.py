@@ -1,0 +1,75 @@
+"""A campaign: a ruleset file (path and sha256 digest) and its start state, kept in the store.
+
+The server reads the ruleset file again whenever it changes on disk; its digest then changes too, and
+so does every chain key (chain.py): snapshots made under the old file are simply not used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..files import read_file
+from ..ruleset import Ruleset
+from ..state import GameState, from_json
+from .store import NAME, CampaignRow, Store
+
+MAX_RULESET_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Campaign:
+    name: str
+    rs: Ruleset
+    digest: str  # of the ruleset file as it is now
+    start: GameState
+    start_json: str  # canonical: part of the chain's first key
+
+
+def digest_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def new_campaign(store: Store, name: str, ruleset: str, characters: Sequence[str]) -> CampaignRow:
+    """Make and keep a campaign. Raises ValueError for a bad or taken name; RulesetError and StateError
+    (a TagengineError) for a bad ruleset or character names; OSError for an unreadable file."""
+    if not NAME.fullmatch(name):
+        raise ValueError(f"campaign name {name!r}: use 1 to 64 letters, digits, '.', '_' or '-'")
+    path = Path(ruleset).resolve()
+    data = read_file(path, MAX_RULESET_BYTES)
+    rs = Ruleset.load(path)
+    state = GameState.new(rs, characters)
+    row = CampaignRow(name, str(path), digest_of(data), canonical(state.to_json()), ", ".join(state.characters))
+    store.add_campaign(row)
+    return row
+
+
+def canonical(doc: object) -> str:
+    return json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+class Campaigns:
+    """Campaigns by name, loaded once and loaded again when their ruleset file changes on disk."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._loaded: dict[str, tuple[tuple[int, int], Campaign]] = {}
+
+    def get(self, name: str) -> Campaign:
+        """Raises NotFoundError for an unknown campaign, RulesetError or OSError for its ruleset file."""
+        row = self.store.campaign(name)
+        st = os.stat(row.ruleset)
+        stamp = (st.st_mtime_ns, st.st_size)
+        hit = self._loaded.get(name)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        data = read_file(row.ruleset, MAX_RULESET_BYTES)
+        rs = Ruleset.load(row.ruleset)
+        start = from_json(rs, json.loads(row.start), f"campaign {name}")
+        c = Campaign(name, rs, digest_of(data), start, canonical(start.to_json()))
+        self._loaded[name] = (stamp, c)
+        return c

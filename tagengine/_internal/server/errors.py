@@ -1,0 +1,27 @@
+"""Errors in the OpenAI wire format: `{"error": {"message", "type", "code"}}` with the right status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+
+def error(status: int, message: str, code: str, kind: str = "invalid_request_error",
+          headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": error_body(message, code, kind)}, status_code=status, headers=headers)
+
+
+def error_body(message: str, code: str, kind: str = "invalid_request_error") -> dict[str, Any]:
+    return {"message": message, "type": kind, "code": code}
+
+
+class Refused(Exception):
+    """A request the server answers with an error; raised deep, turned into a response at the route."""
+
+    def __init__(self, status: int, message: str, code: str, kind: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status, self.message, self.code, self.kind = status, message, code, kind
+
+    def response(self) -> JSONResponse:
+        return error(self.status, self.message, self.code, self.kind)

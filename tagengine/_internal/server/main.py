@@ -1,0 +1,21 @@
+"""`tagengine serve`: the app under uvicorn, on loopback unless told otherwise."""
+
+from __future__ import annotations
+
+import logging
+from typing import TextIO
+
+import uvicorn
+
+from .app import Options, make_app
+
+
+def serve(opts: Options, host: str, port: int, err: TextIO) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # its INFO lines carry upstream URLs
+    app = make_app(opts)
+    where = opts.upstream if opts.upstream == "demo" else "the upstream"  # a URL may carry a key: not echoed
+    err.write(f"tagengine serve: http://{host}:{port}/v1 -> {where}; data in {opts.data}\n")
+    # uvicorn's access log prints paths only (no headers), so the Authorization header is never logged
+    uvicorn.run(app, host=host, port=port, log_level="info")
+    return 0

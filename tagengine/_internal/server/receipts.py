@@ -1,0 +1,58 @@
+"""Streaming with receipts: prose passes at once, each tag is held until it closes and then sent as its
+receipt, so the text the chat app puts together is exactly `apply_reply(rs, state, reply).text`.
+
+A candidate tag ends at its first bracket of either kind (tags/scan.py), so a point just before a `[`,
+or after prose that holds no `[`, is outside every tag: the reply can be applied part by part between
+such points (`apply_part`, which carries the state and DEC-6's command count). Only the text from the
+last `[` that has no `]` after it is held. Each part is applied once, when a bracket ends it, so the
+work stays linear in the reply however it is split.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..commands import Applied
+from ..commands.dispatch import apply_part
+from ..ruleset import Ruleset
+from ..state import GameState
+
+_BRACKET = re.compile(r"[\[\]]")
+
+
+class ReceiptStream:
+    """`feed(chunk) -> str` the text to send now; `finish() -> (str, Applied)` the rest and the result."""
+
+    def __init__(self, rs: Ruleset, state: GameState) -> None:
+        self.rs, self.state = rs, state
+        self._held: list[str] = []  # from an unclosed `[` on: not sent yet
+        self._sent: list[str] = []  # the output so far
+        self._commands = 0
+
+    def _apply(self, part: str) -> str:
+        applied, self._commands = apply_part(self.rs, self.state, part, self._commands)
+        self.state = applied.state
+        return applied.text
+
+    def feed(self, chunk: str) -> str:
+        if not chunk:
+            return ""
+        if _BRACKET.search(chunk) is None:
+            if self._held:
+                self._held.append(chunk)
+                return ""
+            self._sent.append(chunk)  # prose outside any tag: as it is
+            return chunk
+        last_open = chunk.rfind("[")
+        cut = last_open if last_open != -1 and "]" not in chunk[last_open:] else len(chunk)
+        part = "".join(self._held) + chunk[:cut]
+        self._held = [chunk[cut:]] if cut < len(chunk) else []
+        out = self._apply(part) if part else ""
+        self._sent.append(out)
+        return out
+
+    def finish(self) -> tuple[str, Applied]:
+        rest = self._apply("".join(self._held)) if self._held else ""
+        self._held = []
+        self._sent.append(rest)
+        return rest, Applied("".join(self._sent), self.state, ())

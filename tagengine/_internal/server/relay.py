@@ -1,0 +1,127 @@
+"""Relaying the upstream's answer: the non-streamed reply rewritten, or its SSE stream rewritten chunk by
+chunk (receipts.py), the snapshot kept only once the reply is complete. Everything the engine does not
+read (other fields, `reasoning_content`/`reasoning` deltas, `usage`, other choices) passes untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+
+from ..commands import Applied
+from .errors import Refused, error_body
+from .receipts import ReceiptStream
+
+log = logging.getLogger("tagengine.serve")
+
+
+def upstream_failure(e: Exception) -> Refused:
+    """An httpx failure as the client's error (the key is in no message httpx makes)."""
+    if isinstance(e, httpx.TimeoutException):
+        return Refused(504, "the upstream model did not answer in time", "upstream_timeout", "upstream_error")
+    if isinstance(e, httpx.ConnectError):
+        return Refused(502, "the upstream model cannot be reached", "upstream_unreachable", "upstream_error")
+    return Refused(502, f"the upstream connection failed: {type(e).__name__}", "upstream_failed", "upstream_error")
+
+
+def upstream_status(status: int, body: bytes) -> Refused:
+    """An upstream 4xx/5xx as an error with the same status; the upstream's own message when it has one."""
+    message = f"the upstream model answered {status}"
+    try:
+        doc = json.loads(body)
+        inner = doc.get("error") if isinstance(doc, dict) else None
+        detail = inner.get("message") if isinstance(inner, dict) else inner
+        if isinstance(detail, str) and detail:
+            message += f": {detail[:500]}"
+    except ValueError:
+        pass
+    return Refused(status, message, "upstream_error", "upstream_error")
+
+
+def first_content(doc: Any) -> str | None:
+    """choices[0].message.content of a chat completion, when it is text."""
+    try:
+        content = doc["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return content if isinstance(content, str) else None
+
+
+def dumps(doc: Any) -> bytes:
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def sse_data(doc: Any) -> bytes:
+    return b"data: " + dumps(doc) + b"\n\n"
+
+
+async def events(response: httpx.Response) -> AsyncIterator[str]:
+    """The `data` of each server-sent event (its data lines joined); other fields are dropped."""
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+    if data:
+        yield "\n".join(data)
+
+
+async def relay_stream(response: httpx.Response, filt: ReceiptStream, done: Callable[[Applied], None],
+                       disconnected: Callable[[], Any]) -> AsyncIterator[bytes]:
+    """The client's SSE stream. `done(applied)` runs once the upstream said [DONE] and the client is still
+    there; a fault sends an error event and ends the stream with nothing kept."""
+    applied: Applied | None = None
+    last: dict[str, Any] = {}
+    try:
+        async for data in events(response):
+            if data.strip() == "[DONE]":
+                if applied is None:
+                    rest, applied = filt.finish()
+                    if rest:
+                        yield sse_data({**{k: last[k] for k in ("id", "object", "created", "model") if k in last},
+                                        "choices": [{"index": 0, "delta": {"content": rest}, "finish_reason": None}]})
+                if not await disconnected():
+                    done(applied)
+                yield b"data: [DONE]\n\n"
+                return
+            try:
+                doc = json.loads(data)
+            except ValueError:
+                doc = None
+            if not isinstance(doc, dict):
+                log.warning("upstream sent an event that is not a JSON object; the reply is dropped")
+                yield sse_data({"error": error_body("the upstream model sent a malformed event stream",
+                                                    "upstream_malformed", "upstream_error")})
+                return
+            if "error" in doc and "choices" not in doc:
+                yield sse_data(doc)  # the upstream's own error event: passed on, nothing kept
+                return
+            last = doc
+            choice = next((c for c in doc.get("choices") or [] if isinstance(c, dict) and c.get("index", 0) == 0),
+                          None)
+            if choice is not None and applied is None:
+                delta = choice.get("delta")
+                content = delta.get("content") if isinstance(delta, dict) else None
+                out = filt.feed(content) if isinstance(content, str) else ""
+                if choice.get("finish_reason") is not None:
+                    rest, applied = filt.finish()
+                    out += rest
+                if isinstance(delta, dict) and (isinstance(content, str) or out):
+                    delta["content"] = out
+            yield sse_data(doc)
+        log.warning("the upstream stream ended without [DONE]; the reply is dropped")
+        yield sse_data({"error": error_body("the upstream model's stream ended early", "upstream_incomplete",
+                                            "upstream_error")})
+    except httpx.HTTPError as e:
+        refused = upstream_failure(e)
+        log.warning("upstream failed mid-stream: %s", refused.message)
+        yield sse_data({"error": error_body(refused.message, refused.code, refused.kind)})
+    finally:
+        await response.aclose()

@@ -1,0 +1,99 @@
+"""The model behind the server: an OpenAI-compatible base URL reached with httpx, or `demo`, a scripted
+upstream in this process that answers with the bundled transcript's replies (no model, no key).
+
+The upstream key comes from TAGENGINE_UPSTREAM_KEY, else from the client's Authorization header (only
+when the server itself has no --api-key, since that header then carries the server's key). It is sent
+upstream and nowhere else: never logged, never stored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+KEY_VARIABLE = "TAGENGINE_UPSTREAM_KEY"
+DEMO = "demo"
+DEMO_BASE = "http://demo.invalid/v1"
+SAMPLES = Path(__file__).resolve().parents[3] / "samples"
+
+
+class Upstream:
+    def __init__(self, url: str, *, forward_client_key: bool, timeout: float = 300.0,
+                 transport: httpx.AsyncBaseTransport | None = None, samples: Path | None = None) -> None:
+        if url == DEMO:
+            transport = httpx.ASGITransport(app=demo_app(samples))
+            url = DEMO_BASE
+        self.base = url.rstrip("/")
+        self.forward_client_key = forward_client_key
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+                                        transport=transport)
+
+    def headers(self, incoming: Mapping[str, str]) -> dict[str, str]:
+        out = {"content-type": "application/json", "accept-encoding": "identity"}  # passthrough stays byte for byte
+        key = os.environ.get(KEY_VARIABLE)
+        if key:
+            out["authorization"] = f"Bearer {key}"
+        elif self.forward_client_key and incoming.get("authorization"):
+            out["authorization"] = incoming["authorization"]
+        return out
+
+    def request(self, method: str, path: str, incoming: Mapping[str, str], body: bytes | None = None) -> httpx.Request:
+        return self.client.build_request(method, f"{self.base}{path}", headers=self.headers(incoming), content=body)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+def demo_replies(samples: Path | None) -> list[str]:
+    path = (samples or SAMPLES) / "transcripts" / "crew-night.jsonl"
+    doc = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    return [m["content"] for m in doc["messages"] if m["role"] == "assistant"]
+
+
+def demo_app(samples: Path | None = None) -> Starlette:
+    """A scripted OpenAI-compatible model: reply n is the transcript's reply n (n = the replies in the
+    request, so regenerating gives the same reply again), streamed in small random pieces."""
+    replies = demo_replies(samples)
+
+    async def models(request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": "tagengine-demo", "object": "model",
+                                                          "created": 0, "owned_by": "tagengine"}]})
+
+    async def chat(request: Request) -> Response:
+        body = await request.json()
+        n = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+        text = replies[n % len(replies)]
+        base = {"id": f"demo-{n}", "created": 0, "model": body.get("model") or "tagengine-demo"}
+        if not body.get("stream"):
+            return JSONResponse({**base, "object": "chat.completion", "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+
+        async def pieces() -> AsyncIterator[bytes]:
+            rng = random.Random(n)
+            i = 0
+            while i < len(text):
+                j = i + rng.randint(1, 9)
+                yield sse({**base, "object": "chat.completion.chunk", "choices": [
+                    {"index": 0, "delta": {"content": text[i:j]}, "finish_reason": None}]})
+                i = j
+            yield sse({**base, "object": "chat.completion.chunk", "choices": [
+                {"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(pieces(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+def sse(doc: Any) -> bytes:
+    return b"data: " + json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"

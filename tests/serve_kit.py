@@ -1,0 +1,128 @@
+"""Issue 12 test kit: servers on loopback port 0 in threads, and a scripted OpenAI-compatible upstream.
+
+The upstream answers the last user message `TURN:<name>` with `script[name]`, streamed in pieces split at
+random points, and records each request's raw body. `mode` makes it fail: 500, hang (until the test
+ends), garbage SSE, or a stream cut off before [DONE]; `hold` stops a stream after its first pieces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+class Running:
+    """An ASGI app served by uvicorn on 127.0.0.1, port 0, in a thread; stopped on exit."""
+
+    def __init__(self, app: Any) -> None:
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
+                                timeout_graceful_shutdown=2)  # a hung upstream is cut off
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> Running:
+        self.thread.start()
+        for _ in range(2000):  # bounded: about 10 s
+            if self.server.started:
+                break
+            self.thread.join(0.005)
+        assert self.server.started, "the server did not start"
+        return self
+
+    @property
+    def url(self) -> str:
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+
+
+def chunk(text: str | None = None, finish: str | None = None, **delta: Any) -> dict[str, Any]:
+    d = dict(delta)
+    if text is not None:
+        d["content"] = text
+    return {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": d, "finish_reason": finish}]}
+
+
+def sse(doc: Any) -> bytes:
+    return b"data: " + json.dumps(doc).encode() + b"\n\n"
+
+
+@dataclass
+class Fake:
+    script: dict[str, str] = field(default_factory=dict)
+    mode: str = "ok"  # ok | 500 | hang | garbage | cut
+    hold: bool = False  # stream: stop after the first pieces until the client goes away
+    bodies: list[bytes] = field(default_factory=list)
+    raw_answer: bytes | None = None  # answer this exactly (passthrough test)
+    reasoning: bool = False
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    seed: int = 0
+
+    def app(self) -> Starlette:
+        release = asyncio.Event()  # never set: a hung upstream waits until the server gives up
+
+        async def models(request: Request) -> Response:
+            return JSONResponse({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+
+        async def chat(request: Request) -> Response:
+            raw = await request.body()
+            self.bodies.append(raw)
+            if self.raw_answer is not None:
+                return Response(self.raw_answer, media_type="application/json")
+            if self.mode == "500":
+                return JSONResponse({"error": {"message": "boom", "type": "server_error"}}, status_code=500)
+            if self.mode == "hang":
+                await release.wait()
+            body = json.loads(raw)
+            last = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+            text = self.script[last.removeprefix("TURN:")]
+            if not body.get("stream"):
+                return JSONResponse({"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+                                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                                  "finish_reason": "stop"}],
+                                     "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}})
+            rng = random.Random(f"{self.seed}{text}")
+
+            async def pieces() -> AsyncIterator[bytes]:
+                try:
+                    if self.reasoning:
+                        yield sse(chunk(reasoning_content="thinking…"))
+                    if self.mode == "garbage":
+                        yield b"data: {not json\n\n"
+                    i = 0
+                    while i < len(text):
+                        j = i + rng.randint(1, 7)
+                        yield sse(chunk(text[i:j]))
+                        i = j
+                        if self.hold and i > 5:
+                            await release.wait()
+                    if self.mode == "cut":
+                        return
+                    yield sse(chunk(finish="stop"))
+                    yield sse({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                               "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2,
+                                                        "total_tokens": 3}})
+                    yield b"data: [DONE]\n\n"
+                except BaseException:
+                    self.cancelled.set()
+                    raise
+
+            return StreamingResponse(pieces(), media_type="text/event-stream")
+
+        return Starlette(routes=[Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])])
