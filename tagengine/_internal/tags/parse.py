@@ -10,6 +10,7 @@ from lark.exceptions import LarkError, UnexpectedInput
 from ..errors import TagengineError
 from ..resources import read_text
 from .model import MAX_ATTRIBUTES, RESULT_KEYS, Attr, Tag
+from .vocabulary import RECORD_KEYS
 
 _ESCAPE = {'\\"': '"', "\\\\": "\\"}
 
@@ -94,7 +95,8 @@ def _verdict(text: str) -> Tag | str:
         return _describe(e, text)
     except LarkError as e:  # pragma: no cover - any other parser failure is still a malformed tag
         return str(e).splitlines()[0]
-    return Tag(name, tuple((k, v) for k, v in attrs if k not in RESULT_KEYS))
+    record = RECORD_KEYS.get(name, frozenset())  # a kind's roll record is the engine's too (DEC-4)
+    return Tag(name, tuple((k, v) for k, v in attrs if k not in RESULT_KEYS and k not in record))
 
 
 def broken(lines: str) -> bool:
