@@ -153,47 +153,59 @@ def roll(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     return Outcome(done.result, done.state)
 
 
+def _dice(n: int) -> str:
+    return f"{n} {'die' if abs(n) == 1 else 'dice'}"
+
+
 def card(rs: Ruleset, done: Settled) -> list[str]:
     """The dice card for people (ADJ-11, PEN-6): the number, every modifier with where it came from, the
     dice and the outcome; for a refused check, why it could not be attempted (UNTR-10)."""
     n = done.number
     if done.result.result == "refused":
-        what = f"{n.label} " if n is not None else ""
+        what = f" {n.label}" if n is not None else ""
         if done.result.reason == "untrained":
-            return [f"{done.who}: {what}check refused: untrained, and the rule for it is `refuse`.",
-                    "The character cannot attempt it; no dice were rolled (UNTR-9, UNTR-10)."]
-        return [f"check refused: {done.result.reason}"]
-    assert n is not None
-    pool = rs.dice_pool
-    unit = " dice" if pool else ""
-    lines = [f"{done.who}: {n.label} ({n.kind}{', rolled with ' + n.ability if n.ability else ''})"]
-    lines.append(f"  {'ability dice' if pool else 'ability modifier'}: {signed(n.base) if not pool else n.base}"
-                 + (f" ({n.ability})" if n.ability else ""))
+            return [f"{done.who}:{what} refused: untrained, and its untrained rule is `refuse`.",
+                    "The character cannot attempt this check; no dice were rolled (UNTR-9, UNTR-10)."]
+        return [f"{done.who or 'check'}:{what} refused: {done.result.reason} (docs/reasons.md)"]
+    assert n is not None and n.total is not None
+    pool, res = rs.dice_pool, rs.file.resolution
+    ability = rs.sheet.abilities.get(n.ability) if n.ability else None
+    label = ability.label if ability is not None else (n.ability or "no ability")
+
+    def amount(x: int) -> str:
+        return _dice(x) if pool else signed(x)
+
+    lines = [f"{done.who}: {n.label} ({n.kind})"]
+    lines.append(f"  {label}: {amount(n.base)}" + ("" if pool else " (its modifier)"))
     if n.kind != "ability":
-        lines.append(f"  training: {n.training or 'none'} {signed(n.bonus)}{unit}"
-                     + ("" if n.trained else " (untrained)"))
+        level = next((lv.label for lv in rs.file.sheet.training if lv.id == n.training), n.training or "none")
+        lines.append(f"  training, {level}: {signed(n.bonus)}" + ("" if n.trained else " (untrained)"))
     if n.untrained:
-        lines.append(f"  untrained rule: {signed(n.untrained)}{unit} (UNTR-5)")
+        lines.append(f"  untrained rule: {signed(n.untrained)} (UNTR-5)")
     if n.rule == "harder":
         lines.append("  untrained rule: harder, the target per die one step up (UNTR-7)")
     if n.cap is not None:
-        lines.append(f"  cap: {n.cap} (the check can never reach more, CAP-1)")
-    res = rs.file.resolution
+        sk = (rs.sheet.skills if n.kind == "skill" else rs.sheet.saves).get(n.id)
+        ref = sk.cap.model_dump(exclude_none=True) if sk is not None and sk.cap is not None else {}
+        where = ", ".join(f"{k} {v}" for k, v in ref.items())
+        lines.append(f"  cap: {n.cap} (from {where}; the check never rolls more, CAP-1)")
     if n.penalty:
-        lines.append(f"  wound penalty: {signed(n.penalty)}{unit} (from {res.penaltyFrom if res else '?'}, PEN-6)")
+        track = rs.sheet.tracks.get(res.penaltyFrom) if res is not None and res.penaltyFrom else None
+        lines.append(f"  wound penalty: {signed(n.penalty)} (from {track.label if track else '?'}, PEN-6)")
     if n.adjust:
-        lines.append(f"  sheet adjust: {signed(n.adjust)}{unit} (resolution.adjust, ADJ-11)")
+        lines.append(f"  sheet adjust: {signed(n.adjust)} (resolution.adjust, ADJ-11)")
     if pool:
         floor = res.pool.min if res is not None and res.pool is not None else 1
-        lines.append(f"  = {n.total} dice (never fewer than {floor} from penalties, PEN-3)")
-        rolled = ", ".join(map(str, done.faces)) or "no dice: fails without a roll"
+        lines.append(f"  = {_dice(n.total)}" + (f" (penalties never take it below {floor}, PEN-3)"
+                                                 if n.penalty or n.adjust else ""))
+        rolled = ", ".join(map(str, done.faces)) or "nothing: no dice, so it fails without a roll"
         hits = sum(1 for f in done.faces if done.target is not None and f >= done.target)
         lines.append(f"rolled {len(done.faces)}d{done.sides}: {rolled}")
-        lines.append(f"target {done.target}+ per die: {hits} success{'es' if hits != 1 else ''}")
+        lines.append(f"each die of {done.target} or more succeeds: {hits} success{'es' if hits != 1 else ''}")
     else:
-        lines.append(f"  = {signed(n.total or 0)}")
-        lines.append(f"rolled 1d{done.sides}: {done.faces[0]} {signed(n.total or 0)} = {done.faces[0] + (n.total or 0)}"
-                     + (f" against dc {done.dc}" if done.dc is not None else ""))
+        lines.append(f"  = {signed(n.total)}")
+        lines.append(f"rolled 1d{done.sides}: {done.faces[0]}, {signed(n.total)} = {done.faces[0] + n.total}"
+                     + (f", against {done.dc}" if done.dc is not None else ""))
     lines.append(f"outcome: {done.outcome}" if done.outcome else "outcome: for the GM to judge (no dc given)")
     return lines
 
