@@ -144,3 +144,26 @@ def test_roll_exits_1_for_an_untrained_check_the_character_cannot_attempt(tmp_pa
     assert run(["roll", str(ember), str(SAMPLES / "states" / "ember-roads.json"), "Mira", "Dig", "--json"], out,
                err) == 1
     assert json.loads(out.getvalue())["reason"] == "untrained"
+
+
+def test_chats_keep_their_dice_exact_through_swipes_saves_and_history():
+    """CLOCK-26: a swipe starts from the snapshot before the reply, so it rolls the very same dice (no
+    re-rolling by regenerating, decision K-12); a saved chat and a chat rebuilt from its history roll on
+    where the original stopped."""
+    from tagengine._internal.chat import Chat
+
+    start = GameState.load(GRAVE, FILE)
+    chat = Chat(GRAVE, start)
+    chat.user("Mira wards the gate.")
+    first = chat.receive('[check: who="Mira" skill="Ward"]')
+    swipe = chat.regenerate('She tries. [check: who="Mira" skill="Ward"]')
+    assert swipe.receipts[0].record == first.receipts[0].record and chat.state.dice == Dice(start.dice.seed, 3)
+    chat.user("Again.")
+    chat.receive('[check: who="Mira" ability="Lore"]')
+    assert chat.state.dice.rolls == 3 + 1  # Lore 2, Harm at Winded -1: one die
+    back = Chat.from_json(GRAVE, json.loads(json.dumps(chat.to_json())))
+    assert back.state == chat.state and back.state.dice == chat.state.dice
+    rebuilt = Chat.from_history(GRAVE, start, chat.history())
+    assert rebuilt.state.dice == chat.state.dice
+    nxt = '[check: who="Mira" ability="Sinew"]'
+    assert back.receive(nxt).text == rebuilt.receive(nxt).text == chat.receive(nxt).text
