@@ -26,7 +26,7 @@ class Result:
             out += (("now", self.now),)
         if self.reason is not None:
             out += (("reason", self.reason),)
-        return out + self.record
+        return out + self.record if self.record else out
 
 
 def ok(now: str | None = None) -> Result:

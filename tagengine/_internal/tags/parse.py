@@ -95,7 +95,9 @@ def _verdict(text: str) -> Tag | str:
         return _describe(e, text)
     except LarkError as e:  # pragma: no cover - any other parser failure is still a malformed tag
         return str(e).splitlines()[0]
-    record = RECORD_KEYS.get(name, frozenset())  # a kind's roll record is the engine's too (DEC-4)
+    record = RECORD_KEYS.get(name)  # a kind's roll record is the engine's too (DEC-4)
+    if record is None:
+        return Tag(name, tuple((k, v) for k, v in attrs if k not in RESULT_KEYS))
     return Tag(name, tuple((k, v) for k, v in attrs if k not in RESULT_KEYS and k not in record))
 
 
