@@ -41,7 +41,9 @@ def test_golden_reply(case):
     text = case.read_text(encoding="utf-8")
     applied = apply_reply(rs, state, text)
     stem = case.name.removesuffix(".in.md")
-    lines = [f"{r.result} {r.now or r.reason}" for r in applied.receipts]
+    lines = [" ".join([r.result, *(f"{k}={v}" for k, v in r.record)]) if r.record else f"{r.result} {r.now or r.reason}"
+             for r in applied.receipts]
+    lines += [f"dice {applied.state.dice.rolls}"] if applied.state.dice.rolls else []
     lines += [f"clock {c.name} {c.filled}/{c.size}" for c in applied.state.clocks]
     check(FOLDER / f"{stem}.out.md", applied.text)
     check(FOLDER / f"{stem}.narration.md", narration(applied.text))

@@ -159,7 +159,7 @@ class Chat:
 
     # -- JSON --------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
-        """Chat metadata as the spec stores it, and per snapshot `rulesetLive` and `rulesetClocks`."""
+        """Chat metadata as the spec stores it, and per snapshot `rulesetLive`, `rulesetClocks`, `rulesetDice`."""
         current = self.state.to_json()
         doc: dict[str, Any] = {
             "format": FORMAT,
@@ -260,10 +260,12 @@ def _state(rs: Ruleset, raw: Any, path: str, problems: list[Problem]) -> GameSta
 
 
 def snapshot_json(state: GameState) -> dict[str, Any]:
-    """What one snapshot keeps: live values, clocks, and the party sheet as it stood (PARTY-25)."""
+    """What one snapshot keeps: live values, clocks, the party sheet as it stood (PARTY-25), and the dice
+    (a reloaded chat rolls on where it stopped, decision CK-12)."""
     return {
         "rulesetLive": {k: doc for k, v in state.live.items() if (doc := live_json(v))},
         "rulesetClocks": clocks_json(state.clocks),
         "gamePartySheet": thaw(state.party_sheet),
         "gamePartySheetRevision": state.party_revision,
+        "rulesetDice": {"seed": state.dice.seed, "rolls": state.dice.rolls},
     }

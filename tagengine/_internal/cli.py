@@ -103,7 +103,7 @@ def cmd_state_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .state import GameState
 
     rs = Ruleset.load(args.ruleset)
-    state = GameState.new(rs, args.names)
+    state = GameState.new(rs, args.names, seed=args.seed)
     if args.output:
         _not_an_input(args.output, {"ruleset": args.ruleset}, "state new")
         state.save(args.output)
@@ -481,6 +481,7 @@ def parser() -> argparse.ArgumentParser:
     new.add_argument("ruleset")
     new.add_argument("names", nargs="+", metavar="NAME")
     new.add_argument("-o", "--output", help="write the state here instead of stdout")
+    new.add_argument("--seed", help="seed the dice (default: derived from the new state's content)")
     new.set_defaults(func=cmd_state_new)
 
     a = sub.add_parser("apply", help="apply the tags of a reply; print the rewritten reply")
@@ -540,7 +541,53 @@ def parser() -> argparse.ArgumentParser:
     add_campaign_commands(sub)
     add_serve_command(sub)
     add_st_commands(sub)
+
+    ro = sub.add_parser("roll", help="roll a character's check with the state's dice; print the dice card")
+    ro.add_argument("ruleset")
+    ro.add_argument("state")
+    ro.add_argument("name", help="the character")
+    ro.add_argument("skill", help="a skill, or else a save or an ability, by id or label")
+    ro.add_argument("--with", dest="with_ability", metavar="ABILITY", help="roll the skill with another ability")
+    ro.add_argument("--dc", metavar="N", help="dice-sum: the number to reach; dice-pool: the target per die")
+    ro.add_argument("--state-out", metavar="FILE", help="write the state, its dice moved on, here")
+    ro.add_argument("--json", action="store_true", help="print the number, the record and the dice as JSON")
+    ro.set_defaults(func=cmd_roll)
     return p
+
+
+def cmd_roll(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """A player-side check (issue 13): the same roll a check tag makes, printed as a dice card. Exit 1 when
+    the check is refused (`untrained`: the character cannot attempt it, UNTR-9)."""
+    from .commands.check import card, settle
+    from .commands.result import Result
+    from .commands.target import find
+    from .tags import Tag
+
+    if args.state_out:
+        _not_an_input(args.state_out, {"ruleset": args.ruleset}, "roll")
+    rs, state = load_pair(args, err)
+    kind = "skill"
+    for k, items in (("skill", rs.sheet.skills.items), ("save", rs.sheet.saves.items),
+                     ("ability", rs.sheet.abilities.items)):
+        if not isinstance(find(items, args.skill, k), Result):
+            kind = k
+            break
+    attrs: list[tuple[str, str | None]] = [("who", args.name), (kind, args.skill)]
+    if args.with_ability is not None:
+        attrs.append(("with", args.with_ability))
+    if args.dc is not None:
+        attrs.append(("dc" if not rs.dice_pool else "difficulty", args.dc))
+    done = settle(rs, state, Tag("check", tuple(attrs)))
+    if args.state_out and done.result.result == "ok":
+        done.state.save(args.state_out)
+    if args.json:
+        _emit({"who": done.who, "result": done.result.result, "reason": done.result.reason,
+               "record": dict(done.result.record), "number": done.number.to_json() if done.number else None,
+               "faces": list(done.faces), "sides": done.sides, "target": done.target, "dc": done.dc,
+               "outcome": done.outcome, "dice": {"seed": done.state.dice.seed, "rolls": done.state.dice.rolls}}, out)
+    else:
+        (out if done.result.result == "ok" else err).write("\n".join(card(rs, done)) + "\n")
+    return 0 if done.result.result == "ok" else 1
 
 
 def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -25,6 +25,7 @@ class Receipt:
     now: str | None = None
     reason: str | None = None
     detail: str | None = None
+    record: tuple[tuple[str, str], ...] = ()  # a check's roll record, as its receipt writes it
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"span": [self.start, self.end], "tag": self.name,
@@ -32,6 +33,8 @@ class Receipt:
         for key in ("now", "reason", "detail"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.record:
+            out["record"] = dict(self.record)
         return out
 
 
@@ -102,7 +105,8 @@ def apply_part(rs: Ruleset, state: GameState, text: str, commands: int = 0) -> t
                 res, state, detail = _run_safely(rs, state, f.tag)
         tag_text = canonical(name, attrs, res.attrs())
         out.append(tag_text)
-        receipts.append(Receipt(length, length + len(tag_text), name, attrs, res.result, res.now, res.reason, detail))
+        receipts.append(Receipt(length, length + len(tag_text), name, attrs, res.result, res.now, res.reason, detail,
+                                res.record))
         length += len(tag_text)
         pos = f.end
     out.append(text[pos:])

@@ -46,4 +46,8 @@ REASONS: dict[str, tuple[str, str]] = {
     "not-advanceable": ("sheets", "a party field not in `advancement.fields` (DEC-15)"),
     # checks
     "untrained": ("checks", "the character is untrained and the rule is `refuse` (UNTR-9)"),
+    "unknown-skill": ("checks", "no such skill (docs/decisions.md CK-8)"),
+    "unknown-ability": ("checks", "no such ability, in `ability=` or `with=` (CK-8)"),
+    "unknown-save": ("checks", "no such save (CK-8)"),
+    "no-difficulty": ("checks", "`dc` outside dice-sum, or `difficulty` where the target per die cannot move (CK-5)"),
 }

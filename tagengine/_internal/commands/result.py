@@ -1,4 +1,4 @@
-"""What one command did: the receipt's `result`, `now` and `reason` (DEC-4, DEC-11)."""
+"""What one command did: the receipt's `result`, `now` and `reason` (DEC-4, DEC-11), and a check's roll record."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ class Result:
     result: Status
     now: str | None = None
     reason: str | None = None
+    # More receipt attributes, after result/now/reason: a check's roll record (dice, rolled, outcome...).
+    # Their names are listed in the kind's vocabulary row, so a second pass drops them (DEC-5).
+    record: tuple[tuple[str, str], ...] = ()
 
     def attrs(self) -> tuple[tuple[str, str], ...]:
         out: tuple[tuple[str, str], ...] = (("result", self.result),)
@@ -23,7 +26,7 @@ class Result:
             out += (("now", self.now),)
         if self.reason is not None:
             out += (("reason", self.reason),)
-        return out
+        return out + self.record if self.record else out
 
 
 def ok(now: str | None = None) -> Result:

@@ -8,11 +8,11 @@ write.py    the JSON document                               format.py    the fil
 from .defaults import default_card, default_party, default_value, name_problems
 from .model import GameState, from_json
 from .read import Reader, StateParts
-from .values import COUNT_MAX, FORMAT, NO_LIVE, PARTY, Clock, LiveValues, WoundMarks, empty_map, freeze, thaw
+from .values import COUNT_MAX, FORMAT, NO_LIVE, PARTY, Clock, Dice, LiveValues, WoundMarks, empty_map, freeze, thaw
 from .write import clocks_json, live_json, state_json
 
 __all__ = [
-    "COUNT_MAX", "FORMAT", "NO_LIVE", "PARTY", "Clock", "GameState", "LiveValues", "Reader", "StateParts",
-    "WoundMarks", "clocks_json", "default_card", "default_party", "default_value", "empty_map", "freeze", "from_json",
-    "live_json", "name_problems", "state_json", "thaw",
+    "COUNT_MAX", "FORMAT", "NO_LIVE", "PARTY", "Clock", "Dice", "GameState", "LiveValues", "Reader", "StateParts",
+    "WoundMarks", "clocks_json", "default_card", "default_party", "default_value", "empty_map", "freeze",
+    "from_json", "live_json", "name_problems", "state_json", "thaw",
 ]

@@ -8,7 +8,7 @@ from ..errors import Problem
 from ..ruleset import Ruleset
 from ..ruleset.sheet import ColumnDef, FieldDef
 from ..text import normalise, prompt_unsafe, writable
-from .values import PARTY
+from .values import PARTY, SEED_MAX
 
 
 def default_value(f: FieldDef | ColumnDef) -> Any:
@@ -61,3 +61,14 @@ def name_problems(names: list[Any], path: str) -> list[Problem]:
         else:
             seen[key] = n
     return problems
+
+
+def seed_problem(seed: object) -> str | None:
+    """Why a dice seed cannot be kept, or None: one line of 1..SEED_MAX characters, valid UTF-8 text."""
+    if not isinstance(seed, str):
+        return f"a seed is text, not {type(seed).__name__}"
+    if not 1 <= len(seed) <= SEED_MAX:
+        return f"a seed has 1 to {SEED_MAX} characters"
+    if not writable(seed) or any(c in seed for c in "\r\n") or not seed.isprintable():
+        return "a seed is one line of printable text"
+    return None

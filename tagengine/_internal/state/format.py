@@ -43,6 +43,11 @@ class ClockDoc(_Doc):
     filled: int = 0
 
 
+class DiceDoc(_Doc):
+    seed: str = Field(description="1..200 characters of one line; die n is SHA-256 of `seed:n` (docs/state-format.md)")
+    rolls: int = Field(0, ge=0, description="how many dice the engine has rolled with this seed")
+
+
 class PartySheetDoc(_Doc):
     fields: dict[str, Any] = {}
     lists: dict[str, list[dict[str, Any]]] = {}
@@ -55,6 +60,8 @@ class StateDoc(_Doc):
     gamePartySheetRevision: int = 0
     rulesetLive: dict[str, LiveDoc] = Field({}, description="by normalised character name; `$party` is the party")
     rulesetClocks: list[ClockDoc] = []
+    rulesetDice: DiceDoc | None = Field(None, description="the engine's dice; a file without it is seeded from its "
+                                        "content (issue 13)")
 
 
 TOP_KEYS = frozenset(StateDoc.model_fields)

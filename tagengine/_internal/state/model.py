@@ -18,10 +18,10 @@ from ..errors import Problem, StateError
 from ..files import TooLarge, json_problem, read_file, strip_bom, write_atomic
 from ..ruleset import Ruleset
 from ..text import normalise
-from .defaults import default_card, default_party, name_problems
+from .defaults import default_card, default_party, name_problems, seed_problem
 from .read import read_parts
-from .values import NO_LIVE, PARTY, Clock, LiveValues, empty_map, freeze
-from .write import state_json, state_text
+from .values import NO_LIVE, PARTY, UNSEEDED, Clock, Dice, LiveValues, empty_map, freeze
+from .write import derived_seed, state_json, state_text
 
 MAX_STATE_BYTES = 16 * 1024 * 1024  # a state file (F-5): far above any real game's
 
@@ -36,6 +36,7 @@ class GameState:
     live: Mapping[str, LiveValues] = field(default_factory=empty_map)
     clocks: tuple[Clock, ...] = ()
     warnings: tuple[Problem, ...] = field(default=(), compare=False)
+    dice: Dice = UNSEEDED  # UNSEEDED: seeded from the content in __post_init__ (issue 13)
 
     def __post_init__(self) -> None:
         """Read-only copies of what was passed in (values.py): nothing a caller keeps reaches the state.
@@ -51,9 +52,12 @@ class GameState:
                   for i, c in enumerate(self.clocks) if not isinstance(c, Clock)]
         if wrong:
             raise StateError(wrong, "state")
+        if self.dice.seed == "":  # no dice given: a seed derived from the content, so it rolls the same
+            setattr_(self, "dice", Dice(derived_seed(self.cards, self.party_sheet, self.party_revision, self.live,
+                                                     self.clocks), 0))
 
     def _derived(self, party_sheet: Mapping[str, Any], party_revision: int, live: Mapping[str, LiveValues],
-                 clocks: tuple[Clock, ...]) -> GameState:
+                 clocks: tuple[Clock, ...], dice: Dice | None = None) -> GameState:
         """A state made from this one's own read-only parts and new ones the engine built: no copy."""
         new = object.__new__(GameState)
         setattr_ = object.__setattr__
@@ -63,22 +67,27 @@ class GameState:
         setattr_(new, "live", live)
         setattr_(new, "clocks", clocks)
         setattr_(new, "warnings", self.warnings)
+        setattr_(new, "dice", self.dice if dice is None else dice)
         return new
 
     # -- building -------------------------------------------------------------------------------
     @classmethod
-    def new(cls, rs: Ruleset, characters: Iterable[str]) -> GameState:
+    def new(cls, rs: Ruleset, characters: Iterable[str], seed: str | None = None) -> GameState:
         """Characters at their start: default cards, pools at `start`, tracks unmarked, no clocks.
-        `characters` is a collection of names: one string would be read letter by letter (H-4). Raises
-        StateError naming each bad character name."""
+        `characters` is a collection of names: one string would be read letter by letter (H-4). `seed`
+        seeds the dice (a seed derived from the content when None). Raises StateError naming each bad
+        character name, or a bad seed."""
         if isinstance(characters, str | bytes):
             raise StateError([Problem("characters", "wrong-type", f"a list of names, not the single name "
                                       f"{characters!r}: write [{characters!r}]", characters)], "new state")
         names = list(characters)
         problems = name_problems(names, "characters")
+        if seed is not None and seed_problem(seed) is not None:
+            problems.append(Problem("seed", "bad-seed", seed_problem(seed) or "", seed))
         if problems:
             raise StateError(problems, "new state")
-        return cls(cards={n: default_card(rs) for n in names}, party_sheet=default_party(rs))
+        return cls(cards={n: default_card(rs) for n in names}, party_sheet=default_party(rs),
+                   dice=UNSEEDED if seed is None else Dice(seed, 0))
 
     @property
     def characters(self) -> tuple[str, ...]:
@@ -111,10 +120,13 @@ class GameState:
     def with_party_sheet(self, sheet: Mapping[str, Any], revision: int) -> GameState:
         return self._derived(freeze(sheet), revision, self.live, self.clocks)
 
+    def with_dice(self, dice: Dice) -> GameState:
+        return self._derived(self.party_sheet, self.party_revision, self.live, self.clocks, dice)
+
     # -- JSON ---------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         """The state document (DEC-26) as plain dicts and lists."""
-        return state_json(self.cards, self.party_sheet, self.party_revision, self.live, self.clocks)
+        return state_json(self.cards, self.party_sheet, self.party_revision, self.live, self.clocks, self.dice)
 
     def dumps(self) -> str:
         return state_text(self.to_json())
@@ -154,4 +166,5 @@ class GameState:
 def from_json(rs: Ruleset, raw: Any, source: str = "<state>") -> GameState:
     """A GameState from parsed JSON; StateError when it is not a state at all (DEC-27)."""
     parts = read_parts(rs, raw, source)
-    return GameState(parts.cards, parts.party_sheet, parts.party_revision, parts.live, parts.clocks, parts.warnings)
+    return GameState(parts.cards, parts.party_sheet, parts.party_revision, parts.live, parts.clocks, parts.warnings,
+                     parts.dice)  # UNSEEDED for an older file: seeded from the content

@@ -11,9 +11,9 @@ from ..ruleset import Ruleset
 from ..ruleset.index import SheetIndex
 from ..ruleset.sheet import ColumnDef, FieldDef, ListDef
 from ..text import normalise, prompt_unsafe, writable
-from .defaults import default_card, default_party, default_value, name_problems
+from .defaults import default_card, default_party, default_value, name_problems, seed_problem
 from .format import CARD_KEYS, LIVE_KEYS, TOP_KEYS
-from .values import COUNT_MAX, FORMAT, PARTY, Clock, LiveValues, WoundMarks
+from .values import COUNT_MAX, FORMAT, PARTY, UNSEEDED, Clock, Dice, LiveValues, WoundMarks
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,7 @@ class StateParts:
     live: dict[str, LiveValues]
     clocks: tuple[Clock, ...]
     warnings: tuple[Problem, ...]
+    dice: Dice = UNSEEDED  # UNSEEDED: the file names no dice; the state seeds itself from its content
 
 
 class Reader:
@@ -251,6 +252,25 @@ class Reader:
             out.pop()
         return WoundMarks(tuple(out), overflow)
 
+    def dice(self, raw: Any) -> Dice:
+        """`rulesetDice`; absent (a file from before issue 13) or unusable: UNSEEDED, seeded from the content."""
+        if raw is None:
+            return UNSEEDED
+        data = self.obj(raw, "rulesetDice")
+        seed, rolls = data.get("seed"), data.get("rolls", 0)
+        problem = seed_problem(seed)
+        if problem is not None:
+            self.warn("rulesetDice.seed", "bad-seed", f"{problem}; seeded from the content instead", seed)
+            return UNSEEDED
+        if not isinstance(rolls, int) or isinstance(rolls, bool) or rolls < 0:
+            self.warn("rulesetDice.rolls", "bad-value", f"{rolls!r} is not a count of 0 or more; read as 0", rolls)
+            rolls = 0
+        for k in data:
+            if k not in ("seed", "rolls"):
+                self.warn(f"rulesetDice.{k}", "unknown-key", f"the dice have no key {k!r}; dropped", k)
+        assert isinstance(seed, str)
+        return Dice(seed, self.count(rolls, "rulesetDice.rolls"))
+
     def clocks(self, raw: Any) -> tuple[Clock, ...]:
         if raw is None:
             return ()
@@ -327,4 +347,5 @@ def read_parts(rs: Ruleset, raw: Any, source: str = "<state>") -> StateParts:
         else:
             r.warn(p, "unknown-character", f"no character card is named {k!r}; dropped", k)
     clocks = r.clocks(raw.get("rulesetClocks"))
-    return StateParts(cards, party, rev, live, clocks, tuple(r.warnings))
+    dice = r.dice(raw.get("rulesetDice"))
+    return StateParts(cards, party, rev, live, clocks, tuple(r.warnings), dice)

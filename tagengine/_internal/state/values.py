@@ -7,6 +7,7 @@ cache keyed by identity (`memo.py`) can be fooled and no snapshot can change aft
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -113,3 +114,42 @@ class LiveValues:
 
 
 NO_LIVE = LiveValues()  # one shared "at start" value, so an unplayed character's snapshot is the same object
+
+
+SEED_MAX = 200  # characters in a dice seed: one line, far more than any seed needs
+
+
+def die(seed: str, n: int, sides: int) -> int:
+    """Roll number `n` of the dice with `seed`: a face 1..sides, the same on every platform and version.
+
+    SHA-256 of `f"{seed}:{n}"`, its first 8 bytes read as a big-endian number x; x is kept when it lies below
+    the largest multiple of `sides` under 2**64 and the face is x % sides + 1 (rejection sampling: every
+    face equally likely). A rejected x (odds below sides / 2**64) hashes `f"{seed}:{n}:{k}"` for k = 1, 2...
+    """
+    if sides < 1:
+        raise ValueError(f"a die has at least one side, not {sides}")
+    limit = (1 << 64) - (1 << 64) % sides
+    k = 0
+    while True:
+        text = f"{seed}:{n}" if k == 0 else f"{seed}:{n}:{k}"
+        x = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+        if x < limit:
+            return x % sides + 1
+        k += 1  # pragma: no cover - about one roll in 3e18
+
+
+@dataclass(frozen=True, slots=True)
+class Dice:
+    """The engine's dice (issue 13): a seed and the number of dice rolled so far. Die n is `die(seed, n)`,
+    so a state replays its dice exactly: the same state and reply roll the same faces (DEC-5)."""
+
+    seed: str
+    rolls: int = 0
+
+    def roll(self, count: int, sides: int) -> tuple[tuple[int, ...], Dice]:
+        """The next `count` dice and the dice after them."""
+        faces = tuple(die(self.seed, self.rolls + i, sides) for i in range(count))
+        return faces, Dice(self.seed, self.rolls + count)
+
+
+UNSEEDED = Dice("")  # no seed given: a GameState seeds itself from its content (an empty seed is never valid)

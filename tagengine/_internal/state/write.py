@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .values import FORMAT, Clock, LiveValues, thaw
+from .values import FORMAT, Clock, Dice, LiveValues, thaw
 
 
 def live_json(live: LiveValues) -> dict[str, Any]:
@@ -38,9 +39,9 @@ def clocks_json(clocks: Iterable[Clock]) -> list[dict[str, Any]]:
 
 
 def state_json(cards: Mapping[str, Mapping[str, Any]], party_sheet: Mapping[str, Any], party_revision: int,
-               live: Mapping[str, LiveValues], clocks: Iterable[Clock]) -> dict[str, Any]:
-    """The state document: plain dicts and lists, ready for any JSON writer."""
-    return {
+               live: Mapping[str, LiveValues], clocks: Iterable[Clock], dice: Dice | None = None) -> dict[str, Any]:
+    """The state document: plain dicts and lists, ready for any JSON writer (`rulesetDice` when given)."""
+    doc = {
         "format": FORMAT,
         "gameCharacterCards": {n: thaw(c) for n, c in cards.items()},
         "gamePartySheet": thaw(party_sheet),
@@ -48,6 +49,19 @@ def state_json(cards: Mapping[str, Mapping[str, Any]], party_sheet: Mapping[str,
         "rulesetLive": {k: doc for k, v in live.items() if (doc := live_json(v))},
         "rulesetClocks": clocks_json(clocks),
     }
+    if dice is not None:
+        doc["rulesetDice"] = {"seed": dice.seed, "rolls": dice.rolls}
+    return doc
+
+
+def derived_seed(cards: Mapping[str, Mapping[str, Any]], party_sheet: Mapping[str, Any], party_revision: int,
+                 live: Mapping[str, LiveValues], clocks: Iterable[Clock]) -> str:
+    """The seed of a state that names none (a new state, a file from before issue 13): the first 16 hex
+    digits of SHA-256 over its document without `rulesetDice`, keys sorted, compact. The same content
+    always gets the same seed, so loading an older file twice rolls the same dice."""
+    doc = state_json(cards, party_sheet, party_revision, live, clocks)
+    text = json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def state_text(doc: Mapping[str, Any]) -> str:

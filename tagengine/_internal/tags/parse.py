@@ -11,6 +11,7 @@ from lark.exceptions import LarkError, UnexpectedInput
 from ..errors import TagengineError
 from ..resources import read_text
 from .model import MAX_ATTRIBUTES, RESULT_KEYS, Attr, Tag
+from .vocabulary import RECORD_KEYS
 
 _ESCAPE = {'\\"': '"', "\\\\": "\\"}
 
@@ -110,7 +111,7 @@ def _lexed(text: str) -> Tag | None:
         pos = a.end()
         if len(attrs) > MAX_ATTRIBUTES:
             return None
-    return Tag(m.group("name").lower(), tuple((k, v) for k, v in attrs if k not in RESULT_KEYS))
+    return tag_of(m.group("name").lower(), attrs)
 
 
 @lru_cache(maxsize=4096)
@@ -138,7 +139,16 @@ def judged_by_lark(text: str) -> Tag | str:
         return _describe(e, text)
     except LarkError as e:  # pragma: no cover - any other parser failure is still a malformed tag
         return str(e).splitlines()[0]
-    return Tag(name, tuple((k, v) for k, v in attrs if k not in RESULT_KEYS))
+    return tag_of(name, attrs)
+
+
+def tag_of(name: str, attrs: tuple[Attr, ...] | list[Attr]) -> Tag:
+    """The Tag, without the attributes the engine writes: the receipt's and, for a kind with one, its
+    roll record (DEC-4); the model's own copies are discarded."""
+    record = RECORD_KEYS.get(name)
+    if record is None:
+        return Tag(name, tuple((k, v) for k, v in attrs if k not in RESULT_KEYS))
+    return Tag(name, tuple((k, v) for k, v in attrs if k not in RESULT_KEYS and k not in record))
 
 
 def broken(lines: str) -> bool:

@@ -18,13 +18,19 @@ from functools import cache
 class TagKind:
     name: str  # written `[name: ...]`, a lower-case ASCII word matched in either case (DEC-1)
     family: str  # the module under commands/ whose FAMILY applies it
+    # Receipt attributes the engine writes beside result/now/reason (a check's roll record): like the
+    # result keys, the model's own copies are dropped when the tag is read (DEC-4, DEC-5).
+    record: tuple[str, ...] = ()
 
 
 TAG_KINDS: tuple[TagKind, ...] = (
     TagKind("sheet", "sheet"),
     TagKind("clock", "clock"),
+    TagKind("check", "check", record=("dice", "rolled", "target", "successes", "roll", "total", "sum", "penalty",
+                                      "adjust", "outcome")),
 )
 TAG_NAMES: tuple[str, ...] = tuple(k.name for k in TAG_KINDS)
+RECORD_KEYS: dict[str, frozenset[str]] = {k.name: frozenset(k.record) for k in TAG_KINDS if k.record}
 
 Trie = dict[str, "Trie"]  # letter -> what may follow; "" marks the end of a whole name
 _NAME = re.compile(r"[a-z]+")

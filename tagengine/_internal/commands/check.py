@@ -1,0 +1,235 @@
+"""Checks the engine rolls (issue 13; spec U-5, U-26; docs/decisions.md CK-1..CK-9): `[check: who= skill=]`.
+
+The number comes from the sheet engine (`sheet/check_numbers.check_number`: untrained rules, caps, `with=`,
+the wound penalty, `resolution.adjust`); this module only rolls it, with the state's dice, and writes the roll
+record as the receipt. A refused check rolls nothing and keeps the dice where they were (UNTR-9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..ruleset import Ruleset
+from ..sheet import CheckNumber
+from ..sheet.check_numbers import check_number
+from ..state import GameState
+from ..tags import Tag
+from ..text import normalise
+from .family import Family, Op
+from .numbers import parse_int
+from .result import Outcome, Result, refused
+from .target import find, subject, who
+
+KINDS = ("skill", "ability", "save")  # what a check rolls: exactly one of them (CK-2)
+ATTRIBUTES = frozenset({"who", *KINDS, "with", "dc", "difficulty"})
+POOL_SIDES = 6  # CK-3: a dice pool rolls d6
+SUM_SIDES = 20  # CK-3: a dice-sum check rolls one d20
+DEFAULT_TARGET = 4  # CK-4: a dice pool that declares no target counts 4, 5 and 6 as successes
+
+
+def signed(n: int) -> str:
+    return f"{n:+d}"
+
+
+def op_of(rs: Ruleset, tag: Tag) -> str | Result:
+    """A check has one op, `roll`, once it names exactly one skill, ability or save and nothing unknown."""
+    if any(k not in ATTRIBUTES for k in tag.keys):
+        return refused("unknown-attribute")
+    kinds = [k for k in tag.keys if k in KINDS]
+    if not kinds:
+        return refused("missing-attribute")
+    if len(kinds) > 1:
+        return refused("one-action")
+    if kinds[0] == "ability" and tag.has("with"):
+        return refused("unknown-attribute")  # `with=` swaps a skill's or save's ability (CAP-3)
+    return "roll"
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """One check settled: its result (the receipt's record), the state after it (the dice moved on), and for
+    the dice card the number rolled (`number`), the faces, the target or dc, and the outcome."""
+
+    result: Result
+    state: GameState
+    who: str | None = None
+    number: CheckNumber | None = None
+    faces: tuple[int, ...] = ()
+    sides: int = 0
+    target: int | None = None
+    dc: int | None = None
+    outcome: str | None = None
+
+
+def _pick(items: Iterable[Any], name: str | None, what: str) -> str | Result:
+    if name is None:
+        return refused("missing-attribute")
+    hit = find(items, name, what)
+    return hit if isinstance(hit, Result) else str(hit.id)
+
+
+def settle(rs: Ruleset, state: GameState, tag: Tag) -> Settled:
+    """Roll the check `tag` asks for against `state`; the state given is never changed. Never raises."""
+    op = op_of(rs, tag)
+    if isinstance(op, Result):
+        return Settled(op, state)
+    name = tag.get("who")
+    if name is not None and normalise(name) == "party":
+        return Settled(refused("invalid-value"), state)  # a check is one character's roll (CK-2)
+    names = who(state, tag)
+    if isinstance(names, Result):
+        return Settled(names, state)
+    ev = subject(rs, state, names[0]).ev
+    kind = next(k for k in tag.keys if k in KINDS)
+    items: tuple[Any, ...] = (ev.idx.skills.items if kind == "skill" else ev.idx.saves.items if kind == "save"
+                              else ev.idx.abilities.items)
+    cid = _pick(items, tag.get(kind), kind)
+    if isinstance(cid, Result):
+        return Settled(cid, state, names[0])
+    swap: str | None = None
+    if tag.has("with"):
+        got = _pick(ev.idx.abilities, tag.get("with"), "ability")
+        if isinstance(got, Result):
+            return Settled(got, state, names[0])
+        swap = got
+    number = check_number(ev, kind, cid, swap)
+    if number.total is None:  # UNTR-9: not rolled at all; the dice stay where they were
+        return Settled(refused("untrained"), state, names[0], number)
+    res = rs.file.resolution
+    if rs.dice_pool:
+        if tag.has("dc"):
+            return Settled(refused("no-difficulty"), state, names[0], number)
+        target = number.target if number.target is not None else DEFAULT_TARGET
+        if tag.has("difficulty"):
+            t = res.pool.target if res is not None and res.pool is not None else None
+            if t is None or t.min == t.max:
+                return Settled(refused("no-difficulty"), state, names[0], number)  # UNTR-8: a fixed target
+            asked = parse_int(tag.get("difficulty"))
+            if asked is None:
+                return Settled(refused("invalid-amount"), state, names[0], number)
+            if not t.min <= asked <= t.max:
+                return Settled(refused("invalid-value"), state, names[0], number)
+            target = min(t.max, asked + 1) if number.rule == "harder" else asked  # UNTR-7
+        faces, dice = state.dice.roll(number.total, POOL_SIDES)  # PEN-3: no dice, no roll, a failure
+        hits = sum(1 for f in faces if f >= target)
+        outcome = "success" if hits >= 1 else "failure"
+        record = [("dice", str(number.total)), ("rolled", ",".join(map(str, faces))), ("target", str(target)),
+                  ("successes", str(hits))]
+        record += _modifiers(number)
+        record.append(("outcome", outcome))
+        return Settled(Result("ok", record=tuple(record)), state.with_dice(dice), names[0], number, faces,
+                       POOL_SIDES, target, None, outcome)
+    if tag.has("difficulty"):
+        return Settled(refused("no-difficulty"), state, names[0], number)
+    dc = None
+    if tag.has("dc"):
+        dc = parse_int(tag.get("dc"))
+        if dc is None:
+            return Settled(refused("invalid-amount"), state, names[0], number)
+    faces, dice = state.dice.roll(1, SUM_SIDES)
+    total = faces[0] + number.total
+    verdict = None if dc is None else ("success" if total >= dc else "failure")
+    summed = [("roll", str(faces[0])), ("total", signed(number.total)), ("sum", str(total)), *_modifiers(number)]
+    if verdict is not None:
+        summed.append(("outcome", verdict))
+    return Settled(Result("ok", record=tuple(summed)), state.with_dice(dice), names[0], number, faces, SUM_SIDES,
+                   None, dc, verdict)
+
+
+def _modifiers(number: CheckNumber) -> list[tuple[str, str]]:
+    """PEN-6, ADJ-11: the penalty and what the sheet added, stated whenever they changed the number."""
+    out = []
+    if number.penalty:
+        out.append(("penalty", signed(number.penalty)))
+    if number.adjust:
+        out.append(("adjust", signed(number.adjust)))
+    return out
+
+
+def roll(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
+    done = settle(rs, state, tag)
+    return Outcome(done.result, done.state)
+
+
+def _dice(n: int) -> str:
+    return f"{n} {'die' if abs(n) == 1 else 'dice'}"
+
+
+def card(rs: Ruleset, done: Settled) -> list[str]:
+    """The dice card for people (ADJ-11, PEN-6): the number, every modifier with where it came from, the
+    dice and the outcome; for a refused check, why it could not be attempted (UNTR-10)."""
+    n = done.number
+    if done.result.result == "refused":
+        what = f" {n.label}" if n is not None else ""
+        if done.result.reason == "untrained":
+            return [f"{done.who}:{what} refused: untrained, and its untrained rule is `refuse`.",
+                    "The character cannot attempt this check; no dice were rolled (UNTR-9, UNTR-10)."]
+        return [f"{done.who or 'check'}:{what} refused: {done.result.reason} (docs/reasons.md)"]
+    assert n is not None and n.total is not None
+    pool, res = rs.dice_pool, rs.file.resolution
+    ability = rs.sheet.abilities.get(n.ability) if n.ability else None
+    label = ability.label if ability is not None else (n.ability or "no ability")
+
+    def amount(x: int) -> str:
+        return _dice(x) if pool else signed(x)
+
+    lines = [f"{done.who}: {n.label} ({n.kind})"]
+    lines.append(f"  {label}: {amount(n.base)}" + ("" if pool else " (its modifier)"))
+    if n.kind != "ability":
+        level = next((lv.label for lv in rs.file.sheet.training if lv.id == n.training), n.training or "none")
+        lines.append(f"  training, {level}: {signed(n.bonus)}" + ("" if n.trained else " (untrained)"))
+    if n.untrained:
+        lines.append(f"  untrained rule: {signed(n.untrained)} (UNTR-5)")
+    if n.rule == "harder":
+        lines.append("  untrained rule: harder, the target per die one step up (UNTR-7)")
+    if n.cap is not None:
+        sk = (rs.sheet.skills if n.kind == "skill" else rs.sheet.saves).get(n.id)
+        ref = sk.cap.model_dump(exclude_none=True) if sk is not None and sk.cap is not None else {}
+        where = ", ".join(f"{k} {v}" for k, v in ref.items())
+        lines.append(f"  cap: {n.cap} (from {where}; the check never rolls more, CAP-1)")
+    if n.penalty:
+        track = rs.sheet.tracks.get(res.penaltyFrom) if res is not None and res.penaltyFrom else None
+        lines.append(f"  wound penalty: {signed(n.penalty)} (from {track.label if track else '?'}, PEN-6)")
+    if n.adjust:
+        lines.append(f"  sheet adjust: {signed(n.adjust)} (resolution.adjust, ADJ-11)")
+    if pool:
+        floor = res.pool.min if res is not None and res.pool is not None else 1
+        lines.append(f"  = {_dice(n.total)}" + (f" (penalties never take it below {floor}, PEN-3)"
+                                                 if n.penalty or n.adjust else ""))
+        rolled = ", ".join(map(str, done.faces)) or "nothing: no dice, so it fails without a roll"
+        hits = sum(1 for f in done.faces if done.target is not None and f >= done.target)
+        lines.append(f"rolled {len(done.faces)}d{done.sides}: {rolled}")
+        lines.append(f"each die of {done.target} or more succeeds: {hits} success{'es' if hits != 1 else ''}")
+    else:
+        lines.append(f"  = {signed(n.total)}")
+        lines.append(f"rolled 1d{done.sides}: {done.faces[0]}, {signed(n.total)} = {done.faces[0] + n.total}"
+                     + (f", against {done.dc}" if done.dc is not None else ""))
+    lines.append(f"outcome: {done.outcome}" if done.outcome else "outcome: for the GM to judge (no dc given)")
+    return lines
+
+
+def teach(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
+    """What prompts/teach/check.j2 reads: the ruleset's own names for skills, abilities and saves, and how
+    its difficulty is set; nothing when the sheet has nothing to roll (DEC-18)."""
+    s = rs.file.sheet
+    if not (s.skills or s.abilities or s.saves):
+        return None
+    names = list(state.cards)
+    res = rs.file.resolution
+    t = res.pool.target if res is not None and res.pool is not None else None
+    return {
+        "who": names[0] if names else "Name",
+        "skills": [k.label for k in s.skills],
+        "abilities": [a.label for a in s.abilities],
+        "saves": [k.label for k in s.saves],
+        "pool": rs.dice_pool,
+        "target": (t.value if t is not None else DEFAULT_TARGET) if rs.dice_pool else None,
+        "moves": None if t is None or t.min == t.max or not rs.dice_pool else {"min": t.min, "max": t.max},
+        "refuse": any(k.untrained == "refuse" for k in (*s.skills, *s.saves))
+        or any(sec.untrained == "refuse" for sec in s.sections),
+    }
+
+
+FAMILY = Family.of("check", op_of, (Op("roll", roll),), teach)

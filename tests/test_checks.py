@@ -1,0 +1,210 @@
+"""Issue 13: the `[check:]` tag. Every expected number is worked out here from the spec and the sample
+rulesets, and every expected die from the documented hash (docs/state-format.md), reimplemented below."""
+
+from __future__ import annotations
+
+import hashlib
+
+from conftest import edit, load_sample, sample_dict
+from tagengine._internal.commands import apply_reply
+from tagengine._internal.prompt import reminder
+from tagengine._internal.ruleset import Ruleset
+from tagengine._internal.state import Dice, GameState, LiveValues, WoundMarks
+
+EMBER = load_sample("ember-roads")
+GRAVE = load_sample("gravewatch")
+FIFTH = load_sample("fifth-like")
+SEED = "test-seed"
+
+
+def faces(count: int, sides: int, start: int = 0, seed: str = SEED) -> list[int]:
+    """The documented dice: die n is the first 8 bytes of SHA-256(f"{seed}:{n}"), big-endian, mod sides, + 1."""
+    out = []
+    for n in range(start, start + count):
+        x = int.from_bytes(hashlib.sha256(f"{seed}:{n}".encode()).digest()[:8], "big")
+        assert x < (1 << 64) - (1 << 64) % sides  # a rejected draw (1 in 3e18) would need the retry rule
+        out.append(x % sides + 1)
+    return out
+
+
+def state(rs, live=None, seed=SEED, **parts):
+    """One character, X, with a default card changed by `parts`, and dice at roll 0."""
+    card = GameState.new(rs, ["X"]).cards["X"]
+    for k, v in parts.items():
+        card = {**card, k: v if k == "lists" else {**card.get(k, {}), **v}}
+    return GameState(cards={"X": card}, live={"x": live} if live else {}, dice=Dice(seed, 0))
+
+
+def one(rs, st, tag):
+    out = apply_reply(rs, st, tag)
+    (r,) = out.receipts
+    return r, dict(r.record), out
+
+
+def pool_record(n_dice, target, extra=()):
+    rolled = faces(n_dice, 6)
+    hits = sum(1 for f in rolled if f >= target)
+    return {"dice": str(n_dice), "rolled": ",".join(map(str, rolled)), "target": str(target),
+            "successes": str(hits), **dict(extra), "outcome": "success" if hits else "failure"}
+
+
+# -- untrained ------------------------------------------------------------------------------------------------
+def test_untr_9_refused_check_is_rewritten_untrained_and_rolls_nothing():
+    st = state(EMBER)  # Dig: untrained, its own rule "refuse" (UNTR-3 example)
+    out = apply_reply(EMBER, st, 'She digs. [check: who="X" skill="Dig"] Then [check: who="X" ability="Wits"]')
+    assert out.text.startswith('She digs. [check: who="X" skill="Dig" result="refused" reason="untrained"] Then')
+    # Wits 2 (the default score), no adjust on Wits: 2 dice, and they are dice 0 and 1: the refusal used none
+    assert dict(out.receipts[1].record) == pool_record(2, 4)
+    assert out.state.dice == Dice(SEED, 2)
+
+
+def test_untr_10_the_gm_is_taught_that_a_refused_check_was_not_attempted():
+    st = state(EMBER)
+    assert 'A check refused reason="untrained" could not be attempted' in reminder(EMBER, st)
+    assert "could not be attempted" not in reminder(GRAVE, state(GRAVE))  # no "refuse" rule in Gravewatch
+
+
+def test_untr_12_a_refused_check_keeps_neither_outcome():
+    """U-6, docs/decisions.md CK-7: a refused check has no outcome at all, neither success nor failure."""
+    r, rec, out = one(EMBER, state(EMBER), '[check: who="X" skill="Dig"]')
+    assert (r.result, r.reason, rec) == ("refused", "untrained", {})
+    assert "outcome" not in out.text and out.state == state(EMBER)
+
+
+def test_untr_16_trained_in_a_refuse_skill_rolls():
+    st = state(EMBER, abilities={"brawn": 3}, skills={"dig": "trained"})
+    _, rec, _ = one(EMBER, st, '[check: who="X" skill="Dig"]')
+    assert rec == pool_record(3 + 1, 4)  # Brawn 3 + trained 1; no gear, steady stance: no adjust
+
+
+def test_untr_5_by_removes_dice_and_untr_7_harder_raises_the_target():
+    st = state(EMBER, abilities={"brawn": 3, "nerve": 3})
+    assert one(EMBER, st, '[check: who="X" skill="Haul"]')[1] == pool_record(3 - 1, 4)  # labour: by -1
+    assert one(EMBER, st, '[check: who="X" skill="Listen"]')[1] == pool_record(3, 4 + 1)  # harder: 4 -> 5
+    # difficulty= sets the target; harder still raises it one step, within the range 2..6
+    assert one(EMBER, st, '[check: who="X" skill="Listen" difficulty="3"]')[1] == pool_record(3, 4)
+    assert one(EMBER, st, '[check: who="X" skill="Listen" difficulty="6"]')[1] == pool_record(3, 6)
+    assert one(EMBER, st, '[check: who="X" skill="Wayfind" difficulty="2"]')[1]["target"] == "2"
+
+
+# -- caps -------------------------------------------------------------------------------------------------------
+def test_cap_3_with_rolls_the_skill_with_another_ability_then_caps_again():
+    st = state(GRAVE, LiveValues(pools={"resolve": 3}), abilities={"nerve": 1, "sinew": 5}, skills={"soothe": "sworn"})
+    # Soothe with its own Nerve: 1 + sworn 1 = 2 dice, under the cap of 3 (remaining Resolve, CAP-1)
+    assert one(GRAVE, st, '[check: who="X" skill="Soothe"]')[1] == pool_record(2, 4)
+    # with Sinew: 5 + 1 = 6 before the cap, then capped at 3
+    assert one(GRAVE, st, '[check: who="X" skill="Soothe" with="Sinew"]')[1] == pool_record(3, 4)
+
+
+# -- wound penalty ----------------------------------------------------------------------------------------------
+def test_pen_3_6_penalty_removes_dice_and_the_receipt_states_it():
+    # Harm levels: Scuffed 0, Winded -1, Bleeding -3, Down -99. Two marks: Winded, -1 die.
+    st = state(GRAVE, LiveValues(marks={"harm": WoundMarks(("knock", "knock"))}), abilities={"sinew": 3})
+    assert one(GRAVE, st, '[check: who="X" ability="Sinew"]')[1] == pool_record(3 - 1, 4, [("penalty", "-1")])
+    # Four marks: Down, -99: never below pool.min 1
+    st = state(GRAVE, LiveValues(marks={"harm": WoundMarks(("tear",) * 4)}), abilities={"sinew": 3})
+    assert one(GRAVE, st, '[check: who="X" ability="Sinew"]')[1] == pool_record(1, 4, [("penalty", "-99")])
+
+
+def test_pen_3_pool_min_zero_fails_without_a_roll():
+    rs = Ruleset.from_dict(edit(sample_dict("gravewatch"), lambda d: d["resolution"]["pool"].update(min=0)))
+    st = state(rs, LiveValues(marks={"harm": WoundMarks(("tear",) * 4)}))
+    _, rec, out = one(rs, st, '[check: who="X" ability="Sinew"]')
+    assert rec == {"dice": "0", "rolled": "", "target": "4", "successes": "0", "penalty": "-99", "outcome": "failure"}
+    assert out.state.dice == Dice(SEED, 0)  # no die was rolled
+
+
+def test_pen_4_dice_sum_penalty_is_folded_into_the_total():
+    rs = Ruleset.from_dict(edit(sample_dict("fifth-like"), lambda d: (
+        d["sheet"]["live"]["tracks"].append({"id": "harm", "label": "Harm", "levels": [
+            {"label": "Hurt", "penalty": -2}, {"label": "Down", "penalty": -5}],
+            "kinds": [{"id": "cut", "label": "C", "severity": 0}]}),
+        d["resolution"].update(penaltyFrom="harm"))))
+    st = state(rs, LiveValues(marks={"harm": WoundMarks(("cut",))}), abilities={"dex": 14})
+    # Dexterity 14: modifier +2; Stealth untrained: +0; Hurt: -2. Total +0, one d20 against dc 10.
+    (d20,) = faces(1, 20)
+    _, rec, _ = one(rs, st, '[check: who="X" skill="Stealth" dc="10"]')
+    assert rec == {"roll": str(d20), "total": "+0", "sum": str(d20), "penalty": "-2",
+                   "outcome": "success" if d20 >= 10 else "failure"}
+
+
+def test_dice_sum_without_dc_leaves_the_outcome_to_the_gm():
+    st = state(FIFTH, abilities={"int": 17}, skills={"arcana": "proficient"}, fields={"level": 1})
+    (d20,) = faces(1, 20)
+    # Intelligence 17: +3; proficient at level 1: +2
+    assert one(FIFTH, st, '[check: who="X" skill="Arcana"]')[1] == {"roll": str(d20), "total": "+5",
+                                                                      "sum": str(d20 + 5)}
+
+
+# -- sheet adjust -----------------------------------------------------------------------------------------------
+def test_adj_11_the_receipt_reports_what_the_sheet_added():
+    # Ember Roads: every 3 points of packed bulk is one less on Brawn rolls (ADJ-3): bulk 6 -> -2
+    st = state(EMBER, LiveValues(states={"stance": "steady"}), abilities={"brawn": 4},
+               lists={"gear": [{"item": "Tent", "bulk": 6}]})
+    assert one(EMBER, st, '[check: who="X" ability="Brawn"]')[1] == pool_record(4 - 2, 4, [("adjust", "-2")])
+    assert one(EMBER, st, '[check: who="X" ability="Wits"]')[1] == pool_record(2, 4)  # not a Brawn check
+
+
+def test_adj_4_a_skill_rolled_with_an_ability_gets_that_abilitys_entries():
+    st = state(EMBER, abilities={"brawn": 4, "wits": 4}, lists={"gear": [{"item": "Tent", "bulk": 6}]})
+    assert one(EMBER, st, '[check: who="X" skill="Wayfind"]')[1] == pool_record(4, 4)  # Wits: nothing
+    assert one(EMBER, st, '[check: who="X" skill="Wayfind" with="Brawn"]')[1] == pool_record(2, 4, [("adjust", "-2")])
+
+
+# -- the tag itself (docs/decisions.md CK-1..CK-9) ------------------------------------------------------------------
+def test_refusals_name_what_is_wrong():
+    st = state(GRAVE)
+    cases = {
+        '[check: who="X" skill="Swim"]': "unknown-skill",
+        '[check: who="X" ability="Luck"]': "unknown-ability",
+        '[check: who="X" save="Poison"]': "unknown-save",
+        '[check: who="X" skill="Ward" with="Luck"]': "unknown-ability",
+        '[check: who="Nobody" skill="Ward"]': "unknown-character",
+        '[check: who="party" skill="Ward"]': "invalid-value",
+        '[check: who="X"]': "missing-attribute",
+        '[check: who="X" skill="Ward" ability="Nerve"]': "one-action",
+        '[check: who="X" ability="Nerve" with="Sinew"]': "unknown-attribute",
+        '[check: who="X" skill="Ward" colour="red"]': "unknown-attribute",
+        '[check: who="X" skill="Ward" dc="15"]': "no-difficulty",  # a dice-pool ruleset
+        '[check: who="X" skill="Ward" difficulty="3"]': "no-difficulty",  # Gravewatch's target cannot move
+    }
+    for tag, reason in cases.items():
+        r, rec, out = one(GRAVE, st, tag)
+        assert (r.result, r.reason, rec) == ("refused", reason, {}), tag
+        assert out.state.dice == st.dice
+    ember = state(EMBER)
+    assert one(EMBER, ember, '[check: who="X" skill="Haul" difficulty="7"]')[0].reason == "invalid-value"
+    assert one(EMBER, ember, '[check: who="X" skill="Haul" difficulty="hard"]')[0].reason == "invalid-amount"
+    assert one(FIFTH, state(FIFTH), '[check: who="X" skill="Stealth" difficulty="3"]')[0].reason == "no-difficulty"
+    assert one(FIFTH, state(FIFTH), '[check: who="X" skill="Stealth" dc="x"]')[0].reason == "invalid-amount"
+
+
+def test_dec_4_the_models_own_roll_record_is_dropped():
+    st = state(GRAVE, abilities={"nerve": 3})
+    out = apply_reply(GRAVE, st, '[check: who="X" ability="Nerve" rolled="6,6,6" outcome="success" result="ok"]')
+    want = pool_record(3, 4)
+    assert out.text == ('[check: who="X" ability="Nerve" result="ok" '
+                        + " ".join(f'{k}="{v}"' for k, v in want.items()) + "]")
+
+
+def test_who_may_be_left_out_with_one_character_and_names_match_labels():
+    st = state(GRAVE, abilities={"lore": 3})
+    assert one(GRAVE, st, '[check: ability="lore"]')[1] == pool_record(3, 4)
+
+
+def test_dec_5_applying_the_output_again_gives_the_same_text_and_dice():
+    st = state(GRAVE, abilities={"nerve": 3})
+    out = apply_reply(GRAVE, st, 'A [check: ability="Nerve"] b [check: skill="Ward"] c')
+    again = apply_reply(GRAVE, st, out.text)
+    assert (again.text, again.state) == (out.text, out.state)
+
+
+def test_dice_run_on_across_replies():
+    """Two replies in turn roll the same dice as one reply with both checks: die n is (seed, n)."""
+    st = state(GRAVE, abilities={"nerve": 3, "lore": 2})
+    both = apply_reply(GRAVE, st, '[check: ability="Nerve"][check: ability="Lore"]')
+    first = apply_reply(GRAVE, st, '[check: ability="Nerve"]')
+    second = apply_reply(GRAVE, first.state, '[check: ability="Lore"]')
+    assert both.receipts[1].record == second.receipts[0].record
+    assert dict(second.receipts[0].record)["rolled"] == ",".join(map(str, faces(2, 6, start=3)))
+    assert both.state.dice == second.state.dice == Dice(SEED, 5)
