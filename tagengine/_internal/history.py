@@ -13,6 +13,7 @@ from typing import Any
 from .errors import HistoryError, Problem
 
 ROLES = ("system", "user", "assistant")
+_ROLE = {r: r for r in ROLES}  # roles already in lower case: one look-up; anything else takes the slow path
 
 
 def message_problem(m: Any) -> str | None:
@@ -42,6 +43,13 @@ def read_messages(history: Iterable[Mapping[str, Any]] | None, source: str = "hi
                                     type(history).__name__)], source) from None
     out, problems = [], []
     for i, m in enumerate(items):
+        try:  # the common case first, without a call per message: this runs on every turn
+            role, content = _ROLE.get(m["role"]), m["content"]
+        except (KeyError, TypeError, IndexError):
+            role = content = None
+        if role is not None and type(content) is str:
+            out.append({"role": role, "content": content})
+            continue
         why = message_problem(m)
         if why is not None:
             role = m.get("role") if isinstance(m, Mapping) else None
