@@ -208,3 +208,18 @@ def test_dice_run_on_across_replies():
     assert both.receipts[1].record == second.receipts[0].record
     assert dict(second.receipts[0].record)["rolled"] == ",".join(map(str, faces(2, 6, start=3)))
     assert both.state.dice == second.state.dice == Dice(SEED, 5)
+
+
+def test_ck_13_a_pool_of_more_than_100_dice_is_refused_not_rolled():
+    """Work bounded by the text (issue 17): a sheet whose ability reads 5,000 asks for 5,000 dice."""
+    doc = sample_dict("gravewatch")
+    for a in doc["sheet"]["abilities"]:
+        a["max"] = 10_000
+    rs = Ruleset.from_dict(doc)
+    st = state(rs, abilities={"sinew": 5000})
+    r, rec, out = one(rs, st, '[check: who="X" ability="Sinew"]')
+    assert (r.result, r.reason, rec) == ("refused", "too-many-dice", {})
+    assert out.state.dice == Dice(SEED, 0)
+    st = state(rs, abilities={"sinew": 100})
+    r, rec, _ = one(rs, st, '[check: who="X" ability="Sinew"]')
+    assert r.result == "ok" and rec["dice"] == "100"

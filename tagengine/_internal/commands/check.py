@@ -27,6 +27,7 @@ ATTRIBUTES = frozenset({"who", *KINDS, "with", "dc", "difficulty"})
 POOL_SIDES = 6  # CK-3: a dice pool rolls d6
 SUM_SIDES = 20  # CK-3: a dice-sum check rolls one d20
 DEFAULT_TARGET = 4  # CK-4: a dice pool that declares no target counts 4, 5 and 6 as successes
+MAX_POOL = 100  # CK-13: the most dice one check rolls; a sheet that asks for more is refused, not rolled
 
 
 def signed(n: int) -> str:
@@ -112,6 +113,8 @@ def settle(rs: Ruleset, state: GameState, tag: Tag) -> Settled:
             if not t.min <= asked <= t.max:
                 return Settled(refused("invalid-value"), state, names[0], number)
             target = min(t.max, asked + 1) if number.rule == "harder" else asked  # UNTR-7
+        if number.total > MAX_POOL:  # work bounded by the text, not by the numbers in a sheet (issue 17)
+            return Settled(refused("too-many-dice"), state, names[0], number)
         faces, dice = state.dice.roll(number.total, POOL_SIDES)  # PEN-3: no dice, no roll, a failure
         hits = sum(1 for f in faces if f >= target)
         outcome = "success" if hits >= 1 else "failure"

@@ -49,5 +49,6 @@ REASONS: dict[str, tuple[str, str]] = {
     "unknown-skill": ("checks", "no such skill (docs/decisions.md CK-8)"),
     "unknown-ability": ("checks", "no such ability, in `ability=` or `with=` (CK-8)"),
     "unknown-save": ("checks", "no such save (CK-8)"),
+    "too-many-dice": ("checks", "the sheet gives the check more than 100 dice to roll (CK-13)"),
     "no-difficulty": ("checks", "`dc` outside dice-sum, or `difficulty` where the target per die cannot move (CK-5)"),
 }
