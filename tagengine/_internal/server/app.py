@@ -7,6 +7,7 @@ engine is pure and fast (a warm turn is a hash walk, one SQLite look-up and one 
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import re
@@ -26,7 +27,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..commands import Applied, apply_reply
-from ..errors import NotFoundError, TagengineError
+from ..errors import HistoryError, NotFoundError, TagengineError
 from ..prompt import Budget, BudgetError, build_prompt
 from . import chain
 from .campaigns import Campaign, Campaigns
@@ -38,6 +39,7 @@ from .upstream import Upstream
 
 log = logging.getLogger("tagengine.serve")
 
+MAX_MODEL_NAME = 256  # characters
 MAX_BODY = 32 * 1024 * 1024  # one request: far above any context window's worth of chat
 DEFAULT_CONTEXT = 8192
 DEFAULT_RESPONSE = 1024
@@ -62,7 +64,8 @@ class _Auth(BaseHTTPMiddleware):
         self.key = key
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        if request.url.path != "/healthz" and request.headers.get("authorization") != f"Bearer {self.key}":
+        given = request.headers.get("authorization") or ""
+        if request.url.path != "/healthz" and not hmac.compare_digest(given.encode(), f"Bearer {self.key}".encode()):
             return error(401, "this server needs its API key: Authorization: Bearer <key>", "invalid_api_key",
                          "authentication_error")
         return await call_next(request)
@@ -111,8 +114,8 @@ def make_app(opts: Options) -> Starlette:
             return await passthrough(request, raw, bool(body.get("stream")))
         try:
             c = campaigns.get(name)
-        except NotFoundError as e:
-            raise Refused(404, str(e), "campaign_not_found") from None
+        except NotFoundError:  # names the one asked for, never the others: a client may not list campaigns
+            raise Refused(404, f"unknown campaign {name!r}", "campaign_not_found") from None
         except (TagengineError, OSError) as e:
             raise Refused(500, f"campaign {name!r}: its ruleset cannot be loaded: {e}", "campaign_broken",
                           "server_error") from None
@@ -123,8 +126,11 @@ def make_app(opts: Options) -> Starlette:
             prompt = build_prompt(c.rs, before.state, history, budget)
         except BudgetError as e:
             raise Refused(400, str(e), "context_length_exceeded") from None
-        except TagengineError as e:
+        except HistoryError as e:
             raise Refused(400, str(e), "invalid_history") from None
+        except TagengineError as e:  # the server's own set-up (a tokenizer file): not the client's fault
+            log.error("cannot build the prompt: %s", e)
+            raise Refused(500, "the server cannot count tokens for this model; see its log", "server_error") from None
         out = dict(body)
         out["messages"] = prompt.messages
         for k in ("max_tokens", "max_completion_tokens"):
@@ -263,9 +269,12 @@ def text_of(content: Any) -> str | None:
 
 
 def marked_campaign(messages: list[dict[str, Any]]) -> str | None:
-    """The last `[tagengine: campaign="NAME"]` marker in any message (the Author's Note is per chat)."""
+    """The last `[tagengine: campaign="NAME"]` marker in a system or user message (the Author's Note is per
+    chat); a model's reply cannot switch the campaign."""
     found = None
     for m in messages:
+        if m.get("role") not in ("system", "user"):
+            continue
         text = text_of(m.get("content"))
         if text:
             for hit in MARKER.finditer(text):
@@ -295,5 +304,7 @@ def budget_of(body: dict[str, Any], context: int | None) -> Budget:
     if not isinstance(response, int) or isinstance(response, bool) or response <= 0:
         response = DEFAULT_RESPONSE
     model = body.get("model") if isinstance(body.get("model"), str) else None
+    if model is not None and len(model) > MAX_MODEL_NAME:  # a model name keys caches: a long one names no family
+        model = None
     return Budget(context=context or DEFAULT_CONTEXT, response=response, response_min=min(256, response),
                   model=model)

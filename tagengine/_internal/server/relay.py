@@ -52,7 +52,13 @@ def first_content(doc: Any) -> str | None:
 
 
 def dumps(doc: Any) -> bytes:
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+    """JSON bytes; a lone surrogate (text that was not UTF-8) is written as its `\\udXXX` escape, never an
+    encoding error after the response has begun."""
+    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(doc, ensure_ascii=True, separators=(",", ":")).encode()
 
 
 def sse_data(doc: Any) -> bytes:
@@ -113,7 +119,9 @@ async def relay_stream(response: httpx.Response, filt: ReceiptStream, done: Call
                 if choice.get("finish_reason") is not None:
                     rest, applied = filt.finish()
                     out += rest
-                if isinstance(delta, dict) and (isinstance(content, str) or out):
+                if isinstance(content, str) or out:  # a last chunk may carry no delta: the held rest goes out
+                    if not isinstance(delta, dict):
+                        delta = choice["delta"] = {}
                     delta["content"] = out
             yield sse_data(doc)
         log.warning("the upstream stream ended without [DONE]; the reply is dropped")

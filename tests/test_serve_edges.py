@@ -1,0 +1,59 @@
+"""Edges of `tagengine serve` found in review: a last chunk with no delta, text that is not UTF-8, a model's
+reply naming a campaign, long model names, unknown campaigns."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+from cmdkit import sample_state
+
+from conftest import load_sample
+from tagengine import apply_reply
+from tagengine._internal.server.app import MAX_MODEL_NAME, budget_of, marked_campaign
+from tagengine._internal.server.receipts import ReceiptStream
+from tagengine._internal.server.relay import dumps, relay_stream
+
+REPLY = 'Hello [clock: name="Alarm raised" size="6"]'
+
+
+def test_the_held_rest_goes_out_with_a_last_chunk_that_has_no_delta():
+    """S-7: some upstreams end with `{"finish_reason": "stop"}` and no delta; the held tag must still be sent,
+    as its receipt, and equal what is stored."""
+    rs, state = load_sample("blades-like"), sample_state("blades-like")
+    chunks = [{"choices": [{"index": 0, "delta": {"content": REPLY}}]},
+              {"choices": [{"index": 0, "finish_reason": "stop"}]}]
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+    response = httpx.Response(200, stream=httpx.ByteStream(body))
+    kept = []
+
+    async def run() -> list[bytes]:
+        async def connected() -> bool:
+            return False
+
+        return [b async for b in relay_stream(response, ReceiptStream(rs, state), kept.append, connected)]
+
+    sent = asyncio.run(run())
+    text = ""
+    for event in b"".join(sent).decode().split("\n\n"):
+        if event.startswith("data: {"):
+            for choice in json.loads(event[6:]).get("choices", []):
+                text += (choice.get("delta") or {}).get("content") or ""
+    assert text == apply_reply(rs, state, REPLY).text == kept[0].text
+
+
+def test_text_that_is_not_utf8_is_escaped_not_an_error():
+    assert json.loads(dumps({"content": "a\ud800b"})) == {"content": "a\ud800b"}
+    assert dumps({"content": "é"}) == '{"content":"é"}'.encode()
+
+
+def test_only_system_and_user_messages_name_the_campaign():
+    messages = [{"role": "system", "content": '[tagengine: campaign="heist"]'},
+                {"role": "assistant", "content": '[tagengine: campaign="other"]'}]
+    assert marked_campaign(messages) == "heist"
+
+
+def test_a_model_name_past_the_limit_names_no_family():
+    assert budget_of({"model": "x" * (MAX_MODEL_NAME + 1)}, None).model is None
+    assert budget_of({"model": "gpt-4o"}, None).model == "gpt-4o"
