@@ -57,3 +57,20 @@ def test_only_system_and_user_messages_name_the_campaign():
 def test_a_model_name_past_the_limit_names_no_family():
     assert budget_of({"model": "x" * (MAX_MODEL_NAME + 1)}, None).model is None
     assert budget_of({"model": "gpt-4o"}, None).model == "gpt-4o"
+
+
+def test_s_13_campaigns_roll_their_own_dice_unless_given_a_seed(tmp_path):
+    import io
+
+    from conftest import SAMPLES
+    from tagengine._internal.cli import run
+
+    rules = str(SAMPLES / "rulesets" / "gravewatch.json")
+    for name, extra in (("a", []), ("b", []), ("c", ["--seed", "s1"]), ("d", ["--seed", "s1"])):
+        assert run(["campaign", "new", name, rules, "Mira", "--data", str(tmp_path), *extra], io.StringIO(),
+                   io.StringIO()) == 0
+    from tagengine._internal.server.store import Store
+
+    store = Store(tmp_path)
+    seeds = {n: json.loads(store.campaign(n).start)["rulesetDice"]["seed"] for n in "abcd"}
+    assert seeds["a"] != seeds["b"] and seeds["c"] == seeds["d"] == "s1"

@@ -372,7 +372,7 @@ def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     store = _store(args)
     try:
-        row = new_campaign(store, args.name, args.ruleset, args.characters)
+        row = new_campaign(store, args.name, args.ruleset, args.characters, args.seed)
     except ValueError as e:
         err.write(f"tagengine campaign new: {e}\n")
         return 1
@@ -415,6 +415,8 @@ def add_campaign_commands(sub: Any) -> None:
     cn.add_argument("name")
     cn.add_argument("ruleset")
     cn.add_argument("characters", nargs="+", metavar="CHARACTER")
+    cn.add_argument("--seed", help="the dice's seed (default: a random one; give one to make the campaign again "
+                    "exactly)")
     cn.set_defaults(func=cmd_campaign_new)
     cl = cp_sub.add_parser("list", parents=[data], help="the campaigns: name, ruleset, characters")
     cl.set_defaults(func=cmd_campaign_list)

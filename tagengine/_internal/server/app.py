@@ -111,7 +111,7 @@ def make_app(opts: Options) -> Starlette:
         named = marked_campaign(messages)
         name = named or request.path_params.get("campaign") or opts.campaign
         if name is None:
-            return await passthrough(request, raw, bool(body.get("stream")))
+            return await passthrough(request, raw, body.get("stream") is True)
         try:
             c = campaigns.get(name)
         except NotFoundError:  # names the one asked for, never the others: a client may not list campaigns
@@ -142,7 +142,7 @@ def make_app(opts: Options) -> Starlette:
         if not before.consistent:
             headers["x-tagengine-history"] = "incomplete: the state was rebuilt from what the history holds"
         req = upstream.request("POST", "/chat/completions", request.headers, dumps(out))
-        if body.get("stream"):
+        if body.get("stream") is True:
             return await streamed(request, req, c, before, headers)
         return await whole(req, c, before, headers)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,15 +35,16 @@ def digest_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def new_campaign(store: Store, name: str, ruleset: str, characters: Sequence[str]) -> CampaignRow:
+def new_campaign(store: Store, name: str, ruleset: str, characters: Sequence[str],
+                 seed: str | None = None) -> CampaignRow:
     """Make and keep a campaign. Raises ValueError for a bad or taken name; RulesetError and StateError
     (a TagengineError) for a bad ruleset or character names; OSError for an unreadable file."""
     if not NAME.fullmatch(name):
         raise ValueError(f"campaign name {name!r}: use 1 to 64 letters, digits, '.', '_' or '-'")
     path = Path(ruleset).resolve()
     data = read_file(path, MAX_RULESET_BYTES)
-    rs = Ruleset.load(path)
-    state = GameState.new(rs, characters)
+    rs = Ruleset.from_json(data, str(path))  # the same bytes as the digest: an edit in between cannot split them
+    state = GameState.new(rs, characters, seed=seed or secrets.token_hex(8))  # its own dice, unless told (S-13)
     row = CampaignRow(name, str(path), digest_of(data), canonical(state.to_json()), ", ".join(state.characters))
     store.add_campaign(row)
     return row
@@ -68,7 +70,7 @@ class Campaigns:
         if hit is not None and hit[0] == stamp:
             return hit[1]
         data = read_file(row.ruleset, MAX_RULESET_BYTES)
-        rs = Ruleset.load(row.ruleset)
+        rs = Ruleset.from_json(data, row.ruleset)  # the same bytes as the digest
         start = from_json(rs, json.loads(row.start), f"campaign {name}")
         c = Campaign(name, rs, digest_of(data), start, canonical(start.to_json()))
         self._loaded[name] = (stamp, c)

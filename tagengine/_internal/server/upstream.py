@@ -74,7 +74,7 @@ def demo_app(samples: Path | None = None) -> Starlette:
         n = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
         text = replies[n % len(replies)]
         base = {"id": f"demo-{n}", "created": 0, "model": body.get("model") or "tagengine-demo"}
-        if not body.get("stream"):
+        if body.get("stream") is not True:
             return JSONResponse({**base, "object": "chat.completion", "choices": [
                 {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
 
