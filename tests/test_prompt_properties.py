@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from conftest import load_sample
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.prompt import Budget, BudgetError, build_prompt, encoding, system_prompt
-from tagengine._internal.prompt.registry import family
+from tagengine._internal.prompt.registry import model_family
 from tagengine._internal.prompt.tokens import OPENAI_CHAT
 
 SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -58,7 +58,7 @@ def test_budget_holds_last_user_kept_counts_match(game, budget, history, last):
     assert budget.response_min <= rep.response <= budget.response
     assert {"role": "user", "content": last} in p.messages  # never dropped
     enc = encoding(rep.encoding)
-    chat = family(budget.model).chat if rep.chat != "openai" else OPENAI_CHAT  # issue 15: the family's overhead
+    chat = model_family(budget.model).chat if rep.chat != "openai" else OPENAI_CHAT  # issue 15: the family's overhead
     recount = sum(chat.per_message + len(enc.encode(m["role"])) + len(enc.encode(m["content"], disallowed_special=()))
                   for m in p.messages) + chat.priming
     assert rep.total == recount + rep.response

@@ -25,7 +25,7 @@ from tagengine._internal.prompt.registry import (
     UNKNOWN_CHAT,
     TokenizersFileError,
     choose,
-    family,
+    model_family,
     read_mapping,
 )
 from tagengine._internal.prompt.tokens import OPENAI_CHAT, EncodingError, HFTokenizer, TokenCounter, cut_text
@@ -75,11 +75,11 @@ def wordpiece(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_families_in_order_with_their_chat_formats():
     assert choose("gpt-4o").name == "o200k_base" and choose("gpt-4o").exact and choose("o3").chat is OPENAI_CHAT
     assert choose("gpt-4-turbo").name == "cl100k_base" and choose("gpt-4-turbo").exact
-    assert family("mistral-large-latest").chat is MISTRAL_CHAT
-    assert family("meta-llama/Meta-Llama-3.1-70B-Instruct").chat is LLAMA3_CHAT  # the part after the last /
-    assert family("llama3.2:3b").chat is LLAMA3_CHAT  # an Ollama tag
-    assert [family(m).name for m in ("qwen2.5-72b", "gemma-2-9b", "deepseek-chat", "glm-4", "claude-sonnet-4")] == [
-        "chatml", "gemma", "deepseek", "glm", "anthropic"]
+    assert model_family("mistral-large-latest").chat is MISTRAL_CHAT
+    assert model_family("meta-llama/Meta-Llama-3.1-70B-Instruct").chat is LLAMA3_CHAT  # the part after the last /
+    assert model_family("llama3.2:3b").chat is LLAMA3_CHAT  # an Ollama tag
+    models = ("qwen2.5-72b", "gemma-2-9b", "deepseek-chat", "glm-4", "claude-sonnet-4")
+    assert [model_family(m).name for m in models] == ["chatml", "gemma", "deepseek", "glm", "anthropic"]
     est = choose("claude-sonnet-4")
     assert (est.name, est.exact, est.margin > 0, est.chat) == ("o200k_base", False, True, UNKNOWN_CHAT)
     assert choose(encoding="cl100k_base").chat is OPENAI_CHAT  # an encoding named outright: OpenAI's format

