@@ -67,8 +67,8 @@ class Budget:
         return self.reserve if self.reserve is not None else max(256, self.context // 4)
 
     def usable(self) -> int:
-        _, margin = self.resolved()
-        return int(self.context * (1 - margin))
+        """The context less the margin kept free (the margin is the choice's: nothing is built here)."""
+        return int(self.context * (1 - self.choice().margin))
 
 
 def cut_reference(c: TokenCounter, reference: str, keep_tokens: int) -> tuple[str, int]:

@@ -50,8 +50,6 @@ class ChatFormat:
 # 3 tokens per message (<|start|>role ... <|end|>) plus the role, and every reply primed with
 # <|start|>assistant<|message|> (3).
 OPENAI_CHAT = ChatFormat("openai", 3, True, 3)
-TOKENS_PER_MESSAGE = OPENAI_CHAT.per_message
-REPLY_PRIMING = OPENAI_CHAT.priming
 
 
 class EncodingError(TagengineError, RuntimeError):
