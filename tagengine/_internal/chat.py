@@ -16,7 +16,7 @@ from .commands.party_save import save_party
 from .errors import NotFoundError, Problem, StateError
 from .history import read_messages
 from .ruleset import Ruleset
-from .state import GameState, clocks_json, from_json, live_json, name_problems, thaw
+from .state import GameState, clocks_json, dice_json, from_json, live_json, name_problems, thaw
 
 FORMAT = "tagengine.chat/1"
 
@@ -267,5 +267,5 @@ def snapshot_json(state: GameState) -> dict[str, Any]:
         "rulesetClocks": clocks_json(state.clocks),
         "gamePartySheet": thaw(state.party_sheet),
         "gamePartySheetRevision": state.party_revision,
-        "rulesetDice": {"seed": state.dice.seed, "rolls": state.dice.rolls},
+        "rulesetDice": dice_json(state.dice),
     }

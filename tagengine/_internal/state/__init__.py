@@ -9,10 +9,30 @@ from .defaults import default_card, default_party, default_value, name_problems
 from .model import GameState, from_json
 from .read import Reader, StateParts
 from .values import COUNT_MAX, FORMAT, NO_LIVE, PARTY, Clock, Dice, LiveValues, WoundMarks, empty_map, freeze, thaw
-from .write import clocks_json, live_json, state_json
+from .write import clocks_json, dice_json, live_json, state_json
 
 __all__ = [
-    "COUNT_MAX", "FORMAT", "NO_LIVE", "PARTY", "Clock", "Dice", "GameState", "LiveValues", "Reader", "StateParts",
-    "WoundMarks", "clocks_json", "default_card", "default_party", "default_value", "empty_map", "freeze",
-    "from_json", "live_json", "name_problems", "state_json", "thaw",
+    "COUNT_MAX",
+    "FORMAT",
+    "NO_LIVE",
+    "PARTY",
+    "Clock",
+    "Dice",
+    "GameState",
+    "LiveValues",
+    "Reader",
+    "StateParts",
+    "WoundMarks",
+    "clocks_json",
+    "default_card",
+    "default_party",
+    "default_value",
+    "dice_json",
+    "empty_map",
+    "freeze",
+    "from_json",
+    "live_json",
+    "name_problems",
+    "state_json",
+    "thaw",
 ]

@@ -38,6 +38,10 @@ def clocks_json(clocks: Iterable[Clock]) -> list[dict[str, Any]]:
     return [{"name": c.name, "size": c.size, "filled": c.filled} for c in clocks]
 
 
+def dice_json(dice: Dice) -> dict[str, Any]:
+    return {"seed": dice.seed, "rolls": dice.rolls}
+
+
 def state_json(cards: Mapping[str, Mapping[str, Any]], party_sheet: Mapping[str, Any], party_revision: int,
                live: Mapping[str, LiveValues], clocks: Iterable[Clock], dice: Dice | None = None) -> dict[str, Any]:
     """The state document: plain dicts and lists, ready for any JSON writer (`rulesetDice` when given)."""
@@ -50,7 +54,7 @@ def state_json(cards: Mapping[str, Mapping[str, Any]], party_sheet: Mapping[str,
         "rulesetClocks": clocks_json(clocks),
     }
     if dice is not None:
-        doc["rulesetDice"] = {"seed": dice.seed, "rolls": dice.rolls}
+        doc["rulesetDice"] = dice_json(dice)
     return doc
 
 
