@@ -74,3 +74,12 @@ def test_s_13_campaigns_roll_their_own_dice_unless_given_a_seed(tmp_path):
     store = Store(tmp_path)
     seeds = {n: json.loads(store.campaign(n).start)["rulesetDice"]["seed"] for n in "abcd"}
     assert seeds["a"] != seeds["b"] and seeds["c"] == seeds["d"] == "s1"
+
+
+def test_f_10_roles_without_case_in_the_history_a_chat_app_sends():
+    """A reply sent back as `Assistant` is a reply: its tags replay (F-10), not a system message."""
+    from tagengine._internal.server.app import plain_history
+
+    history = plain_history([{"role": "User", "content": "go"}, {"role": "Assistant", "content": REPLY},
+                             {"role": "tool", "content": "x"}])
+    assert [m["role"] for m in history] == ["user", "assistant", "system"]

@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from ..commands import Applied, apply_reply
 from ..errors import HistoryError, NotFoundError, TagengineError
+from ..history import ROLES
 from ..prompt import Budget, BudgetError, build_prompt
 from . import chain
 from .campaigns import Campaign, Campaigns
@@ -273,7 +274,7 @@ def marked_campaign(messages: list[dict[str, Any]]) -> str | None:
     chat); a model's reply cannot switch the campaign."""
     found = None
     for m in messages:
-        if m.get("role") not in ("system", "user"):
+        if str(m.get("role")).lower() not in ("system", "user"):
             continue
         text = text_of(m.get("content"))
         if text:
@@ -288,13 +289,14 @@ def plain_history(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
     for i, m in enumerate(messages):
         text = text_of(m.get("content"))
         if text is None:
-            if m.get("content") is None and m["role"] == "assistant":
+            if m.get("content") is None and m["role"].lower() == "assistant":
                 continue  # a tool-call turn: nothing for the engine
             raise Refused(400, f"messages[{i}].content must be text", "invalid_messages")
         stripped = MARKER.sub("", text) if "[tagengine:" in text else text
         if stripped != text and not stripped.strip():
             continue
-        role = m["role"] if m["role"] in ("system", "user", "assistant") else "system"
+        role = m["role"].lower()  # F-10: roles without case, as everywhere else
+        role = role if role in ROLES else "system"
         out.append({"role": role, "content": stripped})
     return out
 
