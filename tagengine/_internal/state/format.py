@@ -67,6 +67,7 @@ class StateDoc(_Doc):
 TOP_KEYS = frozenset(StateDoc.model_fields)
 CARD_KEYS = frozenset(CardDoc.model_fields)
 LIVE_KEYS = frozenset(LiveDoc.model_fields)
+DICE_KEYS = frozenset(DiceDoc.model_fields)
 
 
 def state_schema() -> dict[str, Any]:

@@ -12,7 +12,7 @@ from ..ruleset.index import SheetIndex
 from ..ruleset.sheet import ColumnDef, FieldDef, ListDef
 from ..text import normalise, prompt_unsafe, writable
 from .defaults import default_card, default_party, default_value, name_problems, seed_problem
-from .format import CARD_KEYS, LIVE_KEYS, TOP_KEYS
+from .format import CARD_KEYS, DICE_KEYS, LIVE_KEYS, TOP_KEYS
 from .values import COUNT_MAX, FORMAT, PARTY, UNSEEDED, Clock, Dice, LiveValues, WoundMarks
 
 
@@ -266,7 +266,7 @@ class Reader:
             self.warn("rulesetDice.rolls", "bad-value", f"{rolls!r} is not a count of 0 or more; read as 0", rolls)
             rolls = 0
         for k in data:
-            if k not in ("seed", "rolls"):
+            if k not in DICE_KEYS:
                 self.warn(f"rulesetDice.{k}", "unknown-key", f"the dice have no key {k!r}; dropped", k)
         assert isinstance(seed, str)
         return Dice(seed, self.count(rolls, "rulesetDice.rolls"))
