@@ -124,8 +124,11 @@ def _serve(build: Callable[[], Tokenizer], requests: BinaryIO, answers: BinaryIO
     A failed build is answered, request by request, with its message."""
     failure: str | None = None
     try:
-        counter = build()
-        counter.encode("")  # builds a lazily loaded tokenizer now, before the first question arrives
+        tokenizer = build()
+        tokenizer.encode("")  # builds a lazily loaded tokenizer now, before the first question arrives
+        ops: dict[str, Callable[[Any], Any]] = {
+            "encode": tokenizer.encode, "decode_bytes": tokenizer.decode_bytes,
+            "cut": lambda arg: cut_text(tokenizer, *arg)}
     except Exception as e:  # any failure goes back to the parent as data
         failure = str(e) or repr(e)
     while True:
@@ -138,8 +141,7 @@ def _serve(build: Callable[[], Tokenizer], requests: BinaryIO, answers: BinaryIO
             answer = (False, failure)
         else:
             try:
-                answer = (True, counter.encode(arg) if op == "encode" else cut_text(counter, *arg) if op == "cut"
-                          else counter.decode_bytes(arg))
+                answer = (True, ops[op](arg))
             except Exception as e:
                 answer = (False, f"{op}: {e!r}")
         pickle.dump(answer, answers, pickle.HIGHEST_PROTOCOL)
