@@ -192,6 +192,10 @@ def cmd_sheet(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                       f"{', '.join(state.characters)}\n")
             return 1
         text = render_sheet(rs, sheet)
+    if args.html:  # issue 14: the game sheet page, self-contained
+        from .pages import sheet_html
+
+        text = sheet_html(rs, state, [] if args.party else [sheet.name])
     if args.json:
         _emit(to_json(sheet), out)
     else:
@@ -504,6 +508,7 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("name", nargs="?", help="the character (matched case-insensitively)")
     sh.add_argument("--party", action="store_true", help="the party sheet instead of a character")
     sh.add_argument("--json", action="store_true", help="print the evaluated sheet as JSON")
+    sh.add_argument("--html", action="store_true", help="print the sheet as one self-contained HTML page")
     sh.set_defaults(func=cmd_sheet)
 
     pv = sub.add_parser("preview", help="the prompt the GM would get, with a token report")

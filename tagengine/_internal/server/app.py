@@ -36,6 +36,7 @@ from .errors import Refused, error
 from .receipts import ReceiptStream
 from .relay import dumps, first_content, relay_stream, upstream_failure, upstream_status
 from .store import Store
+from .ui import Latest, ui_routes
 from .upstream import Upstream
 
 log = logging.getLogger("tagengine.serve")
@@ -75,6 +76,7 @@ class _Auth(BaseHTTPMiddleware):
 def make_app(opts: Options) -> Starlette:
     store = Store(opts.data)
     campaigns = Campaigns(store)
+    latest = Latest(store)  # the pages' view of the turns (issue 14)
     upstream = Upstream(opts.upstream, forward_client_key=opts.api_key is None, timeout=opts.timeout,
                         transport=opts.transport, samples=opts.samples)
 
@@ -132,6 +134,7 @@ def make_app(opts: Options) -> Starlette:
         except TagengineError as e:  # the server's own set-up (a tokenizer file): not the client's fault
             log.error("cannot build the prompt: %s", e)
             raise Refused(500, "the server cannot count tokens for this model; see its log", "server_error") from None
+        latest.prompt_sent(c.name, prompt, budget)
         out = dict(body)
         out["messages"] = prompt.messages
         for k in ("max_tokens", "max_completion_tokens"):
@@ -164,7 +167,7 @@ def make_app(opts: Options) -> Starlette:
                           "upstream_malformed", "upstream_error")
         applied = apply_reply(c.rs, before.state, text)
         doc["choices"][0]["message"]["content"] = applied.text
-        chain.remember(c, store, before.key, applied.text, applied.state)
+        latest.reply_done(c.name, chain.remember(c, store, before.key, applied.text, applied.state), applied)
         return Response(dumps(doc), media_type="application/json", headers=headers)
 
     async def streamed(request: Request, req: httpx.Request, c: Campaign, before: chain.Replayed,
@@ -183,7 +186,7 @@ def make_app(opts: Options) -> Starlette:
             raise upstream_status(got.status_code, content)
 
         def done(applied: Applied) -> None:
-            chain.remember(c, store, before.key, applied.text, applied.state)
+            latest.reply_done(c.name, chain.remember(c, store, before.key, applied.text, applied.state), applied)
 
         stream = relay_stream(got, ReceiptStream(c.rs, before.state), done, request.is_disconnected)
         return StreamingResponse(stream, media_type="text/event-stream",
@@ -220,6 +223,7 @@ def make_app(opts: Options) -> Starlette:
         routes += [Route(f"{prefix}/v1/models", models),
                    Route(f"{prefix}/v1/completions", completions, methods=["POST"]),
                    Route(f"{prefix}/v1/chat/completions", chat_completions, methods=["POST"])]
+    routes += ui_routes(campaigns, latest)
     middleware = [Middleware(_Auth, key=opts.api_key)] if opts.api_key else []
     async def internal(request: Request, exc: Exception) -> Response:
         log.error("internal error on %s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)

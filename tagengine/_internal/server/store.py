@@ -25,6 +25,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS campaigns (name TEXT PRIMARY KEY, ruleset TEXT NOT NULL, digest TEXT NOT NULL,
                                       start TEXT NOT NULL, characters TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS snapshots (key TEXT PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS heads (campaign TEXT PRIMARY KEY, key TEXT NOT NULL, turn INTEGER NOT NULL,
+                                  receipts TEXT NOT NULL);
 """
 
 
@@ -102,3 +104,16 @@ class Store:
 
     def put_snapshot(self, key: str, state: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?)", (key, state))
+
+    # -- heads (issue 14): the newest chain key a campaign's reply reached, for the game sheet page
+    def head(self, campaign: str) -> tuple[str, int, str] | None:
+        """(chain key, turns handled, receipts as JSON) of the campaign's last completed reply, or None."""
+        got = self.db.execute("SELECT key, turn, receipts FROM heads WHERE campaign = ?", (campaign,)).fetchone()
+        return None if got is None else (str(got[0]), int(got[1]), str(got[2]))
+
+    def put_head(self, campaign: str, key: str, receipts: str) -> int:
+        """Record a completed reply's chain key and receipts; the campaign's turn count after it."""
+        self.db.execute("INSERT INTO heads VALUES (?, ?, 1, ?) ON CONFLICT(campaign) DO UPDATE SET key = excluded.key, "
+                        "turn = heads.turn + 1, receipts = excluded.receipts", (campaign, key, receipts))
+        got = self.db.execute("SELECT turn FROM heads WHERE campaign = ?", (campaign,)).fetchone()
+        return int(got[0])

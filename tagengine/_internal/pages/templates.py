@@ -1,0 +1,46 @@
+"""The Jinja environment over `pages/` (package data): HTML-escaped always, undefined names are errors.
+
+Ruleset and model text reach the templates only as values, so autoescape makes them text, never markup
+(decision UI-3).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from ..resources import read_text, resource_dir
+
+STYLESHEET = "pages.css"
+REFRESH_SCRIPT = "refresh.js"
+
+
+@cache
+def env() -> Environment:
+    return Environment(
+        loader=FileSystemLoader(str(resource_dir("pages"))),
+        undefined=StrictUndefined,
+        autoescape=True,  # every template is HTML, whatever its name ends in
+        trim_blocks=True,
+        lstrip_blocks=True,
+        auto_reload=False,
+    )
+
+
+@cache
+def stylesheet() -> str:
+    return read_text("pages", STYLESHEET)
+
+
+@cache
+def refresh_script() -> str:
+    return read_text("pages", REFRESH_SCRIPT)
+
+
+def render_page(template: str, context: dict[str, Any], *, inline: bool = False) -> str:
+    """A whole page. `inline`: the stylesheet goes into the page (one self-contained file, no server)."""
+    base = {"inline_css": stylesheet() if inline else None, "css_href": None if inline else "/ui/" + STYLESHEET,
+            "refresh": None}
+    return env().get_template(template).render(**{**base, **context})

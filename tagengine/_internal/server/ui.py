@@ -1,0 +1,195 @@
+"""The pages under /ui/ (issue 14): the game sheet, the prompt preview, the ruleset checker.
+
+`Latest` is what the pages read of the chat routes: each completed reply's chain key and receipts
+(kept in the store, so the sheet survives a restart) and the last prompt sent upstream per campaign
+(kept in memory). The chat routes call it at two points and nothing else changes for them. Like the
+other routes, these run on the event loop's one thread (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from ..commands import Applied
+from ..errors import NotFoundError, TagengineError
+from ..pages import check_context, prompt_context, render_page, sheet_context
+from ..pages.templates import REFRESH_SCRIPT, STYLESHEET, refresh_script, stylesheet
+from ..prompt import Budget
+from ..prompt.build import Prompt
+from ..ruleset.load import MAX_BYTES
+from ..state import GameState, from_json
+from .campaigns import Campaign, Campaigns
+from .store import Store
+
+log = logging.getLogger("tagengine.serve")
+MAX_FORM = 2 * MAX_BYTES + 64 * 1024  # a pasted ruleset and an uploaded one, with the form's own bytes
+
+
+@dataclass(frozen=True)
+class Sent:
+    prompt: Prompt
+    budget: Budget
+
+
+class Latest:
+    """The newest chain head per campaign (the store's `heads`) and the last prompt sent (memory)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.prompts: dict[str, Sent] = {}
+
+    def prompt_sent(self, campaign: str, prompt: Prompt, budget: Budget) -> None:
+        self.prompts[campaign] = Sent(prompt, budget)
+
+    def reply_done(self, campaign: str, key: str, applied: Applied) -> None:
+        """A reply is complete and its snapshot kept under `key`: the sheet page shows it from now on."""
+        self.store.put_head(campaign, key, json.dumps([r.to_json() for r in applied.receipts], ensure_ascii=False))
+
+    def version(self, campaign: str) -> str:
+        head = self.store.head(campaign)
+        return "0" if head is None else f"{head[1]}-{head[0][:16]}"
+
+    def state(self, c: Campaign) -> tuple[GameState, int | None, list[dict[str, Any]] | None, str | None]:
+        """The state after the last reply handled, its turn count, its receipts, and a note when the
+        snapshot could not be read (then the campaign's start)."""
+        head = self.store.head(c.name)
+        if head is None:
+            return c.start, None, None, "No turn has been played yet: this is the campaign's start."
+        key, turn, receipts = head
+        state = self.store.recent.get(key)
+        if state is None:
+            raw = self.store.snapshot(key)
+            try:
+                state = None if raw is None else from_json(c.rs, json.loads(raw), "snapshot")
+            except (TagengineError, ValueError) as e:
+                log.warning("campaign %s: the last snapshot cannot be read: %s", c.name, e)
+        if state is None:
+            return c.start, turn, None, "The last turn's snapshot is gone from the store: this is the start."
+        return state, turn, json.loads(receipts), None
+
+
+def nav(name: str | None, here: str) -> list[dict[str, Any]]:
+    items = [("Campaigns", "/ui/", "index")]
+    if name is not None:
+        base = f"/ui/c/{quote(name, safe='')}"
+        items += [("Sheet", base, "sheet"), ("Prompt", f"{base}/prompt", "prompt")]
+    items.append(("Check a ruleset", "/ui/check", "check"))
+    return [{"label": label, "href": href, "here": key == here} for label, href, key in items]
+
+
+def page(template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
+    return HTMLResponse(render_page(template, context), status_code=status, headers={"cache-control": "no-store"})
+
+
+def problem_page(status: int, title: str, message: str) -> HTMLResponse:
+    return page("sheet.html.j2", {"title": title, "ruleset": "", "characters": [], "party": None, "clocks": [],
+                                  "clocks_enabled": False, "receipts": None, "campaign": None, "turn": None,
+                                  "note": message, "nav": nav(None, "")}, status)
+
+
+def form_ruleset(content_type: str, body: bytes) -> tuple[bytes | None, str, str | None]:
+    """The ruleset in a form POST (multipart: `file` first, else `ruleset`; or url-encoded `ruleset`):
+    its bytes, a name for it, and the pasted text to show again (an uploaded file is not echoed)."""
+    if content_type.startswith("multipart/form-data"):
+        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body)
+        fields: dict[str, tuple[bytes, str | None]] = {}
+        for part in msg.iter_parts() if msg.is_multipart() else ():
+            name = part.get_param("name", header="content-disposition")
+            payload = part.get_payload(decode=True)
+            if isinstance(name, str) and isinstance(payload, bytes):
+                fields[name] = (payload, part.get_filename())
+        upload = fields.get("file")
+        if upload is not None and upload[0].strip():
+            return upload[0], upload[1] or "uploaded file", None
+        pasted = fields.get("ruleset")
+        if pasted is not None and pasted[0].strip():
+            text = pasted[0].decode("utf-8", "replace")
+            return pasted[0], "pasted ruleset", text
+        return None, "", None
+    got = parse_qs(body.decode("utf-8", "replace")).get("ruleset", [""])[0]
+    return (got.encode("utf-8"), "pasted ruleset", got) if got.strip() else (None, "", None)
+
+
+def ui_routes(campaigns: Campaigns, latest: Latest) -> list[Route]:
+    def campaign(name: str) -> Campaign | HTMLResponse:
+        try:
+            return campaigns.get(name)
+        except NotFoundError:
+            return problem_page(404, "Unknown campaign", f"There is no campaign named {name!r}.")
+        except (TagengineError, OSError) as e:
+            return problem_page(500, f"Campaign {name}", f"Its ruleset cannot be loaded: {e}")
+
+    async def index(request: Request) -> Response:
+        rows = [{"name": r.name, "characters": r.characters} for r in campaigns.store.campaigns()]
+        return page("index.html.j2", {"campaigns": rows, "nav": nav(None, "index")})
+
+    async def css(request: Request) -> Response:
+        return Response(stylesheet(), media_type="text/css")
+
+    async def script(request: Request) -> Response:
+        return Response(refresh_script(), media_type="text/javascript")
+
+    async def sheet(request: Request) -> Response:
+        name = request.path_params["campaign"]
+        c = campaign(name)
+        if isinstance(c, HTMLResponse):
+            return c
+        state, turn, receipts, note = latest.state(c)
+        version = latest.version(c.name)
+        ctx = sheet_context(c.rs, state, receipts=receipts, title=f"{c.name} — {c.rs.name}", campaign=c.name,
+                            turn=turn, note=note, nav=nav(c.name, "sheet"),
+                            refresh={"version": version, "url": f"/ui/c/{quote(c.name, safe='')}/version",
+                                     "script": "/ui/" + REFRESH_SCRIPT})
+        return page("sheet.html.j2", ctx)
+
+    async def version(request: Request) -> Response:
+        name = request.path_params["campaign"]
+        c = campaign(name)
+        if isinstance(c, HTMLResponse):
+            return Response("unknown campaign", status_code=c.status_code, media_type="text/plain")
+        v = latest.version(c.name)
+        etag = f'"{v}"'
+        headers = {"etag": etag, "cache-control": "no-cache"}
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
+        return Response(v, media_type="text/plain", headers=headers)
+
+    async def prompt(request: Request) -> Response:
+        name = request.path_params["campaign"]
+        c = campaign(name)
+        if isinstance(c, HTMLResponse):
+            return c
+        sent = latest.prompts.get(c.name)
+        ctx = prompt_context(sent.prompt, sent.budget) if sent is not None else None
+        return page("prompt.html.j2", {"title": c.name, "campaign": c.name, "ruleset": c.rs.name, "prompt": ctx,
+                                       "nav": nav(c.name, "prompt")})
+
+    async def check(request: Request) -> Response:
+        data: bytes | None = None
+        source, pasted = "", None
+        if request.method == "POST":
+            parts, size = [], 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_FORM:
+                    return problem_page(413, "Ruleset checker", f"The form is over {MAX_FORM} bytes.")
+                parts.append(chunk)
+            data, source, pasted = form_ruleset(request.headers.get("content-type", ""), b"".join(parts))
+        ctx = check_context(data, source)
+        return page("check.html.j2", {**ctx, "pasted": pasted, "nav": nav(None, "check")})
+
+    return [Route("/ui", index), Route("/ui/", index), Route("/ui/" + STYLESHEET, css),
+            Route("/ui/" + REFRESH_SCRIPT, script), Route("/ui/check", check, methods=["GET", "POST"]),
+            Route("/ui/c/{campaign}", sheet), Route("/ui/c/{campaign}/version", version),
+            Route("/ui/c/{campaign}/prompt", prompt)]

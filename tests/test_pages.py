@@ -1,0 +1,348 @@
+"""Issue 14: the pages under /ui/ (game sheet, prompt preview, ruleset checker) and `tagengine sheet --html`.
+
+The browser tests start `tagengine serve` (make_app on loopback, port 0) in front of the scripted upstream
+(tests/serve_kit.py), play three turns per sample campaign, open each page in headless Chromium (Debian's
+package, driven by Playwright through `executable_path`) and assert on what a person sees. Screenshots go to
+tests/output/screens/ (git-ignored; the reviewed set is copied to docs/screens/). Without Chromium the
+browser tests skip and say why; `./dev test` installs it where it can.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from serve_kit import Fake, Running
+
+from conftest import ROOT, SAMPLES, load_sample, sample_dict
+from tagengine._internal.cli import run
+from tagengine._internal.server.app import Options, make_app
+from tagengine._internal.server.campaigns import new_campaign
+from tagengine._internal.server.store import Store
+
+SCREENS = ROOT / "tests" / "output" / "screens"
+XSS = "<script>window.pwned=1</script>"
+
+HEIST = {  # blades-like: Cutter, Lurk
+    "one": 'The lock gives with a dry click. [clock: name="Alarm raised" size="6"] '
+           '[sheet: who="Cutter" op="restore" pool="stress" amount="2"] '
+           '[sheet: who="Lurk" op="condition" condition="Wanted" to="on"]',
+    "two": 'A floorboard creaks upstairs. [clock: name="Alarm raised" tick="3"] [clock: name="Patrol returns" '
+           'size="4"] [sheet: sheet="party" op="restore" pool="coin" amount="2"]',
+    "three": 'The bells start. [clock: name="Alarm raised" tick="1"] [clock: name="Patrol returns" tick="1"] '
+             '[sheet: who="Lurk" op="spend" pool="stress" amount="12"] '
+             '[sheet: sheet="party" op="advance" field="heat" by="2"]',
+}
+VAULT = {  # gravewatch: Mira, Bram (no clocks in this ruleset)
+    "one": 'A grave-hound lunges. [sheet: who="Bram" op="damage" track="harm" kind="knock" amount="1"] '
+           '[sheet: who="Mira" op="spend" pool="resolve" amount="1"]',
+    "two": 'It bites again. [sheet: who="Bram" op="damage" track="harm" kind="knock" amount="1"] '
+           '[sheet: who="Mira" op="state" state="Lantern" value="Shuttered"]',
+    "three": 'Mira holds the line. [sheet: who="Mira" op="damage" track="strain" kind="strain" box="2"] '
+             '[clock: name="Dawn" size="6"] [sheet: who="Mira" op="spend" pool="oil" amount="1"]',
+}
+
+
+@dataclass
+class Game:
+    """A chat app's side of one campaign: the messages so far, and what each turn's answer said."""
+
+    url: str
+    campaign: str
+    messages: list[dict[str, str]] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)  # each turn's x-tagengine-tokens header
+
+    def turn(self, name: str, *, stream: bool = False, max_tokens: int | None = None) -> str:
+        if not self.messages:
+            marker = f'[tagengine: campaign="{self.campaign}"]'
+            self.messages.append({"role": "system", "content": f"You are the GM. {marker}"})
+        self.messages.append({"role": "user", "content": f"TURN:{name}"})
+        body: dict[str, Any] = {"model": "m", "messages": self.messages, "stream": stream}
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        with httpx.Client(timeout=30) as h:
+            if not stream:
+                r = h.post(f"{self.url}/v1/chat/completions", json=body)
+                assert r.status_code == 200, r.text
+                text = r.json()["choices"][0]["message"]["content"]
+                self.tokens.append(r.headers["x-tagengine-tokens"])
+            else:
+                text = ""
+                with h.stream("POST", f"{self.url}/v1/chat/completions", json=body) as r:
+                    assert r.status_code == 200
+                    self.tokens.append(r.headers["x-tagengine-tokens"])
+                    for line in r.iter_lines():
+                        if line.startswith("data: {"):
+                            for ch in json.loads(line[6:])["choices"]:
+                                text += ch["delta"].get("content") or ""
+        self.messages.append({"role": "assistant", "content": text})
+        return text
+
+
+@contextmanager
+def serving(tmp_path: Path, script: dict[str, str], campaigns: list[tuple[str, Path, list[str]]]) -> Iterator[str]:
+    data = tmp_path / "data"
+    store = Store(data)
+    for name, ruleset, chars in campaigns:
+        new_campaign(store, name, str(ruleset), chars, seed="pages")
+    store.close()
+    fake = Fake(script=script)
+    with Running(fake.app()) as up, Running(make_app(Options(upstream=f"{up.url}/v1", data=data))) as srv:
+        yield srv.url
+
+
+# -- without a browser: the HTML itself
+
+
+def xss_ruleset(tmp_path: Path) -> Path:
+    """blades-like with `<script>` in a ruleset label (a live text's and a condition's) and the name."""
+    d = sample_dict("blades-like")
+    d["manifest"]["name"] = f"Heist {XSS}"
+    d["sheet"]["live"]["text"] = [{"id": "note", "label": f"Note {XSS}", "maxLength": 120}]
+    d["sheet"]["live"]["conditions"].append({"id": "marked", "label": f"Marked {XSS}"})
+    path = tmp_path / "xss.json"
+    path.write_text(json.dumps(d))
+    return path
+
+
+XSS_SCRIPT = {"one": f'[clock: name="{XSS}" size="4"] [clock: name="{XSS}" tick="1"] '
+                     f'[sheet: who="Cutter" op="text" text="note" to="{XSS}"] '
+                     f'[sheet: who="Cutter" op="condition" condition="Marked" to="on"] '
+                     f'[sheet: who="Cutter" op="spend" pool="{XSS}"]'}
+
+
+def test_every_page_escapes_model_and_ruleset_text(tmp_path: Path):
+    """Issue 14 item 5: a clock name, live text and ruleset labels are text, never markup."""
+    ruleset = xss_ruleset(tmp_path)
+    with serving(tmp_path, XSS_SCRIPT, [("x", ruleset, ["Cutter"])]) as url:
+        Game(url, "x").turn("one")
+        pages = {p: httpx.get(f"{url}{p}").text for p in ("/ui/c/x", "/ui/c/x/prompt", "/ui/")}
+        pages["check"] = httpx.post(f"{url}/ui/check", data={"ruleset": ruleset.read_text()}).text
+    for where, html in pages.items():
+        assert "<script>window" not in html, where
+    sheet = pages["/ui/c/x"]
+    assert sheet.count("&lt;script&gt;window.pwned=1&lt;/script&gt;") >= 5  # clock, text value and label, condition
+    assert 'aria-label="&lt;script&gt;' in sheet  # the clock's SVG label too
+    assert "&lt;script&gt;" in pages["/ui/c/x/prompt"]
+    assert "&lt;script&gt;" in pages["check"] and "ok</span>" in pages["check"]
+
+
+def test_the_checker_groups_problems_by_section_and_names_the_capability_version(tmp_path: Path):
+    d = sample_dict("gravewatch")
+    d["sheet"]["live"]["pools"][0]["max"] = {"listSum": {"list": "scars", "column": "levels"}}  # needs 1.39
+    d["manifest"]["capabilityApi"] = {"major": 1, "minor": 30}
+    d["sheet"]["fields"][0]["label"] = f"Watch {XSS}"
+    d["sheet"]["abilities"][0]["max"] = "five"
+    with serving(tmp_path, {}, []) as url:
+        form = httpx.get(f"{url}/ui/check")
+        bad = httpx.post(f"{url}/ui/check", files={"file": ("grave.json", json.dumps(d).encode(), "application/json")})
+        good = httpx.post(f"{url}/ui/check", files={"ruleset": (None, (SAMPLES / "rulesets" / "gravewatch.json")
+                                                                .read_text())})
+        assert not list((tmp_path / "data").glob("*.json"))  # nothing stored
+    assert form.status_code == 200 and 'enctype="multipart/form-data"' in form.text
+    assert bad.status_code == 200
+    sections = re.findall(r'<h3 class="section">([^<]*)</h3>', bad.text)
+    assert "sheet.abilities" in sections
+    assert re.search(r"<code>sheet\.abilities\[0\]\.max</code>.*?<code>wrong-type</code>", bad.text, re.S)
+    assert "Gravewatch" in bad.text  # the file's name, read from its manifest
+    assert "the file's shape is right" in bad.text  # the shape is wrong: no version can be told
+    d["sheet"]["abilities"][0]["max"] = 5
+    with serving(tmp_path / "2", {}, []) as url:
+        cap = httpx.post(f"{url}/ui/check", data={"ruleset": json.dumps(d)}).text
+    assert re.search(r"<code>capability-too-low</code>.*needs 1\.39", cap, re.S)
+    needs = load_sample("gravewatch").requires_text  # the sample's own need, above the listSum's 1.39
+    assert f'Needs Capability API <strong class="version">{needs}</strong>' in cap
+    assert '<span class="badge ok">ok</span>' in good.text and "Gravewatch" in good.text
+
+
+def test_the_newest_head_survives_a_restart(tmp_path: Path):
+    with serving(tmp_path, VAULT, [("vault", SAMPLES / "rulesets" / "gravewatch.json", ["Mira", "Bram"])]) as url:
+        assert httpx.get(f"{url}/ui/c/vault/version").text == "0"
+        assert "No turn has been played yet" in httpx.get(f"{url}/ui/c/vault").text
+        g = Game(url, "vault")
+        g.turn("one")
+        g.turn("two", stream=True)
+        v = httpx.get(f"{url}/ui/c/vault/version")
+        assert v.text.startswith("2-")
+        assert httpx.get(f"{url}/ui/c/vault/version", headers={"if-none-match": v.headers["etag"]}).status_code == 304
+        assert httpx.get(f"{url}/ui/c/nope").status_code == 404
+    app = make_app(Options(upstream="demo", data=tmp_path / "data"))
+    with Running(app) as srv:
+        html = httpx.get(f"{srv.url}/ui/c/vault").text
+    assert "turn 2" in html and "2/4 Winded" in html  # from the store's head and snapshot
+
+
+def test_sheet_html_is_one_self_contained_page(tmp_path: Path, capsys):
+    """`tagengine sheet RULESET STATE NAME --html`: the stylesheet inline, no link, no script."""
+    code = run(["sheet", str(SAMPLES / "rulesets" / "gravewatch.json"), str(SAMPLES / "states" / "gravewatch.json"),
+                "Mira", "--html"])
+    html = capsys.readouterr().out
+    assert code == 0
+    assert html.startswith("<!doctype html>") and "<style>" in html and ".clock .seg" in html
+    assert "<link" not in html and "<script" not in html and "http" not in html.split("</style>")[1]
+    assert '<h2 class="who">Mira</h2>' in html and "Bram" not in html
+    (SCREENS.parent).mkdir(parents=True, exist_ok=True)
+    (SCREENS.parent / "sheet-offline.html").write_text(html, encoding="utf-8")
+
+
+# -- in a real browser
+
+
+def chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    exe = chromium()
+    if exe is None:
+        pytest.skip("no Chromium on this machine: install Debian's `chromium` package (./dev test does it as root)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("Playwright for Python is not installed: pip install -e '.[dev]'")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+def shoot(page: Any, name: str, width: int = 1280) -> Path:
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": width, "height": 900})
+    path = SCREENS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{name}: wider than {width} px"
+    return path
+
+
+def clock_seen(page: Any, name: str) -> tuple[int, int]:
+    """(segments, shaded segments) of the clock whose caption is `name`, as drawn."""
+    fig = page.locator("figure.clock", has=page.locator(".clock-name", has_text=name))
+    segs = fig.locator("svg .seg")
+    shaded = sum(1 for i in range(segs.count())
+                 if segs.nth(i).evaluate("e => getComputedStyle(e).fill") != "rgb(251, 247, 238)")
+    return segs.count(), shaded
+
+
+def test_heist_pages_in_a_browser(browser: Any, tmp_path: Path):
+    """blades-like: a 6-segment clock with 4 shaded, a refused receipt with its reason, the party's revision,
+    the prompt's bars summing to the report's total with the cuts marked, the checker."""
+    blades = SAMPLES / "rulesets" / "blades-like.json"
+    with serving(tmp_path, HEIST, [("heist", blades, ["Cutter", "Lurk"])]) as url:
+        g = Game(url, "heist")
+        g.turn("one")
+        g.turn("two", stream=True)
+        g.turn("three", max_tokens=7000)  # more than fits: history dropped, the response lowered
+        page = browser.new_page()
+        page.goto(f"{url}/ui/c/heist")
+        assert clock_seen(page, "Alarm raised") == (6, 4)
+        assert clock_seen(page, "Patrol returns") == (4, 1)
+        refused = page.locator(".receipt.refused")
+        assert refused.count() == 1
+        assert "insufficient" in refused.inner_text() and 'pool="stress"' in refused.inner_text()
+        assert page.locator(".receipt.ok").count() == 3
+        assert "revision 1" in page.locator(".party h2").inner_text()
+        assert page.locator(".party").get_by_text("2/8").count() == 1  # coin restored by 2
+        assert page.locator(".chip.cond.on", has_text="Wanted").count() == 1
+        shoot(page, "heist-sheet")
+        shoot(page, "heist-sheet-360", 360)
+
+        page.goto(f"{url}/ui/c/heist/prompt")
+        total, context = (int(x) for x in g.tokens[-1].split()[0].split("/"))  # the server's own header
+        bars = page.locator(".stack .seg[data-tokens]")
+        assert sum(int(bars.nth(i).get_attribute("data-tokens")) for i in range(bars.count())) == total
+        assert int(page.locator(".total").inner_text()) == total
+        assert f"of {context}" in page.locator(".budget h2").inner_text()
+        assert page.locator(".enc").inner_text() in ("o200k_base", "cl100k_base")
+        assert page.locator(".cuts .cut").count() == 2  # history dropped, response lowered
+        assert "dropped here" in page.locator(".dropped").inner_text()
+        roles = [page.locator(".message .role").nth(i).inner_text() for i in range(page.locator(".message").count())]
+        assert roles[0] == "system" and roles[-1] == "system"  # the engine's system prompt ... the reminder
+        shoot(page, "heist-prompt")
+        shoot(page, "heist-prompt-360", 360)
+
+        page.goto(f"{url}/ui/check")
+        bad = sample_dict("blades-like")
+        bad["clocks"]["sizes"] = [0, 4]
+        bad["sheet"]["skills"][0]["ability"] = "nimbleness"
+        page.fill("#ruleset", json.dumps(bad, indent=1))
+        page.click("button[type=submit]")
+        assert page.locator(".problem").count() >= 2
+        assert page.locator("h3.section", has_text="clocks").count() == 1
+        shoot(page, "heist-check")
+        shoot(page, "heist-check-360", 360)
+        page.close()
+
+
+def test_vault_pages_in_a_browser(browser: Any, tmp_path: Path):
+    """gravewatch: a wound track at "Winded" and its penalty in the check numbers, hidden fields hidden (HIDE),
+    refused receipts with their reasons, and the sheet reloading by itself when a turn lands."""
+    grave = SAMPLES / "rulesets" / "gravewatch.json"
+    with serving(tmp_path, VAULT, [("vault", grave, ["Mira", "Bram"])]) as url:
+        g = Game(url, "vault")
+        g.turn("one")
+        g.turn("two", stream=True)
+        page = browser.new_page()
+        page.goto(f"{url}/ui/c/vault")
+        bram = page.locator("article.sheet", has=page.locator("h2.who", has_text="Bram"))
+        harm = bram.locator(".wound", has=page.locator(".label", has_text="Harm"))
+        assert "2/4 Winded" in harm.locator(".stat .value").inner_text()
+        assert harm.locator(".cell.marked").count() == 2 and harm.locator(".cell.lowest").inner_text().startswith(
+            "Winded")
+        assert "penalty -1" in bram.locator("table.checks").first.inner_text()
+        mira = page.locator("article.sheet", has=page.locator("h2.who", has_text="Mira"))
+        assert mira.locator(".pool-row", has_text="Lantern oil").count() == 0  # HIDE: watch is not night
+        assert mira.locator(".chip.on").inner_text() == "Shuttered"
+        assert "turn 2" in page.locator(".turn").inner_text()
+        g.turn("three")  # the page polls /version and reloads by itself
+        page.wait_for_function("document.querySelector('.turn') && "
+                               "document.querySelector('.turn').textContent.includes('turn 3')", timeout=20000)
+        reasons = page.locator(".receipt.refused .reason")
+        assert reasons.count() == 2
+        seen = " ".join(reasons.nth(i).inner_text() for i in range(2))
+        assert "clocks-disabled" in seen and "hidden" in seen
+        shoot(page, "vault-sheet")
+        shoot(page, "vault-sheet-360", 360)
+
+        page.goto(f"{url}/ui/c/vault/prompt")
+        total = int(g.tokens[-1].split("/")[0])
+        bars = page.locator(".stack .seg[data-tokens]")
+        assert sum(int(bars.nth(i).get_attribute("data-tokens")) for i in range(bars.count())) == total
+        assert page.locator(".message.part-history").count() == 6  # the app's system message, 3 turns, 2 replies
+        shoot(page, "vault-prompt")
+
+        page.goto(f"{url}/ui/check")
+        page.set_input_files("#file", str(grave))
+        page.click("button[type=submit]")
+        assert page.locator(".badge.ok").count() == 1 and page.locator(".problem").count() == 0
+        assert page.locator(".needs").inner_text().startswith("Needs Capability API")
+        shoot(page, "vault-check")
+        page.close()
+
+
+def test_the_pages_work_without_javascript(browser: Any, tmp_path: Path):
+    """Everything but the refresh is HTML and CSS: with scripts off the sheet and the checker still work."""
+    ctx = browser.new_context(java_script_enabled=False)
+    with serving(tmp_path, HEIST, [("heist", SAMPLES / "rulesets" / "blades-like.json", ["Cutter", "Lurk"])]) as url:
+        Game(url, "heist").turn("one")
+        page = ctx.new_page()
+        page.goto(f"{url}/ui/c/heist")
+        assert clock_seen(page, "Alarm raised") == (6, 0)
+        page.goto(f"{url}/ui/check")
+        page.fill("#ruleset", "{not json")
+        page.click("button[type=submit]")
+        assert page.locator(".problem").count() == 1
+    ctx.close()
