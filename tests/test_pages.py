@@ -346,3 +346,37 @@ def test_the_pages_work_without_javascript(browser: Any, tmp_path: Path):
         page.click("button[type=submit]")
         assert page.locator(".problem").count() == 1
     ctx.close()
+
+
+def test_script_in_game_text_never_runs_in_the_browser(browser: Any, tmp_path: Path):
+    """Issue 14 item 5, as a person sees it: the `<script>` is shown as text and nothing ran."""
+    ruleset = xss_ruleset(tmp_path)
+    with serving(tmp_path, XSS_SCRIPT, [("x", ruleset, ["Cutter"])]) as url:
+        Game(url, "x").turn("one")
+        page = browser.new_page()
+        page.goto(f"{url}/ui/c/x")
+        assert page.evaluate("window.pwned") is None
+        assert page.locator(".clock-name").inner_text() == XSS
+        assert page.locator(".live-text q").inner_text() == XSS
+        assert XSS in page.locator(".live-text .label").inner_text()
+        assert XSS in page.locator("h1").inner_text()
+        page.close()
+
+
+def test_the_offline_sheet_is_styled_with_no_network(browser: Any, tmp_path: Path):
+    """`tagengine sheet --html` opened from a file with every request refused: styled all the same."""
+    out = tmp_path / "sheet.html"
+    with out.open("w", encoding="utf-8") as f:
+        code = run(["sheet", str(SAMPLES / "rulesets" / "gravewatch.json"),
+                    str(SAMPLES / "states" / "gravewatch.json"), "Mira", "--html"], out=f)
+    assert code == 0
+    page = browser.new_page()
+    asked: list[str] = []
+    page.route("**/*", lambda route: (asked.append(route.request.url), route.continue_() if
+                                      route.request.url.startswith("file:") else route.abort()))
+    page.goto(out.as_uri())
+    assert [u for u in asked if not u.startswith("file:")] == []
+    assert page.locator("article.sheet").evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 253, 247)"
+    assert "Winded" in page.locator(".wound").first.inner_text()
+    shoot(page, "offline-sheet")
+    page.close()

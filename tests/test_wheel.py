@@ -1,4 +1,4 @@
-"""The wheel carries grammars/ and prompts/ and works from outside the checkout (non-editable install)."""
+"""The wheel carries grammars/, prompts/ and pages/ and works from outside the checkout (non-editable install)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_carries_grammars_and_prompts(wheel: Path):
     names = zipfile.ZipFile(wheel).namelist()
-    for folder in ("grammars", "prompts"):
+    for folder in ("grammars", "prompts", "pages"):
         shipped = {n for n in names if n.startswith(f"tagengine/{folder}/")}
         source = {f"tagengine/{folder}/{p.relative_to(ROOT / folder)}" for p in (ROOT / folder).rglob("*")
                   if p.is_file()}
@@ -64,6 +64,14 @@ def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path):
     a = subprocess.run([str(exe), "apply", str(sample), str(state), str(reply)], capture_output=True, text=True,
                        cwd=tmp_path)
     assert a.returncode == 0 and 'result="ok" now="3/4"' in a.stdout
+    # Issue 14: the page templates and the stylesheet come from the wheel too
+    h = subprocess.run([str(exe), "sheet", str(sample), str(state), "Mira", "--html"], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert h.returncode == 0, h.stderr
+    assert '<h2 class="who">Mira</h2>' in h.stdout and ".clock .seg" in h.stdout
+    pages = subprocess.run([str(py), "-c", "import tagengine._internal.resources as r; print(r.resource_dir('pages'))"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert str(env_dir) in pages.stdout
     for model in ("gpt-4o", "gpt-4"):
         p = subprocess.run([str(exe), "preview", str(sample), str(state), "--model", model, "--json"],
                            capture_output=True, text=True, cwd=tmp_path, env=offline)
