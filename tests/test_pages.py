@@ -364,11 +364,12 @@ def test_script_in_game_text_never_runs_in_the_browser(browser: Any, tmp_path: P
 
 
 def test_the_offline_sheet_is_styled_with_no_network(browser: Any, tmp_path: Path):
-    """`tagengine sheet --html` opened from a file with every request refused: styled all the same."""
+    """`tagengine sheet --html` opened from a file with every other request refused: styled all the same,
+    the clock drawn, the untrained-refused check shown as such (UNTR-9)."""
     out = tmp_path / "sheet.html"
     with out.open("w", encoding="utf-8") as f:
-        code = run(["sheet", str(SAMPLES / "rulesets" / "gravewatch.json"),
-                    str(SAMPLES / "states" / "gravewatch.json"), "Mira", "--html"], out=f)
+        code = run(["sheet", str(SAMPLES / "rulesets" / "ember-roads.json"),
+                    str(SAMPLES / "states" / "ember-roads.json"), "Mira", "--html"], out=f)
     assert code == 0
     page = browser.new_page()
     asked: list[str] = []
@@ -377,6 +378,32 @@ def test_the_offline_sheet_is_styled_with_no_network(browser: Any, tmp_path: Pat
     page.goto(out.as_uri())
     assert [u for u in asked if not u.startswith("file:")] == []
     assert page.locator("article.sheet").evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 253, 247)"
-    assert "Winded" in page.locator(".wound").first.inner_text()
+    assert clock_seen(page, "Storm front") == (6, 2)
+    dig = page.locator("table.checks tr", has=page.locator("th", has_text="Dig"))
+    assert dig.locator(".num").inner_text() == "—" and "refused" in dig.locator(".why").inner_text()
+    assert page.locator(".live-text q").inner_text() == "North to the pass"
     shoot(page, "offline-sheet")
     page.close()
+
+
+@pytest.mark.parametrize("sample", ["blades-like", "ember-roads", "fifth-like", "gravewatch"])
+def test_every_sample_sheet_renders_what_the_text_sheet_shows(sample: str):
+    """Every sample's characters through the page template: each pool, wound track and check of the
+    evaluated sheet is on the page, and nothing hidden is (HIDE-1)."""
+    from tagengine._internal.pages import sheet_html
+    from tagengine._internal.sheet import character
+    from tagengine._internal.state import GameState
+
+    rs = load_sample(sample)
+    state = GameState.load(rs, SAMPLES / "states" / f"{sample}.json")
+    html = sheet_html(rs, state)
+    for name in state.characters:
+        view = character(rs, state, name)
+        assert f'<h2 class="who">{name}</h2>' in html
+        for p in view.pools:
+            assert (f'<span class="label">{p.label}</span><span class="value">{p.now}</span>' in html) == (
+                p.hidden is None), p.label
+        for w in view.wounds:
+            assert f'data-now="{w.now}"' in html
+        for c in (*view.abilities, *view.skills, *view.saves):
+            assert f"<th scope=\"row\">{c.label}" in html

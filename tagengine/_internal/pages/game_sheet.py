@@ -120,7 +120,7 @@ def lists_context(defs: Iterable[Any], view: SheetView) -> list[dict[str, Any]]:
         rows: Sequence[Mapping[str, Any]] = view.lists.get(lst.id) or ()
         cols = list(lst.columns)
         pools = view.row_pools.get(lst.id, ())
-        out.append({"label": lst.label, "columns": [c.label for c in cols] + (["Uses"] if pools else []),
+        out.append({"label": lst.label, "columns": [c.label for c in cols] + (["Left"] if pools else []),
                     "rows": [[shown(r.get(c.id), c.valueLabels) for c in cols]
                              + ([f"{pools[i][0]}/{pools[i][1]}"] if i < len(pools) else []) for i, r in
                              enumerate(rows)]})
