@@ -407,3 +407,22 @@ def test_every_sample_sheet_renders_what_the_text_sheet_shows(sample: str):
             assert f'data-now="{w.now}"' in html
         for c in (*view.abilities, *view.skills, *view.saves):
             assert f"<th scope=\"row\">{c.label}" in html
+
+
+def test_the_readme_demo_changes_the_sheet_turn_by_turn(tmp_path: Path):
+    """README: `tagengine serve --upstream demo --campaign heist`, then the sheet at /ui/c/heist as the
+    demo's three turns land (the same loop as the README's)."""
+    data = tmp_path / "data"
+    store = Store(data)
+    new_campaign(store, "heist", str(SAMPLES / "rulesets" / "blades-like.json"), ["Cutter", "Lurk"])
+    store.close()
+    seen = []
+    with Running(make_app(Options(upstream="demo", data=data, campaign="heist"))) as srv:
+        msgs: list[dict[str, Any]] = []
+        for say in ["We slip into the counting-house.", "Lurk checks the ledger.", "We run for the door!"]:
+            msgs.append({"role": "user", "content": say})
+            reply = httpx.post(f"{srv.url}/v1/chat/completions", json={"model": "m", "messages": msgs}).json()
+            msgs.append(reply["choices"][0]["message"])
+            html = httpx.get(f"{srv.url}/ui/c/heist").text
+            seen.append(re.findall(r'class="clock-name">Alarm raised</span> <span class="count">([^<]*)<', html))
+    assert seen == [["0/6"], ["2/6"], ["6/6"]]
