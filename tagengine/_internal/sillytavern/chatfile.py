@@ -323,7 +323,9 @@ def js_number(value: int | float) -> str:
 
 
 def js_dumps(value: Any) -> str:
-    """`JSON.stringify(value)`: compact, keys in their order, strings and numbers as JavaScript writes them."""
+    """`JSON.stringify(value)`: compact, strings and numbers as JavaScript writes them, keys in their order.
+    One difference, on purpose: JavaScript puts keys like "0", "1" first in an object; here every key keeps
+    the place it had in the file (a file SillyTavern wrote has them first already)."""
     parts: list[str] = []
     _dump(value, parts)
     return "".join(parts)
