@@ -1,6 +1,6 @@
 """The SillyTavern kit: `regex.py` (`tagengine st regex`), `chatfile.py` (its chat files, read and written back
 exactly), `chatreplay.py` (those chats replayed: `st import`, `st export`, `replay --format st`) and
-`commands.py` (the command line of those three)."""
+`chat_commands.py` (the command line of those three)."""
 
 from __future__ import annotations
 
