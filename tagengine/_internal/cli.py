@@ -459,7 +459,7 @@ def add_serve_command(sub: Any) -> None:
 
 
 def cmd_st_regex(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .sillytavern import regex_script
+    from .sillytavern.regex import regex_script
 
     _emit(regex_script(), out)
     return 0

@@ -11,13 +11,15 @@ import argparse
 import json
 import os
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import Problem, ProblemsError
 from ..files import json_problem, read_file, same_file, write_atomic
-from .chatfile import ChatFileError, first_line, looks_like_chat, read_chat
-from .chatreplay import STDIN, Start, export_chat, load, replay_files, transcript
 
+if TYPE_CHECKING:
+    from .chatreplay import Start
+
+STDIN = "-"  # standard input, as chatreplay.STDIN
 MAX_START_BYTES = 16 * 1024 * 1024  # a `--start` state file, as any state file (F-5)
 
 
@@ -65,6 +67,8 @@ def add_chat_commands(st_sub: Any) -> None:
 def given_start(args: argparse.Namespace, rs: Any = None) -> Start | None:
     """The start named on the command line, if any; with a ruleset, a `--start` state is checked against it
     (StateError, naming every problem)."""
+    from .chatreplay import Start
+
     if getattr(args, "st_characters", None):
         if rs is not None:
             from ..state import GameState
@@ -102,6 +106,8 @@ def _usage(err: TextIO, command: str, message: str) -> int:
 def cmd_st_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Exit 1 when a chat file was bad: it is named, left out, and the others are written."""
     from ..batch import dumps
+    from .chatfile import ChatFileError
+    from .chatreplay import load, transcript
 
     if args.output:
         for path in args.chats:
@@ -130,6 +136,8 @@ def cmd_st_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_st_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Exit 1 when a chat file was bad: it is named and not written; the others are."""
     from ..ruleset import Ruleset
+    from .chatfile import ChatFileError, read_chat
+    from .chatreplay import export_chat
 
     targets = _targets(args)
     if isinstance(targets, str):
@@ -183,6 +191,8 @@ def st_replay(args: argparse.Namespace) -> Callable[..., Any] | None:
     """For `tagengine replay`: a replay of SillyTavern chat files (`--format st`, or the first file's first
     line is a SillyTavern header or message) with `batch.replay`'s signature, or None for our JSONL.
     StUsage for a command line that cannot be done."""
+    from .chatfile import first_line, looks_like_chat
+
     paths = [args.transcripts, *getattr(args, "more", [])]
     fmt = getattr(args, "format", "auto")
     if fmt == "auto":
@@ -202,6 +212,7 @@ def st_replay(args: argparse.Namespace) -> Callable[..., Any] | None:
     if paths.count(STDIN) > 1:
         raise StUsage("standard input (-) can be read once")
     from ..ruleset import Ruleset
+    from .chatreplay import replay_files
 
     given = given_start(args, Ruleset.load(args.ruleset))
 
