@@ -368,3 +368,45 @@ def test_parse_tolerates_blank_lines_and_reads_an_old_header():
                       b'"mes":"hi"}\n', "old.jsonl")
     assert chat.header is not None and chat.metadata is None and len(chat.messages) == 1
     assert chat.render({}) == chat.prefix + b"\n".join(chat.lines)
+
+
+def test_an_exported_chat_loads_and_saves_in_sillytavern(tmp_path):
+    """Issue 16 against the real program (tests/st_kit.py, SillyTavern's own server; skipped where it is not
+    installed): SillyTavern stores the fixture as it is written; `st export --in-place` on its stored file;
+    SillyTavern reads the export back, saves it again (same integrity) byte for byte, and still refuses a
+    save whose integrity changed."""
+    st_kit = pytest.importorskip("st_kit", reason="the SillyTavern test kit (tests/st_kit.py) is not here")
+    original = FIXTURES / "swipes.jsonl"
+    chat = [json.loads(x) for x in lines(original)]
+    with st_kit.sillytavern(tmp_path / "st") as st:
+        stored = st_kit.chat_file(st, "GM", "heist")
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        assert st_kit.save_chat(st, "GM", "heist", chat).status_code == 200
+        assert stored.read_bytes() == original.read_bytes()  # the fixture is what SillyTavern writes
+        code, _, err = cli("st", "export", RULES, str(stored), "--in-place", *CREW)
+        assert code == 0, err
+        exported = stored.read_bytes()
+        assert structural_diff(original, stored) == []
+        loaded = st_kit.get_chat(st, "GM", "heist")
+        assert loaded == [json.loads(x) for x in exported.split(b"\n")]
+        assert loaded[0]["chat_metadata"]["integrity"] == chat[0]["chat_metadata"]["integrity"]
+        assert st_kit.save_chat(st, "GM", "heist", loaded).status_code == 200  # the app saving what it loaded
+        assert stored.read_bytes() == exported  # SillyTavern's JSON.stringify wrote the very same bytes
+        changed = json.loads(json.dumps(loaded))
+        changed[0]["chat_metadata"]["integrity"] = "another-slug"
+        refused = st_kit.save_chat(st, "GM", "heist", changed)
+        assert refused.status_code == 400 and refused.json() == {"error": "integrity"}
+        assert stored.read_bytes() == exported
+        # a group chat without a header, through SillyTavern's group routes
+        group = FIXTURES / "group.jsonl"
+        body = {"id": "crew", "chat": [json.loads(x) for x in lines(group)]}
+        assert st.client.post("/api/chats/group/save", json=body).status_code == 200
+        stored = st.user_dir() / "group chats" / "crew.jsonl"
+        assert stored.read_bytes() == group.read_bytes()
+        assert cli("st", "export", RULES, str(stored), "--in-place", *CREW)[0] == 0
+        exported = stored.read_bytes()
+        assert structural_diff(group, stored) == [] and exported != group.read_bytes()
+        loaded = st.client.post("/api/chats/group/get", json={"id": "crew"}).json()
+        assert loaded == [json.loads(x) for x in exported.split(b"\n")]
+        assert st.client.post("/api/chats/group/save", json={"id": "crew", "chat": loaded}).status_code == 200
+        assert stored.read_bytes() == exported
