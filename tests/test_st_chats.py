@@ -410,3 +410,21 @@ def test_an_exported_chat_loads_and_saves_in_sillytavern(tmp_path):
         assert loaded == [json.loads(x) for x in exported.split(b"\n")]
         assert st.client.post("/api/chats/group/save", json={"id": "crew", "chat": loaded}).status_code == 200
         assert stored.read_bytes() == exported
+
+
+def test_a_bug_in_one_chat_is_named_and_the_rest_go_on(tmp_path, monkeypatch):
+    """F-4 for chat files: whatever goes wrong with one chat, the others are still written."""
+    from tagengine._internal.sillytavern import chatreplay
+
+    real = chatreplay.export_chat
+
+    def flaky(rs: Ruleset, chat: Any, given: Any) -> Any:
+        if chat.path.endswith("hidden.jsonl"):
+            raise RuntimeError("boom")
+        return real(rs, chat, given)
+
+    monkeypatch.setattr(chatreplay, "export_chat", flaky)
+    folder = tmp_path / "out"
+    code, _, err = cli("st", "export", RULES, *map(str, CHATS), "--out-dir", str(folder), *CREW)
+    assert code == 1 and f"{FIXTURES / 'hidden.jsonl'}: RuntimeError: boom" in err
+    assert sorted(os.listdir(folder)) == ["extensions.jsonl", "group.jsonl", "swipes.jsonl"]

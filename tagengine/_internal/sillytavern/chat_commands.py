@@ -120,6 +120,8 @@ def cmd_st_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             lines.append(dumps(transcript(load(path), given)) + b"\n")
         except ChatFileError as e:
             errors += e.lines()
+        except Exception as e:  # a bug, but this file's: name it and go on (F-4)
+            errors.append(f"{path}: {type(e).__name__}: {e}")
     data = b"".join(lines)
     if args.output:
         write_atomic(args.output, data)
@@ -152,6 +154,9 @@ def cmd_st_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             exported = export_chat(rs, read_chat(path), given)
         except ChatFileError as e:
             errors += e.lines()
+            continue
+        except Exception as e:  # a bug, but this file's: name it, write nothing for it, go on (F-4)
+            errors.append(f"{path}: {type(e).__name__}: {e}")
             continue
         try:
             write_atomic(target, exported.data)
