@@ -332,3 +332,17 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
     if progress is not None:
         progress.write("\n")
     return summary
+
+
+def replay_chat(rs: Ruleset, chat: dict[str, Any], where: str) -> dict[str, Any]:
+    """One chat already read (a SillyTavern chat file: `sillytavern/chatreplay.py`): its output object as
+    `replay_line` makes it, or `{"id", "error"}` with the error after `where`. Never raises (F-4)."""
+    cid = chat.get("id")
+    try:
+        return _replay(rs, chat, cid, 0)
+    except ProblemsError as e:
+        return {"id": cid, "error": f"{where}: " + "; ".join(str(p) for p in e.problems[:5])}
+    except (ValueError, TypeError, KeyError) as e:
+        return {"id": cid, "error": f"{where}: {e}"}
+    except Exception as e:  # a bug, but this chat's: name it and go on
+        return {"id": cid, "error": f"{where}: {type(e).__name__}: {e}"}

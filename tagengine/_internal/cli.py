@@ -291,14 +291,20 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.output:
         _not_an_input(args.output, {"transcripts": args.transcripts, "ruleset": args.ruleset}, "replay")
     Ruleset.load(args.ruleset)  # fail early, once, with every problem named
+    from .sillytavern.chat_commands import StUsage, st_replay
+
+    try:  # SillyTavern chat files (--format st, or told from the first line): replayed by their own reader
+        run_replay = st_replay(args) or replay
+    except StUsage as e:
+        raise Usage(f"tagengine replay: {e}") from None
     source: Any = _stdin(None) if args.transcripts == "-" else open(args.transcripts, "rb")  # noqa: SIM115
     progress = err if err.isatty() else None
     try:
         if args.output:  # the old output stays until the new one is complete (F-1)
             with atomic_writer(args.output) as sink:
-                summary = replay(args.ruleset, source, sink, workers=args.workers, progress=progress)
+                summary = run_replay(args.ruleset, source, sink, workers=args.workers, progress=progress)
         else:
-            summary = replay(args.ruleset, source, out, workers=args.workers, progress=progress)
+            summary = run_replay(args.ruleset, source, out, workers=args.workers, progress=progress)
     finally:
         if args.transcripts != "-":
             source.close()
@@ -457,21 +463,26 @@ def add_serve_command(sub: Any) -> None:
 
 
 def cmd_st_regex(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .sillytavern import regex_script
+    from .sillytavern.regex import regex_script
 
     _emit(regex_script(), out)
     return 0
 
 
 def add_st_commands(sub: Any) -> None:
-    """`tagengine st regex` (issue 12)."""
+    """`tagengine st regex` (issue 12); `st import`, `st export` (issue 16)."""
+    from .sillytavern.chat_commands import add_chat_commands
+
     st = sub.add_parser("st", help="the SillyTavern kit (docs/sillytavern.md)")
     st_sub = st.add_subparsers(dest="st_command", required=True, parser_class=_Parser)
     rx = st_sub.add_parser("regex", help="a regex script for SillyTavern that hides the tags in the display only")
     rx.set_defaults(func=cmd_st_regex)
+    add_chat_commands(st_sub)
 
 
 def parser() -> argparse.ArgumentParser:
+    from .sillytavern.chat_commands import add_replay_options
+
     p = _Parser(prog="tagengine", description="Apply Game Master tags to game state; build GM prompts.")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
@@ -537,6 +548,7 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--workers", type=_workers, default=1, help=f"parallel processes, 1 to {MAX_WORKERS} (default 1)")
     rp.add_argument("--states-dir", metavar="DIR", help="also write each chat's final state to DIR/<id>.json "
                     "(an id that is not a plain file name gets a short hash)")
+    add_replay_options(rp)
     rp.set_defaults(func=cmd_replay)
 
     sc = sub.add_parser("schema", help="JSON Schema of the file formats")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from .tags.vocabulary import TAG_NAMES
+from ..tags.vocabulary import TAG_NAMES
 
 AI_OUTPUT = 2  # SillyTavern's regex placement for the model's replies
 

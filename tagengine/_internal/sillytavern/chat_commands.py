@@ -1,0 +1,228 @@
+"""The command line of SillyTavern chat files (issue 16): `tagengine st import`, `tagengine st export`, and
+what `tagengine replay` needs to read chat files (`--format st`, or detected from the first line).
+
+Exit codes as everywhere (P-7, F-4): 0 ok, 1 a bad chat file (named FILE:LINE: key, the rest go on) or a
+file that cannot be read or written, 2 usage. Every file is written atomically (F-1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..errors import Problem, ProblemsError
+from ..files import json_problem, read_file, same_file, write_atomic
+
+if TYPE_CHECKING:
+    from .chatreplay import Start
+
+STDIN = "-"  # standard input, as chatreplay.STDIN
+MAX_START_BYTES = 16 * 1024 * 1024  # a `--start` state file, as any state file (F-5)
+
+
+class StUsage(ValueError):
+    """A usage error of these commands; the caller turns it into exit 2."""
+
+
+def add_start_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--character", action="append", dest="st_characters", metavar="NAME",
+                   help="a character the chats start with (once per character; default: the start an earlier "
+                   "`st export` wrote in the chat)")
+    g.add_argument("--start", dest="st_start", metavar="STATE", help="a state file the chats start from")
+
+
+def add_replay_options(rp: argparse.ArgumentParser) -> None:
+    """`tagengine replay`'s options for SillyTavern chat files."""
+    rp.add_argument("more", nargs="*", metavar="CHAT", help="more SillyTavern chat files (--format st)")
+    rp.add_argument("--format", choices=["auto", "jsonl", "st"], default="auto",
+                    help="the input: our transcript JSONL, or SillyTavern chat files, one chat each (default: "
+                    "told from the first line)")
+    add_start_options(rp)
+
+
+def add_chat_commands(st_sub: Any) -> None:
+    """`tagengine st import` and `tagengine st export`, under `tagengine st`."""
+    im = st_sub.add_parser("import", help="SillyTavern chat files as transcript JSONL (one chat a line) for "
+                           "`tagengine replay`")
+    im.add_argument("chats", nargs="+", metavar="CHAT", help="SillyTavern chat files (.jsonl), or - for stdin")
+    im.add_argument("-o", "--output", help="write the JSONL here instead of stdout")
+    add_start_options(im)
+    im.set_defaults(func=cmd_st_import)
+    ex = st_sub.add_parser("export", help="replay SillyTavern chat files and write them back: receipts in the "
+                           "text, states in `tagengine` keys, every other byte as it was")
+    ex.add_argument("ruleset")
+    ex.add_argument("chats", nargs="+", metavar="CHAT", help="SillyTavern chat files (.jsonl)")
+    where = ex.add_mutually_exclusive_group(required=True)
+    where.add_argument("-o", "--output", metavar="FILE", help="write the one chat here")
+    where.add_argument("--out-dir", metavar="DIR", help="write each chat to DIR/<its file name>")
+    where.add_argument("--in-place", action="store_true", help="replace each chat file (atomically)")
+    add_start_options(ex)
+    ex.set_defaults(func=cmd_st_export)
+
+
+def given_start(args: argparse.Namespace, rs: Any = None) -> Start | None:
+    """The start named on the command line, if any; with a ruleset, a `--start` state is checked against it
+    (StateError, naming every problem)."""
+    from .chatreplay import Start
+
+    if getattr(args, "st_characters", None):
+        if rs is not None:
+            from ..state import GameState
+
+            GameState.new(rs, args.st_characters)  # a bad name is a StateError now, not one per chat
+        return Start(characters=tuple(args.st_characters))
+    path = getattr(args, "st_start", None)
+    if not path:
+        return None
+    try:
+        doc = json.loads(read_file(path, MAX_START_BYTES))
+    except (RecursionError, ValueError) as e:
+        raise ProblemsError([Problem("$", "not-json", json_problem(e), None)], path) from None
+    if not isinstance(doc, dict):
+        raise ProblemsError([Problem("$", "wrong-type", "a state is a JSON object", None)], path)
+    if rs is not None:
+        from ..state import from_json
+
+        from_json(rs, doc, path)  # StateError when it is not a state of this ruleset
+    return Start(state=doc)
+
+
+def _summary(done: str, chats: int, receipts: dict[str, int] | None, errors: list[str]) -> str:
+    counts = ""
+    if receipts is not None:
+        counts = "; receipts: " + (", ".join(f"{v} {k}" for k, v in sorted(receipts.items())) or "no tags")
+    return f"{chats} chat(s) {done}{counts}; {len(errors)} bad file(s)" + "".join(f"\n  {e}" for e in errors) + "\n"
+
+
+def _usage(err: TextIO, command: str, message: str) -> int:
+    err.write(f"tagengine st {command}: {message}\n")
+    return 2
+
+
+def cmd_st_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Exit 1 when a chat file was bad: it is named, left out, and the others are written."""
+    from ..batch import dumps
+    from .chatfile import ChatFileError
+    from .chatreplay import load, transcript
+
+    if args.output:
+        for path in args.chats:
+            if path != STDIN and same_file(args.output, path):
+                return _usage(err, "import", f"the output {args.output} is the chat {path}; write it elsewhere")
+    given = given_start(args)
+    lines, errors = [], []
+    for path in args.chats:
+        try:
+            lines.append(dumps(transcript(load(path), given)) + b"\n")
+        except ChatFileError as e:
+            errors += e.lines()
+        except Exception as e:  # a bug, but this file's: name it and go on (F-4)
+            errors.append(f"{path}: {type(e).__name__}: {e}")
+    data = b"".join(lines)
+    if args.output:
+        write_atomic(args.output, data)
+    else:
+        buf = getattr(out, "buffer", None)
+        if buf is not None:
+            buf.write(data)
+        else:
+            out.write(data.decode("utf-8", "surrogateescape"))
+    err.write(_summary("imported", len(lines), None, errors))
+    return 1 if errors else 0
+
+
+def cmd_st_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Exit 1 when a chat file was bad: it is named and not written; the others are."""
+    from ..ruleset import Ruleset
+    from .chatfile import ChatFileError, read_chat
+    from .chatreplay import export_chat
+
+    targets = _targets(args)
+    if isinstance(targets, str):
+        return _usage(err, "export", targets)
+    rs = Ruleset.load(args.ruleset)
+    given = given_start(args, rs)
+    errors: list[str] = []
+    counts: dict[str, int] = {}
+    done = 0
+    for path, target in targets:
+        try:
+            exported = export_chat(rs, read_chat(path), given)
+        except ChatFileError as e:
+            errors += e.lines()
+            continue
+        except Exception as e:  # a bug, but this file's: name it, write nothing for it, go on (F-4)
+            errors.append(f"{path}: {type(e).__name__}: {e}")
+            continue
+        try:
+            write_atomic(target, exported.data)
+        except OSError as e:
+            errors.append(f"{e.filename or target}: {e.strerror or e}")
+            continue
+        done += 1
+        for k, v in exported.receipts.items():
+            counts[k] = counts.get(k, 0) + v
+    err.write(_summary("exported", done, counts, errors))
+    return 1 if errors else 0
+
+
+def _targets(args: argparse.Namespace) -> list[tuple[str, str]] | str:
+    """(chat, where it goes) for each chat, or why the command line cannot be done."""
+    if args.in_place:
+        return [(p, p) for p in args.chats]
+    if args.output:
+        if len(args.chats) > 1:
+            return "-o names one file; several chats go to --out-dir DIR or --in-place"
+        pairs = [(args.chats[0], args.output)]
+    else:
+        os.makedirs(args.out_dir, exist_ok=True)
+        pairs = [(p, os.path.join(args.out_dir, os.path.basename(p))) for p in args.chats]
+        seen: dict[str, str] = {}
+        for p, t in pairs:
+            if t in seen:
+                return f"{seen[t]} and {p} would both be written to {t}"
+            seen[t] = p
+    for p, t in pairs:
+        if same_file(p, t):
+            return f"the output {t} is the chat {p}; write it elsewhere, or give --in-place"
+    return pairs
+
+
+def st_replay(args: argparse.Namespace) -> Callable[..., Any] | None:
+    """For `tagengine replay`: a replay of SillyTavern chat files (`--format st`, or the first file's first
+    line is a SillyTavern header or message) with `batch.replay`'s signature, or None for our JSONL.
+    StUsage for a command line that cannot be done."""
+    from .chatfile import first_line, looks_like_chat
+
+    paths = [args.transcripts, *getattr(args, "more", [])]
+    fmt = getattr(args, "format", "auto")
+    if fmt == "auto":
+        chat = args.transcripts != STDIN and os.path.isfile(args.transcripts) and \
+            looks_like_chat(first_line(args.transcripts))
+        fmt = "st" if chat else "jsonl"
+    if fmt == "jsonl":
+        if len(paths) > 1:
+            raise StUsage("one JSONL transcripts file; several files are SillyTavern chats (--format st)")
+        if getattr(args, "st_characters", None) or getattr(args, "st_start", None):
+            raise StUsage("--character and --start are for SillyTavern chat files (--format st)")
+        return None
+    if args.output:
+        for p in paths:
+            if p != STDIN and same_file(args.output, p):
+                raise StUsage(f"the output {args.output} is the chat {p}; write it elsewhere")
+    if paths.count(STDIN) > 1:
+        raise StUsage("standard input (-) can be read once")
+    from ..ruleset import Ruleset
+    from .chatreplay import replay_files
+
+    given = given_start(args, Ruleset.load(args.ruleset))
+
+    def run(ruleset_path: str, source: Any, sink: Any, workers: int = 1, progress: TextIO | None = None,
+            **_: Any) -> Any:
+        return replay_files(ruleset_path, paths, sink, workers, progress, given)
+
+    return run

@@ -1,0 +1,214 @@
+"""SillyTavern chats replayed (docs/sillytavern.md, "Chat files"; STF-1..).
+
+- `transcript`: a chat file as one chat of our transcript JSONL (`tagengine st import`, and what
+  `tagengine replay --format st` replays): every message but system notes, hidden ones included (their
+  tags changed the state), `is_user` as `user`, the rest as `assistant`, the selected swipe's text.
+- `replay_files`: `tagengine replay` over chat files, one output line per file, as `batch.replay` writes.
+- `export_chat`: the chat file written back after a replay: each reply's selected swipe rewritten in
+  `mes` and `swipes[swipe_id]`, every other swipe replayed from the same state as an alternative, the
+  state after each swipe in its `swipe_info[j].extra.tagengine` and the selected one's in the message's
+  `extra.tagengine` (SillyTavern copies one to the other when it swipes), the current state and the
+  starting point in `chat_metadata.tagengine`. Nothing else changes.
+
+The start of a chat is the `--character`/`--start` given, else what an earlier export wrote in
+`chat_metadata.tagengine` (`characters` or `start`); a chat with neither is named, not guessed.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO, TextIO
+
+from .chatfile import TAGENGINE, ChatFile, ChatFileError, Entry, LineProblem, parse_chat, read_chat
+
+STDIN = "-"
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a chat starts: characters at their start values, or a state document."""
+
+    characters: tuple[str, ...] | None = None
+    state: dict[str, Any] | None = None
+
+    def keys(self) -> dict[str, Any]:
+        """The transcript's (and `chat_metadata.tagengine`'s) keys for it: `characters` or `start`."""
+        return {"characters": list(self.characters)} if self.characters is not None else {"start": self.state}
+
+
+def start_of(chat: ChatFile, given: Start | None) -> Start:
+    """The start given on the command line, else the one an earlier export left in the header."""
+    if given is not None:
+        return given
+    meta = chat.metadata
+    saved = meta.get(TAGENGINE) if meta is not None else None
+    if isinstance(saved, dict):
+        if isinstance(saved.get("characters"), list):
+            return Start(characters=tuple(saved["characters"]))
+        if isinstance(saved.get("start"), dict):
+            return Start(state=saved["start"])
+    raise ChatFileError(chat.path, [LineProblem(0, "$", "no-start", "the chat names no starting point: give "
+                                                "--character NAME (once per character) or --start STATE")])
+
+
+def replies(chat: ChatFile) -> Iterator[Entry]:
+    """The messages replayed: all but system notes, in order (hidden messages too)."""
+    return (e for e in chat.messages if not e.is_note)
+
+
+def transcript(chat: ChatFile, given: Start | None) -> dict[str, Any]:
+    """The chat as one chat of our transcript JSONL: `{"id": its path, "characters" | "start", "messages"}`,
+    each message `{"role", "content", "name"?}`. ChatFileError when it has no starting point."""
+    messages = []
+    for e in replies(chat):
+        m = {"role": "user" if e.is_user else "assistant", "content": e.doc["mes"]}
+        if isinstance(e.doc.get("name"), str):
+            m["name"] = e.doc["name"]
+        messages.append(m)
+    return {"id": chat.path, **start_of(chat, given).keys(), "messages": messages}
+
+
+def load(path: str, stdin: BinaryIO | None = None) -> ChatFile:
+    """A chat file by path, or `-` for standard input."""
+    if path != STDIN:
+        return read_chat(path)
+    from ..files import BOM, read_limited
+    from .chatfile import MAX_CHAT_FILE_BYTES
+
+    raw = read_limited(stdin or sys.stdin.buffer, MAX_CHAT_FILE_BYTES, "<stdin>")
+    return parse_chat(raw, "<stdin>", BOM if raw.startswith(BOM) else b"")
+
+
+# -- replay -------------------------------------------------------------------------------------------------
+
+_RULESET: Any = None  # a worker's ruleset, loaded once per process
+_GIVEN: Start | None = None
+
+
+def _init(ruleset_path: str, given: Start | None) -> None:
+    global _RULESET, _GIVEN
+    from ..ruleset import Ruleset
+
+    _RULESET, _GIVEN = Ruleset.load(ruleset_path), given
+
+
+def replay_file(rs: Any, path: str, given: Start | None) -> tuple[bytes, list[str], dict[str, int]]:
+    """One chat file replayed: (its output line, errors, receipt counts). Never raises (F-4)."""
+    from ..batch import dumps, replay_chat
+
+    try:
+        doc = replay_chat(rs, transcript(load(path), given), path)
+    except ChatFileError as e:
+        doc = {"id": path, "error": "; ".join(e.lines(5))}
+    except Exception as e:  # a bug, but this file's: name it and go on
+        doc = {"id": path, "error": f"{path}: {type(e).__name__}: {e}"}
+    errors = [doc["error"]] if "error" in doc else []
+    return dumps(doc) + b"\n", errors, dict(doc.get("receipts") or {})
+
+
+def _work(path: str) -> tuple[bytes, list[str], dict[str, int]]:
+    return replay_file(_RULESET, path, _GIVEN)
+
+
+def replay_files(ruleset_path: str, paths: Iterable[str], sink: TextIO | BinaryIO, workers: int = 1,
+                 progress: TextIO | None = None, given: Start | None = None) -> Any:
+    """`tagengine replay --format st`: each chat file replayed into one line of `sink`, in order, as
+    `batch.replay` writes them; a bad file is a `{"id": path, "error": "FILE:LINE: key: ..."}` line and
+    a line of the summary, and the rest go on. Returns the batch `Summary`."""
+    from ..batch import Summary
+
+    summary = Summary()
+    out: Any = getattr(sink, "buffer", sink)
+    binary = not isinstance(getattr(out, "wrapped", out), io.TextIOBase)
+
+    def emit(result: tuple[bytes, list[str], dict[str, int]]) -> None:
+        data, errors, receipts = result
+        out.write(data if binary else data.decode("utf-8", "surrogateescape"))
+        summary.add(1, errors, receipts)
+        if progress is not None:
+            progress.write(f"\rreplayed {summary.chats} chats, {len(summary.errors)} bad")
+            progress.flush()
+
+    _init(ruleset_path, given)
+    paths = list(paths)
+    if workers <= 1 or len(paths) <= 1:
+        for path in paths:
+            emit(_work(path))
+    else:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+        with ctx.Pool(min(workers, len(paths)), initializer=_init, initargs=(ruleset_path, given)) as pool:
+            for result in pool.imap(_work, paths, chunksize=1):  # in order, a few files in flight
+                emit(result)
+    if progress is not None:
+        progress.write("\n")
+    return summary
+
+
+# -- export -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Exported:
+    """A chat file written back: its bytes, the receipts of the selected swipes counted by result, the
+    final state's document."""
+
+    data: bytes
+    receipts: dict[str, int]
+    state: dict[str, Any]
+
+
+def _with_state(extra: Any, state: dict[str, Any]) -> dict[str, Any]:
+    """`extra` with `tagengine` set to the state (an `extra` made for it when there was none)."""
+    return {**(extra if isinstance(extra, dict) else {}), TAGENGINE: state}
+
+
+def export_chat(rs: Any, chat: ChatFile, given: Start | None) -> Exported:
+    """Replay the chat and write it back (see the module's text). ChatFileError when it has no starting
+    point or that start is not a state of this ruleset."""
+    from ..commands import apply_reply
+    from ..errors import ProblemsError
+    from ..state import GameState, from_json
+
+    start = start_of(chat, given)
+    try:
+        state = GameState.new(rs, start.characters) if start.characters is not None else \
+            from_json(rs, start.state, "start")
+    except ProblemsError as e:
+        raise ChatFileError(chat.path, [LineProblem(chat.header.line if chat.header else 0, "start", p.code,
+                                                    f"{p.path}: {p.message}") for p in e.problems]) from None
+    changed: dict[int, dict[str, Any]] = {}
+    counts: dict[str, int] = {}
+    for entry in replies(chat):
+        if entry.is_user:
+            continue
+        doc, before = entry.doc, state
+        applied = apply_reply(rs, before, doc["mes"])
+        state = applied.state
+        for r in applied.receipts:
+            counts[r.result] = counts.get(r.result, 0) + 1
+        new = {**doc, "mes": applied.text}
+        swipes, sid = doc.get("swipes"), doc.get("swipe_id")
+        if isinstance(swipes, list):
+            texts, states = [], []
+            for j, text in enumerate(swipes):
+                alt = applied if j == sid and text == doc["mes"] else apply_reply(rs, before, text)
+                texts.append(alt.text)
+                states.append(alt.state.to_json())
+            new["swipes"] = texts
+            info = doc.get("swipe_info")
+            if isinstance(info, list):  # entries are never added or removed: len(swipe_info) stays as it was
+                new["swipe_info"] = [{**item, "extra": _with_state(item.get("extra"), states[j])}
+                                     if isinstance(item, dict) and j < len(states) else item
+                                     for j, item in enumerate(info)]
+        new["extra"] = _with_state(doc.get("extra"), state.to_json())
+        changed[entry.index] = new
+    final = state.to_json()
+    if chat.header is not None:
+        meta = chat.metadata or {}
+        saved = {**start.keys(), "state": final}
+        changed[chat.header.index] = {**chat.header.doc, "chat_metadata": {**meta, TAGENGINE: saved}}
+    return Exported(chat.render(changed), counts, final)
