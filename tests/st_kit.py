@@ -262,7 +262,8 @@ def save_chat(st: SillyTavern, character: str, file_name: str, chat: list[dict[s
 
 
 def get_chat(st: SillyTavern, character: str, file_name: str) -> Any:
-    """POST /api/chats/get: the stored chat as a list (header first); {} when there is none."""
+    """POST /api/chats/get: the stored chat as a list (header first, lines that are not JSON left out); [] for no
+    such file, {} when the character has no chat folder yet (the call then makes it)."""
     got = st.client.post("/api/chats/get", json={"avatar_url": f"{character}.png", "file_name": file_name})
     got.raise_for_status()
     return got.json()

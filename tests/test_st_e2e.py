@@ -29,7 +29,10 @@ CREW = [m["content"] for m in json.loads((SAMPLES / "transcripts" / "crew-night.
         ["messages"] if m["role"] == "assistant"]
 SWIPE = ('The bells stay silent, for now. [clock: name="Alarm raised" tick="1"]\n'
          '[sheet: who="Lurk" op="spend" pool="stress" amount="2"]')
-SCRIPT = {"one": CREW[0], "two": CREW[1], "three": CREW[2], "four": 'More noise. [clock: name="Alarm raised" tick="1"]'}
+# "two" ends in blank lines: the page stores replies trimmed (its default "Trim spaces"), so the chat then holds
+# another text than the one the server answered and keyed
+SCRIPT = {"one": CREW[0], "two": CREW[1] + "\n\n", "three": CREW[2],
+          "four": 'More noise. [clock: name="Alarm raised" tick="1"]'}
 GREETING = "The counting-house looms over the canal. What does the crew do?"  # the card's first message: no tags
 NOTE = '[tagengine: campaign="heist"]'  # the per-chat Author's Note
 KEY = "st-e2e-key"  # `tagengine serve --api-key`, stored in SillyTavern as the Custom API key
@@ -103,13 +106,14 @@ def test_sillytavern_plays_turns_and_a_swipe_through_tagengine_serve(st: SillyTa
         turns = ["one", "two", "three"]
         stored: list[str] = []
         for n in range(3):  # three turns, each applied to the state the ones before left
-            stored.append(ask(st, base, prompt(turns[:n + 1], stored), stream))
-            assert stored == replayed(campaign, [SCRIPT[t] for t in turns[:n + 1]])[0]
+            got = ask(st, base, prompt(turns[:n + 1], stored), stream)
+            assert got == replayed(campaign, [SCRIPT[t] for t in turns[:n + 1]])[0][n]
+            stored.append(got.strip())  # what the page keeps
         assert 'size="6" result="ok" now="0/6"' in stored[0] and 'now="6/6"' in stored[2]
         # a swipe on the last reply: SillyTavern sends the chat without it, and the model answers otherwise
         fake.script["three"] = SWIPE
         swiped = ask(st, base, prompt(turns, stored[:2]), stream)
-        assert swiped == replayed(campaign, [CREW[0], CREW[1], SWIPE])[0][2]
+        assert swiped == replayed(campaign, [CREW[0], CREW[1], SWIPE])[0][2] != stored[2]
         assert 'tick="1" result="ok" now="3/6"' in swiped  # from the state before the discarded reply (2/6)
         # the next turn follows the swipe the chat now holds, not the reply it replaced
         fourth = ask(st, base, prompt([*turns, "four"], [*stored[:2], swiped]), stream)
@@ -129,3 +133,24 @@ def test_sillytavern_plays_turns_and_a_swipe_through_tagengine_serve(st: SillyTa
     want = replayed(campaign, [CREW[0], CREW[1], SWIPE])[1]
     assert after.state.to_json() == want.to_json()
     assert want.to_json() != replayed(campaign, CREW)[1].to_json()  # the discarded reply left another state
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_an_error_from_tagengine_serve_through_sillytavern(st: SillyTavern, tmp_path: Path, stream: bool) -> None:
+    """An unknown campaign is our 404 in the OpenAI format. SillyTavern passes a streamed request's error
+    through (status and body); for a whole one it answers 200 with only the status text, as
+    `{"error": {"message": "Not Found"}}` (its page shows that), and logs our body in its console."""
+    Store(tmp_path / "data").close()
+    with Running(Fake(dict(SCRIPT)).app()) as up, \
+            Running(make_app(Options(upstream=f"{up.url}/v1", data=tmp_path / "data", api_key=KEY))) as srv:
+        messages = [{"role": "system", "content": '[tagengine: campaign="nowhere"]'},
+                    {"role": "user", "content": "TURN:one"}]
+        if stream:
+            got = st.client.post("/api/backends/chat-completions/generate",
+                                 json={**body(f"{srv.url}/v1", messages), "stream": True})
+            assert got.status_code == 404
+            assert got.json()["error"]["code"] == "campaign_not_found" and "nowhere" in got.json()["error"]["message"]
+        else:
+            status, doc = generate(st, body(f"{srv.url}/v1", messages))
+            assert status == 200 and doc["error"]["message"] == "Not Found"
+            assert "campaign_not_found" in st.log.read_text(errors="replace")
