@@ -5,7 +5,8 @@ temporary data root and config, and stopped (its whole process group) whatever h
 `sillytavern(tmp)` is the context manager; with no install (no npm, no registry) it skips the test and says
 why. Helpers for its HTTP API: `generate` / `generate_stream` (POST /api/backends/chat-completions/generate,
 the endpoint the app's own page calls), `save_chat` / `get_chat` (POST /api/chats/save and /api/chats/get),
-`chat_file` (where a chat is stored) and `st_jsonl` (the bytes SillyTavern writes for a chat).
+`save_group_chat` / `get_group_chat` (the same for group chats), `chat_file` / `group_chat_file` (where a
+chat is stored) and `st_jsonl` (the bytes SillyTavern writes for a chat).
 
 What the kit learned from SillyTavern 1.19.0's source (src/server-main.js, src/endpoints/chats.js,
 src/endpoints/backends/chat-completions.js):
@@ -271,6 +272,25 @@ def get_chat(st: SillyTavern, character: str, file_name: str) -> Any:
 
 def chat_file(st: SillyTavern, character: str, file_name: str) -> Path:
     return st.user_dir() / "chats" / character / f"{file_name}.jsonl"
+
+
+def save_group_chat(st: SillyTavern, chat_id: str, chat: list[dict[str, Any]], force: bool = False) -> httpx.Response:
+    """POST /api/chats/group/save: a group chat by its id (the same integrity check as save_chat)."""
+    body: dict[str, Any] = {"id": chat_id, "chat": chat}
+    if force:
+        body["force"] = True
+    return st.client.post("/api/chats/group/save", json=body)
+
+
+def get_group_chat(st: SillyTavern, chat_id: str) -> Any:
+    """POST /api/chats/group/get: the stored group chat as a list; [] for no such file."""
+    got = st.client.post("/api/chats/group/get", json={"id": chat_id})
+    got.raise_for_status()
+    return got.json()
+
+
+def group_chat_file(st: SillyTavern, chat_id: str) -> Path:
+    return st.user_dir() / "group chats" / f"{chat_id}.jsonl"
 
 
 def st_jsonl(chat: list[dict[str, Any]]) -> str:

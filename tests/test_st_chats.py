@@ -12,7 +12,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from st_kit import SillyTavern, chat_file, get_chat, save_chat, sillytavern, st_jsonl
+from st_kit import (
+    SillyTavern,
+    chat_file,
+    get_chat,
+    get_group_chat,
+    group_chat_file,
+    save_chat,
+    save_group_chat,
+    sillytavern,
+    st_jsonl,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -110,3 +120,20 @@ def test_a_line_that_is_not_json_is_dropped_silently_by_get(st: SillyTavern) -> 
     back = get_chat(st, CHARACTER, "damaged")
     assert back == [m for i, m in enumerate(sent) if i != 2]
     assert json.loads(path.read_text(encoding="utf-8").split("\n")[0]) == sent[0]
+
+
+def test_a_group_chat_without_a_header_is_stored_and_given_back_as_posted(st: SillyTavern) -> None:
+    """Issue 16: group chats may have no header. Saving adds none (1.19.0 adds one only when it starts and
+    finds the chat's metadata in the old place, the group's own file); with a header, group saves are
+    checked for integrity like any chat."""
+    messages = [dict(m, name="Mira") for m in chat()[1:4]]
+    assert save_group_chat(st, "1764522000000", messages).status_code == 200
+    assert group_chat_file(st, "1764522000000").read_text(encoding="utf-8") == st_jsonl(messages)
+    assert get_group_chat(st, "1764522000000") == messages
+    with_header = [chat()[0], *messages]
+    assert save_group_chat(st, "1764522000001", with_header).status_code == 200
+    other = copy.deepcopy(with_header)
+    other[0]["chat_metadata"]["integrity"] = "another"
+    got = save_group_chat(st, "1764522000001", other)
+    assert got.status_code == 400 and got.json() == {"error": "integrity"}
+    assert get_group_chat(st, "1764522000001") == with_header

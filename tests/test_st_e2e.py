@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from serve_kit import Fake, Running
 from st_kit import SillyTavern, generate, generate_stream, sillytavern
@@ -154,3 +155,12 @@ def test_an_error_from_tagengine_serve_through_sillytavern(st: SillyTavern, tmp_
             status, doc = generate(st, body(f"{srv.url}/v1", messages))
             assert status == 200 and doc["error"]["message"] == "Not Found"
             assert "campaign_not_found" in st.log.read_text(errors="replace")
+
+
+def test_the_kit_stops_sillytavern_when_a_test_fails(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="a failing test"), sillytavern(tmp_path) as s:
+        url = s.url
+        assert s.client.get("/csrf-token").status_code == 200
+        raise RuntimeError("a failing test")
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{url}/csrf-token", timeout=5)
