@@ -152,8 +152,9 @@ def test_a_killed_worker_loses_no_chat_and_writes_none_twice(tmp_path, client):
     assert not [p for p in os.listdir(out / "0000-a.jsonl") if p.endswith(".tmp")]
 
 
-def test_the_progress_bar_only_on_a_terminal(tmp_path):
-    """tqdm draws on a terminal; otherwise it is not even imported (a fresh interpreter checks)."""
+def test_the_progress_bar_only_on_a_terminal(tmp_path, client):
+    """tqdm draws on a terminal, locally (chats) and on Dask (input bytes, chats); otherwise it is not even
+    imported (a fresh interpreter checks)."""
     a = make_corpus(tmp_path / "a.jsonl", 5)
 
     class Tty(io.StringIO):
@@ -162,7 +163,11 @@ def test_the_progress_bar_only_on_a_terminal(tmp_path):
 
     err = Tty()
     assert run(["replay", RULES, str(a), "-o", str(tmp_path / "o.jsonl")], io.StringIO(), err) == 0
-    assert "replay:" in err.getvalue() and "chat" in err.getvalue()
+    assert "replay: " in err.getvalue() and f"{5 + 1}chat" in err.getvalue().replace(" ", "")
+    err = Tty()
+    assert run(["replay", RULES, str(a), "--dask", client.scheduler.address, "-o", str(tmp_path / "d"),
+                "--partition-size", "1000"], io.StringIO(), err) == 0
+    assert f"{a.stat().st_size / 1024:.1f}k/" in err.getvalue() and "chats=6" in err.getvalue(), err.getvalue()
     argv = ["replay", RULES, str(a), "-o", str(tmp_path / "p.jsonl")]
     code = ("import io, sys; from tagengine._internal.cli import run; "
             f"run({argv!r}, io.StringIO(), io.StringIO()); "

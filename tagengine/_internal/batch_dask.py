@@ -278,10 +278,12 @@ def choose_partition_bytes(total: int, threads: int) -> int:
 def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Client, *,
                 partition_bytes: int | None = None,
                 progress: Callable[[int, int], None] | None = None,
+                on_total: Callable[[int], None] | None = None,
                 on_done: Callable[[dict[str, Any]], None] | None = None) -> DaskSummary:
     """Replay `inputs` on `client`'s cluster into `out_dir` (a path or fsspec URL, empty or absent); the
     summary is also written there as `summary.json`. `progress(bytes, chats)` follows each partition done;
-    `on_done(result)` too (tests use it to kill a worker mid-run). RulesetError for a bad ruleset."""
+    `on_total(bytes)` is called once the inputs are listed; `on_done(result)` after each partition (tests use
+    it to kill a worker mid-run). RulesetError for a bad ruleset."""
     with open(ruleset_path, "rb") as f:
         text = f.read()
     Ruleset.from_json(text, ruleset_path)  # fail early, here, with every problem named
@@ -289,9 +291,11 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
     out_fs, out_root = fsspec.core.url_to_fs(out_dir)
     files, bad = expand(inputs)
     summary = DaskSummary(bad_inputs=bad)
+    total = sum(f[3] for f in files)
+    if on_total is not None:
+        on_total(total)
     if partition_bytes is None:
-        threads = sum(client.nthreads().values())
-        partition_bytes = choose_partition_bytes(sum(f[3] for f in files), threads)
+        partition_bytes = choose_partition_bytes(total, sum(client.nthreads().values()))
     parts = plan(files, out_root, max(1, partition_bytes))
     for d in sorted({posixpath.dirname(p.output) for p in parts}):
         out_fs.makedirs(d, exist_ok=True)
@@ -381,11 +385,9 @@ def replay_command(ruleset_path: str, inputs: list[str], out_dir: str, address: 
     client, cluster = connect(address)
     bar = progress_bar(err, unit="B") if err.isatty() else None
     try:
-        if bar is not None:  # the total is known once the inputs are listed: bytes of input
-            files, _ = expand(inputs)
-            bar.bar.total = sum(f[3] for f in files)
         summary = replay_dask(ruleset_path, inputs, out_dir, client, partition_bytes=partition_bytes,
-                              progress=bar.done if bar is not None else None)
+                              progress=bar.done if bar is not None else None,
+                              on_total=bar.total if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()

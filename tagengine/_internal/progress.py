@@ -26,6 +26,9 @@ class Bar:
         self.bar.set_postfix(chats=self.chats, refresh=False)
         self.bar.update(size)
 
+    def total(self, total: int) -> None:
+        self.bar.reset(total=total)
+
     def close(self) -> None:
         self.bar.close()
 
