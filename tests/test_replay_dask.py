@@ -174,3 +174,16 @@ def test_the_progress_bar_only_on_a_terminal(tmp_path, client):
             "print('tqdm' in sys.modules, 'distributed' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.split() == ["False", "False"]
+
+
+def test_an_input_gone_before_its_task_runs_is_named_and_writes_no_part(tmp_path):
+    """The task itself (no cluster): a read that fails is returned as data naming the input and the part."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    fs = LocalFileSystem()
+    text = (SAMPLES / "rulesets" / "blades-like.json").read_bytes()
+    out = tmp_path / "part-00000.jsonl"
+    part = batch_dask.Partition(0, 0, "gone.jsonl", fs, str(tmp_path / "gone.jsonl"), 0, 100, str(out))
+    got = batch_dask.replay_partition(text, "d", part, 0, fs)
+    assert set(got) == {"unreadable"} and got["unreadable"].startswith("gone.jsonl (partition 0, bytes 0-100")
+    assert not out.exists() and not os.listdir(tmp_path)

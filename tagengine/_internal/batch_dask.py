@@ -174,12 +174,12 @@ def owned_lines(f: Any, start: int, end: int, newlines_before: int,
 
 def replay_partition(text: bytes, digest: str, part: Partition, newlines_before: int, out_fs: Any,
                      ) -> dict[str, Any]:
-    """Replay one partition into its output file (replaced whole, DK-4); what it did, for the summary. An
-    input that cannot be read gives `{"unreadable": why}` and no file; never raises for the input's sake."""
+    """Replay one partition into its output file (replaced whole, DK-4); what it did, for the summary. A
+    failed read or write gives `{"unreadable": why}` and no file; a bad line is named, never raised."""
     rs = _ruleset(text, digest)
     chats, errors, receipts = 0, list[str](), dict[str, int]()
     try:
-        with fs_open(part.fs, part.path) as f, _atomic(out_fs, part.output) as out:
+        with part.fs.open(part.path, "rb") as f, _atomic(out_fs, part.output) as out:
             f.seek(max(part.start - 1, 0))
             batch: list[tuple[int, bytes | None]] = []
             held = 0
@@ -191,13 +191,10 @@ def replay_partition(text: bytes, digest: str, part: Partition, newlines_before:
                     batch, held = [], 0
             if batch:
                 chats += _flush(rs, batch, out, errors, receipts)
-    except OSError as e:
-        return {"unreadable": f"{part.url}: {e}"}
+    except OSError as e:  # reading the input, or writing its part: both named
+        return {"unreadable": f"{part.url} (partition {part.index}, bytes {part.start}-{part.end}, "
+                              f"to {part.output}): {e}"}
     return {"chats": chats, "errors": [f"{part.url}: {e}" for e in errors], "receipts": receipts}
-
-
-def fs_open(fs: Any, path: str) -> Any:
-    return fs.open(path, "rb")
 
 
 def _flush(rs: Ruleset, batch: list[tuple[int, bytes | None]], out: Any, errors: list[str],
@@ -329,8 +326,7 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
     for p, r in zip(parts, results, strict=True):
         entry = {"input": p.url, "partition": p.index, "start": p.start, "end": p.end}
         if "unreadable" in r:
-            if r["unreadable"] not in summary.bad_inputs:
-                summary.bad_inputs.append(r["unreadable"])
+            summary.bad_inputs.append(r["unreadable"])
             entry["unreadable"] = r["unreadable"]
         else:
             output = out_fs.unstrip_protocol(p.output) if "://" in out_dir else p.output
