@@ -372,6 +372,7 @@ def replay_command(ruleset_path: str, inputs: list[str], out_dir: str, address: 
     directory that holds files or a `local:N` out of range."""
     from .progress import progress_bar
 
+    Ruleset.load(ruleset_path)  # RulesetError naming every problem, before a cluster starts
     problem = out_dir_problem(out_dir)
     if problem:
         raise ValueError(problem)
