@@ -1,7 +1,13 @@
 """Replay benchmark (issue: middleware and batch): the make_corpus corpus (200 chats x 20 turns)
 through `tagengine replay` with 1 and 2 workers: replies/s, MB/s, the ratio to
 ../shared/bench/reference_regex.py in the same run (target: 1 worker <= 3.0x; 2 workers >= 1.7x
-faster than 1), and peak memory for a small and a large corpus (target: independent of the count)."""
+faster than 1), and peak memory for a small and a large corpus (target: independent of the count).
+
+The Dask section (issue 16; `python benchmarks/replay.py dask` runs it alone): a large corpus (BENCH_DASK_CHATS
+chats of 20 turns, default 2600, about 300 MB) replayed by one in-process worker, by our own pool of two
+processes, and by `replay --dask` on a LocalCluster of two worker processes (one thread each), in interleaved
+rounds; targets: Dask >= 1.6x one worker, within 1.3x of our pool; Dask's output equals the local one byte
+for byte; each Dask worker's peak memory flat in the number of chats."""
 
 from __future__ import annotations
 
@@ -11,10 +17,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _corpus import BENCH, corpus, cpu_seconds, reference_rewrite, replies
+from _corpus import BENCH, CACHE, corpus, cpu_seconds, reference_rewrite, replies
 
 from tagengine._internal.batch import replay
 
@@ -72,5 +79,118 @@ def main() -> None:
           "(target: independent of the number of chats)")
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its children that have ended (a pool's workers, once closed)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def dask_local(path: Path, out: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of `tagengine replay IN -o OUT` in this process (one worker)."""
+    with path.open("rb") as src, out.open("wb") as sink:
+        t, c = time.perf_counter(), _cpu()
+        replay(str(BENCH / "bench_ruleset.json"), src, sink, workers=1)
+        return time.perf_counter() - t, _cpu() - c
+
+
+def dask_pool(path: Path, out: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of our own pool of two processes (`--workers 2`)."""
+    with path.open("rb") as src, out.open("wb") as sink:
+        t, c = time.perf_counter(), _cpu()
+        replay(str(BENCH / "bench_ruleset.json"), src, sink, workers=2)
+        return time.perf_counter() - t, _cpu() - c
+
+
+def _worker_cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def dask_run(client: Any, path: Path, out: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of `replay --dask`: the CPU of the workers and of this process (client and
+    scheduler), cluster start not counted."""
+    import shutil
+
+    from tagengine._internal.batch_dask import replay_dask
+
+    shutil.rmtree(out, ignore_errors=True)
+    before = sum(client.run(_worker_cpu).values())
+    t, c = time.perf_counter(), _cpu()
+    replay_dask(str(BENCH / "bench_ruleset.json"), [str(path)], str(out), client)
+    wall, cpu = time.perf_counter() - t, _cpu() - c
+    return wall, cpu + sum(client.run(_worker_cpu).values()) - before
+
+
+def dask_cluster() -> tuple[Any, Any, float]:
+    from distributed import Client, LocalCluster
+
+    t = time.perf_counter()
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                           dashboard_address="127.0.0.1:0")
+    return Client(cluster), cluster, time.perf_counter() - t
+
+
+def _peak_kb() -> int:
+    """VmHWM: this address space's peak resident size (a spawned worker's own, not its parent's)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+
+
+def dask_main() -> None:
+    import hashlib
+    import tempfile
+
+    chats = int(os.environ.get("BENCH_DASK_CHATS", "2600"))
+    t = time.perf_counter()
+    path = corpus(chats, 20)
+    made = time.perf_counter() - t
+    mb = path.stat().st_size / 1e6
+    print(f"dask corpus: {chats} chats x 20 turns, {mb:.0f} MB (made or found in {made:.0f} s)")
+    with tempfile.TemporaryDirectory(prefix="bench-dask-", dir=CACHE) as tmp:
+        local_out, pool_out, dask_out = Path(tmp, "local.jsonl"), Path(tmp, "pool.jsonl"), Path(tmp, "dask")
+        client, cluster, started = dask_cluster()
+        rounds = []
+        try:
+            for _ in range(int(os.environ.get("BENCH_DASK_ROUNDS", "2"))):
+                rounds.append((dask_local(path, local_out), dask_pool(path, pool_out),
+                               dask_run(client, path, dask_out)))
+        finally:
+            client.close()
+            cluster.close()
+        parts = sorted((dask_out / f"0000-{path.name}").iterdir())
+        digest = hashlib.sha256()
+        for p in parts:
+            digest.update(p.read_bytes())
+        same = digest.hexdigest() == hashlib.sha256(local_out.read_bytes()).hexdigest()
+        (one, one_cpu), (pool, pool_cpu), (dk, dk_cpu) = (min(r[i] for r in rounds) for i in range(3))
+        print(f"wall (best of {len(rounds)}): 1 worker {one:.1f} s ({mb / one:.1f} MB/s); our 2-process pool "
+              f"{pool:.1f} s; Dask, 2 worker processes {dk:.1f} s in {len(parts)} partitions (cluster start "
+              f"{started:.1f} s, not counted)")
+        print(f"CPU seconds (best): 1 worker {one_cpu:.1f}, our pool {pool_cpu:.1f}, Dask {dk_cpu:.1f} (workers + "
+              f"client + scheduler): {mb / one_cpu:.1f} MB per CPU second for 1 worker, {mb / dk_cpu:.1f} for Dask")
+        speedup = statistics.median(r[0][0] / r[2][0] for r in rounds)
+        print(f"Dask vs 1 worker, wall: {speedup:.2f}x (target >= 1.6x); Dask / our pool, wall: "
+              f"{statistics.median(r[2][0] / r[1][0] for r in rounds):.2f}x (target <= 1.3x); our pool vs 1 worker: "
+              f"{statistics.median(r[0][0] / r[1][0] for r in rounds):.2f}x (what this machine's spare cores give; "
+              f"medians of {len(rounds)} interleaved rounds; load average now {os.getloadavg()[0]:.1f})")
+        print(f"on 2 free cores Dask would be about {2 * one_cpu / dk_cpu:.2f}x one worker (2 x the ratio of "
+              f"their CPU seconds; partitions balanced); Dask output == local output, byte for byte: {same}")
+        for n in (max(50, chats // 20), chats):  # a fresh cluster each, so VmHWM is this run's
+            small = corpus(n, 20)
+            client, cluster, _ = dask_cluster()
+            try:
+                dask_run(client, small, Path(tmp, f"mem-{n}"))
+                peaks = sorted(v / 1024 for v in client.run(_peak_kb).values())
+            finally:
+                client.close()
+                cluster.close()
+            print(f"Dask worker peak memory, {n} chats ({small.stat().st_size / 1e6:.0f} MB): "
+                  + ", ".join(f"{p:.0f} MB" for p in peaks) + " (target: flat in the number of chats)")
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["dask"]:
+        dask_main()
+    else:
+        main()
+        dask_main()

@@ -22,7 +22,7 @@ import os
 import sys
 import tempfile
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TextIO
 
@@ -133,6 +133,13 @@ def _work(batch: list[tuple[int, bytes | None]]) -> tuple[bytes, list[str], dict
     """A batch of raw lines -> (their output lines, errors, receipt counts). Workers get and return one
     bytes object per batch, so the parent process only moves bytes and the work itself runs in parallel."""
     assert _RULESET is not None
+    return replay_batch(_RULESET, batch)
+
+
+def replay_batch(rs: Ruleset, batch: list[tuple[int, bytes | None]]) -> tuple[bytes, list[str], dict[str, int]]:
+    """(line number, raw line or None for one over MAX_CHAT_BYTES) items -> (their output lines, each ending
+    in a newline, errors, receipt counts). The same bytes however the lines are batched: the Dask replay
+    (`batch_dask.py`) calls this too, so its output is the local replay's, byte for byte."""
     out: list[bytes] = []
     errors: list[str] = []
     counts: dict[str, int] = {}
@@ -141,7 +148,7 @@ def _work(batch: list[tuple[int, bytes | None]]) -> tuple[bytes, list[str], dict
             doc: dict[str, Any] = {"id": None, "error": f"line {number}: longer than {MAX_CHAT_BYTES} bytes, "
                                    "tagengine's limit for one chat; not read"}
         else:
-            doc = replay_line(_RULESET, raw, number)
+            doc = replay_line(rs, raw, number)
         try:
             data = dumps(doc)
         except Exception as e:  # pragma: no cover - dumps falls back to ASCII JSON; this is the last guard
@@ -290,11 +297,12 @@ def _in_order(pool: Any, fn: Any, tasks: Iterable[tuple[Any, int]], limit: int) 
 
 
 def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO, workers: int = 1,
-           progress: TextIO | None = None, *, processes: bool = False) -> Summary:
+           progress: TextIO | None = None, *, processes: bool = False,
+           tick: Callable[[int, int], None] | None = None) -> Summary:
     """Replay every chat of `source` into `sink`, in input order, holding a bounded number of batches.
     One worker runs in this process unless `processes` asks for a pool even then. A bad line is named in
     the output and the summary, never raised; RulesetError when the ruleset cannot be loaded, OSError
-    when `source` or `sink` fails."""
+    when `source` or `sink` fails. `tick(chats, bad)` is called after each batch written (a progress bar)."""
     summary = Summary()
     out: Any = getattr(sink, "buffer", sink)  # bytes or text, as `binary` says
     binary = not isinstance(getattr(out, "wrapped", out), io.TextIOBase)
@@ -302,6 +310,8 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
     def emit(data: bytes, errors: list[str], receipts: dict[str, int], size: int) -> None:
         out.write(data if binary else data.decode("utf-8", "surrogateescape"))
         summary.add(size, errors, receipts)
+        if tick is not None:
+            tick(size, len(errors))
         if progress is not None:
             progress.write(f"\rreplayed {summary.chats} chats, {len(summary.errors)} bad")
             progress.flush()

@@ -284,8 +284,11 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Exit 1 when any line was bad (F-4): the output holds `{"id", "error"}` for it, the rest went on."""
     from .batch import replay
     from .files import atomic_writer
+    from .progress import progress_bar
     from .ruleset import Ruleset
 
+    if args.dask:
+        return _replay_dask(args, err)
     if args.states_dir and not args.output:
         raise Usage("tagengine replay: --states-dir needs -o OUT")
     if args.output:
@@ -298,14 +301,19 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except StUsage as e:
         raise Usage(f"tagengine replay: {e}") from None
     source: Any = _stdin(None) if args.transcripts == "-" else open(args.transcripts, "rb")  # noqa: SIM115
-    progress = err if err.isatty() else None
+    bar = progress_bar(err) if err.isatty() else None  # tqdm, imported only for a terminal (DK-6)
+    progress = err if err.isatty() and bar is None else None
+    tick = bar.tick if bar is not None else None
+    more: dict[str, Any] = {"tick": tick} if run_replay is replay else {}  # the chat-file reader counts itself
     try:
         if args.output:  # the old output stays until the new one is complete (F-1)
             with atomic_writer(args.output) as sink:
-                summary = run_replay(args.ruleset, source, sink, workers=args.workers, progress=progress)
+                summary = run_replay(args.ruleset, source, sink, workers=args.workers, progress=progress, **more)
         else:
-            summary = run_replay(args.ruleset, source, out, workers=args.workers, progress=progress)
+            summary = run_replay(args.ruleset, source, out, workers=args.workers, progress=progress, **more)
     finally:
+        if bar is not None:
+            bar.close()
         if args.transcripts != "-":
             source.close()
     err.write(f"{summary}\n")
@@ -313,6 +321,26 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         written = write_states(args.output, args.states_dir, err)
         err.write(f"wrote {written} final state(s) to {args.states_dir}/\n")
     return 1 if summary.errors else 0
+
+
+def _replay_dask(args: argparse.Namespace, err: TextIO) -> int:
+    """`replay --dask`: any number of inputs (files, globs, fsspec URLs) into an output directory, on a Dask
+    cluster (`batch_dask.py`, imported only here). Exit 1 when a line or an input was bad."""
+    if not args.output:
+        raise Usage("tagengine replay --dask: -o OUTDIR is needed (one file per partition, and summary.json)")
+    if args.states_dir or args.workers != 1:
+        raise Usage("tagengine replay --dask: --states-dir and --workers are for the local replay")
+    if "-" in [args.transcripts, *args.more]:
+        raise Usage("tagengine replay --dask: the transcripts are files or URLs, not stdin")
+    try:
+        from .batch_dask import replay_command
+    except ImportError as e:
+        raise Usage(f"tagengine replay --dask needs the dask extra (pip install 'tagengine[dask]'): {e}") from None
+    try:
+        return replay_command(args.ruleset, [args.transcripts, *args.more], args.output, args.dask,
+                              args.partition_size, err)
+    except ValueError as e:  # the output directory or the --dask address
+        raise Usage(f"tagengine replay --dask: {e}") from None
 
 
 def state_file_name(cid: Any) -> str:
@@ -544,10 +572,16 @@ def parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="reprocess transcripts (JSONL, one chat per line)")
     rp.add_argument("ruleset")
     rp.add_argument("transcripts", help="a JSONL file, or - for stdin")
+    rp.add_argument("more", nargs="*", metavar="TRANSCRIPTS", help="more inputs: SillyTavern chat files "
+                    "(--format st), or with --dask JSONL files, globs or fsspec URLs")
     rp.add_argument("-o", "--output", help="write the JSONL here instead of stdout")
     rp.add_argument("--workers", type=_workers, default=1, help=f"parallel processes, 1 to {MAX_WORKERS} (default 1)")
     rp.add_argument("--states-dir", metavar="DIR", help="also write each chat's final state to DIR/<id>.json "
                     "(an id that is not a plain file name gets a short hash)")
+    rp.add_argument("--dask", metavar="ADDRESS", help="replay on a Dask cluster: a scheduler's address, or "
+                    "local:N for N worker processes here; -o names an output directory (tagengine[dask])")
+    rp.add_argument("--partition-size", type=_int_at_least(1), metavar="BYTES",
+                    help="with --dask: input bytes per task (default: about 4 per worker thread, 1-64 MiB)")
     add_replay_options(rp)
     rp.set_defaults(func=cmd_replay)
 

@@ -36,8 +36,7 @@ def add_start_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_replay_options(rp: argparse.ArgumentParser) -> None:
-    """`tagengine replay`'s options for SillyTavern chat files."""
-    rp.add_argument("more", nargs="*", metavar="CHAT", help="more SillyTavern chat files (--format st)")
+    """`tagengine replay`'s options for SillyTavern chat files (the extra inputs, `more`, are cli.py's)."""
     rp.add_argument("--format", choices=["auto", "jsonl", "st"], default="auto",
                     help="the input: our transcript JSONL, or SillyTavern chat files, one chat each (default: "
                     "told from the first line)")
@@ -206,7 +205,8 @@ def st_replay(args: argparse.Namespace) -> Callable[..., Any] | None:
         fmt = "st" if chat else "jsonl"
     if fmt == "jsonl":
         if len(paths) > 1:
-            raise StUsage("one JSONL transcripts file; several files are SillyTavern chats (--format st)")
+            raise StUsage("one JSONL transcripts file, or several with --dask; several files here are SillyTavern "
+                          "chats (--format st)")
         if getattr(args, "st_characters", None) or getattr(args, "st_start", None):
             raise StUsage("--character and --start are for SillyTavern chat files (--format st)")
         return None

@@ -1,0 +1,189 @@
+"""`tagengine replay --dask` (issue 16): partitions own the lines that start in them; the parts of an input,
+concatenated, are the local replay's bytes; a killed worker loses and doubles no chat; a bad input is named
+and the rest go on; the progress bar only on a terminal. One LocalCluster (2 worker processes) for the module."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, SAMPLES
+from tagengine._internal import batch, batch_dask
+from tagengine._internal.cli import run
+
+distributed = pytest.importorskip("distributed")
+
+RULES = str(SAMPLES / "rulesets" / "blades-like.json")
+
+
+def make_corpus(path, chats, turns=3, extra=()):
+    script = ROOT.parent / "shared" / "bench" / "make_corpus.py"
+    lines = []
+    if script.exists():
+        out = subprocess.run([sys.executable, str(script), "--chats", str(chats), "--turns", str(turns)],
+                             check=True, capture_output=True, text=True).stdout
+        lines = out.splitlines()
+    lines += (SAMPLES / "transcripts" / "crew-night.jsonl").read_text().splitlines()
+    lines += list(extra)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def local(path):
+    """The local replay's output, as `tagengine replay IN -o OUT` writes it."""
+    out = path.parent / (path.name + ".local")
+    assert run(["replay", RULES, str(path), "-o", str(out)], io.StringIO(), io.StringIO()) in (0, 1)
+    return out.read_bytes()
+
+
+def parts_of(out_dir, i, name):
+    folder = out_dir / f"{i:04d}-{name}"
+    return b"".join((folder / p).read_bytes() for p in sorted(os.listdir(folder)))
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0") as c, \
+            distributed.Client(c) as cl:
+        yield cl
+
+
+def spans_by_lines(data: bytes):
+    """The reference: (number, line) of the non-blank lines, as `tagengine replay` numbers them."""
+    out = []
+    for n, line in enumerate(data.split(b"\n"), 1):
+        if n == 1 and line.startswith(batch.BOM):
+            line = line[3:]
+        if line.strip():
+            out.append((n, line))
+    if data.endswith(b"\n"):
+        assert data.split(b"\n")[-1] == b""
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_partitions_own_each_line_once_with_its_number(tmp_path, seed):
+    """Any cut of a file into byte ranges: every non-blank line is in exactly one partition, with the line
+    number the local replay gives it; a line over the limit is None, not read (F-5, F-6)."""
+    rnd = random.Random(seed)
+    pieces = [rnd.choice([b"", b" ", b"x" * rnd.randint(1, 40), b"{}\r", b"y" * 90]) for _ in range(60)]
+    data = (batch.BOM if seed % 2 else b"") + b"\n".join(pieces) + (b"\n" if seed % 3 else b"")
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    expected = [(n, None if len(x) > 80 else x) for n, x in spans_by_lines(data)]
+    size = rnd.randint(1, 200)
+    got = []
+    for start in range(0, max(len(data), 1), size):
+        end = min(len(data), start + size)
+        before = data[:max(start - 1, 0)].count(b"\n")
+        with open(path, "rb") as f:
+            f.seek(max(start - 1, 0))
+            got += list(batch_dask.owned_lines(f, start, end, before, limit=80))
+    assert got == expected
+
+
+def test_dask_output_is_the_local_replay_byte_for_byte(tmp_path, client):
+    """Many inputs (a path, a file:// glob), small partitions: each input's parts concatenated equal the
+    local replay; a malformed and a missing input are named in summary.json, the rest go on."""
+    src = tmp_path / "in"
+    src.mkdir()
+    a = make_corpus(src / "a.jsonl", 25, extra=["not json", "", '{"id": "x", "characters": ["Mira"]}'])
+    b = make_corpus(src / "b.jsonl", 10)
+    bad = src / "c.jsonl"
+    bad.write_bytes(b"\x00\xff\xfe garbage\n\x89PNG\r\n")
+    out = tmp_path / "out"
+    summary = batch_dask.replay_dask(RULES, [str(a), f"file://{src}/[bc].jsonl", str(src / "missing.jsonl")],
+                                     str(out), client, partition_bytes=3000)
+    assert parts_of(out, 0, "a.jsonl") == local(a)
+    assert parts_of(out, 1, "b.jsonl") == local(b)
+    assert parts_of(out, 2, "c.jsonl") == local(bad)
+    doc = json.loads((out / "summary.json").read_text())
+    assert len(doc["partitions"]) > 6  # the inputs were really cut
+    assert doc["chats"] == summary.chats == sum(len(local(p).splitlines()) for p in (a, b, bad))
+    assert any("missing.jsonl" in e for e in doc["bad_inputs"])
+    assert any(e.startswith(f"{a}: line ") and "not JSON" in e for e in doc["errors"])
+    assert any("c.jsonl: line 1: not JSON" in e for e in doc["errors"])
+    assert [i["input"] for i in doc["inputs"]] == [str(a), f"file://{b}", f"file://{bad}"]
+
+
+def test_the_cli_replays_on_local_2_and_on_an_address_and_refuses_a_full_output_dir(tmp_path, client):
+    a = make_corpus(tmp_path / "a.jsonl", 8)
+    for address in ("local:2", client.scheduler.address):
+        out, err = tmp_path / f"out-{address[:5]}", io.StringIO()
+        code = run(["replay", RULES, str(a), "--dask", address, "-o", str(out), "--partition-size", "2000"],
+                   io.StringIO(), err)
+        assert code == 0, err.getvalue()
+        assert parts_of(out, 0, "a.jsonl") == local(a)
+        assert "partition(s) of 1 input(s)" in err.getvalue()
+    again = io.StringIO()
+    assert run(["replay", RULES, str(a), "--dask", client.scheduler.address, "-o", str(out)],
+               io.StringIO(), again) == 2
+    assert "not empty" in again.getvalue()
+    assert run(["replay", RULES, str(a), str(a), "-o", str(tmp_path / "x")], io.StringIO(), io.StringIO()) == 2
+
+
+def test_a_killed_worker_loses_no_chat_and_writes_none_twice(tmp_path, client):
+    """One worker process is killed (SIGKILL) while tasks run; Dask runs its task again elsewhere. The
+    outputs are still the local replay's bytes, and no temporary file is left."""
+    a = make_corpus(tmp_path / "a.jsonl", 60, turns=6)
+    out = tmp_path / "out"
+    killed: list[int] = []
+
+    def kill_one(result):
+        busy = [w for w, keys in client.processing().items() if keys]
+        if not killed and busy:  # a worker with a task on it right now
+            pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    summary = batch_dask.replay_dask(RULES, [str(a)], str(out), client, partition_bytes=4000, on_done=kill_one)
+    assert killed and killed[0] not in client.run(os.getpid).values()
+    expected = local(a)
+    assert parts_of(out, 0, "a.jsonl") == expected
+    assert summary.chats == len(expected.splitlines())
+    assert not [p for p in os.listdir(out / "0000-a.jsonl") if p.endswith(".tmp")]
+
+
+def test_the_progress_bar_only_on_a_terminal(tmp_path, client):
+    """tqdm draws on a terminal, locally (chats) and on Dask (input bytes, chats); otherwise it is not even
+    imported (a fresh interpreter checks)."""
+    a = make_corpus(tmp_path / "a.jsonl", 5)
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    err = Tty()
+    assert run(["replay", RULES, str(a), "-o", str(tmp_path / "o.jsonl")], io.StringIO(), err) == 0
+    assert "replay: " in err.getvalue() and f"{5 + 1}chat" in err.getvalue().replace(" ", "")
+    err = Tty()
+    assert run(["replay", RULES, str(a), "--dask", client.scheduler.address, "-o", str(tmp_path / "d"),
+                "--partition-size", "1000"], io.StringIO(), err) == 0
+    assert f"{a.stat().st_size / 1024:.1f}k/" in err.getvalue() and "chats=6" in err.getvalue(), err.getvalue()
+    argv = ["replay", RULES, str(a), "-o", str(tmp_path / "p.jsonl")]
+    code = ("import io, sys; from tagengine._internal.cli import run; "
+            f"run({argv!r}, io.StringIO(), io.StringIO()); "
+            "print('tqdm' in sys.modules, 'distributed' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.split() == ["False", "False"]
+
+
+def test_an_input_gone_before_its_task_runs_is_named_and_writes_no_part(tmp_path):
+    """The task itself (no cluster): a read that fails is returned as data naming the input and the part."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    fs = LocalFileSystem()
+    text = (SAMPLES / "rulesets" / "blades-like.json").read_bytes()
+    out = tmp_path / "part-00000.jsonl"
+    part = batch_dask.Partition(0, 0, "gone.jsonl", fs, str(tmp_path / "gone.jsonl"), 0, 100, str(out))
+    got = batch_dask.replay_partition(text, "d", part, 0, fs)
+    assert set(got) == {"unreadable"} and got["unreadable"].startswith("gone.jsonl (partition 0, bytes 0-100")
+    assert not out.exists() and not os.listdir(tmp_path)
