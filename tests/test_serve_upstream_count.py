@@ -207,3 +207,14 @@ def test_the_upstream_tokenizer_counts_only_what_it_was_given_and_cuts_whole_cha
         assert text.startswith(head)
         head.encode("utf-8")  # whole characters only
         assert (head == text) == (keep >= tok.count(text))
+
+
+def test_the_command_line_flag_reaches_the_server(tmp_path, monkeypatch):
+    from tagengine._internal.cli import run
+    from tagengine._internal.server import main
+
+    seen: list[Options] = []
+    monkeypatch.setattr(main, "serve", lambda opts, host, port, err: seen.append(opts) or 0)
+    args = ["serve", "--upstream", "http://127.0.0.1:9/v1", "--data", str(tmp_path)]
+    assert run([*args, "--count-with-upstream"]) == 0 and run(args) == 0
+    assert [o.count_with_upstream for o in seen] == [True, False]
