@@ -218,3 +218,34 @@ def test_the_command_line_flag_reaches_the_server(tmp_path, monkeypatch):
     args = ["serve", "--upstream", "http://127.0.0.1:9/v1", "--data", str(tmp_path)]
     assert run([*args, "--count-with-upstream"]) == 0 and run(args) == 0
     assert [o.count_with_upstream for o in seen] == [True, False]
+
+
+def test_a_vllm_that_does_not_serve_the_model_name_is_asked_without_it():
+    """vLLM answers 404 for a model it does not serve (a chat app's own name for it); a recent vLLM tokenizes
+    with its served model when the request names none."""
+    bodies: list[dict] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        if "prompt" not in body:
+            return httpx.Response(400, json={"object": "error", "message": "prompt: field required"})
+        if "model" in body:
+            return httpx.Response(404, json={"object": "error", "message": "The model does not exist."})
+        ids = toy_tokens(body["prompt"])
+        return httpx.Response(200, json={"count": len(ids), "max_model_len": 4096, "tokens": ids})
+
+    rs = load_sample("gravewatch")
+    state = GameState.new(rs, ["Mira", "Bram"])
+    history = [{"role": "user", "content": "TURN:one"}]
+
+    async def go() -> tuple[Prompt, str | None]:
+        up = Upstream("http://up.invalid/v1", forward_client_key=False, transport=httpx.MockTransport(answer))
+        try:
+            return await UpstreamCounts(up).fit(rs, state, history, Budget(model="my-rp-model"), {})
+        finally:
+            await up.close()
+
+    prompt, fallback = asyncio.run(go())
+    assert fallback is None and prompt.report.encoding == "upstream:vllm" and prompt.report.exact
+    assert len(bodies) > 3 and all("model" not in b for b in bodies[3:])  # after the 3 probes: no name

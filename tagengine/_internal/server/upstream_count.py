@@ -91,10 +91,13 @@ def _vllm_body(text: str, model: str | None) -> dict[str, Any]:
     return {"prompt": text, "add_special_tokens": False, **({"model": model} if model else {})}
 
 
-# In the order they are tried. Special tokens are not added: the chat format counts them (K-2).
+# In the order they are tried. Special tokens are not added: the chat format counts them (K-2). vLLM answers
+# 404 for a model name it does not serve (a chat app's own name for it): then it is asked without one, and a
+# recent vLLM tokenizes with the model it serves.
 ENDPOINTS = (
     Endpoint("llama.cpp", "/tokenize", lambda text, model: {"content": text, "add_special": False}, _llama_ids),
     Endpoint("vllm", "/tokenize", _vllm_body, _vllm_ids),
+    Endpoint("vllm", "/tokenize", lambda text, model: _vllm_body(text, None), _vllm_ids),
     Endpoint("koboldcpp", "/api/extra/tokencount", lambda text, model: {"prompt": text, "special": False},
              _kobold_ids),
 )
@@ -144,7 +147,7 @@ class UpstreamCounts:
             raise CountFailed(f"{ep.kind} {ep.path}: HTTP {got.status_code}")
         try:
             ids = ep.ids(json.loads(got.content))
-        except ValueError:
+        except (ValueError, RecursionError):
             ids = None
         if ids is None:
             raise CountFailed(f"{ep.kind} {ep.path}: not its answer's shape")
@@ -190,8 +193,9 @@ class UpstreamCounts:
         return ids
 
     def _keep(self, model: str | None, text: str, ids: Sequence[int]) -> None:
+        old = self._known.pop((model or "", text), None)  # two requests may fetch the same text at once
+        self._tokens += len(ids) - (len(old) if old is not None else 0)
         self._known[(model or "", text)] = ids
-        self._tokens += len(ids)
         while len(self._known) > MAX_TEXTS or self._tokens > MAX_TOKENS:
             _, old = self._known.popitem(last=False)
             self._tokens -= len(old)
@@ -206,7 +210,10 @@ class UpstreamCounts:
             async with gate:
                 self._keep(model, text, await self._ask(ep, text, model, incoming))
 
-        await asyncio.gather(*(one(t) for t in missing))
+        failed = [r for r in await asyncio.gather(*(one(t) for t in missing), return_exceptions=True)
+                  if isinstance(r, BaseException)]
+        if failed:
+            raise failed[0]
 
     async def fit(self, rs: Ruleset, state: GameState, history: list[dict[str, str]], budget: Budget,
                   incoming: Mapping[str, str]) -> tuple[Prompt, str | None]:
