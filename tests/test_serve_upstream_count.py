@@ -249,3 +249,36 @@ def test_a_vllm_that_does_not_serve_the_model_name_is_asked_without_it():
     prompt, fallback = asyncio.run(go())
     assert fallback is None and prompt.report.encoding == "upstream:vllm" and prompt.report.exact
     assert len(bodies) > 3 and all("model" not in b for b in bodies[3:])  # after the 3 probes: no name
+
+
+def test_a_count_that_fails_mid_request_falls_back_for_that_request(caplog):
+    """The endpoint found, then a count refused (the upstream restarting, say): this request is counted locally
+    and says so; the endpoint stays, and the next request is counted by the upstream again."""
+    broken = [False]
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        text = json.loads(request.content)["content"]
+        if broken[0] and text != PROBE:
+            return httpx.Response(503, json={"error": "loading model"})
+        return httpx.Response(200, json={"tokens": toy_tokens(text)})
+
+    rs = load_sample("gravewatch")
+    state = GameState.new(rs, ["Mira", "Bram"])
+
+    async def go() -> list[tuple[Prompt, str | None]]:
+        up = Upstream("http://up.invalid/v1", forward_client_key=False, transport=httpx.MockTransport(answer))
+        counts = UpstreamCounts(up)
+        out = [await counts.fit(rs, state, [{"role": "user", "content": "first"}], Budget(model=MODEL), {})]
+        broken[0] = True
+        out.append(await counts.fit(rs, state, [{"role": "user", "content": "second"}], Budget(model=MODEL), {}))
+        broken[0] = False
+        out.append(await counts.fit(rs, state, [{"role": "user", "content": "third"}], Budget(model=MODEL), {}))
+        await up.close()
+        return out
+
+    with caplog.at_level(logging.WARNING, logger="tagengine.serve"):
+        (ok, none), (local, why), (again, none2) = asyncio.run(go())
+    assert none is None and ok.report.encoding == "upstream:llama.cpp"
+    assert why == "failed" and local.report.encoding == "o200k_base" and not local.report.exact
+    assert none2 is None and again.report.encoding == "upstream:llama.cpp"
+    assert any("HTTP 503" in r.getMessage() for r in caplog.records)
