@@ -3,6 +3,8 @@
 The upstream answers the last user message `TURN:<name>` with `script[name]`, streamed in pieces split at
 random points, and records each request's raw body. `mode` makes it fail: 500, hang (until the test
 ends), garbage SSE, or a stream cut off before [DONE]; `hold` stops a stream after its first pieces.
+`tokenize` (issue 15) adds a llama.cpp-, vLLM- or KoboldCpp-style tokenize endpoint that counts with
+`toy_tokens` and records each text it was asked in `tokenized`.
 """
 
 from __future__ import annotations
@@ -59,6 +61,12 @@ def chunk(text: str | None = None, finish: str | None = None, **delta: Any) -> d
             "choices": [{"index": 0, "delta": d, "finish_reason": finish}]}
 
 
+def toy_tokens(text: str) -> list[int]:
+    """The scripted upstream's tokenizer: one token per two characters (far from any real vocabulary, so a
+    count that equals it came from the upstream)."""
+    return [ord(c) for c in text[::2]]
+
+
 def sse(doc: Any) -> bytes:
     return b"data: " + json.dumps(doc).encode() + b"\n\n"
 
@@ -73,6 +81,8 @@ class Fake:
     reasoning: bool = False
     cancelled: threading.Event = field(default_factory=threading.Event)
     seed: int = 0
+    tokenize: str | None = None  # "llama.cpp" | "vllm" | "koboldcpp": a tokenize endpoint of that shape
+    tokenized: list[str] = field(default_factory=list)
 
     def app(self) -> Starlette:
         release = asyncio.Event()  # never set: a hung upstream waits until the server gives up
@@ -125,4 +135,22 @@ class Fake:
 
             return StreamingResponse(pieces(), media_type="text/event-stream")
 
-        return Starlette(routes=[Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])])
+        async def tokenize(request: Request) -> Response:
+            body = await request.json()
+            if self.tokenize == "llama.cpp":  # llama.cpp: no `content`, no tokens
+                text = body.get("content", "")
+                self.tokenized.append(text)
+                return JSONResponse({"tokens": toy_tokens(text)})
+            if not isinstance(body.get("prompt"), str):  # vLLM and KoboldCpp: a request of another shape
+                return JSONResponse({"error": "prompt is required"}, status_code=400)
+            self.tokenized.append(body["prompt"])
+            ids = toy_tokens(body["prompt"])
+            if self.tokenize == "vllm":
+                return JSONResponse({"count": len(ids), "max_model_len": 32768, "tokens": ids})
+            return JSONResponse({"value": len(ids), "ids": ids})
+
+        routes = [Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])]
+        if self.tokenize is not None:
+            path = "/api/extra/tokencount" if self.tokenize == "koboldcpp" else "/tokenize"
+            routes.append(Route(path, tokenize, methods=["POST"]))
+        return Starlette(routes=routes)

@@ -61,7 +61,9 @@ class Tokenizer(Protocol):
 
     A tokenizer may also have `cut(text, keep_tokens) -> str`: the longest head of `text` made of its
     first `keep_tokens` tokens, never ending inside a character (the text itself when it has no more
-    tokens than that). Without one, `cut_text` decodes the first tokens' bytes."""
+    tokens than that). Without one, `cut_text` decodes the first tokens' bytes. It may also have
+    `count(text) -> int` (the length of `encode(text)` without building the list), which `TokenCounter`
+    uses when it is there."""
 
     @property
     def name(self) -> str: ...
@@ -237,9 +239,12 @@ class TokenCounter:
         self._role_as_text = chat.role_as_text
         self._memo: dict[tuple[str, str], int] = {}
         self._roles: dict[str, int] = {}
+        self._count: Callable[[str], int] | None = getattr(tokenizer, "count", None)
 
     def text(self, text: str) -> int:
-        return len(self.tokenizer.encode(text)) if text else 0
+        if not text:
+            return 0
+        return self._count(text) if self._count is not None else len(self.tokenizer.encode(text))
 
     def message(self, role: str, content: str) -> int:
         key = (role, content)

@@ -29,7 +29,7 @@ from starlette.routing import Route
 from ..commands import Applied, apply_reply
 from ..errors import HistoryError, NotFoundError, TagengineError
 from ..history import ROLES
-from ..prompt import Budget, BudgetError, build_prompt
+from ..prompt import Budget, BudgetError
 from . import chain
 from .campaigns import Campaign, Campaigns
 from .errors import Refused, error
@@ -38,6 +38,7 @@ from .relay import dumps, first_content, relay_stream, upstream_failure, upstrea
 from .store import Store
 from .ui import Latest, ui_routes
 from .upstream import Upstream
+from .upstream_count import fitter, tokens_header
 
 log = logging.getLogger("tagengine.serve")
 
@@ -58,6 +59,7 @@ class Options:
     timeout: float = 300.0
     transport: httpx.AsyncBaseTransport | None = None  # tests: an upstream in this process
     samples: Path | None = None
+    count_with_upstream: bool = False  # issue 15: token counts from the upstream's tokenize endpoint
 
 
 class _Auth(BaseHTTPMiddleware):
@@ -79,6 +81,7 @@ def make_app(opts: Options) -> Starlette:
     latest = Latest(store)  # the pages' view of the turns (issue 14)
     upstream = Upstream(opts.upstream, forward_client_key=opts.api_key is None, timeout=opts.timeout,
                         transport=opts.transport, samples=opts.samples)
+    fit = fitter(upstream, opts.count_with_upstream)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -126,7 +129,7 @@ def make_app(opts: Options) -> Starlette:
         before = chain.state_of(c, store, history)
         budget = budget_of(body, opts.context)
         try:
-            prompt = build_prompt(c.rs, before.state, history, budget)
+            prompt, fallback = await fit(c.rs, before.state, history, budget, request.headers)
         except BudgetError as e:
             raise Refused(400, str(e), "context_length_exceeded") from None
         except HistoryError as e:
@@ -141,8 +144,7 @@ def make_app(opts: Options) -> Starlette:
             if isinstance(body.get(k), int):
                 out[k] = prompt.report.response
         headers = {"x-tagengine-campaign": c.name,
-                   "x-tagengine-tokens": f"{prompt.report.total}/{prompt.report.context} "
-                                         f"response={prompt.report.response}"}
+                   "x-tagengine-tokens": tokens_header(prompt.report, fallback)}
         if not before.consistent:
             headers["x-tagengine-history"] = "incomplete: the state was rebuilt from what the history holds"
         req = upstream.request("POST", "/chat/completions", request.headers, dumps(out))
