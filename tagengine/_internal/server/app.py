@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
@@ -30,12 +31,14 @@ from ..commands import Applied, apply_reply
 from ..errors import HistoryError, NotFoundError, TagengineError
 from ..history import ROLES
 from ..prompt import Budget, BudgetError, build_prompt
+from ..stream import StreamFilter
+from ..tags import narration
 from . import chain
 from .campaigns import Campaign, Campaigns
 from .errors import Refused, error
 from .receipts import ReceiptStream
 from .relay import dumps, first_content, relay_stream, upstream_failure, upstream_status
-from .store import Store
+from .store import DEFAULT_KEEP, Store
 from .upstream import Upstream
 
 log = logging.getLogger("tagengine.serve")
@@ -44,6 +47,7 @@ MAX_MODEL_NAME = 256  # characters
 MAX_BODY = 32 * 1024 * 1024  # one request: far above any context window's worth of chat
 DEFAULT_CONTEXT = 8192
 DEFAULT_RESPONSE = 1024
+THREAD_MIN = 16  # replies to replay: more go to a worker thread, so the event loop never waits on a long history
 MARKER = re.compile(r'\[tagengine:[ \t]*campaign[ \t]*=[ \t]*"([^"\n]*)"[ \t]*\]')
 
 
@@ -57,6 +61,8 @@ class Options:
     timeout: float = 300.0
     transport: httpx.AsyncBaseTransport | None = None  # tests: an upstream in this process
     samples: Path | None = None
+    hide_tags: bool = False  # the player gets the narration; the tagged reply stays in the store (S-14)
+    keep: int = DEFAULT_KEEP  # snapshots kept per campaign, the least recently used pruned (S-20)
 
 
 class _Auth(BaseHTTPMiddleware):
@@ -74,6 +80,7 @@ class _Auth(BaseHTTPMiddleware):
 
 def make_app(opts: Options) -> Starlette:
     store = Store(opts.data)
+    store.keep = opts.keep
     campaigns = Campaigns(store)
     upstream = Upstream(opts.upstream, forward_client_key=opts.api_key is None, timeout=opts.timeout,
                         transport=opts.transport, samples=opts.samples)
@@ -121,7 +128,10 @@ def make_app(opts: Options) -> Starlette:
             raise Refused(500, f"campaign {name!r}: its ruleset cannot be loaded: {e}", "campaign_broken",
                           "server_error") from None
         history = plain_history(messages)
-        before = chain.state_of(c, store, history)
+        found = chain.state_of(c, store, history, hidden=opts.hide_tags, defer=THREAD_MIN)
+        before = await run_in_threadpool(found.run) if isinstance(found, chain.Pending) else found
+        if opts.hide_tags:  # the model sees its own tagged replies, not the narrations the player saw
+            history = with_replies(history, before.replies)
         budget = budget_of(body, opts.context)
         try:
             prompt = build_prompt(c.rs, before.state, history, budget)
@@ -140,8 +150,8 @@ def make_app(opts: Options) -> Starlette:
         headers = {"x-tagengine-campaign": c.name,
                    "x-tagengine-tokens": f"{prompt.report.total}/{prompt.report.context} "
                                          f"response={prompt.report.response}"}
-        if not before.consistent:
-            headers["x-tagengine-history"] = "incomplete: the state was rebuilt from what the history holds"
+        if before.notes:
+            headers["x-tagengine-history"] = "; ".join(before.notes)
         req = upstream.request("POST", "/chat/completions", request.headers, dumps(out))
         if body.get("stream") is True:
             return await streamed(request, req, c, before, headers)
@@ -163,8 +173,10 @@ def make_app(opts: Options) -> Starlette:
             raise Refused(502, "the upstream model's answer has no choices[0].message.content text",
                           "upstream_malformed", "upstream_error")
         applied = apply_reply(c.rs, before.state, text)
-        doc["choices"][0]["message"]["content"] = applied.text
-        chain.remember(c, store, before.key, applied.text, applied.state)
+        shown = narration(text) if opts.hide_tags else None
+        doc["choices"][0]["message"]["content"] = applied.text if shown is None else shown
+        if before.trusted:
+            chain.remember(c, store, before.key, applied.text, applied.state, shown)
         return Response(dumps(doc), media_type="application/json", headers=headers)
 
     async def streamed(request: Request, req: httpx.Request, c: Campaign, before: chain.Replayed,
@@ -182,10 +194,14 @@ def make_app(opts: Options) -> Starlette:
                 await got.aclose()
             raise upstream_status(got.status_code, content)
 
-        def done(applied: Applied) -> None:
-            chain.remember(c, store, before.key, applied.text, applied.state)
+        filt = StreamFilter(c.rs, before.state) if opts.hide_tags else ReceiptStream(c.rs, before.state)
 
-        stream = relay_stream(got, ReceiptStream(c.rs, before.state), done, request.is_disconnected)
+        def done(applied: Applied) -> None:
+            if before.trusted:
+                shown = narration(filt.text) if isinstance(filt, StreamFilter) else None
+                chain.remember(c, store, before.key, applied.text, applied.state, shown)
+
+        stream = relay_stream(got, filt, done, request.is_disconnected)
         return StreamingResponse(stream, media_type="text/event-stream",
                                  headers={**headers, "cache-control": "no-cache"})
 
@@ -299,6 +315,13 @@ def plain_history(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
         role = role if role in ROLES else "system"
         out.append({"role": role, "content": stripped})
     return out
+
+
+def with_replies(history: list[dict[str, str]], replies: tuple[str, ...]) -> list[dict[str, str]]:
+    """The history with its assistant messages replaced, in order, by `replies`."""
+    it = iter(replies)
+    return [{"role": "assistant", "content": next(it, m["content"])} if m["role"] == "assistant" else m
+            for m in history]
 
 
 def budget_of(body: dict[str, Any], context: int | None) -> Budget:
