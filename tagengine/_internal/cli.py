@@ -448,7 +448,8 @@ def add_serve_command(sub: Any) -> None:
     sv.add_argument("--data", metavar="DIR", help="the data folder (default: the user data folder)")
     sv.add_argument("--campaign", metavar="NAME", help="the campaign of a request that names none")
     sv.add_argument("--api-key", metavar="KEY", help="require `Authorization: Bearer KEY` from clients")
-    sv.add_argument("--context", type=_int_at_least(1), help="the model's context window in tokens (default 8192)")
+    sv.add_argument("--context", type=_int_at_least(1),
+                    help="the model's context window in tokens (default: by the model's name, else 8192)")
     sv.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the upstream (default 300)")
     sv.add_argument("--hide-tags", action="store_true",
                     help="the player gets the narration; the tagged replies stay in the server's store")

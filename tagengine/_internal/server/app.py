@@ -31,6 +31,7 @@ from ..commands import Applied, apply_reply
 from ..errors import HistoryError, NotFoundError, TagengineError
 from ..history import ROLES
 from ..prompt import Budget, BudgetError, build_prompt
+from ..prompt.contexts import context_of
 from ..stream import StreamFilter
 from ..tags import narration
 from . import chain
@@ -133,6 +134,7 @@ def make_app(opts: Options) -> Starlette:
         if opts.hide_tags:  # the model sees its own tagged replies, not the narrations the player saw
             history = with_replies(history, before.replies)
         budget = budget_of(body, opts.context)
+        whence = "--context" if opts.context else f"table:{context_of(budget.model)[1]}"
         try:
             prompt = build_prompt(c.rs, before.state, history, budget)
         except BudgetError as e:
@@ -149,7 +151,7 @@ def make_app(opts: Options) -> Starlette:
                 out[k] = prompt.report.response
         headers = {"x-tagengine-campaign": c.name,
                    "x-tagengine-tokens": f"{prompt.report.total}/{prompt.report.context} "
-                                         f"response={prompt.report.response}"}
+                                         f"response={prompt.report.response} context-from={whence}"}
         if before.notes:
             headers["x-tagengine-history"] = "; ".join(before.notes)
         req = upstream.request("POST", "/chat/completions", request.headers, dumps(out))
@@ -331,5 +333,5 @@ def budget_of(body: dict[str, Any], context: int | None) -> Budget:
     model = body.get("model") if isinstance(body.get("model"), str) else None
     if model is not None and len(model) > MAX_MODEL_NAME:  # a model name keys caches: a long one names no family
         model = None
-    return Budget(context=context or DEFAULT_CONTEXT, response=response, response_min=min(256, response),
+    return Budget(context=context or context_of(model)[0], response=response, response_min=min(256, response),
                   model=model)
