@@ -1,6 +1,7 @@
 """Issue 12 test kit: servers on loopback port 0 in threads, and a scripted OpenAI-compatible upstream.
 
-The upstream answers the last user message `TURN:<name>` with `script[name]`, streamed in pieces split at
+The upstream answers the last user message `TURN:<name>` with `script[name]` (after an assistant prefill
+that `script[name]` starts with: the rest of it), streamed in pieces split at
 random points, and records each request's raw body. `mode` makes it fail: 500, hang (until the test
 ends), garbage SSE, or a stream cut off before [DONE]; `hold` stops a stream after its first pieces.
 """
@@ -92,6 +93,9 @@ class Fake:
             body = json.loads(raw)
             last = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
             text = self.script[last.removeprefix("TURN:")]
+            prefill = body["messages"][-1]["content"] if body["messages"][-1]["role"] == "assistant" else ""
+            if prefill and text.startswith(prefill):  # continue: the model goes on from the prefill
+                text = text[len(prefill):]
             if not body.get("stream"):
                 return JSONResponse({"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
                                      "choices": [{"index": 0, "message": {"role": "assistant", "content": text},

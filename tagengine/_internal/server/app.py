@@ -37,8 +37,9 @@ from ..tags import narration
 from . import chain
 from .campaigns import Campaign, Campaigns
 from .errors import Refused, error
+from .prefill import Continued, prefill_last, split_prefill
 from .receipts import ReceiptStream
-from .relay import dumps, first_content, relay_stream, upstream_failure, upstream_status
+from .relay import Filter, dumps, first_content, relay_stream, upstream_failure, upstream_status
 from .store import DEFAULT_KEEP, Store
 from .upstream import Upstream
 
@@ -129,7 +130,8 @@ def make_app(opts: Options) -> Starlette:
             raise Refused(500, f"campaign {name!r}: its ruleset cannot be loaded: {e}", "campaign_broken",
                           "server_error") from None
         history = plain_history(messages)
-        found = chain.state_of(c, store, history, hidden=opts.hide_tags, defer=THREAD_MIN)
+        earlier, prefill = split_prefill(history)  # continue: the state from before the prefill (S-17)
+        found = chain.state_of(c, store, earlier, hidden=opts.hide_tags, defer=THREAD_MIN)
         before = await run_in_threadpool(found.run) if isinstance(found, chain.Pending) else found
         if opts.hide_tags:  # the model sees its own tagged replies, not the narrations the player saw
             history = with_replies(history, before.replies)
@@ -144,6 +146,8 @@ def make_app(opts: Options) -> Starlette:
         except TagengineError as e:  # the server's own set-up (a tokenizer file): not the client's fault
             log.error("cannot build the prompt: %s", e)
             raise Refused(500, "the server cannot count tokens for this model; see its log", "server_error") from None
+        if prefill is not None and not prefill_last(prompt.messages, prefill):
+            raise Refused(400, "the reply to continue does not fit the context", "context_length_exceeded")
         out = dict(body)
         out["messages"] = prompt.messages
         for k in ("max_tokens", "max_completion_tokens"):
@@ -156,10 +160,29 @@ def make_app(opts: Options) -> Starlette:
             headers["x-tagengine-history"] = "; ".join(before.notes)
         req = upstream.request("POST", "/chat/completions", request.headers, dumps(out))
         if body.get("stream") is True:
-            return await streamed(request, req, c, before, headers)
-        return await whole(req, c, before, headers)
+            return await streamed(request, req, c, before, headers, prefill)
+        return await whole(req, c, before, headers, prefill)
 
-    async def whole(req: httpx.Request, c: Campaign, before: chain.Replayed, headers: dict[str, str]) -> Response:
+    def reply_filter(c: Campaign, before: chain.Replayed, prefill: str | None) -> Filter:
+        filt: Filter = StreamFilter(c.rs, before.state) if opts.hide_tags else ReceiptStream(c.rs, before.state)
+        return filt if prefill is None else Continued(filt, prefill)
+
+    def keep(c: Campaign, before: chain.Replayed, applied: Applied, filt: Filter | None, raw: str) -> None:
+        """The snapshot after a complete reply, unless the state before it was a guess (S-15) or the chat
+        app's text of a continued reply cannot be the engine's (S-17)."""
+        if not before.trusted:
+            return
+        shown = filt.shown if isinstance(filt, Continued) else narration(raw) if opts.hide_tags else None
+        if isinstance(filt, Continued) and not opts.hide_tags:
+            if shown != applied.text:
+                log.warning("campaign %s: a continued reply's tag was rewritten across the prefill; the chat app's "
+                            "text differs from the engine's and is replayed next time", c.name)
+                return
+            shown = None
+        chain.remember(c, store, before.key, applied.text, applied.state, shown)
+
+    async def whole(req: httpx.Request, c: Campaign, before: chain.Replayed, headers: dict[str, str],
+                    prefill: str | None) -> Response:
         try:
             got = await upstream.client.send(req)
         except httpx.HTTPError as e:
@@ -174,15 +197,20 @@ def make_app(opts: Options) -> Starlette:
         if text is None:
             raise Refused(502, "the upstream model's answer has no choices[0].message.content text",
                           "upstream_malformed", "upstream_error")
-        applied = apply_reply(c.rs, before.state, text)
-        shown = narration(text) if opts.hide_tags else None
-        doc["choices"][0]["message"]["content"] = applied.text if shown is None else shown
-        if before.trusted:
-            chain.remember(c, store, before.key, applied.text, applied.state, shown)
+        if prefill is None:
+            applied = apply_reply(c.rs, before.state, text)
+            doc["choices"][0]["message"]["content"] = narration(text) if opts.hide_tags else applied.text
+            keep(c, before, applied, None, text)
+        else:
+            filt = reply_filter(c, before, prefill)
+            out = filt.feed(text)
+            rest, applied = filt.finish()
+            doc["choices"][0]["message"]["content"] = out + rest
+            keep(c, before, applied, filt, prefill + text)
         return Response(dumps(doc), media_type="application/json", headers=headers)
 
     async def streamed(request: Request, req: httpx.Request, c: Campaign, before: chain.Replayed,
-                       headers: dict[str, str]) -> Response:
+                       headers: dict[str, str], prefill: str | None) -> Response:
         try:
             got = await upstream.client.send(req, stream=True)
         except httpx.HTTPError as e:
@@ -196,12 +224,11 @@ def make_app(opts: Options) -> Starlette:
                 await got.aclose()
             raise upstream_status(got.status_code, content)
 
-        filt = StreamFilter(c.rs, before.state) if opts.hide_tags else ReceiptStream(c.rs, before.state)
+        filt = reply_filter(c, before, prefill)
 
         def done(applied: Applied) -> None:
-            if before.trusted:
-                shown = narration(filt.text) if isinstance(filt, StreamFilter) else None
-                chain.remember(c, store, before.key, applied.text, applied.state, shown)
+            raw = filt.text if isinstance(filt, StreamFilter) else ""  # --hide-tags: the player saw its narration
+            keep(c, before, applied, filt, raw)
 
         stream = relay_stream(got, filt, done, request.is_disconnected)
         return StreamingResponse(stream, media_type="text/event-stream",
