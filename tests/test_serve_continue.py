@@ -12,7 +12,7 @@ from test_serve import CREW, SCRIPT, ask, client, expected, history, serving
 
 from tagengine._internal.tags import narration
 
-ONE = CREW[0]  # 'The lock gives with a dry click. Somewhere above, a floorboard creaks.\n[clock: name="Alarm raised" ...'
+ONE = CREW[0]  # 'The lock gives with a dry click. Somewhere above, ...\n[clock: name="Alarm raised" ...'
 BEGUN = ONE[:ONE.index('size="6"')]  # ends inside the clock tag
 
 
