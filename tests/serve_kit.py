@@ -70,6 +70,7 @@ class Fake:
     mode: str = "ok"  # ok | 500 | hang | garbage | cut
     hold: bool = False  # stream: stop after the first pieces until the client goes away
     bodies: list[bytes] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)  # each request's headers, lower-cased names
     raw_answer: bytes | None = None  # answer this exactly (passthrough test)
     reasoning: bool = False
     cancelled: threading.Event = field(default_factory=threading.Event)
@@ -84,6 +85,7 @@ class Fake:
         async def chat(request: Request) -> Response:
             raw = await request.body()
             self.bodies.append(raw)
+            self.headers.append({k.lower(): v for k, v in request.headers.items()})
             if self.raw_answer is not None:
                 return Response(self.raw_answer, media_type="application/json")
             if self.mode == "500":

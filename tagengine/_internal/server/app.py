@@ -236,7 +236,7 @@ def make_app(opts: Options) -> Starlette:
 
     async def passthrough(request: Request, raw: bytes, stream: bool) -> Response:
         """No campaign: the request goes upstream byte for byte, and the answer comes back the same way."""
-        req = upstream.request("POST", "/chat/completions", request.headers, raw)
+        req = upstream.passthrough("/chat/completions", request.headers, raw)  # the client's headers too (S-18)
         try:
             got = await upstream.client.send(req, stream=True)
         except httpx.HTTPError as e:
