@@ -1,8 +1,8 @@
 """The ASGI app (Starlette): routes, the campaign of a request, the prompt, the upstream call.
 
-Engine work (replay, apply, prompt fitting) and the store run on the event loop's one thread, between
-awaits: no two requests touch the engine or the SQLite connection at once, and no lock is needed. The
-engine is pure and fast (a warm turn is a hash walk, one SQLite look-up and one apply).
+Engine work (replay, apply, prompt fitting) runs on the event loop's thread, between awaits; a history
+with more than THREAD_MIN replies to replay goes to a worker thread (S-19). The engine is pure and the
+store guards its one SQLite connection with a lock, so both may run at once (docs/architecture.md).
 """
 
 from __future__ import annotations
