@@ -10,7 +10,8 @@ from serve_kit import Fake
 from test_serve import SCRIPT, ask, client, serving
 
 from conftest import SAMPLES
-from tagengine._internal.server import chain, store as store_module
+from tagengine._internal.server import chain
+from tagengine._internal.server import store as store_module
 from tagengine._internal.server.app import THREAD_MIN
 from tagengine._internal.server.campaigns import Campaigns, new_campaign
 from tagengine._internal.server.store import DB_NAME, Store
