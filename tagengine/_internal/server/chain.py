@@ -121,10 +121,12 @@ class Pending:
             snaps.append((keys[i + 1], state))
             i += 1
         if consistent:  # a guess from an incomplete history is never kept: the next request says it again
-            for key, snap in snaps:
-                store.put_snapshot(key, canonical(snap.to_json()), c.name)
-            for content, key in known:
-                store.put_reply(content, key)
+            docs = [(key, canonical(snap.to_json())) for key, snap in snaps]  # outside the lock
+            with store.batch():
+                for key, doc in docs:
+                    store.put_snapshot(key, doc, c.name)
+                for content, key in known:
+                    store.put_reply(content, key)
             _keep(store, keys[-1], state)
         else:
             self.notes.append(INCOMPLETE)
@@ -216,11 +218,13 @@ def remember(c: Campaign, store: Store, key: str, reply: str, state: GameState, 
     """Keep the snapshot after a new reply (its text as the chain reads it); its key. `shown`: the narration
     the player got instead (--hide-tags), mapped back to `reply` by the next request."""
     new = next_key(key, reply)
-    store.put_snapshot(new, canonical(state.to_json()), c.name)
-    if has_receipts(reply):
-        store.put_reply(content_key(c, reply), new)
-    if shown is not None:
-        store.put_narration(key, shown_key(shown), reply)
+    doc = canonical(state.to_json())
+    with store.batch():
+        store.put_snapshot(new, doc, c.name)
+        if has_receipts(reply):
+            store.put_reply(content_key(c, reply), new)
+        if shown is not None:
+            store.put_narration(key, shown_key(shown), reply)
     _keep(store, new, state)
     return new
 

@@ -14,6 +14,8 @@ import sqlite3
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,12 +78,33 @@ class Store:
         self.keep = DEFAULT_KEEP
         self._clock = int(self.db.execute("SELECT coalesce(max(used), 0) FROM snapshots").fetchone()[0])
         self._added: dict[str, int] = {}  # campaign -> snapshots written since its last count
+        self._touched: dict[str, int] = {}  # snapshots used from memory since the last batch -> their use
         # chain key -> the snapshot as a GameState (chain.py): a warm turn neither parses JSON nor
         # rebuilds sheet views, since their caches follow the state object
         self.recent: OrderedDict[str, Any] = OrderedDict()
 
     def close(self) -> None:
         self.db.close()
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Several writes as one transaction (one WAL commit, not one per row), under the lock; a batch
+        inside a batch joins it."""
+        with self.lock:
+            if self.db.in_transaction:
+                yield
+                return
+            self.db.execute("BEGIN")
+            try:
+                if self._touched:
+                    self.db.executemany("UPDATE snapshots SET used = ? WHERE key = ?",
+                                        [(n, k) for k, n in self._touched.items()])
+                    self._touched.clear()
+                yield
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
 
     # -- campaigns
     def add_campaign(self, row: CampaignRow) -> None:
@@ -115,9 +138,10 @@ class Store:
         return None if got is None else str(got[0])
 
     def touch(self, key: str) -> None:
-        """A snapshot was used from memory: it is recent for the pruning too."""
+        """A snapshot was used from memory: it is recent for the pruning too (written with the next batch,
+        so a warm turn adds no commit of its own)."""
         with self.lock:
-            self.db.execute("UPDATE snapshots SET used = ? WHERE key = ?", (self._tick(), key))
+            self._touched[key] = self._tick()
 
     def known(self, keys: list[str]) -> str | None:
         """The newest of `keys` (oldest first) that has a snapshot, one query per 500 keys."""
@@ -141,7 +165,7 @@ class Store:
 
     def prune(self, campaign: str) -> int:
         """Keep the campaign's `keep` most recently used snapshots; the snapshots removed."""
-        with self.lock:
+        with self.batch():
             self._added[campaign] = 0
             count = self.db.execute("SELECT count(*) FROM snapshots WHERE campaign = ?", (campaign,)).fetchone()[0]
             if count <= self.keep:
