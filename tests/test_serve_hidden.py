@@ -63,7 +63,7 @@ def test_hidden_tags_show_narration_and_the_next_turn_has_the_same_state(tmp_pat
     assert rows(tmp_path / "hidden") == rows(tmp_path / "plain")
 
 
-def test_a_narration_the_store_does_not_know_is_replayed_as_shown_and_said(tmp_path):
+def test_a_narration_the_store_does_not_know_is_replayed_as_shown_and_said(tmp_path, caplog):
     shown = []
     fake = Fake(SCRIPT)
     with serving(tmp_path, fake, data=pristine(tmp_path, "first"), hide_tags=True) as srv:
@@ -77,3 +77,4 @@ def test_a_narration_the_store_does_not_know_is_replayed_as_shown_and_said(tmp_p
         raw = c.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
         assert raw.headers["x-tagengine-history"].startswith("unmapped: 2 narrated replies")  # the greeting is not
         assert sent_replies(fake) == ["Welcome, crew.", *shown]  # replayed as shown: no tags to apply
+    assert "2 narrated replies the store does not know are replayed without their tags" in caplog.text
