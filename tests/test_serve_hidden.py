@@ -78,3 +78,20 @@ def test_a_narration_the_store_does_not_know_is_replayed_as_shown_and_said(tmp_p
         assert raw.headers["x-tagengine-history"].startswith("unmapped: 2 narrated replies")  # the greeting is not
         assert sent_replies(fake) == ["Welcome, crew.", *shown]  # replayed as shown: no tags to apply
     assert "2 narrated replies the store does not know are replayed without their tags" in caplog.text
+
+
+def test_after_an_incomplete_history_the_narration_is_still_mapped_back(tmp_path):
+    fake = Fake(SCRIPT)
+    tagged = expected("heist", CREW)[0]
+    with serving(tmp_path, fake, hide_tags=True) as srv:
+        c = client(srv)
+        msgs = history("heist", ["one", "two", "three"], tagged[:2])  # a chat begun without --hide-tags
+        del msgs[1:3]  # and trimmed by the app: its receipts cannot replay from the start
+        raw = c.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
+        assert raw.headers["x-tagengine-history"].startswith("incomplete")
+        shown = raw.parse().choices[0].message.content
+        assert "[clock:" not in shown
+        msgs += [{"role": "assistant", "content": shown}, {"role": "user", "content": "TURN:tick"}]
+        raw = c.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
+        assert "unmapped" not in raw.headers["x-tagengine-history"]  # the guessed state is not kept, the map is
+        assert '[clock: name="Alarm raised"' in sent_replies(fake)[-1] and 'result="' in sent_replies(fake)[-1]

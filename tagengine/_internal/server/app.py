@@ -168,9 +168,9 @@ def make_app(opts: Options) -> Starlette:
         return filt if prefill is None else Continued(filt, prefill)
 
     def keep(c: Campaign, before: chain.Replayed, applied: Applied, filt: Filter | None, raw: str) -> None:
-        """The snapshot after a complete reply, unless the state before it was a guess (S-15) or the chat
-        app's text of a continued reply cannot be the engine's (S-17)."""
-        if not before.trusted:
+        """The snapshot after a complete reply, unless the state before it was a guess (S-15: then only the
+        narration map) or the chat app's text of a continued reply cannot be the engine's (S-17)."""
+        if not before.trusted and not opts.hide_tags:
             return
         shown = filt.shown if isinstance(filt, Continued) else narration(raw) if opts.hide_tags else None
         if isinstance(filt, Continued) and not opts.hide_tags:
@@ -179,7 +179,7 @@ def make_app(opts: Options) -> Starlette:
                             "text differs from the engine's and is replayed next time", c.name)
                 return
             shown = None
-        chain.remember(c, store, before.key, applied.text, applied.state, shown)
+        chain.remember(c, store, before.key, applied.text, applied.state, shown, trusted=before.trusted)
 
     async def whole(req: httpx.Request, c: Campaign, before: chain.Replayed, headers: dict[str, str],
                     prefill: str | None) -> Response:

@@ -214,18 +214,22 @@ def _replies(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]],
     return out, notes
 
 
-def remember(c: Campaign, store: Store, key: str, reply: str, state: GameState, shown: str | None = None) -> str:
+def remember(c: Campaign, store: Store, key: str, reply: str, state: GameState, shown: str | None = None,
+             *, trusted: bool = True) -> str:
     """Keep the snapshot after a new reply (its text as the chain reads it); its key. `shown`: the narration
-    the player got instead (--hide-tags), mapped back to `reply` by the next request."""
+    the player got instead (--hide-tags), mapped back to `reply` by the next request. Not `trusted` (the
+    state before was rebuilt from an incomplete history): only the narration map, which is a fact."""
     new = next_key(key, reply)
-    doc = canonical(state.to_json())
+    doc = canonical(state.to_json()) if trusted else ""
     with store.batch():
-        store.put_snapshot(new, doc, c.name)
-        if has_receipts(reply):
-            store.put_reply(content_key(c, reply), new)
+        if trusted:
+            store.put_snapshot(new, doc, c.name)
+            if has_receipts(reply):
+                store.put_reply(content_key(c, reply), new)
         if shown is not None:
             store.put_narration(key, shown_key(shown), reply)
-    _keep(store, new, state)
+    if trusted:
+        _keep(store, new, state)
     return new
 
 
