@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 
+import openai
 import pytest
 from serve_kit import Fake
-from test_serve import SCRIPT, ask, client, serving
+from test_serve import SCRIPT, ask, client, expected, serving
 
 from conftest import SAMPLES
 from tagengine._internal.server import chain
@@ -98,3 +100,31 @@ def test_a_database_from_before_gets_the_new_columns(tmp_path):
     store.put_snapshot("k2", "{}", "heist")
     assert rows(store) == {"k2"}
     store.close()
+
+
+def test_long_replays_in_threads_beside_turns_on_the_loop_do_not_cross(tmp_path):
+    with serving(tmp_path, Fake({**SCRIPT, "tick": TICK})) as srv:
+        ac = openai.AsyncOpenAI(base_url=f"{srv.url}/v1", api_key="k", max_retries=0, timeout=60)
+
+        async def long(n):
+            r = await ac.chat.completions.create(model="gpt-4o", messages=long_history(THREAD_MIN + n))
+            return r.choices[0].message.content
+
+        async def short():
+            r = await ac.chat.completions.create(model="gpt-4o", messages=history_one())
+            return r.choices[0].message.content
+
+        async def all_at_once():
+            try:
+                return await asyncio.gather(*(long(n) for n in range(1, 7)), *(short() for _ in range(6)))
+            finally:
+                await ac.close()
+
+        got = asyncio.run(all_at_once())
+    want_long = [expected("heist", [m["content"] for m in long_history(THREAD_MIN + n) if m["role"] == "assistant"]
+                          + [TICK])[0][-1] for n in range(1, 7)]
+    assert got[:6] == want_long and got[6:] == [expected("heist", [TICK])[0][0]] * 6
+
+
+def history_one():
+    return [{"role": "system", "content": '[tagengine: campaign="heist"]'}, {"role": "user", "content": "TURN:tick"}]
