@@ -1,6 +1,7 @@
 """Issue 12 test kit: servers on loopback port 0 in threads, and a scripted OpenAI-compatible upstream.
 
-The upstream answers the last user message `TURN:<name>` with `script[name]`, streamed in pieces split at
+The upstream answers the last user message `TURN:<name>` with `script[name]` (after an assistant prefill
+that `script[name]` starts with: the rest of it), streamed in pieces split at
 random points, and records each request's raw body. `mode` makes it fail: 500, hang (until the test
 ends), garbage SSE, or a stream cut off before [DONE]; `hold` stops a stream after its first pieces.
 `tokenize` (issue 15) adds a llama.cpp-, vLLM- or KoboldCpp-style tokenize endpoint that counts with
@@ -77,6 +78,7 @@ class Fake:
     mode: str = "ok"  # ok | 500 | hang | garbage | cut
     hold: bool = False  # stream: stop after the first pieces until the client goes away
     bodies: list[bytes] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)  # each request's headers, lower-cased names
     raw_answer: bytes | None = None  # answer this exactly (passthrough test)
     reasoning: bool = False
     cancelled: threading.Event = field(default_factory=threading.Event)
@@ -93,6 +95,7 @@ class Fake:
         async def chat(request: Request) -> Response:
             raw = await request.body()
             self.bodies.append(raw)
+            self.headers.append({k.lower(): v for k, v in request.headers.items()})
             if self.raw_answer is not None:
                 return Response(self.raw_answer, media_type="application/json")
             if self.mode == "500":
@@ -102,6 +105,9 @@ class Fake:
             body = json.loads(raw)
             last = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
             text = self.script[last.removeprefix("TURN:")]
+            prefill = body["messages"][-1]["content"] if body["messages"][-1]["role"] == "assistant" else ""
+            if prefill and text.startswith(prefill):  # continue: the model goes on from the prefill
+                text = text[len(prefill):]
             if not body.get("stream"):
                 return JSONResponse({"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
                                      "choices": [{"index": 0, "message": {"role": "assistant", "content": text},

@@ -220,7 +220,7 @@ def test_marker_is_stripped_fields_pass_and_the_prompt_is_fitted(tmp_path):
             extra_body={"top_k": 7, "custom": {"a": 1}})
         assert raw.headers["x-tagengine-campaign"] == "heist"
         total, rest = raw.headers["x-tagengine-tokens"].split("/")
-        assert int(total) > 0 and rest.startswith("8192 response=300")
+        assert int(total) > 0 and rest.startswith("128000 response=300")  # S-16: gpt-4o's window
         sent = json.loads(fake.bodies[-1])
         assert sent["temperature"] == 0.25 and sent["top_k"] == 7 and sent["custom"] == {"a": 1}
         assert sent["max_tokens"] == 300

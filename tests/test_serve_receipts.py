@@ -117,9 +117,16 @@ def test_state_from_the_store_equals_the_replay_from_the_start(campaign, tmp_pat
 def test_a_history_missing_its_oldest_reply_is_reported_inconsistent(campaign, caplog):
     store, c = campaign
     messages, _ = crew_night(c.rs, c.start)
-    assert chain.state_of(c, store, messages).consistent
-    assert not chain.state_of(c, store, messages[2:]).consistent
+    broken = chain.state_of(c, store, messages[2:])  # the store knows none of its replies yet
+    assert not broken.consistent and broken.notes == (chain.INCOMPLETE,)
     assert "do not match a replay" in caplog.text
+    assert store.known([broken.key]) is None  # a guess is never kept: the next request says it again
+    full = chain.state_of(c, store, messages)
+    assert full.consistent
+    # S-15: now the store knows reply 2 by its content, at one state: the trimmed history resumes there
+    trimmed = chain.state_of(c, store, messages[2:])
+    assert trimmed.consistent and trimmed.state == full.state and trimmed.key == full.key
+    assert trimmed.notes[0].startswith("resumed")
 
 
 def test_a_reply_without_receipts_is_not_a_sign_of_a_broken_history(campaign):

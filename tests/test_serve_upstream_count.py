@@ -74,7 +74,7 @@ def turns(n):
 @pytest.mark.parametrize("kind", ["llama.cpp", "vllm", "koboldcpp"])
 def test_counts_are_the_upstreams_own(tmp_path, kind):
     fake = Fake(SCRIPT, tokenize=kind)
-    with serving(tmp_path, fake, count_with_upstream=True) as srv:
+    with serving(tmp_path, fake, count_with_upstream=True, context=8192) as srv:
         r = chat(srv, turns(2))
         total, context, fields = header(r)
         assert fields["tokenizer"] == f"upstream:{kind}" and fields["exact"] == "true"
@@ -160,7 +160,8 @@ def test_an_upstream_without_a_tokenize_endpoint_falls_back_and_says_so(tmp_path
         r = chat(srv, turns(1))
         chat(srv, turns(2), model="gpt-4o")
     total, _, fields = header(r)
-    assert fields == {"response": "300", "tokenizer": "o200k_base", "exact": "false", "upstream-count": "none"}
+    assert fields == {"response": "300", "context-from": "table:qwen*", "tokenizer": "o200k_base", "exact": "false",
+                      "upstream-count": "none"}
     assert total > 0 and fake.tokenized == []
     warned = [rec.getMessage() for rec in caplog.records if "tokenize endpoint" in rec.getMessage()
               or "tokencount" in rec.getMessage()]

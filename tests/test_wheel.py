@@ -34,6 +34,7 @@ def test_wheel_carries_grammars_and_prompts(wheel: Path):
         assert source and source <= shipped, folder
     assert "tagengine/py.typed" in names  # issue 11: type checkers read the package's own hints
     assert "tagengine/prompts/teach/clock.j2" in names  # each tag kind's teaching, in a subfolder
+    assert "tagengine/_internal/prompt/contexts.toml" in names  # issue 12: serve's context table (S-16)
 
 
 def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path):

@@ -472,7 +472,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"tagengine serve: listening on {args.host}, beyond this machine\n")
     opts = Options(upstream=args.upstream, data=Path(args.data) if args.data else default_data_dir(),
                    campaign=args.campaign, api_key=args.api_key, context=args.context, timeout=args.timeout,
-                   count_with_upstream=args.count_with_upstream)
+                   count_with_upstream=args.count_with_upstream, hide_tags=args.hide_tags, keep=args.keep)
     return serve(opts, args.host, args.port, err)
 
 
@@ -486,11 +486,16 @@ def add_serve_command(sub: Any) -> None:
     sv.add_argument("--data", metavar="DIR", help="the data folder (default: the user data folder)")
     sv.add_argument("--campaign", metavar="NAME", help="the campaign of a request that names none")
     sv.add_argument("--api-key", metavar="KEY", help="require `Authorization: Bearer KEY` from clients")
-    sv.add_argument("--context", type=_int_at_least(1), help="the model's context window in tokens (default 8192)")
+    sv.add_argument("--context", type=_int_at_least(1),
+                    help="the model's context window in tokens (default: by the model's name, else 8192)")
     sv.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the upstream (default 300)")
     sv.add_argument("--count-with-upstream", action="store_true",
                     help="count tokens with the upstream's tokenize endpoint (llama.cpp, vLLM, KoboldCpp): exact "
                          "for the model it has loaded")
+    sv.add_argument("--hide-tags", action="store_true",
+                    help="the player gets the narration; the tagged replies stay in the server's store")
+    sv.add_argument("--keep", type=_int_at_least(1), default=10000,
+                    help="state snapshots kept per campaign, the least recently used pruned (default 10000)")
     sv.set_defaults(func=cmd_serve)
 
 

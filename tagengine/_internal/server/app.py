@@ -1,8 +1,8 @@
 """The ASGI app (Starlette): routes, the campaign of a request, the prompt, the upstream call.
 
-Engine work (replay, apply, prompt fitting) and the store run on the event loop's one thread, between
-awaits: no two requests touch the engine or the SQLite connection at once, and no lock is needed. The
-engine is pure and fast (a warm turn is a hash walk, one SQLite look-up and one apply).
+Engine work (replay, apply, prompt fitting) runs on the event loop's thread, between awaits; a history
+with more than THREAD_MIN replies to replay goes to a worker thread (S-19). The engine is pure and the
+store guards its one SQLite connection with a lock, so both may run at once (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
@@ -30,12 +31,16 @@ from ..commands import Applied, apply_reply
 from ..errors import HistoryError, NotFoundError, TagengineError
 from ..history import ROLES
 from ..prompt import Budget, BudgetError
+from ..prompt.contexts import context_of
+from ..stream import StreamFilter
+from ..tags import narration
 from . import chain
 from .campaigns import Campaign, Campaigns
 from .errors import Refused, error
+from .prefill import Continued, prefill_last, split_prefill
 from .receipts import ReceiptStream
-from .relay import dumps, first_content, relay_stream, upstream_failure, upstream_status
-from .store import Store
+from .relay import Filter, dumps, first_content, relay_stream, upstream_failure, upstream_status
+from .store import DEFAULT_KEEP, Store
 from .ui import Latest, ui_routes
 from .upstream import Upstream
 from .upstream_count import fitter, tokens_header
@@ -46,6 +51,7 @@ MAX_MODEL_NAME = 256  # characters
 MAX_BODY = 32 * 1024 * 1024  # one request: far above any context window's worth of chat
 DEFAULT_CONTEXT = 8192
 DEFAULT_RESPONSE = 1024
+THREAD_MIN = 16  # replies to replay: more go to a worker thread, so the event loop never waits on a long history
 MARKER = re.compile(r'\[tagengine:[ \t]*campaign[ \t]*=[ \t]*"([^"\n]*)"[ \t]*\]')
 
 
@@ -60,6 +66,8 @@ class Options:
     transport: httpx.AsyncBaseTransport | None = None  # tests: an upstream in this process
     samples: Path | None = None
     count_with_upstream: bool = False  # issue 15: token counts from the upstream's tokenize endpoint
+    hide_tags: bool = False  # the player gets the narration; the tagged reply stays in the store (S-14)
+    keep: int = DEFAULT_KEEP  # snapshots kept per campaign, the least recently used pruned (S-20)
 
 
 class _Auth(BaseHTTPMiddleware):
@@ -77,6 +85,7 @@ class _Auth(BaseHTTPMiddleware):
 
 def make_app(opts: Options) -> Starlette:
     store = Store(opts.data)
+    store.keep = opts.keep
     campaigns = Campaigns(store)
     latest = Latest(store)  # the pages' view of the turns (issue 14)
     upstream = Upstream(opts.upstream, forward_client_key=opts.api_key is None, timeout=opts.timeout,
@@ -126,8 +135,13 @@ def make_app(opts: Options) -> Starlette:
             raise Refused(500, f"campaign {name!r}: its ruleset cannot be loaded: {e}", "campaign_broken",
                           "server_error") from None
         history = plain_history(messages)
-        before = chain.state_of(c, store, history)
+        earlier, prefill = split_prefill(history)  # continue: the state from before the prefill (S-17)
+        found = chain.state_of(c, store, earlier, hidden=opts.hide_tags, defer=THREAD_MIN)
+        before = await run_in_threadpool(found.run) if isinstance(found, chain.Pending) else found
+        if opts.hide_tags:  # the model sees its own tagged replies, not the narrations the player saw
+            history = with_replies(history, before.replies)
         budget = budget_of(body, opts.context)
+        whence = "--context" if opts.context else f"table:{context_of(budget.model)[1]}"
         try:
             prompt, fallback = await fit(c.rs, before.state, history, budget, request.headers)
         except BudgetError as e:
@@ -138,21 +152,44 @@ def make_app(opts: Options) -> Starlette:
             log.error("cannot build the prompt: %s", e)
             raise Refused(500, "the server cannot count tokens for this model; see its log", "server_error") from None
         latest.prompt_sent(c.name, prompt, budget)
+        if prefill is not None and not prefill_last(prompt.messages, prefill):
+            raise Refused(400, "the reply to continue does not fit the context", "context_length_exceeded")
         out = dict(body)
         out["messages"] = prompt.messages
         for k in ("max_tokens", "max_completion_tokens"):
             if isinstance(body.get(k), int):
                 out[k] = prompt.report.response
         headers = {"x-tagengine-campaign": c.name,
-                   "x-tagengine-tokens": tokens_header(prompt.report, fallback)}
-        if not before.consistent:
-            headers["x-tagengine-history"] = "incomplete: the state was rebuilt from what the history holds"
+                   "x-tagengine-tokens": tokens_header(prompt.report, fallback, whence)}
+        if before.notes:
+            headers["x-tagengine-history"] = "; ".join(before.notes)
         req = upstream.request("POST", "/chat/completions", request.headers, dumps(out))
         if body.get("stream") is True:
-            return await streamed(request, req, c, before, headers)
-        return await whole(req, c, before, headers)
+            return await streamed(request, req, c, before, headers, prefill)
+        return await whole(req, c, before, headers, prefill)
 
-    async def whole(req: httpx.Request, c: Campaign, before: chain.Replayed, headers: dict[str, str]) -> Response:
+    def reply_filter(c: Campaign, before: chain.Replayed, prefill: str | None) -> Filter:
+        filt: Filter = StreamFilter(c.rs, before.state) if opts.hide_tags else ReceiptStream(c.rs, before.state)
+        return filt if prefill is None else Continued(filt, prefill)
+
+    def keep(c: Campaign, before: chain.Replayed, applied: Applied, filt: Filter | None, raw: str) -> None:
+        """The snapshot after a complete reply, unless the state before it was a guess (S-15: then only the
+        narration map) or the chat app's text of a continued reply cannot be the engine's (S-17)."""
+        if not before.trusted and not opts.hide_tags:
+            return
+        shown = filt.shown if isinstance(filt, Continued) else narration(raw) if opts.hide_tags else None
+        if isinstance(filt, Continued) and not opts.hide_tags:
+            if shown != applied.text:
+                log.warning("campaign %s: a continued reply's tag was rewritten across the prefill; the chat app's "
+                            "text differs from the engine's and is replayed next time", c.name)
+                return
+            shown = None
+        new = chain.remember(c, store, before.key, applied.text, applied.state, shown, trusted=before.trusted)
+        if before.trusted:  # the pages show the newest state that was kept (issue 14)
+            latest.reply_done(c.name, new, applied)
+
+    async def whole(req: httpx.Request, c: Campaign, before: chain.Replayed, headers: dict[str, str],
+                    prefill: str | None) -> Response:
         try:
             got = await upstream.client.send(req)
         except httpx.HTTPError as e:
@@ -167,13 +204,20 @@ def make_app(opts: Options) -> Starlette:
         if text is None:
             raise Refused(502, "the upstream model's answer has no choices[0].message.content text",
                           "upstream_malformed", "upstream_error")
-        applied = apply_reply(c.rs, before.state, text)
-        doc["choices"][0]["message"]["content"] = applied.text
-        latest.reply_done(c.name, chain.remember(c, store, before.key, applied.text, applied.state), applied)
+        if prefill is None:
+            applied = apply_reply(c.rs, before.state, text)
+            doc["choices"][0]["message"]["content"] = narration(text) if opts.hide_tags else applied.text
+            keep(c, before, applied, None, text)
+        else:
+            filt = reply_filter(c, before, prefill)
+            out = filt.feed(text)
+            rest, applied = filt.finish()
+            doc["choices"][0]["message"]["content"] = out + rest
+            keep(c, before, applied, filt, prefill + text)
         return Response(dumps(doc), media_type="application/json", headers=headers)
 
     async def streamed(request: Request, req: httpx.Request, c: Campaign, before: chain.Replayed,
-                       headers: dict[str, str]) -> Response:
+                       headers: dict[str, str], prefill: str | None) -> Response:
         try:
             got = await upstream.client.send(req, stream=True)
         except httpx.HTTPError as e:
@@ -187,16 +231,19 @@ def make_app(opts: Options) -> Starlette:
                 await got.aclose()
             raise upstream_status(got.status_code, content)
 
-        def done(applied: Applied) -> None:
-            latest.reply_done(c.name, chain.remember(c, store, before.key, applied.text, applied.state), applied)
+        filt = reply_filter(c, before, prefill)
 
-        stream = relay_stream(got, ReceiptStream(c.rs, before.state), done, request.is_disconnected)
+        def done(applied: Applied) -> None:
+            raw = filt.text if isinstance(filt, StreamFilter) else ""  # --hide-tags: the player saw its narration
+            keep(c, before, applied, filt, raw)
+
+        stream = relay_stream(got, filt, done, request.is_disconnected)
         return StreamingResponse(stream, media_type="text/event-stream",
                                  headers={**headers, "cache-control": "no-cache"})
 
     async def passthrough(request: Request, raw: bytes, stream: bool) -> Response:
         """No campaign: the request goes upstream byte for byte, and the answer comes back the same way."""
-        req = upstream.request("POST", "/chat/completions", request.headers, raw)
+        req = upstream.passthrough("/chat/completions", request.headers, raw)  # the client's headers too (S-18)
         try:
             got = await upstream.client.send(req, stream=True)
         except httpx.HTTPError as e:
@@ -307,6 +354,13 @@ def plain_history(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
     return out
 
 
+def with_replies(history: list[dict[str, str]], replies: tuple[str, ...]) -> list[dict[str, str]]:
+    """The history with its assistant messages replaced, in order, by `replies`."""
+    it = iter(replies)
+    return [{"role": "assistant", "content": next(it, m["content"])} if m["role"] == "assistant" else m
+            for m in history]
+
+
 def budget_of(body: dict[str, Any], context: int | None) -> Budget:
     response = body.get("max_completion_tokens", body.get("max_tokens"))
     if not isinstance(response, int) or isinstance(response, bool) or response <= 0:
@@ -314,5 +368,5 @@ def budget_of(body: dict[str, Any], context: int | None) -> Budget:
     model = body.get("model") if isinstance(body.get("model"), str) else None
     if model is not None and len(model) > MAX_MODEL_NAME:  # a model name keys caches: a long one names no family
         model = None
-    return Budget(context=context or DEFAULT_CONTEXT, response=response, response_min=min(256, response),
+    return Budget(context=context or context_of(model)[0], response=response, response_min=min(256, response),
                   model=model)

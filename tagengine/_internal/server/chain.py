@@ -3,10 +3,17 @@
 Key 0 hashes the campaign, the ruleset's digest and the start state; each assistant message extends the
 key with its text as stored. The newest key the store knows gives a snapshot; the replies after it are
 replayed with apply_reply (exact, DEC-5). Regenerate, swipes, deletes and edits need no chat id: the
-history they leave is the game. A replay whose receipts come out different from the stored ones (in
-a reply that has receipts) means the history does not start where the campaign starts (the chat app
-dropped messages, or a reply was edited): the state is still the one the history gives, and
-`Replayed.consistent` says so.
+history they leave is the game.
+
+A replay whose receipts come out different from the stored ones (in a reply that has receipts) means the
+history does not start where the campaign starts (the chat app dropped its oldest messages, or a reply
+was edited). Then the newest reply with receipts that the store knows by its content, at one state only,
+gives the state (S-15); else the state is the replay's from the start and `Replayed.notes` says the
+history was incomplete (the `x-tagengine-history` header, and the log). Nothing computed from such a
+replay is stored, so the next request says it again.
+
+With --hide-tags the player was shown narrations: `narrations` in the store maps (chain key before, the
+narration's hash) back to the tagged reply, which the chain then uses as if the app had stored it (S-14).
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..commands import apply_reply
 from ..state import GameState, from_json
@@ -26,6 +33,7 @@ from .store import Store
 log = logging.getLogger("tagengine.serve")
 RECENT_MAX = 4096  # snapshots a store keeps in memory as GameState objects, the least recently used dropped
 _RECEIPT = re.compile(r'\bresult\s*=\s*"')
+INCOMPLETE = "incomplete: the state was rebuilt from what the history holds"
 
 
 def first_key(c: Campaign) -> str:
@@ -36,8 +44,21 @@ def next_key(key: str, reply: str) -> str:
     return _hash(f"{key}\0{reply}")
 
 
+def content_key(c: Campaign, reply: str) -> str:
+    """A reply by its text alone (in its campaign and ruleset): finds it in a history that lost its start."""
+    return _hash(f"tagengine.reply/1\0{c.name}\0{c.digest}\0{reply}")
+
+
+def shown_key(narration: str) -> str:
+    return _hash(f"tagengine.shown/1\0{narration}")
+
+
 def _hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def has_receipts(text: str) -> bool:
+    return _RECEIPT.search(text) is not None
 
 
 @dataclass(frozen=True)
@@ -45,50 +66,176 @@ class Replayed:
     state: GameState  # after the last assistant message of the history
     key: str  # its chain key: the next reply's key is next_key(key, reply)
     replayed: int  # replies applied (the rest came from the store)
-    consistent: bool  # every replayed reply's receipts came out as stored
+    consistent: bool  # every replayed reply's receipts came out as stored (else nothing was stored)
+    notes: tuple[str, ...] = ()  # for the x-tagengine-history header: what the history lacked
+    replies: tuple[str, ...] = ()  # the assistant messages as the chain read them (--hide-tags: tagged again)
+
+    @property
+    def trusted(self) -> bool:
+        """Its snapshot may be kept: the state is not a guess from an incomplete history."""
+        return self.consistent
 
 
-def state_of(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]]) -> Replayed:
-    """The state after `messages` (role/content dicts). Writes the snapshots it computes."""
+@dataclass
+class Pending:
+    """A history to replay from `start` on; `run()` may go to a worker thread (the store is guarded)."""
+
+    c: Campaign
+    store: Store
+    replies: list[str]  # as the chain reads them (narrations mapped back to their tagged text)
+    keys: list[str]  # keys[i] is the key before replies[i]; keys[-1] after the last
+    start: int  # replies before this index came from the store
+    state: GameState
+    found: bool  # start came from a key the store knows (else from the campaign's start)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def pending(self) -> int:
+        return len(self.replies) - self.start
+
+    def run(self) -> Replayed:
+        c, store, replies, keys = self.c, self.store, self.replies, self.keys
+        state, consistent = self.state, True
+        snaps: list[tuple[str, GameState]] = []  # written only when the whole replay holds
+        known: list[tuple[str, str]] = []  # (content key, chain key after) of replies with receipts
+        i = self.start
+        while i < len(replies):
+            applied = apply_reply(c.rs, state, replies[i])
+            receipts = has_receipts(replies[i])
+            if applied.text != replies[i] and receipts:  # a reply without receipts says nothing
+                if consistent and not self.found:
+                    resumed = _resume(c, store, replies, keys, i)
+                    if resumed is not None:
+                        j, state = resumed
+                        self.notes.append(f"resumed: the history does not start at the campaign's start; the state "
+                                          f"follows reply {j + 1}, which the store knows by its content")
+                        log.info("campaign %s: a history without its start resumed at reply %d by its content",
+                                 c.name, j + 1)
+                        self.found, snaps, known = True, [], []
+                        i = j + 1
+                        continue
+                consistent = False
+            elif receipts and consistent:
+                known.append((content_key(c, replies[i]), keys[i + 1]))
+            state = applied.state
+            snaps.append((keys[i + 1], state))
+            i += 1
+        if consistent:  # a guess from an incomplete history is never kept: the next request says it again
+            docs = [(key, canonical(snap.to_json())) for key, snap in snaps]  # outside the lock
+            with store.batch():
+                for key, doc in docs:
+                    store.put_snapshot(key, doc, c.name)
+                for content, key in known:
+                    store.put_reply(content, key)
+            _keep(store, keys[-1], state)
+        else:
+            self.notes.append(INCOMPLETE)
+            log.warning("campaign %s: the history's receipts do not match a replay from the campaign's start "
+                        "(messages dropped by the chat app, or an edited reply); the state is the replay's", c.name)
+        return Replayed(state, keys[-1], len(replies) - self.start, consistent, tuple(self.notes), tuple(replies))
+
+
+def _resume(c: Campaign, store: Store, replies: list[str], keys: list[str], upto: int) -> tuple[int, GameState] | None:
+    """The newest reply at or after `upto` with receipts that the store knows by its content at one state
+    only: its index and that state, the keys after it re-based on its key. None when there is none."""
+    for j in range(len(replies) - 1, upto - 1, -1):
+        if not has_receipts(replies[j]):
+            continue
+        found = store.replies(content_key(c, replies[j]))
+        states = {k: store.snapshot(k) for k in found}
+        distinct = {s for s in states.values() if s is not None}
+        if len(distinct) != 1:
+            if len(distinct) > 1:
+                log.info("campaign %s: reply %d is known at %d states: not used", c.name, j + 1, len(distinct))
+            continue
+        raw = distinct.pop()
+        keys[j + 1] = min(k for k, s in states.items() if s == raw)
+        for n in range(j + 1, len(replies)):
+            keys[n + 1] = next_key(keys[n], replies[n])
+        return j, from_json(c.rs, json.loads(raw), "snapshot")
+    return None
+
+
+def state_of(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]], *, hidden: bool = False,
+             defer: int | None = None) -> Replayed | Pending:
+    """The state after `messages` (role/content dicts). Writes the snapshots it computes. With `defer`, a
+    history with more than that many replies to replay comes back as a `Pending` to run elsewhere."""
+    replies, notes = _replies(c, store, messages, hidden)
     keys = [first_key(c)]
-    replies = [m["content"] for m in messages if m["role"] == "assistant"]
     for text in replies:
         keys.append(next_key(keys[-1], text))
-    state, start = c.start, 0
+    state, start, found = c.start, 0, False
     mem = store.recent
-    recent = next((i for i in range(len(keys) - 1, 0, -1) if keys[i] in mem), None)
-    if recent is not None:  # the same state object as last time: the sheet views' caches stay warm
-        state, start = mem[keys[recent]], recent
-        mem.move_to_end(keys[recent])
+    with store.lock:
+        recent = next((i for i in range(len(keys) - 1, 0, -1) if keys[i] in mem), None)
+        if recent is not None:  # the same state object as last time: the sheet views' caches stay warm
+            state, start, found = mem[keys[recent]], recent, True
+            mem.move_to_end(keys[recent])
+    if recent is not None:
+        store.touch(keys[recent])
     else:
         hit = store.known(keys[1:])
         raw = store.snapshot(hit) if hit is not None else None
         if hit is not None and raw is not None:
-            state, start = from_json(c.rs, json.loads(raw), "snapshot"), keys.index(hit)
-    consistent = True
-    for i in range(start, len(replies)):
-        applied = apply_reply(c.rs, state, replies[i])
-        if applied.text != replies[i] and _RECEIPT.search(replies[i]):  # a reply without receipts says nothing
-            consistent = False
-        state = applied.state
-        store.put_snapshot(keys[i + 1], canonical(state.to_json()))
-    _keep(store, keys[-1], state)
-    if not consistent:
-        log.warning("campaign %s: the history's receipts do not match a replay from the campaign's start "
-                    "(messages dropped by the chat app, or an edited reply); the state is the replay's", c.name)
-    return Replayed(state, keys[-1], len(replies) - start, consistent)
+            state, start, found = from_json(c.rs, json.loads(raw), "snapshot"), keys.index(hit), True
+    plan = Pending(c, store, replies, keys, start, state, found, notes)
+    if defer is not None and plan.pending > defer:
+        return plan
+    return plan.run()
 
 
-def remember(c: Campaign, store: Store, key: str, reply: str, state: GameState) -> str:
-    """Keep the snapshot after a new reply (its text as the chat app will store it); its key."""
+def _replies(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]],
+             hidden: bool) -> tuple[list[str], list[str]]:
+    """The assistant messages as the chain reads them; with `hidden`, narrations mapped to their tagged text."""
+    replies = [m["content"] for m in messages if m["role"] == "assistant"]
+    if not hidden or not replies:
+        return replies, []
+    known = store.narrations(sorted({shown_key(t) for t in replies}))
+    out, unknown, key, greeting = [], 0, first_key(c), True
+    for m in messages:
+        if m["role"] == "user":
+            greeting = False
+        if m["role"] != "assistant":
+            continue
+        text = m["content"]
+        tagged = known.get((key, shown_key(text)))
+        if tagged is not None:
+            text = tagged
+        elif not greeting and not has_receipts(text):
+            unknown += 1  # a narration the store does not know (or a reply the server never gave)
+        out.append(text)
+        key = next_key(key, text)
+    notes = []
+    if unknown:
+        notes.append(f"unmapped: {unknown} narrated repl{'y' if unknown == 1 else 'ies'} the store does not know "
+                     "replayed as shown (without tags)")
+        log.warning("campaign %s: %d narrated replies the store does not know are replayed without their tags",
+                    c.name, unknown)
+    return out, notes
+
+
+def remember(c: Campaign, store: Store, key: str, reply: str, state: GameState, shown: str | None = None,
+             *, trusted: bool = True) -> str:
+    """Keep the snapshot after a new reply (its text as the chain reads it); its key. `shown`: the narration
+    the player got instead (--hide-tags), mapped back to `reply` by the next request. Not `trusted` (the
+    state before was rebuilt from an incomplete history): only the narration map, which is a fact."""
     new = next_key(key, reply)
-    store.put_snapshot(new, canonical(state.to_json()))
-    _keep(store, new, state)
+    doc = canonical(state.to_json()) if trusted else ""
+    with store.batch():
+        if trusted:
+            store.put_snapshot(new, doc, c.name)
+            if has_receipts(reply):
+                store.put_reply(content_key(c, reply), new)
+        if shown is not None:
+            store.put_narration(key, shown_key(shown), reply)
+    if trusted:
+        _keep(store, new, state)
     return new
 
 
 def _keep(store: Store, key: str, state: GameState) -> None:
-    store.recent[key] = state
-    store.recent.move_to_end(key)
-    while len(store.recent) > RECENT_MAX:
-        store.recent.popitem(last=False)
+    with store.lock:
+        store.recent[key] = state
+        store.recent.move_to_end(key)
+        while len(store.recent) > RECENT_MAX:
+            store.recent.popitem(last=False)

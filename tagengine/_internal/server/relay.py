@@ -8,15 +8,22 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
 from ..commands import Applied
 from .errors import Refused, error_body
-from .receipts import ReceiptStream
 
 log = logging.getLogger("tagengine.serve")
+
+
+class Filter(Protocol):
+    """What a reply's chunks go through: ReceiptStream (receipts), or StreamFilter (narration, --hide-tags)."""
+
+    def feed(self, chunk: str) -> str: ...
+
+    def finish(self) -> tuple[str, Applied]: ...
 
 
 def upstream_failure(e: Exception) -> Refused:
@@ -79,7 +86,7 @@ async def events(response: httpx.Response) -> AsyncIterator[str]:
         yield "\n".join(data)
 
 
-async def relay_stream(response: httpx.Response, filt: ReceiptStream, done: Callable[[Applied], None],
+async def relay_stream(response: httpx.Response, filt: Filter, done: Callable[[Applied], None],
                        disconnected: Callable[[], Any]) -> AsyncIterator[bytes]:
     """The client's SSE stream. `done(applied)` runs once the upstream said [DONE] and the client is still
     there; a fault sends an error event and ends the stream with nothing kept."""

@@ -1,8 +1,9 @@
 """The server's one SQLite file (stdlib sqlite3, WAL): campaigns and state snapshots keyed by chain key.
 
 The store is only a cache for snapshots (deleting it changes no result, only speed); campaigns are the
-one thing it keeps that cannot be rebuilt. All calls come from one thread at a time (the event loop's,
-or a CLI command's), so one connection is enough.
+one thing it keeps that cannot be rebuilt, and with `--hide-tags` the tagged text behind each narration
+the player was shown (`narrations`: lost with the file, then said in a header). One connection, guarded
+by `lock` (an RLock): the event loop and a worker thread replaying a long history (S-19) may both call.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ import os
 import re
 import sqlite3
 import sys
+import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +31,14 @@ CREATE TABLE IF NOT EXISTS campaigns (name TEXT PRIMARY KEY, ruleset TEXT NOT NU
 CREATE TABLE IF NOT EXISTS snapshots (key TEXT PRIMARY KEY, state TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS heads (campaign TEXT PRIMARY KEY, key TEXT NOT NULL, turn INTEGER NOT NULL,
                                   receipts TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS narrations (prev TEXT NOT NULL, shown TEXT NOT NULL, tagged TEXT NOT NULL,
+                                       PRIMARY KEY (prev, shown));
+CREATE TABLE IF NOT EXISTS replies (content TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (content, key));
 """
+# added after the first release of the file: a database made before gets them by ALTER TABLE
+_SNAPSHOT_COLUMNS = {"campaign": "TEXT NOT NULL DEFAULT ''", "used": "INTEGER NOT NULL DEFAULT 0"}
+DEFAULT_KEEP = 10000  # snapshots per campaign (S-20)
+PRUNE_EVERY = 64  # new snapshots of a campaign between two counts of its rows
 
 
 def default_data_dir() -> Path:
@@ -60,12 +71,42 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(snapshots)")}
+        for col, decl in _SNAPSHOT_COLUMNS.items():
+            if col not in have:
+                self.db.execute(f"ALTER TABLE snapshots ADD COLUMN {col} {decl}")
+        self.db.execute("CREATE INDEX IF NOT EXISTS snapshots_use ON snapshots (campaign, used)")
+        self.lock = threading.RLock()
+        self.keep = DEFAULT_KEEP
+        self._clock = int(self.db.execute("SELECT coalesce(max(used), 0) FROM snapshots").fetchone()[0])
+        self._added: dict[str, int] = {}  # campaign -> snapshots written since its last count
+        self._touched: dict[str, int] = {}  # snapshots used from memory since the last batch -> their use
         # chain key -> the snapshot as a GameState (chain.py): a warm turn neither parses JSON nor
         # rebuilds sheet views, since their caches follow the state object
         self.recent: OrderedDict[str, Any] = OrderedDict()
 
     def close(self) -> None:
         self.db.close()
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Several writes as one transaction (one WAL commit, not one per row), under the lock; a batch
+        inside a batch joins it."""
+        with self.lock:
+            if self.db.in_transaction:
+                yield
+                return
+            self.db.execute("BEGIN")
+            try:
+                if self._touched:
+                    self.db.executemany("UPDATE snapshots SET used = ? WHERE key = ?",
+                                        [(n, k) for k, n in self._touched.items()])
+                    self._touched.clear()
+                yield
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
 
     # -- campaigns
     def add_campaign(self, row: CampaignRow) -> None:
@@ -86,34 +127,112 @@ class Store:
     def campaigns(self) -> list[CampaignRow]:
         return [CampaignRow(*r) for r in self.db.execute("SELECT * FROM campaigns ORDER BY name")]
 
-    # -- snapshots
+    # -- snapshots (LRU per campaign: `used` is a counter, not a clock, bumped on each write and each hit)
+    def _tick(self) -> int:
+        self._clock += 1
+        return self._clock
+
     def snapshot(self, key: str) -> str | None:
-        got = self.db.execute("SELECT state FROM snapshots WHERE key = ?", (key,)).fetchone()
+        with self.lock:
+            got = self.db.execute("SELECT state FROM snapshots WHERE key = ?", (key,)).fetchone()
+            if got is not None:
+                self.db.execute("UPDATE snapshots SET used = ? WHERE key = ?", (self._tick(), key))
         return None if got is None else str(got[0])
+
+    def touch(self, key: str) -> None:
+        """A snapshot was used from memory: it is recent for the pruning too (written with the next batch,
+        so a warm turn adds no commit of its own)."""
+        with self.lock:
+            self._touched[key] = self._tick()
 
     def known(self, keys: list[str]) -> str | None:
         """The newest of `keys` (oldest first) that has a snapshot, one query per 500 keys."""
-        for end in range(len(keys), 0, -500):
-            chunk = keys[max(0, end - 500):end]
-            marks = ",".join("?" * len(chunk))
-            found = {r[0] for r in self.db.execute(f"SELECT key FROM snapshots WHERE key IN ({marks})", chunk)}
-            for k in reversed(chunk):
-                if k in found:
-                    return k
+        with self.lock:
+            for end in range(len(keys), 0, -500):
+                chunk = keys[max(0, end - 500):end]
+                marks = ",".join("?" * len(chunk))
+                found = {r[0] for r in self.db.execute(f"SELECT key FROM snapshots WHERE key IN ({marks})", chunk)}
+                for k in reversed(chunk):
+                    if k in found:
+                        return k
         return None
 
-    def put_snapshot(self, key: str, state: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?)", (key, state))
+    def put_snapshot(self, key: str, state: str, campaign: str = "") -> None:
+        with self.lock:
+            self.db.execute("INSERT OR REPLACE INTO snapshots (key, state, campaign, used) VALUES (?, ?, ?, ?)",
+                            (key, state, campaign, self._tick()))
+            self._added[campaign] = self._added.get(campaign, 0) + 1
+            if self._added[campaign] >= PRUNE_EVERY:
+                self.prune(campaign)
+
+    def prune(self, campaign: str) -> int:
+        """Keep the campaign's `keep` most recently used snapshots; the snapshots removed."""
+        with self.batch():
+            self._added[campaign] = 0
+            count = self.db.execute("SELECT count(*) FROM snapshots WHERE campaign = ?", (campaign,)).fetchone()[0]
+            if count <= self.keep:
+                return 0
+            self.db.execute("DELETE FROM snapshots WHERE key IN (SELECT key FROM snapshots WHERE campaign = ? "
+                            "ORDER BY used LIMIT ?)", (campaign, count - self.keep))
+            self.db.execute("DELETE FROM replies WHERE key NOT IN (SELECT key FROM snapshots)")
+            self.recent_drop()
+            return int(count - self.keep)
+
+    def recent_drop(self) -> None:
+        """The in-memory snapshots follow the file's: those pruned there go here too."""
+        if not self.recent:
+            return
+        keys = list(self.recent)
+        alive: set[str] = set()
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            alive |= {r[0] for r in self.db.execute(f"SELECT key FROM snapshots WHERE key IN ({marks})", chunk)}
+        for k in keys:
+            if k not in alive:
+                del self.recent[k]
+
+    # -- what the chain needs besides snapshots
+    def put_narration(self, prev: str, shown: str, tagged: str) -> None:
+        """--hide-tags: the player was shown `shown` (hashed) for the reply `tagged`, after chain key `prev`."""
+        with self.lock:
+            self.db.execute("INSERT OR REPLACE INTO narrations VALUES (?, ?, ?)", (prev, shown, tagged))
+
+    def narrations(self, shown: list[str]) -> dict[tuple[str, str], str]:
+        """(prev, shown) -> tagged, for the given narration hashes."""
+        out: dict[tuple[str, str], str] = {}
+        with self.lock:
+            for i in range(0, len(shown), 500):
+                chunk = shown[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                for prev, h, tagged in self.db.execute(
+                        f"SELECT prev, shown, tagged FROM narrations WHERE shown IN ({marks})", chunk):
+                    out[(prev, h)] = tagged
+        return out
+
+    def put_reply(self, content: str, key: str) -> None:
+        """A reply with receipts, by the hash of its campaign and text, and the chain key after it."""
+        with self.lock:
+            self.db.execute("INSERT OR IGNORE INTO replies VALUES (?, ?)", (content, key))
+
+    def replies(self, content: str) -> list[str]:
+        """The chain keys after the replies known by this content hash that still have a snapshot."""
+        with self.lock:
+            return [r[0] for r in self.db.execute(
+                "SELECT r.key FROM replies r JOIN snapshots s ON s.key = r.key WHERE r.content = ?", (content,))]
 
     # -- heads (issue 14): the newest chain key a campaign's reply reached, for the game sheet page
     def head(self, campaign: str) -> tuple[str, int, str] | None:
         """(chain key, turns handled, receipts as JSON) of the campaign's last completed reply, or None."""
-        got = self.db.execute("SELECT key, turn, receipts FROM heads WHERE campaign = ?", (campaign,)).fetchone()
+        with self.lock:
+            got = self.db.execute("SELECT key, turn, receipts FROM heads WHERE campaign = ?", (campaign,)).fetchone()
         return None if got is None else (str(got[0]), int(got[1]), str(got[2]))
 
     def put_head(self, campaign: str, key: str, receipts: str) -> int:
         """Record a completed reply's chain key and receipts; the campaign's turn count after it."""
-        self.db.execute("INSERT INTO heads VALUES (?, ?, 1, ?) ON CONFLICT(campaign) DO UPDATE SET key = excluded.key, "
-                        "turn = heads.turn + 1, receipts = excluded.receipts", (campaign, key, receipts))
-        got = self.db.execute("SELECT turn FROM heads WHERE campaign = ?", (campaign,)).fetchone()
+        with self.lock:
+            self.db.execute("INSERT INTO heads VALUES (?, ?, 1, ?) ON CONFLICT(campaign) DO UPDATE SET "
+                            "key = excluded.key, turn = heads.turn + 1, receipts = excluded.receipts",
+                            (campaign, key, receipts))
+            got = self.db.execute("SELECT turn FROM heads WHERE campaign = ?", (campaign,)).fetchone()
         return int(got[0])

@@ -23,6 +23,9 @@ from starlette.routing import Route
 from .relay import sse_data
 
 KEY_VARIABLE = "TAGENGINE_UPSTREAM_KEY"
+# not forwarded by a proxy (RFC 9110 7.6.1), and what httpx sets itself for the upstream (S-18)
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
+                        "te", "trailer", "trailers", "transfer-encoding", "upgrade", "host", "content-length"})
 DEMO = "demo"
 DEMO_BASE = "http://demo.invalid/v1"
 SAMPLES = Path(__file__).resolve().parents[3] / "samples"
@@ -50,6 +53,19 @@ class Upstream:
 
     def request(self, method: str, path: str, incoming: Mapping[str, str], body: bytes | None = None) -> httpx.Request:
         return self.client.build_request(method, f"{self.base}{path}", headers=self.headers(incoming), content=body)
+
+    def forwarded(self, incoming: Mapping[str, str]) -> list[tuple[str, str]]:
+        """A passthrough's headers: the client's, except the hop-by-hop ones (and those its Connection
+        header names), Host and Content-Length; Authorization as `headers` decides; identity encoding, so
+        the answer's bytes come back as the upstream sent them."""
+        items = list(incoming.items())  # Starlette's Headers gives every pair, repeated names too
+        named = {t.strip().lower() for k, v in items if k.lower() == "connection" for t in v.split(",")}
+        own = self.headers(incoming)
+        drop = HOP_BY_HOP | named | own.keys() | {"authorization"}
+        return [(k, v) for k, v in items if k.lower() not in drop] + list(own.items())
+
+    def passthrough(self, path: str, incoming: Mapping[str, str], body: bytes) -> httpx.Request:
+        return self.client.build_request("POST", f"{self.base}{path}", headers=self.forwarded(incoming), content=body)
 
     async def close(self) -> None:
         await self.client.aclose()

@@ -252,11 +252,13 @@ def fitter(upstream: Upstream, count_with_upstream: bool) -> Fit:
     return UpstreamCounts(upstream).fit if count_with_upstream else local_fit
 
 
-def tokens_header(report: Report, fallback: str | None) -> str:
-    """`x-tagengine-tokens`: `<total>/<context> response=<n> tokenizer=<name> exact=<true|false>`, then
+def tokens_header(report: Report, fallback: str | None, whence: str) -> str:
+    """`x-tagengine-tokens`: `<total>/<context> response=<n> context-from=<whence> tokenizer=<name>
+    exact=<true|false>` (`whence`: `--context` or the context table's row, S-16), then
     `upstream-count=<why>` when `--count-with-upstream` could not count this request. A tokenizer file is
     named by its file name only (the server's folders are not the client's business)."""
     name = PurePath(report.encoding).name if "/" in report.encoding or "\\" in report.encoding else report.encoding
-    out = (f"{report.total}/{report.context} response={report.response} tokenizer={name.replace(' ', '_')} "
+    out = (f"{report.total}/{report.context} response={report.response} context-from={whence} "
+           f"tokenizer={name.replace(' ', '_')} "
            f"exact={'true' if report.exact else 'false'}")
     return f"{out} upstream-count={fallback}" if fallback else out

@@ -1,0 +1,42 @@
+"""The context window of a model by its name, when the user does not give one (`tagengine serve` without
+--context): the table `contexts.toml` beside this module (patterns -> tokens, each row with its source),
+read once. An unknown or absent model name gets the table's default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import cache, lru_cache
+from pathlib import Path
+
+TABLE = Path(__file__).resolve().parent / "contexts.toml"
+
+
+@dataclass(frozen=True)
+class ContextRow:
+    patterns: tuple[str, ...]
+    context: int
+    source: str
+
+
+@cache
+def table() -> tuple[int, tuple[ContextRow, ...]]:
+    """(the default, the rows in order). A broken table is a bug of the package: it raises."""
+    import tomllib  # here: only `serve` reads the table
+
+    doc = tomllib.loads(TABLE.read_text(encoding="utf-8"))
+    rows = tuple(ContextRow(tuple(r["patterns"]), int(r["context"]), str(r["source"])) for r in doc["model"])
+    return int(doc["default"]), rows
+
+
+@lru_cache(maxsize=1024)  # model names come from requests: bounded
+def context_of(model: str | None) -> tuple[int, str]:
+    """(the context window, the pattern that gave it, or "default")."""
+    default, rows = table()
+    if model:
+        names = {model.lower(), model.lower().rsplit("/", 1)[-1]}
+        for row in rows:
+            for p in row.patterns:
+                if any(fnmatchcase(n, p) for n in names):
+                    return row.context, p
+    return default, "default"

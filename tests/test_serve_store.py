@@ -1,0 +1,130 @@
+"""Issue 12: long replays off the event loop, and snapshots pruned per campaign (S-19, S-20)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+
+import openai
+import pytest
+from serve_kit import Fake
+from test_serve import SCRIPT, ask, client, expected, serving
+
+from conftest import SAMPLES
+from tagengine._internal.server import chain
+from tagengine._internal.server import store as store_module
+from tagengine._internal.server.app import THREAD_MIN
+from tagengine._internal.server.campaigns import Campaigns, new_campaign
+from tagengine._internal.server.store import DB_NAME, Store
+
+TICK = 'The guards stir. [clock: name="Watch" size="100"]'
+
+
+def long_history(n):
+    msgs = [{"role": "system", "content": '[tagengine: campaign="heist"]'}]
+    for k in range(n):
+        msgs += [{"role": "user", "content": f"go {k}"},
+                 {"role": "assistant", "content": f"Step {k}. [clock: name=\"Watch\" tick=\"1\"]"}]
+    return [*msgs, {"role": "user", "content": "TURN:tick"}]
+
+
+def test_a_long_replay_runs_in_a_worker_thread_and_a_short_one_on_the_loop(tmp_path, monkeypatch):
+    threads = []
+    real = chain.apply_reply
+
+    def spy(rs, state, text):
+        threads.append(threading.get_ident())
+        return real(rs, state, text)
+
+    monkeypatch.setattr(chain, "apply_reply", spy)
+    with serving(tmp_path, Fake({**SCRIPT, "tick": TICK})) as srv:
+        c = client(srv)
+        ask(c, long_history(THREAD_MIN + 4), False)  # cold store: every reply replayed
+        loop = srv.thread.ident
+        assert len(threads) == THREAD_MIN + 4 and loop not in threads
+        threads.clear()
+        ask(c, long_history(THREAD_MIN + 6), False)  # two replies past the known key: on the loop
+        assert threads == [loop, loop]
+
+
+@pytest.fixture
+def heist(tmp_path):
+    store = Store(tmp_path / "data")
+    new_campaign(store, "heist", str(SAMPLES / "rulesets" / "blades-like.json"), ["Cutter", "Lurk"])
+    yield store, Campaigns(store).get("heist")
+    store.close()
+
+
+def rows(store, campaign="heist"):
+    return {r[0] for r in store.db.execute("SELECT key FROM snapshots WHERE campaign = ?", (campaign,))}
+
+
+def test_pruning_keeps_the_most_recently_used_snapshots_of_a_campaign(heist):
+    store, c = heist
+    msgs = [{"role": "assistant", "content": f'Step {k}. [clock: name="Watch" size="4"]'} for k in range(30)]
+    done = chain.state_of(c, store, msgs)
+    assert isinstance(done, chain.Replayed)
+    keys = [chain.first_key(c)]
+    for m in msgs:
+        keys.append(chain.next_key(keys[-1], m["content"]))
+    assert rows(store) == set(keys[1:])
+    store.put_snapshot("other-campaign-key", "{}", "vault")  # another campaign's are not counted
+    assert store.snapshot(keys[1]) is not None  # used again: now the most recent
+    store.keep = 10
+    assert store.prune("heist") == 20
+    assert rows(store) == {keys[1], *keys[-9:]}
+    assert rows(store, "vault") == {"other-campaign-key"}
+    assert not set(store.recent) - rows(store)  # memory follows the file
+    # a pruned snapshot costs a replay, never a result
+    again = chain.state_of(c, store, msgs[:15])
+    assert isinstance(again, chain.Replayed) and again.replayed == 14 and again.state == chain.state_of(
+        c, Store(store.folder / "fresh"), msgs[:15]).state
+
+
+def test_pruning_runs_as_snapshots_are_written(heist, monkeypatch):
+    store, c = heist
+    monkeypatch.setattr(store_module, "PRUNE_EVERY", 8)
+    store.keep = 12
+    chain.state_of(c, store, [{"role": "assistant", "content": f"Step {k}."} for k in range(100)])
+    assert len(rows(store)) <= 12 + 8
+
+
+def test_a_database_from_before_gets_the_new_columns(tmp_path):
+    (tmp_path / "old").mkdir()
+    with sqlite3.connect(tmp_path / "old" / DB_NAME) as db:
+        db.execute("CREATE TABLE snapshots (key TEXT PRIMARY KEY, state TEXT NOT NULL)")
+        db.execute("INSERT INTO snapshots VALUES ('k', '{}')")
+    store = Store(tmp_path / "old")
+    assert store.snapshot("k") == "{}"
+    store.put_snapshot("k2", "{}", "heist")
+    assert rows(store) == {"k2"}
+    store.close()
+
+
+def test_long_replays_in_threads_beside_turns_on_the_loop_do_not_cross(tmp_path):
+    with serving(tmp_path, Fake({**SCRIPT, "tick": TICK})) as srv:
+        ac = openai.AsyncOpenAI(base_url=f"{srv.url}/v1", api_key="k", max_retries=0, timeout=60)
+
+        async def long(n):
+            r = await ac.chat.completions.create(model="gpt-4o", messages=long_history(THREAD_MIN + n))
+            return r.choices[0].message.content
+
+        async def short():
+            r = await ac.chat.completions.create(model="gpt-4o", messages=history_one())
+            return r.choices[0].message.content
+
+        async def all_at_once():
+            try:
+                return await asyncio.gather(*(long(n) for n in range(1, 7)), *(short() for _ in range(6)))
+            finally:
+                await ac.close()
+
+        got = asyncio.run(all_at_once())
+    want_long = [expected("heist", [m["content"] for m in long_history(THREAD_MIN + n) if m["role"] == "assistant"]
+                          + [TICK])[0][-1] for n in range(1, 7)]
+    assert got[:6] == want_long and got[6:] == [expected("heist", [TICK])[0][0]] * 6
+
+
+def history_one():
+    return [{"role": "system", "content": '[tagengine: campaign="heist"]'}, {"role": "user", "content": "TURN:tick"}]
