@@ -32,6 +32,7 @@ from ..history import ROLES
 from ..prompt import Budget, BudgetError, build_prompt
 from . import chain
 from .campaigns import Campaign, Campaigns
+from .checks import ChatReading, check_routes
 from .errors import Refused, error
 from .receipts import ReceiptStream
 from .relay import dumps, first_content, relay_stream, upstream_failure, upstream_status
@@ -220,6 +221,7 @@ def make_app(opts: Options) -> Starlette:
         routes += [Route(f"{prefix}/v1/models", models),
                    Route(f"{prefix}/v1/completions", completions, methods=["POST"]),
                    Route(f"{prefix}/v1/chat/completions", chat_completions, methods=["POST"])]
+    routes += check_routes(campaigns, store, opts.campaign, ChatReading(read_body, plain_history, marked_campaign))
     middleware = [Middleware(_Auth, key=opts.api_key)] if opts.api_key else []
     async def internal(request: Request, exc: Exception) -> Response:
         log.error("internal error on %s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
