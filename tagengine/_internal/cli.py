@@ -433,7 +433,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         err.write(f"tagengine serve: listening on {args.host}, beyond this machine\n")
     opts = Options(upstream=args.upstream, data=Path(args.data) if args.data else default_data_dir(),
-                   campaign=args.campaign, api_key=args.api_key, context=args.context, timeout=args.timeout)
+                   campaign=args.campaign, api_key=args.api_key, context=args.context, timeout=args.timeout,
+                   settle_checks=args.settle_checks)
     return serve(opts, args.host, args.port, err)
 
 
@@ -449,6 +450,8 @@ def add_serve_command(sub: Any) -> None:
     sv.add_argument("--api-key", metavar="KEY", help="require `Authorization: Bearer KEY` from clients")
     sv.add_argument("--context", type=_int_at_least(1), help="the model's context window in tokens (default 8192)")
     sv.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the upstream (default 300)")
+    sv.add_argument("--settle-checks", action="store_true", help="settle a [check:] mid-reply: stop the model at "
+                    "the tag and have it continue after the dice (docs/checks-in-serve.md)")
     sv.set_defaults(func=cmd_serve)
 
 

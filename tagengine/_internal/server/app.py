@@ -36,6 +36,8 @@ from .checks import ChatReading, check_routes
 from .errors import Refused, error
 from .receipts import ReceiptStream
 from .relay import dumps, first_content, relay_stream, upstream_failure, upstream_status
+from .settle import HEADER as SETTLE_HEADER
+from .settle import Settler
 from .store import Store
 from .upstream import Upstream
 
@@ -58,6 +60,7 @@ class Options:
     timeout: float = 300.0
     transport: httpx.AsyncBaseTransport | None = None  # tests: an upstream in this process
     samples: Path | None = None
+    settle_checks: bool = False  # --settle-checks: checks settled mid-reply (settle.py)
 
 
 class _Auth(BaseHTTPMiddleware):
@@ -78,6 +81,7 @@ def make_app(opts: Options) -> Starlette:
     campaigns = Campaigns(store)
     upstream = Upstream(opts.upstream, forward_client_key=opts.api_key is None, timeout=opts.timeout,
                         transport=opts.transport, samples=opts.samples)
+    settler = Settler(upstream) if opts.settle_checks else None
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -144,11 +148,15 @@ def make_app(opts: Options) -> Starlette:
         if not before.consistent:
             headers["x-tagengine-history"] = "incomplete: the state was rebuilt from what the history holds"
         req = upstream.request("POST", "/chat/completions", request.headers, dumps(out))
+        settle = settler is not None and settler.applies(out)
+        if settler is not None:
+            headers[SETTLE_HEADER] = settler.header(out)
         if body.get("stream") is True:
-            return await streamed(request, req, c, before, headers)
-        return await whole(req, c, before, headers)
+            return await streamed(request, req, c, before, headers, out if settle else None)
+        return await whole(req, c, before, headers, out if settle else None, request)
 
-    async def whole(req: httpx.Request, c: Campaign, before: chain.Replayed, headers: dict[str, str]) -> Response:
+    async def whole(req: httpx.Request, c: Campaign, before: chain.Replayed, headers: dict[str, str],
+                    settle: dict[str, Any] | None = None, request: Request | None = None) -> Response:
         try:
             got = await upstream.client.send(req)
         except httpx.HTTPError as e:
@@ -163,13 +171,15 @@ def make_app(opts: Options) -> Starlette:
         if text is None:
             raise Refused(502, "the upstream model's answer has no choices[0].message.content text",
                           "upstream_malformed", "upstream_error")
+        if settler is not None and settle is not None and request is not None:
+            text = await settler.whole(text, settle, request.headers, c.rs, before.state, headers)
         applied = apply_reply(c.rs, before.state, text)
         doc["choices"][0]["message"]["content"] = applied.text
         chain.remember(c, store, before.key, applied.text, applied.state)
         return Response(dumps(doc), media_type="application/json", headers=headers)
 
     async def streamed(request: Request, req: httpx.Request, c: Campaign, before: chain.Replayed,
-                       headers: dict[str, str]) -> Response:
+                       headers: dict[str, str], settle: dict[str, Any] | None = None) -> Response:
         try:
             got = await upstream.client.send(req, stream=True)
         except httpx.HTTPError as e:
@@ -186,7 +196,9 @@ def make_app(opts: Options) -> Starlette:
         def done(applied: Applied) -> None:
             chain.remember(c, store, before.key, applied.text, applied.state)
 
-        stream = relay_stream(got, ReceiptStream(c.rs, before.state), done, request.is_disconnected)
+        filt = ReceiptStream(c.rs, before.state)
+        source = settler.source(got, settle, request.headers, filt) if settler is not None and settle else None
+        stream = relay_stream(got, filt, done, request.is_disconnected, source)
         return StreamingResponse(stream, media_type="text/event-stream",
                                  headers={**headers, "cache-control": "no-cache"})
 
