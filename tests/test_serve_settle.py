@@ -67,7 +67,8 @@ def serving(tmp_path, fake):
 
 def ask(c, turn, stream):
     """The reply's text and the response's x-tagengine-settle header."""
-    msgs = [{"role": "system", "content": "You are the GM."}, {"role": "user", "content": f"TURN:{turn}"}]
+    msgs = [{"role": "system", "content": "You are the GM."},
+            {"role": "user", "content": turn if " " in turn else f"TURN:{turn}"}]
     raw = c.chat.completions.with_raw_response.create(model="scripted", messages=msgs, stream=stream)
     header = raw.headers.get("x-tagengine-settle")
     if not stream:
@@ -138,3 +139,22 @@ def test_an_upstream_that_cannot_continue_streamed_ends_at_the_receipt_then_sett
     assert header2.startswith("at-end; the upstream cannot continue an assistant message (")
     assert again == apply_reply(RS, start(), WARD.replace("{outcome}", "unknown")).text
     assert len(fake.bodies) == 3
+
+
+@pytest.mark.parametrize(("stream", "settle"), [(True, True), (False, True), (True, False)])
+def test_the_demo_upstream_continues_its_check_reply_after_the_dice(tmp_path, stream, settle):
+    """Tried as a new user: `serve --upstream demo --settle-checks` and a turn that says roll."""
+    demo = json.loads((SAMPLES / "transcripts" / "demo-check.json").read_text())
+    data = tmp_path / "data"
+    store = Store(data)
+    new_campaign(store, "heist", str(SAMPLES / "rulesets" / "blades-like.json"), ["Cutter", "Lurk"], seed=SEED)
+    store.close()
+    with Running(make_app(Options(upstream="demo", data=data, campaign="heist", settle_checks=settle))) as srv:
+        c = openai.OpenAI(base_url=f"{srv.url}/v1", api_key="k", max_retries=0, timeout=30)
+        text, header = ask(c, "Lurk sneaks up on the clerk. Roll for it.", stream)
+    rs = load_sample("blades-like")
+    state = GameState.new(rs, ["Cutter", "Lurk"], seed=SEED)
+    receipt = apply_reply(rs, state, demo["reply"]).text
+    after = demo["after"][outcome_of(receipt)] if settle else demo["unsettled"]
+    assert text == apply_reply(rs, state, demo["reply"] + after).text
+    assert text.startswith(receipt) and header == ("mid-reply" if settle else None)
