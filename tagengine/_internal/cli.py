@@ -450,8 +450,8 @@ def add_serve_command(sub: Any) -> None:
     sv.add_argument("--api-key", metavar="KEY", help="require `Authorization: Bearer KEY` from clients")
     sv.add_argument("--context", type=_int_at_least(1), help="the model's context window in tokens (default 8192)")
     sv.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the upstream (default 300)")
-    sv.add_argument("--settle-checks", action="store_true", help="settle a [check:] mid-reply: stop the model at "
-                    "the tag and have it continue after the dice (docs/checks-in-serve.md)")
+    sv.add_argument("--settle-checks", action="store_true", help="settle checks mid-reply: stop the model at a "
+                    "check tag and have it continue after the dice (docs/checks-in-serve.md)")
     sv.set_defaults(func=cmd_serve)
 
 

@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..tags import scan
 from .relay import sse_data
 
 KEY_VARIABLE = "TAGENGINE_UPSTREAM_KEY"
@@ -124,7 +125,8 @@ class DemoCheck:
         """The reply with the check (a last user message that says roll); the part after the check for a
         prefill that holds its receipt (its outcome read from the receipt); None for anything else."""
         last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
-        opening = self.reply[:self.reply.index("[check:")]
+        tags = scan(self.reply)
+        opening = self.reply[:tags[-1].start] if tags else self.reply  # the reply up to its check tag
         if last.get("role") == "assistant" and isinstance(last.get("content"), str):  # a prefill: continue it
             if not last["content"].startswith(opening):
                 return ""  # not the demo's own reply: nothing to add
