@@ -137,3 +137,15 @@ def test_a_malformed_body_or_a_refused_check_is_a_400(srv, body, code):
 def test_an_unknown_campaign_is_a_404(srv):
     r = post(srv, {"campaign": "nope", "check": {"who": "Ada", "skill": "Haul"}})
     assert r.status_code == 404 and r.json()["error"]["code"] == "campaign_not_found"
+
+
+def test_the_endpoint_needs_the_servers_key_when_it_has_one(tmp_path):
+    data = tmp_path / "data"
+    store = Store(data)
+    new_campaign(store, "roads", str(SAMPLES / "rulesets" / "ember-roads.json"), ["Ada"], seed=SEED)
+    store.close()
+    with Running(make_app(Options(upstream="http://127.0.0.1:9/v1", data=data, api_key="sk-table"))) as srv:
+        body = {"campaign": "roads", "check": {"ability": "Wits"}}  # one character: `who` may be left out
+        assert post(srv, body).status_code == 401
+        r = post(srv, body, headers={"authorization": "Bearer sk-table"})
+    assert r.status_code == 200 and r.json()["record"] == pool(2)

@@ -158,3 +158,18 @@ def test_the_demo_upstream_continues_its_check_reply_after_the_dice(tmp_path, st
     after = demo["after"][outcome_of(receipt)] if settle else demo["unsettled"]
     assert text == apply_reply(rs, state, demo["reply"] + after).text
     assert text.startswith(receipt) and header == ("mid-reply" if settle else None)
+
+
+def test_a_settled_reply_is_kept_and_the_next_turn_replays_it_exactly(tmp_path):
+    """The stored reply is the client's text (receipts and continuation): the chain replays it to the same
+    state (DEC-5), so the next turn sees no broken history and starts from the dice after the check."""
+    fake = Fake(SCRIPT, after_check="continue")
+    with serving(tmp_path, fake) as c:
+        text, _ = ask(c, "ward", True)
+        msgs = [{"role": "system", "content": "You are the GM."}, {"role": "user", "content": "TURN:ward"},
+                {"role": "assistant", "content": text}, {"role": "user", "content": "TURN:plain"}]
+        raw = c.chat.completions.with_raw_response.create(model="scripted", messages=msgs)
+    after = apply_reply(RS, start(), text).state
+    assert "x-tagengine-history" not in raw.headers
+    assert raw.parse().choices[0].message.content == apply_reply(RS, after, SCRIPT["plain"]).text
+    assert after.dice.rolls > 0
