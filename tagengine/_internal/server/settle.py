@@ -182,7 +182,7 @@ class Settler:
         cut, response, start = CheckCut(), first, ""
         prefill: str | None = None  # set while a continuation is not yet known to continue
         try:
-            while True:
+            while True:  # one turn per generation: at most 1 + COMMAND_LIMIT (CheckCut stops at the limit)
                 held: list[str] = []
                 seen = ""
                 cut_at: int | None = None
