@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -85,6 +86,10 @@ class Fake:
     seed: int = 0
     tokenize: str | None = None  # "llama.cpp" | "vllm" | "koboldcpp": a tokenize endpoint of that shape
     tokenized: list[str] = field(default_factory=list)
+    # --settle-checks (issue 13): with a trailing assistant message (a prefill), "continue" answers the script
+    # after the prefill's last check tag, "restart" answers the whole script anew, "reject" answers 400;
+    # `{outcome}` in a script is the prefill's last check outcome ("unknown" without one). None: as before.
+    after_check: str | None = None
 
     def app(self) -> Starlette:
         release = asyncio.Event()  # never set: a hung upstream waits until the server gives up
@@ -105,9 +110,15 @@ class Fake:
             body = json.loads(raw)
             last = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
             text = self.script[last.removeprefix("TURN:")]
-            prefill = body["messages"][-1]["content"] if body["messages"][-1]["role"] == "assistant" else ""
-            if prefill and text.startswith(prefill):  # continue: the model goes on from the prefill
-                text = text[len(prefill):]
+            if self.after_check is not None:
+                text = self.after_prefill(body["messages"], text)
+                if text is None:
+                    return JSONResponse({"error": {"message": "the last message must be a user message",
+                                                   "type": "invalid_request_error"}}, status_code=400)
+            else:
+                prefill = body["messages"][-1]["content"] if body["messages"][-1]["role"] == "assistant" else ""
+                if prefill and text.startswith(prefill):  # continue: the model goes on from the prefill
+                    text = text[len(prefill):]
             if not body.get("stream"):
                 return JSONResponse({"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
                                      "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
@@ -160,3 +171,14 @@ class Fake:
             path = "/api/extra/tokencount" if self.tokenize == "koboldcpp" else "/tokenize"
             routes.append(Route(path, tokenize, methods=["POST"]))
         return Starlette(routes=routes)
+
+    def after_prefill(self, messages: list[dict[str, Any]], text: str) -> str | None:
+        prefill = messages[-1]["content"] if messages[-1]["role"] == "assistant" else None
+        outcomes = re.findall(r'outcome="(\w+)"', prefill or "")
+        if prefill is not None and self.after_check == "reject":
+            return None
+        if prefill is not None and self.after_check == "continue":
+            ends = [m.end() for m in re.finditer(r"\[check:[^\]]*\]", text)]
+            k = prefill.count("[check:")
+            text = text[ends[k - 1]:] if 0 < k <= len(ends) else ""
+        return text.replace("{outcome}", outcomes[-1] if outcomes else "unknown")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from conftest import edit, load_sample, sample_dict
+from conftest import edit, load_sample, problems, sample_dict
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.prompt import reminder
 from tagengine._internal.ruleset import Ruleset
@@ -223,3 +223,25 @@ def test_ck_13_a_pool_of_more_than_100_dice_is_refused_not_rolled():
     st = state(rs, abilities={"sinew": 100})
     r, rec, _ = one(rs, st, '[check: who="X" ability="Sinew"]')
     assert r.result == "ok" and rec["dice"] == "100"
+
+
+def test_ck_14_a_ruleset_declares_its_die_and_the_import_checks_it_fits():
+    # resolution.die: a d10 pool and a d12 sum roll those dice (default d6 / d20, CK-3).
+    pool = Ruleset.from_dict(edit(sample_dict("gravewatch"), lambda d: d["resolution"].update(die=10)))
+    st = state(pool, abilities={"sinew": 3})
+    rolled = faces(3, 10)
+    hits = sum(1 for f in rolled if f >= 4)
+    assert one(pool, st, '[check: who="X" ability="Sinew"]')[1] == {
+        "dice": "3", "rolled": ",".join(map(str, rolled)), "target": "4", "successes": str(hits),
+        "outcome": "success" if hits else "failure"}
+    summed = Ruleset.from_dict(edit(sample_dict("fifth-like"), lambda d: d["resolution"].update(die=12)))
+    r, rec, _ = one(summed, state(summed), '[check: who="X" ability="Strength"]')
+    assert r.result == "ok" and rec["roll"] == str(faces(1, 12)[0])
+    assert "d12 + the number" in reminder(summed, state(summed))
+    assert "d10 each" in reminder(pool, state(pool))
+    # A die of 1 side, or a target range that leaves the faces of the die, is refused at import.
+    assert ("resolution.die", "out-of-range") in problems(edit(sample_dict("fifth-like"),
+                                                               lambda d: d["resolution"].update(die=1)))
+    assert ("resolution.pool.target", "target-off-die") in problems(edit(sample_dict("ember-roads"),
+                                                                         lambda d: d["resolution"].update(die=4)))
+    assert problems(edit(sample_dict("gravewatch"), lambda d: d["resolution"].update(die=6))) == []

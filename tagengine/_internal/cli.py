@@ -472,7 +472,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"tagengine serve: listening on {args.host}, beyond this machine\n")
     opts = Options(upstream=args.upstream, data=Path(args.data) if args.data else default_data_dir(),
                    campaign=args.campaign, api_key=args.api_key, context=args.context, timeout=args.timeout,
-                   count_with_upstream=args.count_with_upstream, hide_tags=args.hide_tags, keep=args.keep)
+                   count_with_upstream=args.count_with_upstream, hide_tags=args.hide_tags, keep=args.keep,
+                   settle_checks=args.settle_checks)
     return serve(opts, args.host, args.port, err)
 
 
@@ -496,6 +497,8 @@ def add_serve_command(sub: Any) -> None:
                     help="the player gets the narration; the tagged replies stay in the server's store")
     sv.add_argument("--keep", type=_int_at_least(1), default=10000,
                     help="state snapshots kept per campaign, the least recently used pruned (default 10000)")
+    sv.add_argument("--settle-checks", action="store_true", help="settle checks mid-reply: stop the model at a "
+                    "check tag and have it continue after the dice (docs/checks-in-serve.md)")
     sv.set_defaults(func=cmd_serve)
 
 

@@ -24,8 +24,6 @@ from .target import find, subject, who
 
 KINDS = ("skill", "ability", "save")  # what a check rolls: exactly one of them (CK-2)
 ATTRIBUTES = frozenset({"who", *KINDS, "with", "dc", "difficulty"})
-POOL_SIDES = 6  # CK-3: a dice pool rolls d6
-SUM_SIDES = 20  # CK-3: a dice-sum check rolls one d20
 DEFAULT_TARGET = 4  # CK-4: a dice pool that declares no target counts 4, 5 and 6 as successes
 MAX_POOL = 100  # CK-13: the most dice one check rolls; a sheet that asks for more is refused, not rolled
 
@@ -115,7 +113,7 @@ def settle(rs: Ruleset, state: GameState, tag: Tag) -> Settled:
             target = min(t.max, asked + 1) if number.rule == "harder" else asked  # UNTR-7
         if number.total > MAX_POOL:  # work bounded by the text, not by the numbers in a sheet (issue 17)
             return Settled(refused("too-many-dice"), state, names[0], number)
-        faces, dice = state.dice.roll(number.total, POOL_SIDES)  # PEN-3: no dice, no roll, a failure
+        faces, dice = state.dice.roll(number.total, rs.die)  # PEN-3: no dice, no roll, a failure
         hits = sum(1 for f in faces if f >= target)
         outcome = "success" if hits >= 1 else "failure"
         record = [("dice", str(number.total)), ("rolled", ",".join(map(str, faces))), ("target", str(target)),
@@ -123,7 +121,7 @@ def settle(rs: Ruleset, state: GameState, tag: Tag) -> Settled:
         record += _modifiers(number)
         record.append(("outcome", outcome))
         return Settled(Result("ok", record=tuple(record)), state.with_dice(dice), names[0], number, faces,
-                       POOL_SIDES, target, None, outcome)
+                       rs.die, target, None, outcome)
     if tag.has("difficulty"):
         return Settled(refused("no-difficulty"), state, names[0], number)
     dc = None
@@ -131,13 +129,13 @@ def settle(rs: Ruleset, state: GameState, tag: Tag) -> Settled:
         dc = parse_int(tag.get("dc"))
         if dc is None:
             return Settled(refused("invalid-amount"), state, names[0], number)
-    faces, dice = state.dice.roll(1, SUM_SIDES)
+    faces, dice = state.dice.roll(1, rs.die)
     total = faces[0] + number.total
     verdict = None if dc is None else ("success" if total >= dc else "failure")
     summed = [("roll", str(faces[0])), ("total", signed(number.total)), ("sum", str(total)), *_modifiers(number)]
     if verdict is not None:
         summed.append(("outcome", verdict))
-    return Settled(Result("ok", record=tuple(summed)), state.with_dice(dice), names[0], number, faces, SUM_SIDES,
+    return Settled(Result("ok", record=tuple(summed)), state.with_dice(dice), names[0], number, faces, rs.die,
                    None, dc, verdict)
 
 
@@ -228,6 +226,7 @@ def teach(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
         "abilities": [a.label for a in s.abilities],
         "saves": [k.label for k in s.saves],
         "pool": rs.dice_pool,
+        "die": rs.die,
         "target": (t.value if t is not None else DEFAULT_TARGET) if rs.dice_pool else None,
         "moves": None if t is None or t.min == t.max or not rs.dice_pool else {"min": t.min, "max": t.max},
         "refuse": any(k.untrained == "refuse" for k in (*s.skills, *s.saves))

@@ -63,6 +63,14 @@ class Ruleset:
         return res is not None and res.type == "dice-pool"
 
     @property
+    def die(self) -> int:
+        """The sides of the die a check rolls: `resolution.die`, else d6 for a dice pool and d20 for a sum (CK-3)."""
+        res = self.file.resolution
+        if res is not None and res.die is not None:
+            return res.die
+        return 6 if self.dice_pool else 20
+
+    @property
     def name(self) -> str:
         m = self.file.manifest
         return (m.name if m and m.name else None) or Path(self.source).stem

@@ -47,6 +47,7 @@ class AdjustDef(BaseDef):
 
 class ResolutionDef(BaseDef):
     type: Literal["dice-pool", "dice-sum"]
+    die: int | None = None  # the sides of the die a check rolls: d6 for a pool, d20 for a sum when left out (CK-14)
     pool: DicePoolDef | None = None
     penaltyFrom: Id | None = None
     adjust: list[AdjustDef] = []

@@ -36,10 +36,13 @@ from ..stream import StreamFilter
 from ..tags import narration
 from . import chain
 from .campaigns import Campaign, Campaigns
+from .checks import ChatReading, check_routes
 from .errors import Refused, error
 from .prefill import Continued, prefill_last, split_prefill
 from .receipts import ReceiptStream
 from .relay import Filter, dumps, first_content, relay_stream, upstream_failure, upstream_status
+from .settle import HEADER as SETTLE_HEADER
+from .settle import Settler
 from .store import DEFAULT_KEEP, Store
 from .ui import Latest, ui_routes
 from .upstream import Upstream
@@ -51,7 +54,6 @@ MAX_MODEL_NAME = 256  # characters
 MAX_BODY = 32 * 1024 * 1024  # one request: far above any context window's worth of chat
 DEFAULT_CONTEXT = 8192
 DEFAULT_RESPONSE = 1024
-THREAD_MIN = 16  # replies to replay: more go to a worker thread, so the event loop never waits on a long history
 MARKER = re.compile(r'\[tagengine:[ \t]*campaign[ \t]*=[ \t]*"([^"\n]*)"[ \t]*\]')
 
 
@@ -68,6 +70,7 @@ class Options:
     count_with_upstream: bool = False  # issue 15: token counts from the upstream's tokenize endpoint
     hide_tags: bool = False  # the player gets the narration; the tagged reply stays in the store (S-14)
     keep: int = DEFAULT_KEEP  # snapshots kept per campaign, the least recently used pruned (S-20)
+    settle_checks: bool = False  # --settle-checks: checks settled mid-reply (settle.py)
 
 
 class _Auth(BaseHTTPMiddleware):
@@ -91,6 +94,7 @@ def make_app(opts: Options) -> Starlette:
     upstream = Upstream(opts.upstream, forward_client_key=opts.api_key is None, timeout=opts.timeout,
                         transport=opts.transport, samples=opts.samples)
     fit = fitter(upstream, opts.count_with_upstream)
+    settler = Settler(upstream) if opts.settle_checks else None
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -136,7 +140,7 @@ def make_app(opts: Options) -> Starlette:
                           "server_error") from None
         history = plain_history(messages)
         earlier, prefill = split_prefill(history)  # continue: the state from before the prefill (S-17)
-        found = chain.state_of(c, store, earlier, hidden=opts.hide_tags, defer=THREAD_MIN)
+        found = chain.state_of(c, store, earlier, hidden=opts.hide_tags, defer=chain.THREAD_MIN)
         before = await run_in_threadpool(found.run) if isinstance(found, chain.Pending) else found
         if opts.hide_tags:  # the model sees its own tagged replies, not the narrations the player saw
             history = with_replies(history, before.replies)
@@ -164,9 +168,14 @@ def make_app(opts: Options) -> Starlette:
         if before.notes:
             headers["x-tagengine-history"] = "; ".join(before.notes)
         req = upstream.request("POST", "/chat/completions", request.headers, dumps(out))
+        # checks settled mid-reply (CK-17): not for a continued reply or with --hide-tags (settled at the end)
+        settle = settler is not None and prefill is None and not opts.hide_tags and settler.applies(out)
+        if settler is not None:
+            headers[SETTLE_HEADER] = settler.header(out) if prefill is None and not opts.hide_tags else \
+                "at-end; a continued reply or --hide-tags"
         if body.get("stream") is True:
-            return await streamed(request, req, c, before, headers, prefill)
-        return await whole(req, c, before, headers, prefill)
+            return await streamed(request, req, c, before, headers, prefill, out if settle else None)
+        return await whole(req, c, before, headers, prefill, out if settle else None, request)
 
     def reply_filter(c: Campaign, before: chain.Replayed, prefill: str | None) -> Filter:
         filt: Filter = StreamFilter(c.rs, before.state) if opts.hide_tags else ReceiptStream(c.rs, before.state)
@@ -189,7 +198,8 @@ def make_app(opts: Options) -> Starlette:
             latest.reply_done(c.name, new, applied)
 
     async def whole(req: httpx.Request, c: Campaign, before: chain.Replayed, headers: dict[str, str],
-                    prefill: str | None) -> Response:
+                    prefill: str | None, settle: dict[str, Any] | None = None,
+                    request: Request | None = None) -> Response:
         try:
             got = await upstream.client.send(req)
         except httpx.HTTPError as e:
@@ -204,6 +214,8 @@ def make_app(opts: Options) -> Starlette:
         if text is None:
             raise Refused(502, "the upstream model's answer has no choices[0].message.content text",
                           "upstream_malformed", "upstream_error")
+        if settler is not None and settle is not None and request is not None:
+            text = await settler.whole(text, settle, request.headers, c.rs, before.state, headers)
         if prefill is None:
             applied = apply_reply(c.rs, before.state, text)
             doc["choices"][0]["message"]["content"] = narration(text) if opts.hide_tags else applied.text
@@ -217,7 +229,8 @@ def make_app(opts: Options) -> Starlette:
         return Response(dumps(doc), media_type="application/json", headers=headers)
 
     async def streamed(request: Request, req: httpx.Request, c: Campaign, before: chain.Replayed,
-                       headers: dict[str, str], prefill: str | None) -> Response:
+                       headers: dict[str, str], prefill: str | None,
+                       settle: dict[str, Any] | None = None) -> Response:
         try:
             got = await upstream.client.send(req, stream=True)
         except httpx.HTTPError as e:
@@ -237,7 +250,10 @@ def make_app(opts: Options) -> Starlette:
             raw = filt.text if isinstance(filt, StreamFilter) else ""  # --hide-tags: the player saw its narration
             keep(c, before, applied, filt, raw)
 
-        stream = relay_stream(got, filt, done, request.is_disconnected)
+        source = None
+        if settler is not None and settle is not None and isinstance(filt, ReceiptStream):
+            source = settler.source(got, settle, request.headers, filt)
+        stream = relay_stream(got, filt, done, request.is_disconnected, source)
         return StreamingResponse(stream, media_type="text/event-stream",
                                  headers={**headers, "cache-control": "no-cache"})
 
@@ -273,6 +289,7 @@ def make_app(opts: Options) -> Starlette:
                    Route(f"{prefix}/v1/completions", completions, methods=["POST"]),
                    Route(f"{prefix}/v1/chat/completions", chat_completions, methods=["POST"])]
     routes += ui_routes(campaigns, latest)
+    routes += check_routes(campaigns, store, opts.campaign, ChatReading(read_body, plain_history, marked_campaign))
     middleware = [Middleware(_Auth, key=opts.api_key)] if opts.api_key else []
     async def internal(request: Request, exc: Exception) -> Response:
         log.error("internal error on %s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)

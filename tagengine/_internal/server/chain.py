@@ -61,6 +61,8 @@ def has_receipts(text: str) -> bool:
     return _RECEIPT.search(text) is not None
 
 
+THREAD_MIN = 16  # replies to replay: more go to a worker thread, so the event loop never waits on a long history
+
 @dataclass(frozen=True)
 class Replayed:
     state: GameState  # after the last assistant message of the history

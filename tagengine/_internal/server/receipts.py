@@ -51,6 +51,11 @@ class ReceiptStream:
         self._sent.append(out)
         return out
 
+    @property
+    def sent(self) -> str:
+        """The text given out so far (what is held is not in it)."""
+        return "".join(self._sent)
+
     def finish(self) -> tuple[str, Applied]:
         rest = self._apply("".join(self._held)) if self._held else ""
         self._held = []

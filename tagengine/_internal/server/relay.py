@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, Protocol
 
 import httpx
@@ -87,13 +87,15 @@ async def events(response: httpx.Response) -> AsyncIterator[str]:
 
 
 async def relay_stream(response: httpx.Response, filt: Filter, done: Callable[[Applied], None],
-                       disconnected: Callable[[], Any]) -> AsyncIterator[bytes]:
+                       disconnected: Callable[[], Any],
+                       source: AsyncGenerator[str, None] | None = None) -> AsyncIterator[bytes]:
     """The client's SSE stream. `done(applied)` runs once the upstream said [DONE] and the client is still
-    there; a fault sends an error event and ends the stream with nothing kept."""
+    there; a fault sends an error event and ends the stream with nothing kept. `source`, when given, is
+    read in place of the upstream's own events (settle.py: checks settled mid-reply)."""
     applied: Applied | None = None
     last: dict[str, Any] = {}
     try:
-        async for data in events(response):
+        async for data in source if source is not None else events(response):
             if data.strip() == "[DONE]":
                 if applied is None:
                     rest, applied = filt.finish()
@@ -139,4 +141,6 @@ async def relay_stream(response: httpx.Response, filt: Filter, done: Callable[[A
         log.warning("upstream failed mid-stream: %s", refused.message)
         yield sse_data({"error": error_body(refused.message, refused.code, refused.kind)})
     finally:
+        if source is not None:
+            await source.aclose()
         await response.aclose()

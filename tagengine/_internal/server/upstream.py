@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 from starlette.applications import Starlette
@@ -20,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..tags import scan
 from .relay import sse_data
 
 KEY_VARIABLE = "TAGENGINE_UPSTREAM_KEY"
@@ -79,8 +83,10 @@ def demo_replies(samples: Path | None) -> list[str]:
 
 def demo_app(samples: Path | None = None) -> Starlette:
     """A scripted OpenAI-compatible model: reply n is the transcript's reply n (n = the replies in the
-    request, so regenerating gives the same reply again), streamed in small random pieces."""
+    request, so regenerating gives the same reply again), streamed in small random pieces. A last user
+    message that says roll gets the demo's check reply, which it continues from a prefill (demo_check)."""
     replies = demo_replies(samples)
+    check = DemoCheck.load(samples)
 
     async def models(request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": "tagengine-demo", "object": "model",
@@ -89,7 +95,8 @@ def demo_app(samples: Path | None = None) -> Starlette:
     async def chat(request: Request) -> Response:
         body = await request.json()
         n = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
-        text = replies[n % len(replies)]
+        text = check.answer(body.get("messages", []))
+        text = replies[n % len(replies)] if text is None else text
         base = {"id": f"demo-{n}", "created": 0, "model": body.get("model") or "tagengine-demo"}
         if body.get("stream") is not True:
             return JSONResponse({**base, "object": "chat.completion", "choices": [
@@ -111,3 +118,38 @@ def demo_app(samples: Path | None = None) -> Starlette:
 
     return Starlette(routes=[Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])])
 
+
+_ROLL = re.compile(r"\broll", re.IGNORECASE)
+_OUTCOME = re.compile(r'\boutcome="(\w+)"')
+
+
+@dataclass(frozen=True)
+class DemoCheck:
+    """samples/transcripts/demo-check.json: a reply that ends with a check, and what follows the check for
+    each outcome when the demo is asked to continue it (serve --settle-checks), or without a receipt."""
+
+    reply: str
+    after: dict[str, str]
+    unsettled: str
+
+    @classmethod
+    def load(cls, samples: Path | None) -> DemoCheck:
+        doc = json.loads(((samples or SAMPLES) / "transcripts" / "demo-check.json").read_text(encoding="utf-8"))
+        return cls(doc["reply"], doc["after"], doc["unsettled"])
+
+    def answer(self, messages: list[Any]) -> str | None:
+        """The reply with the check (a last user message that says roll); the part after the check for a
+        prefill that holds its receipt (its outcome read from the receipt); None for anything else."""
+        last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+        tags = scan(self.reply)
+        opening = self.reply[:tags[-1].start] if tags else self.reply  # the reply up to its check tag
+        if last.get("role") == "assistant" and isinstance(last.get("content"), str):  # a prefill: continue it
+            if not last["content"].startswith(opening):
+                return ""  # not the demo's own reply: nothing to add
+            outcomes = _OUTCOME.findall(last["content"])
+            return self.after.get(outcomes[-1], "") if outcomes else self.unsettled
+        user = next((m.get("content") for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"),
+                    None)  # the engine's reminder may come after it
+        if isinstance(user, str) and _ROLL.search(user):
+            return self.reply + self.unsettled
+        return None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from ..sheet import SectionDef, SkillDef, UntrainedByDef
 from .inspection import Inspection, count_problem
 
+MIN_DIE, MAX_DIE = 2, 100  # CK-14: the sides `resolution.die` may declare
+
 
 def target_can_move(ctx: Inspection) -> bool:
     """UNTR-8: a dice-pool ruleset whose target per die has room to rise."""
@@ -47,6 +49,9 @@ def check_resolution(ctx: Inspection) -> None:
     res = ctx.rs.resolution
     if res is None:
         return
+    if res.die is not None and not MIN_DIE <= res.die <= MAX_DIE:
+        ctx.add("resolution.die", "out-of-range", f"a die has {MIN_DIE} to {MAX_DIE} sides, not {res.die} (CK-14)",
+                res.die)
     if res.pool is not None:
         if res.type != "dice-pool":
             ctx.add("resolution.pool", "key-not-allowed", "`pool` settings belong to dice-pool resolution (PEN-3)",
@@ -57,6 +62,10 @@ def check_resolution(ctx: Inspection) -> None:
         if tg is not None and not tg.min <= tg.value <= tg.max:
             ctx.add("resolution.pool.target", "bad-range", f"target {tg.value} is outside {tg.min}..{tg.max}",
                     tg.value)
+        sides = res.die if res.die is not None else 6
+        if tg is not None and MIN_DIE <= sides <= MAX_DIE and not 1 <= tg.min <= tg.max <= sides:
+            ctx.add("resolution.pool.target", "target-off-die", f"the target range {tg.min}..{tg.max} must lie on "
+                    f"the faces of the d{sides} the pool rolls, 1..{sides} (CK-14)", tg.max)
     if res.penaltyFrom is not None:
         t = ctx.sheet.tracks.get(res.penaltyFrom)
         if t is None:

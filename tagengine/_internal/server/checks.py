@@ -1,0 +1,171 @@
+"""`POST /tagengine/checks` (issue 13, UNTR-11, U-7; docs/checks-endpoint.md, CK-15..CK-17): one check rolled
+against the state a chat's history gives, the way the next `[check:]` tag in that chat would roll it.
+
+The state comes from the same chain replay as chat completions (`chain.state_of` over the same plain
+history), so a check here and a check tag in the next reply see the very same sheet and dice. Nothing is
+stored but the chain's own snapshots: the roll is an answer, not a reply, so it cannot join the chat's
+history, and the dice do not move (CK-16).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..commands.check import KINDS, Settled, card, settle
+from ..errors import NotFoundError, TagengineError
+from ..tags import Tag
+from ..tags.render import canonical
+from . import chain
+from .campaigns import Campaign, Campaigns
+from .errors import Refused
+from .relay import dumps
+from .store import Store
+
+PATH = "/tagengine/checks"
+KEYS = ("who", *KINDS, "with", "dc", "difficulty")  # the tag's attributes, in the order a receipt writes them
+MAX_VALUE = 1000  # characters in one value of the check: a name or a number
+# Refusals that name something the campaign does not have: 404 naming it; every other refusal is a 400.
+NOT_FOUND = {"unknown-character": ("who", "character_not_found", "character"),
+             "unknown-skill": ("skill", "skill_not_found", "skill"),
+             "unknown-save": ("save", "save_not_found", "save"),
+             "unknown-ability": ("ability", "ability_not_found", "ability")}
+
+
+@dataclass(frozen=True)
+class ChatReading:
+    """How the server reads a chat request (server/app.py's functions, passed in: this module sits beside
+    app.py, not under it): the bounded body, the plain history, the campaign marker."""
+
+    read_body: Callable[[Request], Awaitable[bytes]]
+    history: Callable[[list[dict[str, Any]]], list[dict[str, str]]]
+    marked: Callable[[list[dict[str, Any]]], str | None]
+
+
+def check_routes(campaigns: Campaigns, store: Store, default: str | None, reading: ChatReading) -> list[Route]:
+    """The endpoint under both prefixes: `/tagengine/checks` and `/c/{campaign}/tagengine/checks`."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await _check(request)
+        except Refused as r:
+            return r.response()
+
+    async def _check(request: Request) -> Response:
+        body = parse(await reading.read_body(request))
+        messages = body.get("messages", [])
+        if not isinstance(messages, list) or any(not isinstance(m, dict) or not isinstance(m.get("role"), str)
+                                                 for m in messages):
+            raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
+        tag = check_tag(body.get("check"))
+        named = body.get("campaign")
+        if named is not None and not isinstance(named, str):
+            raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
+        name = named or reading.marked(messages) or request.path_params.get("campaign") or default
+        if name is None:
+            raise Refused(400, "no campaign: name it in `campaign`, in a [tagengine: campaign=\"NAME\"] marker, "
+                          "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
+        c = load(campaigns, name)
+        found = chain.state_of(c, store, reading.history(messages), defer=chain.THREAD_MIN)
+        before = await run_in_threadpool(found.run) if isinstance(found, chain.Pending) else found
+        done = settle(c.rs, before.state, tag)
+        headers = {"x-tagengine-campaign": c.name}
+        if before.notes:
+            headers["x-tagengine-history"] = "; ".join(before.notes)
+        if done.result.result != "ok":
+            raise refusal(tag, done)
+        return Response(dumps(answer(c, tag, done)), media_type="application/json", headers=headers)
+
+    return [Route(f"{prefix}{PATH}", endpoint, methods=["POST"]) for prefix in ("", "/c/{campaign}")]
+
+
+def parse(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise Refused(400, f"the request body is not JSON: {e}", "invalid_json") from None
+    if not isinstance(body, dict):
+        raise Refused(400, "the request body must be a JSON object: {\"campaign\", \"messages\", \"check\"}",
+                      "invalid_request")
+    unknown = sorted(k for k in body if k not in ("campaign", "messages", "check"))
+    if unknown:
+        raise Refused(400, f"unknown field {unknown[0]!r}: the body holds campaign, messages and check",
+                      "invalid_request")
+    return body
+
+
+def check_tag(check: Any) -> Tag:
+    """The `[check:]` tag the body's `check` object spells: string values, or integers for dc/difficulty."""
+    if not isinstance(check, dict):
+        raise Refused(400, "`check` must be an object such as {\"who\": \"Mira\", \"skill\": \"Ward\"}",
+                      "invalid_check")
+    for k, v in check.items():
+        if k not in KEYS:
+            raise Refused(400, f"check.{k}: unknown; a check holds {', '.join(KEYS)}", "invalid_check")
+        if isinstance(v, bool) or not isinstance(v, str | int) or (isinstance(v, int) and k not in ("dc",
+                                                                                                    "difficulty")):
+            raise Refused(400, f"check.{k} must be text{' or a whole number' if k in ('dc', 'difficulty') else ''}, "
+                          f"not {json.dumps(v)[:80]}", "invalid_check")
+        if len(str(v)) > MAX_VALUE:
+            raise Refused(400, f"check.{k} is over {MAX_VALUE} characters", "invalid_check")
+    kinds = [k for k in KINDS if k in check]
+    if len(kinds) != 1:
+        raise Refused(400, "a check rolls exactly one of skill, ability or save"
+                      + (f", not {' and '.join(kinds)}" if kinds else ""), "invalid_check")
+    if "with" in check and kinds[0] == "ability":
+        raise Refused(400, "check.with rolls a skill or a save with another ability, not an ability (CAP-3)",
+                      "invalid_check")
+    return Tag("check", tuple((k, str(check[k])) for k in KEYS if k in check))
+
+
+def load(campaigns: Campaigns, name: str) -> Campaign:
+    try:
+        return campaigns.get(name)
+    except NotFoundError:  # names the one asked for, never the others
+        raise Refused(404, f"unknown campaign {name!r}", "campaign_not_found") from None
+    except (TagengineError, OSError) as e:
+        raise Refused(500, f"campaign {name!r}: its ruleset cannot be loaded: {e}", "campaign_broken",
+                      "server_error") from None
+
+
+def refusal(tag: Tag, done: Settled) -> Refused:
+    """UNTR-11: an untrained check the character cannot attempt is `skill_check_untrained`; a name the
+    campaign does not know is a 404 naming it; any other refusal a 400 with its reason (docs/reasons.md)."""
+    reason = done.result.reason or "refused"
+    label = done.number.label if done.number is not None else None
+    if reason == "untrained":
+        return Refused(400, f"{done.who} cannot attempt {label}: untrained, and its untrained rule is `refuse`; "
+                       "no dice were rolled (UNTR-9, UNTR-11)", "skill_check_untrained")
+    if reason in NOT_FOUND:
+        key, code, what = NOT_FOUND[reason]
+        asked = tag.get(key) if tag.has(key) else tag.get("with")  # an unknown `with` ability
+        where = f" for {done.who}" if done.who else ""
+        return Refused(404, f"unknown {what} {asked!r}{where}", code, "not_found_error")
+    return Refused(400, f"the check was refused: {reason} (docs/reasons.md)", f"check_{reason.replace('-', '_')}")
+
+
+def answer(c: Campaign, tag: Tag, done: Settled) -> dict[str, Any]:
+    n = done.number
+    assert n is not None  # an ok check has its number
+    return {
+        "campaign": c.name,
+        "who": done.who,
+        "check": {"kind": n.kind, "id": n.id, "label": n.label, "with": tag.get("with")},
+        "result": done.result.result,
+        "record": dict(done.result.record),
+        "receipt": canonical("check", tag.attrs, done.result.attrs()),
+        "dice": {"sides": done.sides, "faces": list(done.faces)},
+        "target": done.target,
+        "dc": done.dc,
+        "outcome": done.outcome,
+        "number": n.to_json(),
+        "card": card(c.rs, done),
+        "stored": False,
+    }

@@ -1,0 +1,266 @@
+"""Checks settled mid-reply: `tagengine serve --settle-checks` (issue 13 item 6; docs/checks-in-serve.md,
+docs/decisions.md CK-17..CK-20).
+
+When a reply closes a well-formed `[check:]` tag, the server stops that generation there, applies the
+tag, and asks the upstream to continue the assistant message with the receipt in place: the request
+again, with the reply so far (receipts and all) as a last assistant message, the prefill. The narration
+after the tag is then written knowing the dice. At most COMMAND_LIMIT checks per reply (DEC-6): a check
+past the limit is refused anyway, so there is nothing to settle.
+
+An upstream that cannot continue a message is found out at the first continuation: it answers 4xx to
+a trailing assistant message, or its answer starts as the reply started (it answered anew instead of
+continuing). The model is then remembered: its later replies are settled at the end (receipts as the
+stream passes, the narration as the model wrote it), and the `x-tagengine-settle` header says so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
+
+import httpx
+
+from ..commands import apply_reply
+from ..commands.reasons import COMMAND_LIMIT
+from ..ruleset import Ruleset
+from ..state import GameState
+from ..tags import scan
+from .receipts import ReceiptStream
+from .relay import dumps, events, first_content, upstream_failure, upstream_status
+from .upstream import Upstream
+
+log = logging.getLogger("tagengine.serve")
+
+HEADER = "x-tagengine-settle"
+MID_REPLY = "mid-reply"
+AT_END = "at-end; the upstream cannot continue an assistant message"
+SAME_START = 24  # characters: a continuation that starts as the reply did is a new answer, not a continuation
+MIN_SAME = 8  # a shorter whole continuation is never taken for a repeat
+MAX_REMEMBERED = 1024  # model names remembered as unable to continue (a model name is at most 256 characters)
+
+
+class CheckCut:
+    """The raw reply fed chunk by chunk; `feed` says where in the chunk a well-formed `[check:]` tag closes
+    (the text after it is dropped: that generation stops there). Counts the reply's tags (DEC-6)."""
+
+    def __init__(self) -> None:
+        self.raw = ""  # the reply so far, as the model wrote it, cut after the last settled check
+        self.tags = 0
+
+    def feed(self, chunk: str) -> int | None:
+        prior, text = self.raw, self.raw + chunk
+        if "]" not in chunk:
+            self.raw = text
+            return None
+        start = prior.rfind("]") + 1  # a tag that closes in this chunk holds no `]` before its end
+        for f in scan(text[start:]):
+            end = start + f.end
+            if end <= len(prior):
+                continue
+            if f.tag is not None:
+                self.tags += 1
+                if f.name == "check" and self.tags <= COMMAND_LIMIT:
+                    self.raw = text[:end]
+                    return end - len(prior)
+        self.raw = text
+        return None
+
+
+def restarts(cont: str, start: str, prefill: str, final: bool) -> bool | None:
+    """Whether a continuation answers anew: it starts as the reply started (as the model wrote it, or as
+    the prefill has it). None: too little text yet to say."""
+    got = cont.lstrip()
+    refs = [r.lstrip() for r in (start, prefill) if r.strip()]
+    need = min([SAME_START, *(len(r) for r in refs)])
+    if len(got) < need:
+        if not final:
+            return None
+        return len(got) >= MIN_SAME and any(r.startswith(got) for r in refs)
+    return any(got[:need] == r[:need] for r in refs)
+
+
+def _content(doc: Any) -> tuple[str | None, bool]:
+    """choices[0]'s delta content and whether the choice finished."""
+    if not isinstance(doc, dict):
+        return None, False
+    choice = next((c for c in doc.get("choices") or [] if isinstance(c, dict) and c.get("index", 0) == 0), None)
+    if choice is None:
+        return None, False
+    delta = choice.get("delta")
+    content = delta.get("content") if isinstance(delta, dict) else None
+    return (content if isinstance(content, str) else None), choice.get("finish_reason") is not None
+
+
+def _json(data: str) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+class Settler:
+    """Per server: settles checks mid-reply through `upstream`; remembers the models that cannot continue."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+        self.cannot: dict[str, str] = {}  # model name -> how it was found out
+
+    @staticmethod
+    def model(body: Mapping[str, Any]) -> str:
+        m = body.get("model")
+        return m if isinstance(m, str) else ""
+
+    def applies(self, body: Mapping[str, Any]) -> bool:
+        """Settle this request mid-reply: one choice, and a model not known to be unable to continue."""
+        return body.get("n") in (None, 1) and self.model(body) not in self.cannot
+
+    def header(self, body: Mapping[str, Any]) -> str:
+        why = self.cannot.get(self.model(body))
+        return MID_REPLY if why is None else f"{AT_END} ({why})"
+
+    def _found_out(self, body: Mapping[str, Any], why: str) -> None:
+        model = self.model(body)
+        log.warning("model %r cannot continue an assistant message (%s): its checks are settled at the end "
+                    "from now on", model[:80], why)
+        if len(self.cannot) >= MAX_REMEMBERED:
+            self.cannot.pop(next(iter(self.cannot)))
+        self.cannot[model] = why
+
+    def _request(self, body: Mapping[str, Any], prefill: str, incoming: Mapping[str, str],
+                 stream: bool) -> httpx.Request:
+        out = dict(body)
+        out["messages"] = [*body["messages"], {"role": "assistant", "content": prefill}]
+        out["stream"] = stream
+        return self.upstream.request("POST", "/chat/completions", incoming, dumps(out))
+
+    async def whole(self, text: str, body: Mapping[str, Any], incoming: Mapping[str, str], rs: Ruleset,
+                    state: GameState, headers: dict[str, str]) -> str:
+        """The raw reply with its checks settled: cut after each check, continued by the upstream. When a
+        continuation fails, the first answer as it came (settled at the end), said in `headers`."""
+        cut, rest, start = CheckCut(), text, ""
+        headers[HEADER] = MID_REPLY
+        for _ in range(COMMAND_LIMIT + 1):  # each turn settles one more tag of the reply, at most the limit
+            k = cut.feed(rest)
+            if k is None:
+                return cut.raw
+            start = start or cut.raw
+            prefill = apply_reply(rs, state, cut.raw).text
+            cont, why, cannot = await self._continue_whole(body, prefill, incoming)
+            if cont is not None and restarts(cont, start, prefill, True):
+                cont, why, cannot = None, "its continuation repeated the reply's start", True
+            if cont is None:
+                if cannot:
+                    self._found_out(body, why)
+                headers[HEADER] = f"{AT_END} ({why})" if cannot else f"at-end; {why}"
+                return text
+            rest = cont
+        return cut.raw
+
+    async def _continue_whole(self, body: Mapping[str, Any], prefill: str,
+                              incoming: Mapping[str, str]) -> tuple[str | None, str, bool]:
+        """(the continuation's text, "", False); or (None, why, True) when the upstream cannot continue a
+        message; or (None, why, False) when this one request failed (a 5xx, the network)."""
+        try:
+            got = await self.upstream.client.send(self._request(body, prefill, incoming, False))
+        except httpx.HTTPError as e:
+            return None, f"the continuation failed: {upstream_failure(e).message}", False
+        if 400 <= got.status_code < 500:
+            return None, f"it answered {got.status_code} to a trailing assistant message", True
+        if got.status_code >= 400:
+            return None, f"the continuation failed: {upstream_status(got.status_code, got.content).message}", False
+        cont = first_content(_json(got.text))
+        if cont is None:
+            return None, "its continuation had no message content", True
+        return cont, "", False
+
+    async def source(self, first: httpx.Response, body: Mapping[str, Any], incoming: Mapping[str, str],
+                     filt: ReceiptStream) -> AsyncGenerator[str, None]:
+        """The `data` of each event the client's stream is made from (relay.relay_stream reads it in place
+        of the upstream's own): the first generation up to its first check, then each continuation."""
+        cut, response, start = CheckCut(), first, ""
+        prefill: str | None = None  # set while a continuation is not yet known to continue
+        try:
+            while True:  # one turn per generation: at most 1 + COMMAND_LIMIT (CheckCut stops at the limit)
+                held: list[str] = []
+                seen = ""
+                cut_at: int | None = None
+                async for data in events(response):
+                    if prefill is not None:
+                        held.append(data)
+                        doc = _json(data) if data.strip() != "[DONE]" else None
+                        content, finished = _content(doc)
+                        seen += content or ""
+                        final = finished or data.strip() == "[DONE]" or not isinstance(doc, dict) or "error" in doc
+                        verdict = restarts(seen, start, prefill, final)
+                        if verdict is None:
+                            continue
+                        if verdict:
+                            self._found_out(body, "its continuation repeated the reply's start")
+                            for out in _stop():
+                                yield out
+                            return
+                        prefill, pending = None, held
+                    else:
+                        pending = [data]
+                    for item in pending:
+                        out, cut_at = self._cut(item, cut)
+                        yield out
+                        if cut_at is not None:
+                            break
+                    if cut_at is not None:
+                        break
+                else:
+                    if prefill is not None:  # the continuation ended before saying anything: pass it on
+                        for item in held:
+                            yield item
+                    return
+                await response.aclose()  # that generation stops here
+                start = start or cut.raw
+                prefill = filt.sent  # the reply so far with the check's receipt: relay fed it before asking again
+                try:
+                    response = await self.upstream.client.send(self._request(body, prefill, incoming, True),
+                                                             stream=True)
+                except httpx.HTTPError as e:
+                    refused = upstream_failure(e)
+                    yield json.dumps({"error": {"message": refused.message, "type": refused.kind,
+                                                "code": refused.code}})
+                    return
+                if response.status_code >= 400:
+                    body_bytes = await response.aread()
+                    await response.aclose()
+                    if response.status_code < 500:
+                        self._found_out(body, f"it answered {response.status_code} to a trailing assistant message")
+                        for out in _stop():
+                            yield out
+                        return
+                    refused = upstream_status(response.status_code, body_bytes)
+                    yield json.dumps({"error": {"message": refused.message, "type": refused.kind,
+                                                "code": refused.code}})
+                    return
+        finally:
+            await response.aclose()
+
+    @staticmethod
+    def _cut(data: str, cut: CheckCut) -> tuple[str, int | None]:
+        """The event, cut after a check that closes in it (then the index), else as it came."""
+        if data.strip() == "[DONE]":
+            return data, None
+        doc = _json(data)
+        content, _ = _content(doc)
+        if content is None:
+            return data, None
+        k = cut.feed(content)
+        if k is None:
+            return data, None
+        choice = next(c for c in doc["choices"] if isinstance(c, dict) and c.get("index", 0) == 0)
+        choice["delta"]["content"] = content[:k]
+        choice["finish_reason"] = None
+        return dumps(doc).decode(), k
+
+
+def _stop() -> list[str]:
+    """The reply ends at the receipt: nothing written without the dice reaches the client (CK-19)."""
+    return [json.dumps({"object": "chat.completion.chunk", "choices": [
+        {"index": 0, "delta": {}, "finish_reason": "stop"}]}), "[DONE]"]
