@@ -11,7 +11,7 @@ from cmdkit import sample_state
 
 from conftest import load_sample
 from tagengine import apply_reply
-from tagengine._internal.server.app import MAX_MODEL_NAME, budget_of, marked_campaign
+from tagengine._internal.server.chat_request import MAX_MODEL_NAME, budget_of, marked_campaign
 from tagengine._internal.server.receipts import ReceiptStream
 from tagengine._internal.server.relay import dumps, relay_stream
 
@@ -78,7 +78,7 @@ def test_s_13_campaigns_roll_their_own_dice_unless_given_a_seed(tmp_path):
 
 def test_f_10_roles_without_case_in_the_history_a_chat_app_sends():
     """A reply sent back as `Assistant` is a reply: its tags replay (F-10), not a system message."""
-    from tagengine._internal.server.app import plain_history
+    from tagengine._internal.server.chat_request import plain_history
 
     history = plain_history([{"role": "User", "content": "go"}, {"role": "Assistant", "content": REPLY},
                              {"role": "tool", "content": "x"}])

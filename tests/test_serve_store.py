@@ -14,8 +14,8 @@ from test_serve import SCRIPT, ask, client, expected, serving
 from conftest import SAMPLES
 from tagengine._internal.server import chain
 from tagengine._internal.server import store as store_module
-from tagengine._internal.server.chain import THREAD_MIN
 from tagengine._internal.server.campaigns import Campaigns, new_campaign
+from tagengine._internal.server.chain import THREAD_MIN
 from tagengine._internal.server.store import DB_NAME, Store
 
 TICK = 'The guards stir. [clock: name="Watch" size="100"]'

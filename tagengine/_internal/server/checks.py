@@ -10,8 +10,6 @@ history, and the dice do not move (CK-16).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -25,6 +23,7 @@ from ..tags import Tag
 from ..tags.render import canonical
 from . import chain
 from .campaigns import Campaign, Campaigns
+from .chat_request import marked_campaign, plain_history, read_body
 from .errors import Refused
 from .relay import dumps
 from .store import Store
@@ -39,17 +38,7 @@ NOT_FOUND = {"unknown-character": ("who", "character_not_found", "character"),
              "unknown-ability": ("ability", "ability_not_found", "ability")}
 
 
-@dataclass(frozen=True)
-class ChatReading:
-    """How the server reads a chat request (server/app.py's functions, passed in: this module sits beside
-    app.py, not under it): the bounded body, the plain history, the campaign marker."""
-
-    read_body: Callable[[Request], Awaitable[bytes]]
-    history: Callable[[list[dict[str, Any]]], list[dict[str, str]]]
-    marked: Callable[[list[dict[str, Any]]], str | None]
-
-
-def check_routes(campaigns: Campaigns, store: Store, default: str | None, reading: ChatReading) -> list[Route]:
+def check_routes(campaigns: Campaigns, store: Store, default: str | None) -> list[Route]:
     """The endpoint under both prefixes: `/tagengine/checks` and `/c/{campaign}/tagengine/checks`."""
 
     async def endpoint(request: Request) -> Response:
@@ -59,7 +48,7 @@ def check_routes(campaigns: Campaigns, store: Store, default: str | None, readin
             return r.response()
 
     async def _check(request: Request) -> Response:
-        body = parse(await reading.read_body(request))
+        body = parse(await read_body(request))
         messages = body.get("messages", [])
         if not isinstance(messages, list) or any(not isinstance(m, dict) or not isinstance(m.get("role"), str)
                                                  for m in messages):
@@ -68,12 +57,12 @@ def check_routes(campaigns: Campaigns, store: Store, default: str | None, readin
         named = body.get("campaign")
         if named is not None and not isinstance(named, str):
             raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
-        name = named or reading.marked(messages) or request.path_params.get("campaign") or default
+        name = named or marked_campaign(messages) or request.path_params.get("campaign") or default
         if name is None:
             raise Refused(400, "no campaign: name it in `campaign`, in a [tagengine: campaign=\"NAME\"] marker, "
                           "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
         c = load(campaigns, name)
-        found = chain.state_of(c, store, reading.history(messages), defer=chain.THREAD_MIN)
+        found = chain.state_of(c, store, plain_history(messages), defer=chain.THREAD_MIN)
         before = await run_in_threadpool(found.run) if isinstance(found, chain.Pending) else found
         done = settle(c.rs, before.state, tag)
         headers = {"x-tagengine-campaign": c.name}
