@@ -114,6 +114,18 @@ def test_state_from_the_store_equals_the_replay_from_the_start(campaign, tmp_pat
     fresh.close()
 
 
+def test_a_reply_the_chat_app_trimmed_is_the_same_turn(campaign):
+    """S-23: SillyTavern trims white space around a reply before it stores it ("Trim spaces", on by default);
+    the trimmed reply keys the same snapshot, so the next turn replays nothing."""
+    store, c = campaign
+    messages, final = crew_night(c.rs, c.start)
+    padded = [{**m, "content": f"\n{m['content']}  \n\n"} if m["role"] == "assistant" else m for m in messages]
+    assert chain.state_of(c, store, padded).replayed == 3  # as the model sent them: padded
+    trimmed = [{**m, "content": m["content"].strip()} for m in padded]  # as the chat app stored them
+    warm = chain.state_of(c, store, trimmed)
+    assert warm.replayed == 0 and warm.state == final
+
+
 def test_a_history_missing_its_oldest_reply_is_reported_inconsistent(campaign, caplog):
     store, c = campaign
     messages, _ = crew_night(c.rs, c.start)

@@ -41,16 +41,18 @@ def first_key(c: Campaign) -> str:
 
 
 def next_key(key: str, reply: str) -> str:
-    return _hash(f"{key}\0{reply}")
+    """The key after `reply`, without its surrounding white space: chat apps trim replies before they store
+    them (SillyTavern's "Trim spaces"), and a trimmed reply is the same turn (S-23)."""
+    return _hash(f"{key}\0{reply.strip()}")
 
 
 def content_key(c: Campaign, reply: str) -> str:
     """A reply by its text alone (in its campaign and ruleset): finds it in a history that lost its start."""
-    return _hash(f"tagengine.reply/1\0{c.name}\0{c.digest}\0{reply}")
+    return _hash(f"tagengine.reply/1\0{c.name}\0{c.digest}\0{reply.strip()}")
 
 
 def shown_key(narration: str) -> str:
-    return _hash(f"tagengine.shown/1\0{narration}")
+    return _hash(f"tagengine.shown/1\0{narration.strip()}")
 
 
 def _hash(text: str) -> str:
