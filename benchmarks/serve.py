@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import random
 import re
@@ -131,6 +132,14 @@ class Proc:
             pass
         return None
 
+    def cpu_seconds(self) -> float | None:
+        """User and system CPU time the process has used (Linux: /proc); None elsewhere."""
+        try:
+            fields = Path(f"/proc/{self.p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
 
 def start_upstream(tmp: Path) -> tuple[Proc, str]:
     proc = Proc([sys.executable, __file__, "--fake-upstream"], tmp / "upstream.log", pipe=True)
@@ -224,27 +233,36 @@ async def first_byte(c: Any, url: str, body: dict[str, Any]) -> float:
 
 # -- the measurements ----------------------------------------------------------------------------------
 
-async def warm(c: Any, up: str, serve: str, rounds: int, runs: int) -> dict[str, float]:
+async def cpu_per_request(c: Any, serve: Proc, url: str, body: dict[str, Any], runs: int, stream: bool) -> float:
+    """The server's CPU time per request, in ms: steadier than wall time on a shared machine."""
+    before = serve.cpu_seconds()
+    for _ in range(runs):
+        await (first_byte(c, url, body) if stream else post(c, url, body))
+    after = serve.cpu_seconds()
+    return math.nan if before is None or after is None else (after - before) / runs * 1e3
+
+
+async def warm(c: Any, up: str, serve: Proc, url: str, rounds: int, runs: int) -> dict[str, float]:
     """(a) and (b): `rounds` rounds of `runs` interleaved requests; the medians of the rounds' figures."""
     body = {"model": "gpt-4o", "messages": history(100)}
     print(f"(a, b) a 200-message chat (100 replies, {len(json.dumps(body)) // 1024} KiB) and a new turn; "
           f"{rounds} rounds of {runs} requests each way; {load()}")
     for _ in range(10):
-        await post(c, up, body), await post(c, serve, body)
-        await first_byte(c, up, body), await first_byte(c, serve, body)
+        await post(c, up, body), await post(c, url, body)
+        await first_byte(c, up, body), await first_byte(c, url, body)
     # the floor: the same chat through the server with no campaign (passed through byte for byte)
     plain = {"model": "gpt-4o", "messages": [{"role": "system", "content": "You are the GM of a heist."},
                                              *body["messages"][1:]]}
     figures: dict[str, list[float]] = {"p50": [], "p99": [], "ttfb": [], "direct": [], "direct_ttfb": [],
-                                       "hop": []}
+                                       "hop": [], "cpu": [], "cpu_hop": [], "cpu_stream": []}
     for n in range(rounds):
         direct, served, direct_first, served_first, passed = [], [], [], [], []
         for _ in range(runs):
             direct.append(await post(c, up, body))
-            served.append(await post(c, serve, body))
-            passed.append(await post(c, serve, plain))
+            served.append(await post(c, url, body))
+            passed.append(await post(c, url, plain))
             direct_first.append(await first_byte(c, up, body))
-            served_first.append(await first_byte(c, serve, body))
+            served_first.append(await first_byte(c, url, body))
         p50 = (statistics.median(served) - statistics.median(direct)) * 1e3
         p99 = (pct(served, 0.99) - pct(direct, 0.99)) * 1e3
         ttfb = (statistics.median(served_first) - statistics.median(direct_first)) * 1e3
@@ -254,11 +272,16 @@ async def warm(c: Any, up: str, serve: str, rounds: int, runs: int) -> dict[str,
         figures["direct"].append(statistics.median(direct) * 1e3)
         figures["direct_ttfb"].append(statistics.median(direct_first) * 1e3)
         figures["hop"].append((statistics.median(passed) - statistics.median(direct)) * 1e3)
+        figures["cpu"].append(await cpu_per_request(c, serve, url, body, runs // 2, False))
+        figures["cpu_hop"].append(await cpu_per_request(c, serve, url, plain, runs // 2, False))
+        figures["cpu_stream"].append(await cpu_per_request(c, serve, url, body, runs // 2, True))
         print(f"  round {n + 1}: direct p50 {statistics.median(direct) * 1e3:.2f} p99 {pct(direct, 0.99) * 1e3:.2f}"
               f" | served p50 {statistics.median(served) * 1e3:.2f} p99 {pct(served, 0.99) * 1e3:.2f}"
               f" | added p50 {p50:.2f} p99 {p99:.2f} | first byte direct "
               f"{statistics.median(direct_first) * 1e3:.2f} served {statistics.median(served_first) * 1e3:.2f}"
-              f" added {ttfb:.2f} | passed through (no campaign) added p50 {figures['hop'][-1]:.2f} ms; {load()}")
+              f" added {ttfb:.2f} | passed through (no campaign) added p50 {figures['hop'][-1]:.2f} | server CPU"
+              f" per request: served {figures['cpu'][-1]:.2f}, streamed {figures['cpu_stream'][-1]:.2f}, passed "
+              f"through {figures['cpu_hop'][-1]:.2f} ms; {load()}")
     return {k: statistics.median(v) for k, v in figures.items()}
 
 
@@ -371,7 +394,7 @@ async def run(args: argparse.Namespace) -> None:
             await post(c, serve, {"model": "gpt-4o", "messages": history(100)})
             print(f"the first request to a new server (the tokenizer built, 100 replies replayed): "
                   f"{(time.perf_counter() - t) * 1e3:.0f} ms")
-            w = await warm(c, up, serve, args.rounds, args.runs)
+            w = await warm(c, up, serve_proc, serve, args.rounds, args.runs)
             cold_added, cold_again = await cold(c, tmp, up, args.cold_runs, args.profile)
             s = await soak(c, serve_proc, serve, args.soak_seconds, 32) if args.soak_seconds else None
         print()
@@ -381,6 +404,8 @@ async def run(args: argparse.Namespace) -> None:
               f"{w['p50']:.2f} ms (target <= 2: {'met' if ok['p50'] else 'NOT met'}), p99 {w['p99']:.2f} ms "
               f"(target <= 10: {'met' if ok['p99'] else 'NOT met'}); the same chat passed through with no campaign "
               f"(the HTTP hop alone): added p50 {w['hop']:.2f} ms")
+        print(f"      the server's CPU time per request: served {w['cpu']:.2f} ms, streamed {w['cpu_stream']:.2f} ms, "
+              f"passed through {w['cpu_hop']:.2f} ms (steadier than wall time on a shared machine)")
         print(f"  (b) first streamed byte: direct {w['direct_ttfb']:.2f} ms; added {w['ttfb']:.2f} ms "
               f"(target <= 2: {'met' if ok['ttfb'] else 'NOT met'})")
         print(f"  (c) cold store, 200 replies replayed: added {cold_added:.1f} ms (target <= 60: "
