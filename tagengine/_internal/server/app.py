@@ -8,7 +8,6 @@ engine is pure and fast (a warm turn is a hash walk, one SQLite look-up and one 
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -34,7 +33,7 @@ from . import chain
 from .campaigns import Campaign, Campaigns
 from .errors import Refused, error
 from .receipts import ReceiptStream
-from .relay import dumps, first_content, relay_stream, upstream_failure, upstream_status
+from .relay import dumps, first_content, loads, relay_stream, upstream_failure, upstream_status
 from .store import Store
 from .upstream import Upstream
 
@@ -155,7 +154,7 @@ def make_app(opts: Options) -> Starlette:
         if got.status_code >= 400:
             raise upstream_status(got.status_code, got.content)
         try:
-            doc = json.loads(got.content)
+            doc = loads(got.content)
         except ValueError:
             doc = None
         text = first_content(doc)
@@ -243,7 +242,7 @@ async def read_body(request: Request) -> bytes:
 def parse_body(raw: bytes) -> dict[str, Any]:
     """The request as JSON; a body that is not an object with a list of messages is a 400 naming why."""
     try:
-        body = json.loads(raw)
+        body = loads(raw)
     except (ValueError, RecursionError) as e:
         raise Refused(400, f"the request body is not JSON: {e}", "invalid_json") from None
     if not isinstance(body, dict):

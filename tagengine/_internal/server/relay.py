@@ -5,12 +5,15 @@ read (other fields, `reasoning_content`/`reasoning` deltas, `usage`, other choic
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
+import math
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
+import orjson
 
 from ..commands import Applied
 from .errors import Refused, error_body
@@ -32,7 +35,7 @@ def upstream_status(status: int, body: bytes) -> Refused:
     """An upstream 4xx/5xx as an error with the same status; the upstream's own message when it has one."""
     message = f"the upstream model answered {status}"
     try:
-        doc = json.loads(body)
+        doc = loads(body)
         inner = doc.get("error") if isinstance(doc, dict) else None
         detail = inner.get("message") if isinstance(inner, dict) else inner
         if isinstance(detail, str) and detail:
@@ -51,9 +54,39 @@ def first_content(doc: Any) -> str | None:
     return content if isinstance(content, str) else None
 
 
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19  # orjson reads an integer beyond 64 bits as a float: a body with one is read by json
+
+
+class _Unusual(float):
+    """A number only the standard library reads (NaN, Infinity, 1e400): orjson would write it as null, so
+    `dumps` leaves the document to the standard library, which writes it back as it came (SB-2)."""
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    return value if math.isfinite(value) else _Unusual(text)
+
+
+def loads(data: bytes | str) -> Any:
+    """JSON read as the standard library reads it, by orjson where that gives the same values (a long chat's
+    request about four times faster, SB-2). Raises ValueError (or RecursionError) as `json.loads` does."""
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    if _LONG_NUMBER not in raw.translate(_DIGITS) and not raw.startswith(codecs.BOM_UTF8):  # a BOM: json's rule
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:  # not JSON to orjson (NaN, lone surrogates, deep nesting...): json decides
+            pass
+    return json.loads(data, parse_constant=_Unusual, parse_float=_float)
+
+
 def dumps(doc: Any) -> bytes:
     """JSON bytes; a lone surrogate (text that was not UTF-8) is written as its `\\udXXX` escape, never an
     encoding error after the response has begun."""
+    try:
+        return orjson.dumps(doc)  # compact, not ASCII-escaped: as json.dumps below, about ten times faster
+    except TypeError:  # a lone surrogate, an integer beyond 64 bits, an _Unusual number: the standard library
+        pass
     text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
     try:
         return text.encode()
@@ -98,7 +131,7 @@ async def relay_stream(response: httpx.Response, filt: ReceiptStream, done: Call
                 yield b"data: [DONE]\n\n"
                 return
             try:
-                doc = json.loads(data)
+                doc = loads(data)
             except ValueError:
                 doc = None
             if not isinstance(doc, dict):
