@@ -12,8 +12,11 @@ Targets (issue 12):
   (d) 32 concurrent chats for --soak-seconds (default 60): no error, flat memory (the server's RSS)
 
 The machine may be shared: every figure is taken in several rounds and the median printed; the load
-average is printed beside it. `--profile FILE` runs the server under cProfile (its figures are then
-not the server's own: use it to find where time goes, not to judge a target).
+average is printed beside it, and so is the server's CPU time per request, which the load tilts less
+than wall time. `--against REF` serves the same requests, interleaved, with the code of another commit
+too (unpacked with `git archive`): a before/after that a change in the load cannot fake. `--profile
+FILE` runs the server under cProfile (its figures are then not the server's own: use it to find where
+time goes, not to judge a target). Linux: the RSS and CPU figures read /proc.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -107,10 +111,12 @@ def fake_upstream() -> None:
 class Proc:
     """A child process; stopped with SIGINT (then killed) on exit."""
 
-    def __init__(self, argv: list[str], log: Path, pipe: bool = False) -> None:
+    def __init__(self, argv: list[str], log: Path, pipe: bool = False, cwd: Path = ROOT,
+                 env: dict[str, str] | None = None) -> None:
         self.log = log
         self.out = log.open("wb")  # uvicorn's access log goes to stdout: to the file too, never a pipe left full
-        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE if pipe else self.out, stderr=self.out, cwd=ROOT)
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE if pipe else self.out, stderr=self.out, cwd=cwd,
+                                  env=env)
 
     def stop(self) -> None:
         if self.p.poll() is None:
@@ -141,6 +147,31 @@ class Proc:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+@dataclass(frozen=True)
+class Code:
+    """A version of tagengine to serve with: this tree, or `--against REF` unpacked with `git archive`."""
+
+    label: str
+    root: Path
+
+
+@dataclass
+class Server:
+    code: Code
+    proc: Proc
+    url: str
+
+
+def code_at(ref: str, tmp: Path) -> Code:
+    root = tmp / "against"
+    root.mkdir()
+    archive = subprocess.run(["git", "archive", "--format=tar", ref], cwd=ROOT, capture_output=True, check=False)
+    if archive.returncode != 0:
+        raise SystemExit(f"--against {ref}: {archive.stderr.decode(errors='replace').strip()}")
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive.stdout, check=True)
+    return Code(ref, root)
+
+
 def start_upstream(tmp: Path) -> tuple[Proc, str]:
     proc = Proc([sys.executable, __file__, "--fake-upstream"], tmp / "upstream.log", pipe=True)
     assert proc.p.stdout is not None
@@ -151,18 +182,19 @@ def start_upstream(tmp: Path) -> tuple[Proc, str]:
     return proc, f"http://127.0.0.1:{int(port)}"
 
 
-def start_serve(tmp: Path, data: Path, upstream: str, profile: str | None) -> tuple[Proc, str]:
+def start_serve(tmp: Path, code: Code, data: Path, upstream: str, profile: str | None) -> Server:
     # `python -m tagengine` ends with os._exit (decision P-7), which cProfile's own runner does not survive
     prof = ["-c", "import cProfile, sys; from tagengine._internal.cli import run; "
             f"cProfile.run('run(sys.argv[1:])', {profile!r})"] if profile else ["-m", "tagengine"]
     argv = [sys.executable, *prof, "serve", "--upstream", f"{upstream}/v1", "--port", "0",
             "--data", str(data), "--context", "200000"]
-    proc = Proc(argv, tmp / f"serve-{data.name}.log")
+    env = {**os.environ, "PYTHONPATH": str(code.root)}  # ahead of the installed (editable) package
+    proc = Proc(argv, tmp / f"serve-{data.name}.log", cwd=code.root, env=env)
     for _ in range(600):  # bounded: 60 s
         text = proc.log.read_text(errors="replace")
         hit = re.search(r"running on http://127\.0\.0\.1:(\d+)", text)
         if hit:
-            return proc, f"http://127.0.0.1:{hit.group(1)}"
+            return Server(code, proc, f"http://127.0.0.1:{hit.group(1)}")
         if proc.p.poll() is not None:
             break
         time.sleep(0.1)
@@ -191,7 +223,7 @@ def history(replies: int) -> list[dict[str, str]]:
     from tagengine._internal.state import GameState
 
     rs = Ruleset.load(RULESET)
-    state = GameState.new(rs, CHARACTERS, seed=SEED)
+    state = GameState.new(rs, CHARACTERS, seed=SEED)  # the campaign's start, made the same way
     msgs = [{"role": "system", "content": 'You are the GM of a heist. [tagengine: campaign="bench"]'}]
     for n in range(replies):
         msgs.append({"role": "user", "content": f"Turn {n}: we press on, quietly, towards the vault door."})
@@ -205,6 +237,10 @@ def history(replies: int) -> list[dict[str, str]]:
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+
+def ms(xs: list[float]) -> float:
+    return statistics.median(xs) * 1e3
 
 
 def load() -> str:
@@ -231,61 +267,69 @@ async def first_byte(c: Any, url: str, body: dict[str, Any]) -> float:
     return first
 
 
-# -- the measurements ----------------------------------------------------------------------------------
-
-async def cpu_per_request(c: Any, serve: Proc, url: str, body: dict[str, Any], runs: int, stream: bool) -> float:
+async def cpu_per_request(c: Any, s: Server, body: dict[str, Any], runs: int, stream: bool) -> float:
     """The server's CPU time per request, in ms: steadier than wall time on a shared machine."""
-    before = serve.cpu_seconds()
+    before = s.proc.cpu_seconds()
     for _ in range(runs):
-        await (first_byte(c, url, body) if stream else post(c, url, body))
-    after = serve.cpu_seconds()
+        await (first_byte(c, s.url, body) if stream else post(c, s.url, body))
+    after = s.proc.cpu_seconds()
     return math.nan if before is None or after is None else (after - before) / runs * 1e3
 
 
-async def warm(c: Any, up: str, serve: Proc, url: str, rounds: int, runs: int) -> dict[str, float]:
-    """(a) and (b): `rounds` rounds of `runs` interleaved requests; the medians of the rounds' figures."""
+# -- the measurements ----------------------------------------------------------------------------------
+
+async def warm(c: Any, up: str, servers: list[Server], rounds: int, runs: int) -> dict[str, dict[str, float]]:
+    """(a) and (b): `rounds` rounds of `runs` interleaved requests; the medians of the rounds' figures, per
+    version of the code."""
     body = {"model": "gpt-4o", "messages": history(100)}
-    print(f"(a, b) a 200-message chat (100 replies, {len(json.dumps(body)) // 1024} KiB) and a new turn; "
-          f"{rounds} rounds of {runs} requests each way; {load()}")
-    for _ in range(10):
-        await post(c, up, body), await post(c, url, body)
-        await first_byte(c, up, body), await first_byte(c, url, body)
     # the floor: the same chat through the server with no campaign (passed through byte for byte)
     plain = {"model": "gpt-4o", "messages": [{"role": "system", "content": "You are the GM of a heist."},
                                              *body["messages"][1:]]}
-    figures: dict[str, list[float]] = {"p50": [], "p99": [], "ttfb": [], "direct": [], "direct_ttfb": [],
-                                       "hop": [], "cpu": [], "cpu_hop": [], "cpu_stream": []}
+    print(f"(a, b) a 200-message chat (100 replies, {len(json.dumps(body)) // 1024} KiB) and a new turn; "
+          f"{rounds} rounds of {runs} requests each way; {load()}")
+    for _ in range(10):
+        for s in servers:
+            await post(c, up, body), await post(c, s.url, body), await post(c, s.url, plain)
+            await first_byte(c, up, body), await first_byte(c, s.url, body)
+    figures: dict[str, dict[str, list[float]]] = {s.code.label: {} for s in servers}
     for n in range(rounds):
-        direct, served, direct_first, served_first, passed = [], [], [], [], []
-        for _ in range(runs):
+        direct: list[float] = []
+        direct_first: list[float] = []
+        got: dict[str, dict[str, list[float]]] = {s.code.label: {"served": [], "passed": [], "first": []}
+                                                   for s in servers}
+        for i in range(runs):
+            turn = servers[i % len(servers):] + servers[:i % len(servers)]  # each version first in turn
             direct.append(await post(c, up, body))
-            served.append(await post(c, url, body))
-            passed.append(await post(c, url, plain))
+            for s in turn:
+                got[s.code.label]["served"].append(await post(c, s.url, body))
+                got[s.code.label]["passed"].append(await post(c, s.url, plain))
             direct_first.append(await first_byte(c, up, body))
-            served_first.append(await first_byte(c, url, body))
-        p50 = (statistics.median(served) - statistics.median(direct)) * 1e3
-        p99 = (pct(served, 0.99) - pct(direct, 0.99)) * 1e3
-        ttfb = (statistics.median(served_first) - statistics.median(direct_first)) * 1e3
-        figures["p50"].append(p50)
-        figures["p99"].append(p99)
-        figures["ttfb"].append(ttfb)
-        figures["direct"].append(statistics.median(direct) * 1e3)
-        figures["direct_ttfb"].append(statistics.median(direct_first) * 1e3)
-        figures["hop"].append((statistics.median(passed) - statistics.median(direct)) * 1e3)
-        figures["cpu"].append(await cpu_per_request(c, serve, url, body, runs // 2, False))
-        figures["cpu_hop"].append(await cpu_per_request(c, serve, url, plain, runs // 2, False))
-        figures["cpu_stream"].append(await cpu_per_request(c, serve, url, body, runs // 2, True))
-        print(f"  round {n + 1}: direct p50 {statistics.median(direct) * 1e3:.2f} p99 {pct(direct, 0.99) * 1e3:.2f}"
-              f" | served p50 {statistics.median(served) * 1e3:.2f} p99 {pct(served, 0.99) * 1e3:.2f}"
-              f" | added p50 {p50:.2f} p99 {p99:.2f} | first byte direct "
-              f"{statistics.median(direct_first) * 1e3:.2f} served {statistics.median(served_first) * 1e3:.2f}"
-              f" added {ttfb:.2f} | passed through (no campaign) added p50 {figures['hop'][-1]:.2f} | server CPU"
-              f" per request: served {figures['cpu'][-1]:.2f}, streamed {figures['cpu_stream'][-1]:.2f}, passed "
-              f"through {figures['cpu_hop'][-1]:.2f} ms; {load()}")
-    return {k: statistics.median(v) for k, v in figures.items()}
+            for s in turn:
+                got[s.code.label]["first"].append(await first_byte(c, s.url, body))
+        for s in servers:
+            g, f = got[s.code.label], figures[s.code.label]
+            row = {"p50": ms(g["served"]) - ms(direct), "p99": (pct(g["served"], 0.99) - pct(direct, 0.99)) * 1e3,
+                   "ttfb": ms(g["first"]) - ms(direct_first), "hop": ms(g["passed"]) - ms(direct),
+                   "direct": ms(direct), "direct_p99": pct(direct, 0.99) * 1e3, "direct_ttfb": ms(direct_first)}
+            for k, v in row.items():
+                f.setdefault(k, []).append(v)
+        for s in servers:  # CPU blocks, one version after the other
+            f = figures[s.code.label]
+            f.setdefault("cpu", []).append(await cpu_per_request(c, s, body, runs, False))
+            f.setdefault("cpu_hop", []).append(await cpu_per_request(c, s, plain, runs, False))
+            f.setdefault("cpu_stream", []).append(await cpu_per_request(c, s, body, runs, True))
+        print(f"  round {n + 1}: direct p50 {ms(direct):.2f} p99 {pct(direct, 0.99) * 1e3:.2f} first byte "
+              f"{ms(direct_first):.2f} ms; {load()}")
+        for s in servers:
+            f = figures[s.code.label]
+            print(f"    {s.code.label:>10}: added p50 {f['p50'][-1]:.2f} p99 {f['p99'][-1]:.2f} first byte "
+                  f"{f['ttfb'][-1]:.2f} | passed through {f['hop'][-1]:.2f} | server CPU per request: served "
+                  f"{f['cpu'][-1]:.2f} streamed {f['cpu_stream'][-1]:.2f} passed through {f['cpu_hop'][-1]:.2f} ms")
+    return {label: {k: statistics.median(v) for k, v in f.items()} for label, f in figures.items()}
 
 
-async def cold(c: Any, tmp: Path, up: str, times: int, profile: str | None) -> tuple[float, float]:
+async def cold(c: Any, tmp: Path, up: str, codes: list[Code], times: int,
+               profile: str | None) -> dict[str, dict[str, float]]:
     """(c): a new data folder and a new server each time, warmed by a short other chat (so the tokenizer,
     the ruleset and the templates are loaded); then the 200-reply chat, replayed from the start."""
     body = {"model": "gpt-4o", "messages": history(200)}
@@ -295,30 +339,35 @@ async def cold(c: Any, tmp: Path, up: str, times: int, profile: str | None) -> t
                                              {"role": "user", "content": "Go on."}]}
     print(f"(c) a 400-message chat (200 replies, {len(json.dumps(body)) // 1024} KiB) to a new store, "
           f"{times} times; {load()}")
-    added, again = [], []
+    added: dict[str, list[float]] = {code.label: [] for code in codes}
+    again: dict[str, list[float]] = {code.label: [] for code in codes}
     for n in range(times):
-        data = new_data(tmp, f"cold{n}")
-        proc, serve = start_serve(tmp, data, up, f"{profile}.cold{n}" if profile else None)
-        try:
-            for _ in range(3):
-                await post(c, serve, other)
-            direct = statistics.median([await post(c, up, body) for _ in range(5)])
-            took = await post(c, serve, body)
-            warm_again = await post(c, serve, body)
-            added.append((took - direct) * 1e3)
-            again.append((warm_again - direct) * 1e3)
-            print(f"  run {n + 1}: direct {direct * 1e3:.2f} ms, served cold {took * 1e3:.1f} ms, "
-                  f"added {added[-1]:.1f} ms (the same request again, warm: added {again[-1]:.2f} ms); {load()}")
-        finally:
-            proc.stop()
-            shutil.rmtree(data, ignore_errors=True)
-    return statistics.median(added), statistics.median(again)
+        for code in codes[n % len(codes):] + codes[:n % len(codes)]:
+            data = new_data(tmp, f"cold{n}-{len(added[code.label])}-{abs(hash(code.label))}")
+            s = start_serve(tmp, code, data, up, f"{profile}.cold{n}" if profile else None)
+            try:
+                for _ in range(3):
+                    await post(c, s.url, other)
+                direct = statistics.median([await post(c, up, body) for _ in range(5)])
+                took = await post(c, s.url, body)
+                warm_again = await post(c, s.url, body)
+                added[code.label].append((took - direct) * 1e3)
+                again[code.label].append((warm_again - direct) * 1e3)
+                print(f"  run {n + 1} {code.label:>10}: direct {direct * 1e3:.2f} ms, served cold {took * 1e3:.1f} ms, "
+                      f"added {added[code.label][-1]:.1f} ms (the same request again, warm: added "
+                      f"{again[code.label][-1]:.2f} ms); {load()}")
+            finally:
+                s.proc.stop()
+                shutil.rmtree(data, ignore_errors=True)
+    return {label: {"cold": statistics.median(added[label]), "cold_again": statistics.median(again[label])}
+            for label in added}
 
 
-async def soak(c: Any, serve: Proc, url: str, seconds: float, chats: int) -> dict[str, Any]:
+async def soak(c: Any, server: Server, seconds: float, chats: int) -> dict[str, Any]:
     """(d): `chats` chats at once, each growing turn by turn (every third turn streamed, every fifth a
     regenerate), for `seconds`; the server's RSS sampled every 0.5 s."""
     print(f"(d) {chats} concurrent chats for {seconds:g} s; {load()}")
+    url = server.url
     stop = time.monotonic() + seconds
     errors: list[str] = []
     turns = [0]
@@ -365,7 +414,7 @@ async def soak(c: Any, serve: Proc, url: str, seconds: float, chats: int) -> dic
     async def sampler() -> None:
         t0 = time.monotonic()
         while time.monotonic() < stop:
-            rss = serve.rss_kb()
+            rss = server.proc.rss_kb()
             if rss is not None:
                 samples.append((time.monotonic() - t0, rss))
             await asyncio.sleep(0.5)
@@ -377,45 +426,60 @@ async def soak(c: Any, serve: Proc, url: str, seconds: float, chats: int) -> dic
             "quarters": quarter}
 
 
+def verdict(value: float, target: float) -> str:
+    return f"{value:.2f} {'met' if value <= target else 'NOT met':>7}"
+
+
 async def run(args: argparse.Namespace) -> None:
     import httpx
 
     tmp = Path(tempfile.mkdtemp(prefix="tagengine-bench-serve-"))
     procs: list[Proc] = []
     try:
+        codes = [Code("this tree", ROOT)] + ([code_at(args.against, tmp)] if args.against else [])
         up_proc, up = start_upstream(tmp)
         procs.append(up_proc)
         async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=64,
                                                                      max_keepalive_connections=64)) as c:
-            serve_proc, serve = start_serve(tmp, new_data(tmp, "warm"), up, args.profile)
-            procs.append(serve_proc)
+            servers = []
+            for code in codes:
+                servers.append(start_serve(tmp, code, new_data(tmp, f"warm{len(servers)}"), up, args.profile))
+                procs.append(servers[-1].proc)
             print(f"{time.strftime('%H:%M:%S')} {load()}; python {sys.version.split()[0]}, {os.cpu_count()} cores")
-            t = time.perf_counter()
-            await post(c, serve, {"model": "gpt-4o", "messages": history(100)})
-            print(f"the first request to a new server (the tokenizer built, 100 replies replayed): "
-                  f"{(time.perf_counter() - t) * 1e3:.0f} ms")
-            w = await warm(c, up, serve_proc, serve, args.rounds, args.runs)
-            cold_added, cold_again = await cold(c, tmp, up, args.cold_runs, args.profile)
-            s = await soak(c, serve_proc, serve, args.soak_seconds, 32) if args.soak_seconds else None
+            for s in servers:
+                t = time.perf_counter()
+                await post(c, s.url, {"model": "gpt-4o", "messages": history(100)})
+                print(f"{s.code.label}: the first request to a new server (the tokenizer built, 100 replies "
+                      f"replayed): {(time.perf_counter() - t) * 1e3:.0f} ms")
+            w = await warm(c, up, servers, args.rounds, args.runs)
+            cw = await cold(c, tmp, up, codes, args.cold_runs, args.profile) if args.cold_runs else {}
+            s = await soak(c, servers[0], args.soak_seconds, 32) if args.soak_seconds else None
         print()
-        print(f"results (medians of the rounds); {load()}")
-        ok = {k: w[k] <= TARGETS[k] for k in ("p50", "p99", "ttfb")}
-        print(f"  (a) non-streamed turn, 200 messages, warm store: direct p50 {w['direct']:.2f} ms; added p50 "
-              f"{w['p50']:.2f} ms (target <= 2: {'met' if ok['p50'] else 'NOT met'}), p99 {w['p99']:.2f} ms "
-              f"(target <= 10: {'met' if ok['p99'] else 'NOT met'}); the same chat passed through with no campaign "
-              f"(the HTTP hop alone): added p50 {w['hop']:.2f} ms")
-        print(f"      the server's CPU time per request: served {w['cpu']:.2f} ms, streamed {w['cpu_stream']:.2f} ms, "
-              f"passed through {w['cpu_hop']:.2f} ms (steadier than wall time on a shared machine)")
-        print(f"  (b) first streamed byte: direct {w['direct_ttfb']:.2f} ms; added {w['ttfb']:.2f} ms "
-              f"(target <= 2: {'met' if ok['ttfb'] else 'NOT met'})")
-        print(f"  (c) cold store, 200 replies replayed: added {cold_added:.1f} ms (target <= 60: "
-              f"{'met' if cold_added <= TARGETS['cold'] else 'NOT met'}); the same request warm: "
-              f"added {cold_again:.2f} ms")
+        print(f"results, in ms (the medians of the rounds); {load()}")
+        print(f"  {'':58}" + "".join(f"{code.label:>18}" for code in codes))
+        rows = [("(a) added p50, 200-message chat, warm store (<= 2)", "p50", TARGETS["p50"]),
+                ("(a) added p99 (<= 10)", "p99", TARGETS["p99"]),
+                ("(b) added time to the first streamed byte (<= 2)", "ttfb", TARGETS["ttfb"])]
+        for title, key, target in rows:
+            print(f"  {title:58}" + "".join(f"{verdict(w[code.label][key], target):>18}" for code in codes))
+        if cw:
+            print(f"  {'(c) added, cold store, 200 replies replayed (<= 60)':58}"
+                  + "".join(f"{verdict(cw[code.label]['cold'], TARGETS['cold']):>18}" for code in codes))
+        info = [("    direct to the upstream: p50", "direct"), ("    direct: p99", "direct_p99"),
+                ("    direct: first byte", "direct_ttfb"), ("    passed through, no campaign: added p50", "hop"),
+                ("    server CPU per request: served", "cpu"), ("    server CPU: streamed", "cpu_stream"),
+                ("    server CPU: passed through", "cpu_hop")]
+        for title, key in info:
+            print(f"  {title:58}" + "".join(f"{w[code.label][key]:>18.2f}" for code in codes))
+        if cw:
+            print(f"  {'    (c) the same request again, warm: added':58}"
+                  + "".join(f"{cw[code.label]['cold_again']:>18.2f}" for code in codes))
         if s is not None:
             mb = [q / 1024 for q in s["quarters"]]
-            print(f"  (d) 32 chats x {args.soak_seconds:g} s: {s['turns']} turns, {len(s['errors'])} errors "
-                  f"(target 0); server RSS start {s['start'] / 1024:.1f} MB, end {s['end'] / 1024:.1f} MB, peak "
-                  f"{s['peak'] / 1024:.1f} MB (by quarter: {', '.join(f'{x:.1f}' for x in mb)})")
+            print(f"  (d) 32 chats x {args.soak_seconds:g} s ({codes[0].label}): {s['turns']} turns, "
+                  f"{len(s['errors'])} errors (target 0); server RSS start {s['start'] / 1024:.1f} MB, end "
+                  f"{s['end'] / 1024:.1f} MB, peak {s['peak'] / 1024:.1f} MB (by quarter: "
+                  f"{', '.join(f'{x:.1f}' for x in mb)})")
             for e in s["errors"][:10]:
                 print(f"      {e}")
     finally:
@@ -433,8 +497,8 @@ def seconds(text: str) -> float:
 
 def count(text: str) -> int:
     value = int(text)
-    if not 1 <= value <= 10_000:
-        raise argparse.ArgumentTypeError("from 1 to 10000")
+    if not 0 <= value <= 10_000:
+        raise argparse.ArgumentTypeError("from 0 to 10000")
     return value
 
 
@@ -443,13 +507,18 @@ def main() -> None:
     p.add_argument("--soak-seconds", type=seconds, default=60.0, help="(d)'s length, 0 to 3600 (default 60)")
     p.add_argument("--rounds", type=count, default=5, help="rounds of (a) and (b) (default 5)")
     p.add_argument("--runs", type=count, default=200, help="requests each way per round (default 200)")
-    p.add_argument("--cold-runs", type=count, default=5, help="new stores for (c) (default 5)")
+    p.add_argument("--cold-runs", type=count, default=5, help="new stores for (c) (default 5; 0: no (c))")
+    p.add_argument("--against", metavar="REF", help="also serve with the code at this git commit (git archive), "
+                                                    "side by side: a before/after that the machine's load "
+                                                    "cannot tilt")
     p.add_argument("--profile", metavar="FILE", help="run the server under cProfile, its stats to FILE")
     p.add_argument("--fake-upstream", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.fake_upstream:
         fake_upstream()
         return
+    if args.rounds < 1 or args.runs < 2:
+        p.error("--rounds must be at least 1 and --runs at least 2")
     asyncio.run(run(args))
 
 
