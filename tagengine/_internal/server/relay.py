@@ -6,12 +6,14 @@ read (other fields, `reasoning_content`/`reasoning` deltas, `usage`, other choic
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import logging
 import math
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import anyio
 import httpx
 import orjson
 
@@ -54,6 +56,7 @@ def first_content(doc: Any) -> str | None:
     return content if isinstance(content, str) else None
 
 
+DRAIN_SECONDS = 0.25  # the most a finished stream waits for the upstream's body to end
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _LONG_NUMBER = b"0" * 19  # orjson reads an integer beyond 64 bits as a float: a body with one is read by json
 
@@ -112,14 +115,24 @@ async def events(response: httpx.Response) -> AsyncIterator[str]:
         yield "\n".join(data)
 
 
+async def _drain(rest: AsyncIterator[str]) -> None:
+    """Read what the upstream sends after [DONE] (normally just its body's end), so that its connection goes
+    back to httpx's pool instead of being closed: the next streamed turn then opens none (SB-3). Bounded by
+    DRAIN_SECONDS: an upstream that holds its body open after [DONE] is cut off, as before."""
+    with anyio.move_on_after(DRAIN_SECONDS), contextlib.suppress(httpx.HTTPError):
+        async for _ in rest:
+            pass
+
+
 async def relay_stream(response: httpx.Response, filt: ReceiptStream, done: Callable[[Applied], None],
                        disconnected: Callable[[], Any]) -> AsyncIterator[bytes]:
     """The client's SSE stream. `done(applied)` runs once the upstream said [DONE] and the client is still
     there; a fault sends an error event and ends the stream with nothing kept."""
     applied: Applied | None = None
     last: dict[str, Any] = {}
+    upstream_events = events(response)
     try:
-        async for data in events(response):
+        async for data in upstream_events:
             if data.strip() == "[DONE]":
                 if applied is None:
                     rest, applied = filt.finish()
@@ -129,6 +142,7 @@ async def relay_stream(response: httpx.Response, filt: ReceiptStream, done: Call
                 if not await disconnected():
                     done(applied)
                 yield b"data: [DONE]\n\n"
+                await _drain(upstream_events)
                 return
             try:
                 doc = loads(data)
