@@ -276,7 +276,7 @@ def marked_campaign(messages: list[dict[str, Any]]) -> str | None:
         if str(m.get("role")).lower() not in ("system", "user"):
             continue
         text = text_of(m.get("content"))
-        if text:
+        if text and "[tagengine:" in text:  # the marker's own start: most messages are skipped without the regex
             for hit in MARKER.finditer(text):
                 found = hit.group(1)
     return found
