@@ -1,70 +1,233 @@
-"""Serve benchmark (issue 12): what `tagengine serve` adds to a turn, against a fake upstream, side by side
-with the same request passed through (no campaign) in the same run. In process (httpx's ASGI transport on
-both sides), so the figures are the server's own work, not the network's.
+"""Serve benchmark (issue 12): what `tagengine serve` adds to a turn, measured against a fake upstream.
 
-Targets: added latency per non-streamed turn of a 200-message chat, warm store, p50 <= 2 ms, p99 <= 10 ms;
-added time to the first streamed byte <= 2 ms; cold store (200 replies replayed) <= 60 ms.
-Here the chat is 200 messages (100 replies) plus the new turn; the cold case replays those 100 replies.
-Not measured yet: 32 concurrent chats for 60 s. httpx's ASGI transport hands over a streamed body only
-when it is complete, so the "first byte" figure is the whole streamed reply's, on both sides.
+Three processes talk over real loopback sockets: this one (one httpx client for every request), the fake
+upstream (a small OpenAI-compatible Starlette app under uvicorn, `--fake-upstream`) and `tagengine serve`
+itself (`python -m tagengine serve`, so its memory can be read). Each figure is the same request sent
+straight to the upstream and through the server, interleaved, in the same run: added = served - direct.
+
+Targets (issue 12):
+  (a) a non-streamed turn of a 200-message chat (100 replies), warm store: added p50 <= 2 ms, p99 <= 10 ms
+  (b) the first streamed byte (of the body): added <= 2 ms
+  (c) a cold store (a new data folder, so a new database): a chat of 200 replies replayed, added <= 60 ms
+  (d) 32 concurrent chats for --soak-seconds (default 60): no error, flat memory (the server's RSS)
+
+The machine may be shared: every figure is taken in several rounds and the median printed; the load
+average is printed beside it, and so is the server's CPU time per request, which the load tilts less
+than wall time. `--against REF` serves the same requests, interleaved, with the code of another commit
+too (unpacked with `git archive`): a before/after that a change in the load cannot fake. `--profile
+FILE` runs the server under cProfile (its figures are then not the server's own: use it to find where
+time goes, not to judge a target). Linux: the RSS and CPU figures read /proc.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
 import json
+import math
+import os
+import random
+import re
+import shutil
+import signal
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
-
-import httpx
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tagengine import GameState, Ruleset, apply_reply  # noqa: E402
-from tagengine._internal.server.app import Options, make_app  # noqa: E402
-from tagengine._internal.server.campaigns import new_campaign  # noqa: E402
-from tagengine._internal.server.store import Store  # noqa: E402
-
 RULESET = ROOT / "samples" / "rulesets" / "blades-like.json"
-REPLY = ('The guard turns. [clock: name="Alarm" tick="1"] Cutter slips past. '
-         '[sheet: who="Cutter" op="spend" pool="stress" amount="1"]')
-RUNS = 300
+CHARACTERS = ["Cutter", "Lurk"]
+SEED = "bench"
+PROSE = ("The rain keeps on over the rooftops of Doskvol, and the lamps along the canal gutter in the wind. "
+         "Somewhere below, a bell counts the hour; the watch will change soon, and everyone in the crew knows "
+         "what that means for the plan. ")  # about 230 characters
+FIRST = PROSE + 'Night falls over the counting-house. [clock: name="Alarm" size="999"]'
+REPLIES = [
+    PROSE * 2 + 'The guard turns. [clock: name="Alarm" tick="1"] Cutter slips past.\n'
+    '[sheet: who="Cutter" op="spend" pool="stress" amount="1"]',
+    PROSE + 'Lurk tries the lock. [check: who="Lurk" skill="prowl"] ' + PROSE +
+    '[sheet: who="Cutter" op="restore" pool="stress" amount="1"]',
+]  # replies of about 500 to 600 characters, each with tags that change the state
+REPLY = REPLIES[0]  # what the fake upstream answers
+TARGETS = {"p50": 2.0, "p99": 10.0, "ttfb": 2.0, "cold": 60.0}  # milliseconds
 
 
-def upstream() -> Starlette:
+# -- the fake upstream (its own process) ---------------------------------------------------------------
+
+def fake_upstream() -> None:
+    """Serve the fake upstream on 127.0.0.1, port 0; print the port on stdout."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response, StreamingResponse
+    from starlette.routing import Route
+
+    base = {"id": "bench", "created": 1, "model": "gpt-4o"}
+    whole = json.dumps({**base, "object": "chat.completion", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}]}).encode()
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        doc = {**base, "object": "chat.completion.chunk",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return b"data: " + json.dumps(doc).encode() + b"\n\n"
+
     async def chat(request: Request) -> Response:
-        body = await request.json()
-        if not body.get("stream"):
-            return JSONResponse({"id": "x", "object": "chat.completion", "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}]})
+        body = json.loads(await request.body())
+        if body.get("stream") is not True:
+            return Response(whole, media_type="application/json")
 
-        async def pieces():
-            for i in range(0, len(REPLY), 16):
-                doc = {"id": "x", "choices": [{"index": 0, "delta": {"content": REPLY[i:i + 16]}}]}
-                yield b"data: " + json.dumps(doc).encode() + b"\n\n"
+        async def pieces() -> AsyncIterator[bytes]:
+            yield chunk({"role": "assistant", "content": REPLY[:40]})  # the first byte: at once
+            for i in range(40, len(REPLY), 48):
+                await asyncio.sleep(0.001)  # a model's next tokens come a little later
+                yield chunk({"content": REPLY[i:i + 48]})
+            yield chunk({}, "stop")
             yield b"data: [DONE]\n\n"
 
         return StreamingResponse(pieces(), media_type="text/event-stream")
 
-    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    # IPPROTO_TCP named, so that asyncio sets TCP_NODELAY on the accepted sockets as it does for uvicorn's own
+    # (with proto 0 it does not, and each answer waits 40 ms for a delayed ACK)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    print(sock.getsockname()[1], flush=True)
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
 
-def chat_of(turns: int) -> list[dict[str, str]]:
+# -- processes ---------------------------------------------------------------------------------------
+
+class Proc:
+    """A child process; stopped with SIGINT (then killed) on exit."""
+
+    def __init__(self, argv: list[str], log: Path, pipe: bool = False, cwd: Path = ROOT,
+                 env: dict[str, str] | None = None) -> None:
+        self.log = log
+        self.out = log.open("wb")  # uvicorn's access log goes to stdout: to the file too, never a pipe left full
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE if pipe else self.out, stderr=self.out, cwd=cwd,
+                                  env=env)
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGINT)
+            try:
+                self.p.wait(20)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait(5)
+        self.out.close()
+
+    def rss_kb(self) -> int | None:
+        """The resident set of the process (Linux: /proc); None elsewhere."""
+        try:
+            for line in Path(f"/proc/{self.p.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        except OSError:
+            pass
+        return None
+
+    def cpu_seconds(self) -> float | None:
+        """User and system CPU time the process has used (Linux: /proc); None elsewhere."""
+        try:
+            fields = Path(f"/proc/{self.p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Code:
+    """A version of tagengine to serve with: this tree, or `--against REF` unpacked with `git archive`."""
+
+    label: str
+    root: Path
+
+
+@dataclass
+class Server:
+    code: Code
+    proc: Proc
+    url: str
+
+
+def code_at(ref: str, tmp: Path) -> Code:
+    root = tmp / "against"
+    root.mkdir()
+    archive = subprocess.run(["git", "archive", "--format=tar", ref], cwd=ROOT, capture_output=True, check=False)
+    if archive.returncode != 0:
+        raise SystemExit(f"--against {ref}: {archive.stderr.decode(errors='replace').strip()}")
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive.stdout, check=True)
+    return Code(ref, root)
+
+
+def start_upstream(tmp: Path) -> tuple[Proc, str]:
+    proc = Proc([sys.executable, __file__, "--fake-upstream"], tmp / "upstream.log", pipe=True)
+    assert proc.p.stdout is not None
+    port = proc.p.stdout.readline().strip()
+    if not port:
+        proc.stop()
+        raise SystemExit(f"the fake upstream did not start: {proc.log.read_text()}")
+    return proc, f"http://127.0.0.1:{int(port)}"
+
+
+def start_serve(tmp: Path, code: Code, data: Path, upstream: str, profile: str | None) -> Server:
+    # `python -m tagengine` ends with os._exit (decision P-7), which cProfile's own runner does not survive
+    prof = ["-c", "import cProfile, sys; from tagengine._internal.cli import run; "
+            f"cProfile.run('run(sys.argv[1:])', {profile!r})"] if profile else ["-m", "tagengine"]
+    argv = [sys.executable, *prof, "serve", "--upstream", f"{upstream}/v1", "--port", "0",
+            "--data", str(data), "--context", "200000"]
+    env = {**os.environ, "PYTHONPATH": str(code.root)}  # ahead of the installed (editable) package
+    proc = Proc(argv, tmp / f"serve-{data.name}.log", cwd=code.root, env=env)
+    for _ in range(600):  # bounded: 60 s
+        text = proc.log.read_text(errors="replace")
+        hit = re.search(r"running on http://127\.0\.0\.1:(\d+)", text)
+        if hit:
+            return Server(code, proc, f"http://127.0.0.1:{hit.group(1)}")
+        if proc.p.poll() is not None:
+            break
+        time.sleep(0.1)
+    proc.stop()
+    raise SystemExit(f"tagengine serve did not start:\n{proc.log.read_text(errors='replace')}")
+
+
+def new_data(tmp: Path, name: str) -> Path:
+    from tagengine._internal.server.campaigns import new_campaign
+    from tagengine._internal.server.store import Store
+
+    data = tmp / name
+    store = Store(data)
+    try:
+        new_campaign(store, "bench", str(RULESET), CHARACTERS, seed=SEED)
+    finally:
+        store.close()
+    return data
+
+
+# -- chats ---------------------------------------------------------------------------------------------
+
+def history(replies: int) -> list[dict[str, str]]:
+    """A chat of `replies` turns as a chat app sends it (receipts in the replies), then a new user turn."""
+    from tagengine import Ruleset, apply_reply
+    from tagengine._internal.state import GameState
+
     rs = Ruleset.load(RULESET)
-    state = GameState.new(rs, ["Cutter", "Lurk"])
-    state = apply_reply(rs, state, '[clock: name="Alarm" size="999"]').state
-    msgs = [{"role": "system", "content": "You are the GM."}]
-    for n in range(turns):
-        msgs.append({"role": "user", "content": f"Turn {n}: we press on."})
-        a = apply_reply(rs, state, REPLY)
+    state = GameState.new(rs, CHARACTERS, seed=SEED)  # the campaign's start, made the same way
+    msgs = [{"role": "system", "content": 'You are the GM of a heist. [tagengine: campaign="bench"]'}]
+    for n in range(replies):
+        msgs.append({"role": "user", "content": f"Turn {n}: we press on, quietly, towards the vault door."})
+        a = apply_reply(rs, state, FIRST if n == 0 else REPLIES[n % 2])
         state = a.state
         msgs.append({"role": "assistant", "content": a.text})
     msgs.append({"role": "user", "content": "And then?"})
@@ -76,62 +239,292 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(p * len(xs)))]
 
 
-async def main() -> None:
-    data = Path(tempfile.mkdtemp(prefix="tagengine-bench-"))
-    store = Store(data)
-    new_campaign(store, "bench", str(RULESET), ["Cutter", "Lurk"])
-    store.close()
-    app = make_app(Options(upstream="http://up/v1", data=data, context=200_000,
-                           transport=httpx.ASGITransport(app=upstream())))
-    msgs = chat_of(100)  # 200 messages of history and the new turn
-    plain = {"model": "gpt-4o", "messages": msgs}
-    marked = {"model": "gpt-4o", "messages": [{"role": "system", "content": '[tagengine: campaign="bench"]'}, *msgs]}
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://serve") as c:
-        async def once(body: dict, stream: bool = False) -> tuple[float, float]:
-            t = time.perf_counter()
-            if not stream:
-                r = await c.post("/v1/chat/completions", json=body)
-                assert r.status_code == 200, r.text
-                return time.perf_counter() - t, 0.0
-            async with c.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as r:
-                first = 0.0
-                async for _ in r.aiter_bytes():
-                    first = first or time.perf_counter() - t
-                return time.perf_counter() - t, first
+def ms(xs: list[float]) -> float:
+    return statistics.median(xs) * 1e3
 
-        t = time.perf_counter()
-        await once(marked)  # cold: every reply replayed (and the tokenizer built)
-        cold_first = time.perf_counter() - t
-        for _ in range(20):
-            await once(plain), await once(marked)
-        base, ours, base_first, ours_first = [], [], [], []
-        for _ in range(RUNS):
-            base.append((await once(plain))[0])
-            ours.append((await once(marked))[0])
-            base_first.append((await once(plain, True))[1])
-            ours_first.append((await once(marked, True))[1])
-        colds = []
-        for _ in range(10):  # cold store, warm process: 100 replies replayed from the start
-            fresh = Path(tempfile.mkdtemp(prefix="tagengine-bench-"))
-            s = Store(fresh)
-            new_campaign(s, "bench", str(RULESET), ["Cutter", "Lurk"])
-            s.close()
-            cold_app = make_app(Options(upstream="http://up/v1", data=fresh, context=200_000,
-                                        transport=httpx.ASGITransport(app=upstream())))
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=cold_app), base_url="http://s") as cc:
+
+def load() -> str:
+    return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+async def post(c: Any, url: str, body: dict[str, Any]) -> float:
+    t = time.perf_counter()
+    r = await c.post(f"{url}/v1/chat/completions", json=body)
+    took = time.perf_counter() - t
+    if r.status_code != 200 or "x-tagengine-history" in r.headers:
+        raise SystemExit(f"{url}: {r.status_code} {r.headers} {r.text[:500]}")
+    return took
+
+
+async def first_byte(c: Any, url: str, body: dict[str, Any]) -> float:
+    t = time.perf_counter()
+    first = 0.0
+    async with c.stream("POST", f"{url}/v1/chat/completions", json={**body, "stream": True}) as r:
+        async for _ in r.aiter_raw():
+            first = first or time.perf_counter() - t
+    if r.status_code != 200:
+        raise SystemExit(f"{url}: {r.status_code}")
+    return first
+
+
+async def cpu_per_request(c: Any, s: Server, body: dict[str, Any], runs: int, stream: bool) -> float:
+    """The server's CPU time per request, in ms: steadier than wall time on a shared machine."""
+    before = s.proc.cpu_seconds()
+    for _ in range(runs):
+        await (first_byte(c, s.url, body) if stream else post(c, s.url, body))
+    after = s.proc.cpu_seconds()
+    return math.nan if before is None or after is None else (after - before) / runs * 1e3
+
+
+# -- the measurements ----------------------------------------------------------------------------------
+
+async def warm(c: Any, up: str, servers: list[Server], rounds: int, runs: int) -> dict[str, dict[str, float]]:
+    """(a) and (b): `rounds` rounds of `runs` interleaved requests; the medians of the rounds' figures, per
+    version of the code."""
+    body = {"model": "gpt-4o", "messages": history(100)}
+    # the floor: the same chat through the server with no campaign (passed through byte for byte)
+    plain = {"model": "gpt-4o", "messages": [{"role": "system", "content": "You are the GM of a heist."},
+                                             *body["messages"][1:]]}
+    print(f"(a, b) a 200-message chat (100 replies, {len(json.dumps(body)) // 1024} KiB) and a new turn; "
+          f"{rounds} rounds of {runs} requests each way; {load()}")
+    for _ in range(10):
+        for s in servers:
+            await post(c, up, body), await post(c, s.url, body), await post(c, s.url, plain)
+            await first_byte(c, up, body), await first_byte(c, s.url, body)
+    figures: dict[str, dict[str, list[float]]] = {s.code.label: {} for s in servers}
+    for n in range(rounds):
+        direct: list[float] = []
+        direct_first: list[float] = []
+        got: dict[str, dict[str, list[float]]] = {s.code.label: {"served": [], "passed": [], "first": []}
+                                                   for s in servers}
+        for i in range(runs):
+            turn = servers[i % len(servers):] + servers[:i % len(servers)]  # each version first in turn
+            direct.append(await post(c, up, body))
+            for s in turn:
+                got[s.code.label]["served"].append(await post(c, s.url, body))
+                got[s.code.label]["passed"].append(await post(c, s.url, plain))
+            direct_first.append(await first_byte(c, up, body))
+            for s in turn:
+                got[s.code.label]["first"].append(await first_byte(c, s.url, body))
+        for s in servers:
+            g, f = got[s.code.label], figures[s.code.label]
+            row = {"p50": ms(g["served"]) - ms(direct), "p99": (pct(g["served"], 0.99) - pct(direct, 0.99)) * 1e3,
+                   "p99_all": (pct(g["served"], 0.99) - statistics.median(direct)) * 1e3,
+                   "ttfb": ms(g["first"]) - ms(direct_first), "hop": ms(g["passed"]) - ms(direct),
+                   "direct": ms(direct), "direct_p99": pct(direct, 0.99) * 1e3, "direct_ttfb": ms(direct_first)}
+            for k, v in row.items():
+                f.setdefault(k, []).append(v)
+        for s in servers:  # CPU blocks, one version after the other
+            f = figures[s.code.label]
+            f.setdefault("cpu", []).append(await cpu_per_request(c, s, body, runs, False))
+            f.setdefault("cpu_hop", []).append(await cpu_per_request(c, s, plain, runs, False))
+            f.setdefault("cpu_stream", []).append(await cpu_per_request(c, s, body, runs, True))
+        print(f"  round {n + 1}: direct p50 {ms(direct):.2f} p99 {pct(direct, 0.99) * 1e3:.2f} first byte "
+              f"{ms(direct_first):.2f} ms; {load()}")
+        for s in servers:
+            f = figures[s.code.label]
+            print(f"    {s.code.label:>10}: added p50 {f['p50'][-1]:.2f} p99 {f['p99'][-1]:.2f} first byte "
+                  f"{f['ttfb'][-1]:.2f} | passed through {f['hop'][-1]:.2f} | server CPU per request: served "
+                  f"{f['cpu'][-1]:.2f} streamed {f['cpu_stream'][-1]:.2f} passed through {f['cpu_hop'][-1]:.2f} ms")
+    return {label: {k: statistics.median(v) for k, v in f.items()} for label, f in figures.items()}
+
+
+async def cold(c: Any, tmp: Path, up: str, codes: list[Code], times: int,
+               profile: str | None) -> dict[str, dict[str, float]]:
+    """(c): a new data folder and a new server each time, warmed by a short other chat (so the tokenizer,
+    the ruleset and the templates are loaded); then the 200-reply chat, replayed from the start."""
+    body = {"model": "gpt-4o", "messages": history(200)}
+    hello = 'Hello. [clock: name="Rain" size="4"]'
+    other = {"model": "gpt-4o", "messages": [body["messages"][0], {"role": "user", "content": "Hello."},
+                                             {"role": "assistant", "content": hello},
+                                             {"role": "user", "content": "Go on."}]}
+    print(f"(c) a 400-message chat (200 replies, {len(json.dumps(body)) // 1024} KiB) to a new store, "
+          f"{times} times; {load()}")
+    added: dict[str, list[float]] = {code.label: [] for code in codes}
+    again: dict[str, list[float]] = {code.label: [] for code in codes}
+    for n in range(times):
+        for code in codes[n % len(codes):] + codes[:n % len(codes)]:
+            data = new_data(tmp, f"cold{n}-{len(added[code.label])}-{abs(hash(code.label))}")
+            s = start_serve(tmp, code, data, up, f"{profile}.cold{n}" if profile else None)
+            try:
+                for _ in range(3):
+                    await post(c, s.url, other)
+                direct = statistics.median([await post(c, up, body) for _ in range(5)])
+                took = await post(c, s.url, body)
+                warm_again = await post(c, s.url, body)
+                added[code.label].append((took - direct) * 1e3)
+                again[code.label].append((warm_again - direct) * 1e3)
+                print(f"  run {n + 1} {code.label:>10}: direct {direct * 1e3:.2f} ms, served cold {took * 1e3:.1f} ms, "
+                      f"added {added[code.label][-1]:.1f} ms (the same request again, warm: added "
+                      f"{again[code.label][-1]:.2f} ms); {load()}")
+            finally:
+                s.proc.stop()
+                shutil.rmtree(data, ignore_errors=True)
+    return {label: {"cold": statistics.median(added[label]), "cold_again": statistics.median(again[label])}
+            for label in added}
+
+
+async def soak(c: Any, server: Server, seconds: float, chats: int) -> dict[str, Any]:
+    """(d): `chats` chats at once, each growing turn by turn (every third turn streamed, every fifth a
+    regenerate) up to 200 messages, then a new one, for `seconds`; the server's RSS sampled every 0.5 s."""
+    print(f"(d) {chats} concurrent chats for {seconds:g} s; {load()}")
+    url = server.url
+    stop = time.monotonic() + seconds
+    errors: list[str] = []
+    turns = [0]
+    samples: list[tuple[float, int]] = []
+
+    async def one(k: int) -> None:
+        rng = random.Random(k)
+        msgs: list[dict[str, str]] = []
+        while time.monotonic() < stop:
+            if not msgs or len(msgs) > 200:  # a new chat after 200 messages: requests stay the size of (a)'s
+                msgs = [{"role": "system", "content": f'Chat {k}.{turns[0]}. [tagengine: campaign="bench"]'}]
+            if len(msgs) > 3 and rng.random() < 0.2:
+                msgs = msgs[:-1]  # regenerate: the last reply again, from the state before it
+            else:
+                msgs.append({"role": "user", "content": f"Chat {k}, turn {len(msgs)}: what now?"})
+            body = {"model": "gpt-4o", "messages": msgs, "stream": rng.random() < 0.33}
+            try:
+                if body["stream"]:
+                    text, done = [], False
+                    async with c.stream("POST", f"{url}/v1/chat/completions", json=body) as r:
+                        async for line in r.aiter_lines():
+                            if line == "data: [DONE]":
+                                done = True
+                            elif line.startswith("data: "):
+                                doc = json.loads(line[6:])
+                                if "error" in doc:
+                                    raise RuntimeError(f"error event: {doc['error']}")
+                                text.append(doc["choices"][0]["delta"].get("content") or "")
+                    if r.status_code != 200 or not done:
+                        raise RuntimeError(f"status {r.status_code}, [DONE] {done}")
+                    reply = "".join(text)
+                else:
+                    r = await c.post(f"{url}/v1/chat/completions", json=body)
+                    if r.status_code != 200:
+                        raise RuntimeError(f"status {r.status_code}: {r.text[:200]}")
+                    reply = r.json()["choices"][0]["message"]["content"]
+                if "x-tagengine-history" in r.headers or 'result="' not in reply:
+                    raise RuntimeError(f"chat {k}: a reply without receipts, or an incomplete history")
+            except Exception as e:  # counted and shown, the soak goes on
+                errors.append(f"chat {k}: {type(e).__name__}: {e}")
+                await asyncio.sleep(0.05)
+                continue
+            msgs.append({"role": "assistant", "content": reply})
+            turns[0] += 1
+
+    async def sampler() -> None:
+        t0 = time.monotonic()
+        while time.monotonic() < stop:
+            rss = server.proc.rss_kb()
+            if rss is not None:
+                samples.append((time.monotonic() - t0, rss))
+            await asyncio.sleep(0.5)
+
+    await asyncio.gather(sampler(), *(one(k) for k in range(chats)))
+    rss = [s[1] for s in samples] or [0]
+    quarter = [rss[min(len(rss) - 1, i * len(rss) // 4)] for i in range(4)] + [rss[-1]]
+    return {"turns": turns[0], "errors": errors, "start": rss[0], "end": rss[-1], "peak": max(rss),
+            "quarters": quarter}
+
+
+def verdict(value: float, target: float) -> str:
+    return f"{value:.2f} {'met' if value <= target else 'NOT met':>7}"
+
+
+async def run(args: argparse.Namespace) -> None:
+    import httpx
+
+    tmp = Path(tempfile.mkdtemp(prefix="tagengine-bench-serve-"))
+    procs: list[Proc] = []
+    try:
+        codes = [Code("this tree", ROOT)] + ([code_at(args.against, tmp)] if args.against else [])
+        up_proc, up = start_upstream(tmp)
+        procs.append(up_proc)
+        async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=64,
+                                                                     max_keepalive_connections=64)) as c:
+            servers = []
+            for code in codes:
+                servers.append(start_serve(tmp, code, new_data(tmp, f"warm{len(servers)}"), up, args.profile))
+                procs.append(servers[-1].proc)
+            print(f"{time.strftime('%H:%M:%S')} {load()}; python {sys.version.split()[0]}, {os.cpu_count()} cores")
+            for s in servers:
                 t = time.perf_counter()
-                await cc.post("/v1/chat/completions", json=marked)
-                colds.append(time.perf_counter() - t - statistics.median(base))
-    added = [o - b for o, b in zip(sorted(ours), sorted(base), strict=True)]
-    print(f"non-streamed turn, 200-message chat, warm store: passthrough p50 {statistics.median(base) * 1e3:.2f} ms; "
-          f"added p50 {statistics.median(added) * 1e3:.2f} ms (target <= 2), "
-          f"p99 {pct(added, 0.99) * 1e3:.2f} ms (target <= 10)")
-    print(f"first streamed byte: passthrough {statistics.median(base_first) * 1e3:.2f} ms, served "
-          f"{statistics.median(ours_first) * 1e3:.2f} ms; added "
-          f"{(statistics.median(ours_first) - statistics.median(base_first)) * 1e3:.2f} ms (target <= 2)")
-    print(f"cold store, 100 replies replayed: added p50 {statistics.median(colds) * 1e3:.1f} ms "
-          f"(target <= 60 for 200); the very first request (tokenizer built too) {cold_first * 1e3:.0f} ms")
+                await post(c, s.url, {"model": "gpt-4o", "messages": history(100)})
+                print(f"{s.code.label}: the first request to a new server (the tokenizer built, 100 replies "
+                      f"replayed): {(time.perf_counter() - t) * 1e3:.0f} ms")
+            w = await warm(c, up, servers, args.rounds, args.runs)
+            cw = await cold(c, tmp, up, codes, args.cold_runs, args.profile) if args.cold_runs else {}
+            s = await soak(c, servers[0], args.soak_seconds, 32) if args.soak_seconds else None
+        print()
+        print(f"results, in ms (the medians of the rounds); {load()}")
+        print(f"  {'':58}" + "".join(f"{code.label:>18}" for code in codes))
+        rows = [("(a) added p50, 200-message chat, warm store (<= 2)", "p50", TARGETS["p50"]),
+                ("(a) added p99 (<= 10)", "p99", TARGETS["p99"]),
+                ("(b) added time to the first streamed byte (<= 2)", "ttfb", TARGETS["ttfb"])]
+        for title, key, target in rows:
+            print(f"  {title:58}" + "".join(f"{verdict(w[code.label][key], target):>18}" for code in codes))
+        if cw:
+            print(f"  {'(c) added, cold store, 200 replies replayed (<= 60)':58}"
+                  + "".join(f"{verdict(cw[code.label]['cold'], TARGETS['cold']):>18}" for code in codes))
+        info = [("    served p99 - direct p50 (the upstream's own jitter too)", "p99_all"),
+                ("    direct to the upstream: p50", "direct"), ("    direct: p99", "direct_p99"),
+                ("    direct: first byte", "direct_ttfb"), ("    passed through, no campaign: added p50", "hop"),
+                ("    server CPU per request: served", "cpu"), ("    server CPU: streamed", "cpu_stream"),
+                ("    server CPU: passed through", "cpu_hop")]
+        for title, key in info:
+            print(f"  {title:58}" + "".join(f"{w[code.label][key]:>18.2f}" for code in codes))
+        if cw:
+            print(f"  {'    (c) the same request again, warm: added':58}"
+                  + "".join(f"{cw[code.label]['cold_again']:>18.2f}" for code in codes))
+        if s is not None:
+            mb = [q / 1024 for q in s["quarters"]]
+            print(f"  (d) 32 chats x {args.soak_seconds:g} s ({codes[0].label}): {s['turns']} turns, "
+                  f"{len(s['errors'])} errors (target 0); server RSS start {s['start'] / 1024:.1f} MB, end "
+                  f"{s['end'] / 1024:.1f} MB, peak {s['peak'] / 1024:.1f} MB (by quarter: "
+                  f"{', '.join(f'{x:.1f}' for x in mb)})")
+            for e in s["errors"][:10]:
+                print(f"      {e}")
+    finally:
+        for p in reversed(procs):
+            p.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def seconds(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError("from 0 (no soak) to 3600 seconds")
+    return value
+
+
+def count(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 10_000:
+        raise argparse.ArgumentTypeError("from 0 to 10000")
+    return value
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--soak-seconds", type=seconds, default=60.0, help="(d)'s length, 0 to 3600 (default 60)")
+    p.add_argument("--rounds", type=count, default=5, help="rounds of (a) and (b) (default 5)")
+    p.add_argument("--runs", type=count, default=200, help="requests each way per round (default 200)")
+    p.add_argument("--cold-runs", type=count, default=5, help="new stores for (c) (default 5; 0: no (c))")
+    p.add_argument("--against", metavar="REF", help="also serve with the code at this git commit (git archive), "
+                                                    "side by side: a before/after that the machine's load "
+                                                    "cannot tilt")
+    p.add_argument("--profile", metavar="FILE", help="run the server under cProfile, its stats to FILE")
+    p.add_argument("--fake-upstream", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.fake_upstream:
+        fake_upstream()
+        return
+    if args.rounds < 1 or args.runs < 2:
+        p.error("--rounds must be at least 1 and --runs at least 2")
+    asyncio.run(run(args))
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

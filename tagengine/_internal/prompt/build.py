@@ -18,7 +18,6 @@ from .budget import (
     Report,
     cut_reference,
     get_counter,
-    message_tokens,
 )
 from .render import render
 from .template_data import guidance, reminder_context, system_context
@@ -156,7 +155,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     report.parts = {"system": system.tokens, "history": sum(x for x, k in zip(costs, keep, strict=True) if k),
                     "reminder": sum(c.message(m["role"], m["content"]) for m in tail), "priming": c.priming,
                     "response": response}
-    report.total = message_tokens(c, messages) + response
+    report.total = used + response  # message_tokens(c, messages) + response, from the counts made above
     if report.total > usable:
         raise BudgetError("the prompt does not fit even with history dropped and the response at its minimum",
                           {"context": budget.context, **report.parts})

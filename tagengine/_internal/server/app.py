@@ -8,7 +8,6 @@ store guards its one SQLite connection with a lock, so both may run at once (doc
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -39,7 +38,7 @@ from .checks import check_routes
 from .errors import Refused, error
 from .prefill import Continued, prefill_last, split_prefill
 from .receipts import ReceiptStream
-from .relay import Filter, dumps, first_content, relay_stream, upstream_failure, upstream_status
+from .relay import Filter, dumps, first_content, loads, relay_stream, upstream_failure, upstream_status
 from .settle import HEADER as SETTLE_HEADER
 from .settle import Settler
 from .store import DEFAULT_KEEP, Store
@@ -201,7 +200,7 @@ def make_app(opts: Options) -> Starlette:
         if got.status_code >= 400:
             raise upstream_status(got.status_code, got.content)
         try:
-            doc = json.loads(got.content)
+            doc = loads(got.content)
         except ValueError:
             doc = None
         text = first_content(doc)

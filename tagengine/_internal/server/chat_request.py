@@ -3,7 +3,6 @@ replays, the token budget. Shared by the chat completions route (app.py) and the
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -13,6 +12,7 @@ from ..history import ROLES
 from ..prompt import Budget
 from ..prompt.contexts import context_of
 from .errors import Refused
+from .relay import loads
 
 MAX_MODEL_NAME = 256  # characters
 MAX_BODY = 32 * 1024 * 1024  # one request: far above any context window's worth of chat
@@ -34,7 +34,7 @@ async def read_body(request: Request) -> bytes:
 def parse_body(raw: bytes) -> dict[str, Any]:
     """The request as JSON; a body that is not an object with a list of messages is a 400 naming why."""
     try:
-        body = json.loads(raw)
+        body = loads(raw)
     except (ValueError, RecursionError) as e:
         raise Refused(400, f"the request body is not JSON: {e}", "invalid_json") from None
     if not isinstance(body, dict):
@@ -68,7 +68,7 @@ def marked_campaign(messages: list[dict[str, Any]]) -> str | None:
         if str(m.get("role")).lower() not in ("system", "user"):
             continue
         text = text_of(m.get("content"))
-        if text:
+        if text and "[tagengine:" in text:  # the marker's own start: most messages are skipped without the regex
             for hit in MARKER.finditer(text):
                 found = hit.group(1)
     return found

@@ -1,0 +1,64 @@
+"""SB-2: the server reads and writes JSON with orjson where that gives exactly what the standard library
+gives, and leaves the rest to the standard library (long numbers, NaN, lone surrogates, bad JSON)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tagengine._internal.server.app import parse_body
+from tagengine._internal.server.errors import Refused
+from tagengine._internal.server.relay import dumps, loads
+
+SCALARS = st.none() | st.booleans() | st.integers(min_value=-(2**80), max_value=2**80) | \
+    st.floats(allow_nan=False, allow_infinity=False) | st.text()
+DOCS = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner,
+                                                                                      max_size=4), max_leaves=20)
+
+
+@given(DOCS)
+def test_read_and_written_as_the_standard_library_does(doc):
+    raw = json.dumps(doc).encode()
+    assert loads(raw) == json.loads(raw)
+    assert loads(raw.decode()) == json.loads(raw)
+    assert json.loads(dumps(doc)) == doc
+
+
+@pytest.mark.parametrize("raw", [b'{"seed": 123456789012345678901234567890}', b'[-9223372036854775809]',
+                                 b'[18446744073709551616]', b'{"a": 1, "a": 2}', b'["\\ud800"]', b'[1e400]',
+                                 b'[0.1, 1e-07, 1e+16, -0.0]', '["é", "\\u00e9"]'.encode(), b"\xef\xbb\xbf[1]"])
+def test_edges_read_as_the_standard_library_reads_them(raw):
+    assert json.dumps(loads(raw)) == json.dumps(json.loads(raw))  # the same values and kinds (an int stays one)
+
+
+def test_a_long_integer_passes_through_exactly():
+    body = loads(b'{"messages": [{"role": "user", "content": "hi"}], "seed": 123456789012345678901}')
+    assert body["seed"] == 123456789012345678901
+    assert b'"seed":123456789012345678901' in dumps(body)
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_numbers_only_the_standard_library_reads_are_written_back_as_they_came(constant):
+    doc = loads(f'{{"temperature": {constant}}}'.encode())
+    assert not math.isfinite(doc["temperature"])
+    assert dumps(doc) == f'{{"temperature":{constant}}}'.encode()  # orjson would write null
+    assert dumps(loads(b'{"t": 1e400}')) == b'{"t":Infinity}'  # as json.dumps(json.loads(...)) writes it
+
+
+@pytest.mark.parametrize("raw", [b"", b"{", b"[1,]", b"\xff", "\ufeff{}", b"[" * 100_000])
+def test_not_json_fails_as_the_standard_library_fails(raw):
+    with pytest.raises((ValueError, RecursionError)) as got:
+        loads(raw)
+    with pytest.raises(type(got.value)) as want:
+        json.loads(raw)
+    assert str(got.value) == str(want.value)
+
+
+def test_a_request_that_is_not_json_is_still_a_400_naming_why():
+    with pytest.raises(Refused) as e:
+        parse_body(b'{"messages": [')
+    assert e.value.status == 400 and "not JSON" in e.value.message
