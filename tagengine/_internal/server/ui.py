@@ -101,8 +101,11 @@ def form_ruleset(content_type: str, body: bytes) -> tuple[bytes | None, str, str
     """The ruleset in a form POST (multipart: `file` first, else `ruleset`; or url-encoded `ruleset`):
     its bytes, a name for it, and the pasted text to show again (an uploaded file is not echoed)."""
     if content_type.startswith("multipart/form-data"):
-        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body)
+        try:
+            msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+                b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body)
+        except RecursionError:  # parts nested thousands deep: the parser recurses once per level
+            return None, "", None
         fields: dict[str, tuple[bytes, str | None]] = {}
         for part in msg.iter_parts() if msg.is_multipart() else ():
             name = part.get_param("name", header="content-disposition")
