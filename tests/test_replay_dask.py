@@ -187,3 +187,16 @@ def test_an_input_gone_before_its_task_runs_is_named_and_writes_no_part(tmp_path
     got = batch_dask.replay_partition(text, "d", part, 0, fs)
     assert set(got) == {"unreadable"} and got["unreadable"].startswith("gone.jsonl (partition 0, bytes 0-100")
     assert not out.exists() and not os.listdir(tmp_path)
+
+
+def test_only_bad_inputs_still_write_the_summary(tmp_path, client):
+    """No input can be read: no partition, but the output directory and summary.json still say why (it used
+    to end on `summary.json: No such file or directory`)."""
+    out = tmp_path / "out"
+    err = io.StringIO()
+    code = run(["replay", RULES, str(tmp_path / "missing.jsonl"), str(tmp_path / "none-*.jsonl"), "--dask",
+                client.scheduler.address, "-o", str(out)], io.StringIO(), err)
+    assert code == 1, err.getvalue()
+    doc = json.loads((out / "summary.json").read_text())
+    assert doc["chats"] == 0 and doc["partitions"] == [] and len(doc["bad_inputs"]) == 2
+    assert "missing.jsonl" in doc["bad_inputs"][0] and "no file matches" in doc["bad_inputs"][1]

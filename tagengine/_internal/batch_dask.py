@@ -294,6 +294,7 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
     if partition_bytes is None:
         partition_bytes = choose_partition_bytes(total, sum(client.nthreads().values()))
     parts = plan(files, out_root, max(1, partition_bytes))
+    out_fs.makedirs(out_root, exist_ok=True)  # summary.json goes there even when no input can be read
     for d in sorted({posixpath.dirname(p.output) for p in parts}):
         out_fs.makedirs(d, exist_ok=True)
     # Pass 1: newlines per range [start - 1, end - 1), so each task knows its first line's number (DK-3).
