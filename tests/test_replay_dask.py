@@ -4,6 +4,7 @@ and the rest go on; the progress bar only on a terminal. One LocalCluster (2 wor
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -200,3 +201,12 @@ def test_only_bad_inputs_still_write_the_summary(tmp_path, client):
     doc = json.loads((out / "summary.json").read_text())
     assert doc["chats"] == 0 and doc["partitions"] == [] and len(doc["bad_inputs"]) == 2
     assert "missing.jsonl" in doc["bad_inputs"][0] and "no file matches" in doc["bad_inputs"][1]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("s3fs") is not None, reason="s3fs is installed here")
+def test_an_output_url_whose_package_is_missing_is_a_usage_error(tmp_path):
+    """`-o s3://...` without s3fs: a usage message naming the package, not an ImportError traceback."""
+    err = io.StringIO()
+    code = run(["replay", RULES, str(tmp_path / "a.jsonl"), "--dask", "local:1", "-o", "s3://bucket/out"],
+               io.StringIO(), err)
+    assert code == 2 and "s3://bucket/out" in err.getvalue() and "s3fs" in err.getvalue()

@@ -350,8 +350,12 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
 
 
 def out_dir_problem(out_dir: str) -> str | None:
-    """Why `out_dir` cannot take a replay's parts (it holds files already), else None."""
-    fs, root = fsspec.core.url_to_fs(out_dir)
+    """Why `out_dir` cannot take a replay's parts (it holds files already, or its file system's package is
+    not installed), else None."""
+    try:
+        fs, root = fsspec.core.url_to_fs(out_dir)
+    except ImportError as e:  # `s3://` without s3fs...
+        return f"{out_dir}: {e}"
     if not fs.exists(root):
         return None
     if not fs.isdir(root):
