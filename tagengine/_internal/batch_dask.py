@@ -15,7 +15,6 @@ distributed, and only `replay --dask` imports this module.
 from __future__ import annotations
 
 import hashlib
-import os
 import posixpath
 import re
 import secrets
@@ -363,12 +362,6 @@ def out_dir_problem(out_dir: str) -> str | None:
     if fs.ls(root):
         return f"{out_dir} is not empty: a Dask replay writes into an empty or new directory"
     return None
-
-
-def local_path(url: str) -> str | None:
-    """The local path of a `file://` URL or a plain path, else None."""
-    fs, path = fsspec.core.url_to_fs(url)
-    return os.fspath(path) if isinstance(fs, LocalFileSystem) else None
 
 
 def replay_command(ruleset_path: str, inputs: list[str], out_dir: str, address: str,
