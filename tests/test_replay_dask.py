@@ -210,3 +210,17 @@ def test_an_output_url_whose_package_is_missing_is_a_usage_error(tmp_path):
     code = run(["replay", RULES, str(tmp_path / "a.jsonl"), "--dask", "local:1", "-o", "s3://bucket/out"],
                io.StringIO(), err)
     assert code == 2 and "s3://bucket/out" in err.getvalue() and "s3fs" in err.getvalue()
+
+
+def test_a_line_cut_short_reads_the_same_with_one_worker_two_and_dask(tmp_path, client):
+    """A chat cut off mid-line (no closing brace): its error names the same place however it is replayed. One
+    worker used to parse the line with its newline (`at line 2 column 1`), two workers and Dask without it."""
+    src = make_corpus(tmp_path / "a.jsonl", 3, extra=['{"id": "cut", "characters": ["Cutter"]', '{"id": 7'])
+    one = local(src)
+    two = tmp_path / "two.jsonl"
+    assert run(["replay", RULES, str(src), "--workers", "2", "-o", str(two)], io.StringIO(), io.StringIO()) == 1
+    out = tmp_path / "out"
+    batch_dask.replay_dask(RULES, [str(src)], str(out), client, partition_bytes=500)
+    assert b"at line 1 column" in one and b"at line 2 column" not in one
+    assert two.read_bytes() == one
+    assert parts_of(out, 0, "a.jsonl") == one
