@@ -90,11 +90,12 @@ def given_start(args: argparse.Namespace, rs: Any = None) -> Start | None:
     return Start(state=doc)
 
 
-def _summary(done: str, chats: int, receipts: dict[str, int] | None, errors: list[str]) -> str:
+def _summary(done: str, chats: int, receipts: dict[str, int] | None, bad: int, errors: list[str]) -> str:
+    """The last lines on stderr: chats done, `bad` files left out, then each problem (a file may have several)."""
     counts = ""
     if receipts is not None:
         counts = "; receipts: " + (", ".join(f"{v} {k}" for k, v in sorted(receipts.items())) or "no tags")
-    return f"{chats} chat(s) {done}{counts}; {len(errors)} bad file(s)" + "".join(f"\n  {e}" for e in errors) + "\n"
+    return f"{chats} chat(s) {done}{counts}; {bad} bad file(s)" + "".join(f"\n  {e}" for e in errors) + "\n"
 
 
 def _usage(err: TextIO, command: str, message: str) -> int:
@@ -130,7 +131,7 @@ def cmd_st_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             buf.write(data)
         else:
             out.write(data.decode("utf-8", "surrogateescape"))
-    err.write(_summary("imported", len(lines), None, errors))
+    err.write(_summary("imported", len(lines), None, len(args.chats) - len(lines), errors))
     return 1 if errors else 0
 
 
@@ -165,7 +166,7 @@ def cmd_st_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         done += 1
         for k, v in exported.receipts.items():
             counts[k] = counts.get(k, 0) + v
-    err.write(_summary("exported", done, counts, errors))
+    err.write(_summary("exported", done, counts, len(targets) - done, errors))
     return 1 if errors else 0
 
 
