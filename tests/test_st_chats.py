@@ -439,3 +439,18 @@ def test_the_summary_counts_bad_files_not_their_bad_lines(tmp_path):
         code, _, err = cli(*argv)
         assert code == 1 and "1 chat(s)" in err and "; 1 bad file(s)" in err, err
         assert all(f"{bad}:{n}: " in err for n in (1, 2, 3)), err
+
+
+def test_replay_of_chat_files_moves_the_progress_bar_on_a_terminal(tmp_path):
+    """`replay --format st` on a terminal: the bar counts the chats (it used to be drawn and stay at 0)."""
+    pytest.importorskip("tqdm")
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Tty()
+    code = run(["replay", RULES, *map(str, CHATS), "-o", str(tmp_path / "o.jsonl"), *CREW], io.StringIO(), err)
+    assert code == 0, err.getvalue()
+    drawn = re.findall(r"replay: (\d+)chat", err.getvalue())  # tqdm's frames: `replay: 4chat [00:00, ...]`
+    assert drawn and int(drawn[-1]) == len(CHATS), err.getvalue()

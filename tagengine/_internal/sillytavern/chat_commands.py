@@ -223,7 +223,7 @@ def st_replay(args: argparse.Namespace) -> Callable[..., Any] | None:
     given = given_start(args, Ruleset.load(args.ruleset))
 
     def run(ruleset_path: str, source: Any, sink: Any, workers: int = 1, progress: TextIO | None = None,
-            **_: Any) -> Any:
-        return replay_files(ruleset_path, paths, sink, workers, progress, given)
+            tick: Callable[[int, int], None] | None = None, **_: Any) -> Any:
+        return replay_files(ruleset_path, paths, sink, workers, progress, given, tick)
 
     return run
