@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from ..history import ROLES
 from ..prompt import Budget, Prompt, Report, build_prompt, reminder
 from ..prompt.registry import choose
 from ..prompt.upstream_tokens import NotCounted, UpstreamTokenizer
@@ -42,7 +43,6 @@ MAX_ROUNDS = 32  # fit, fetch what it missed, fit again: a first fit with cuts t
 PARALLEL = 8  # tokenize requests in flight at once
 COUNT_TIMEOUT = 30.0  # seconds for one tokenize request
 PROBE = "Hello, world"
-ROLES = ("system", "user", "assistant")
 _TABLES = itertools.count(1)  # each server's table of counts has its own number
 
 
