@@ -129,7 +129,7 @@ def make_app(opts: Options) -> Starlette:
         before = chain.state_of(c, store, history)
         budget = budget_of(body, opts.context)
         try:
-            prompt, fallback = await fit(c.rs, before.state, history, budget, request.headers)
+            prompt, counted, fallback = await fit(c.rs, before.state, history, budget, request.headers)
         except BudgetError as e:
             raise Refused(400, str(e), "context_length_exceeded") from None
         except HistoryError as e:
@@ -137,7 +137,7 @@ def make_app(opts: Options) -> Starlette:
         except TagengineError as e:  # the server's own set-up (a tokenizer file): not the client's fault
             log.error("cannot build the prompt: %s", e)
             raise Refused(500, "the server cannot count tokens for this model; see its log", "server_error") from None
-        latest.prompt_sent(c.name, prompt, budget)
+        latest.prompt_sent(c.name, prompt, counted)
         out = dict(body)
         out["messages"] = prompt.messages
         for k in ("max_tokens", "max_completion_tokens"):
