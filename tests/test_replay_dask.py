@@ -224,3 +224,16 @@ def test_a_line_cut_short_reads_the_same_with_one_worker_two_and_dask(tmp_path, 
     assert b"at line 1 column" in one and b"at line 2 column" not in one
     assert two.read_bytes() == one
     assert parts_of(out, 0, "a.jsonl") == one
+
+
+def test_dask_refuses_the_options_of_sillytavern_chat_files(tmp_path):
+    """`--dask` replays JSONL only (DK-9): `--format st`, `--character`, `--start` are a usage error, not
+    silently dropped (every chat file line was then replayed as a bad JSONL chat)."""
+    chat = ROOT / "tests" / "fixtures" / "st" / "swipes.jsonl"
+    state = SAMPLES / "states" / "blades-like.json"
+    for extra in (["--format", "st"], ["--character", "Cutter"], ["--start", str(state)]):
+        err = io.StringIO()
+        code = run(["replay", RULES, str(chat), "--dask", "local:1", "-o", str(tmp_path / "out"), *extra],
+                   io.StringIO(), err)
+        assert code == 2 and "--dask" in err.getvalue(), (extra, err.getvalue())
+        assert not (tmp_path / "out").exists()

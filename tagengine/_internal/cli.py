@@ -331,6 +331,9 @@ def _replay_dask(args: argparse.Namespace, err: TextIO) -> int:
         raise Usage("tagengine replay --dask: --states-dir and --workers are for the local replay")
     if "-" in [args.transcripts, *args.more]:
         raise Usage("tagengine replay --dask: the transcripts are files or URLs, not stdin")
+    if args.format == "st" or args.st_characters or args.st_start:  # DK-9: chat files are not wired to Dask
+        raise Usage("tagengine replay --dask: JSONL transcripts only; SillyTavern chat files (--format st, "
+                    "--character, --start) replay without --dask")
     try:
         from .batch_dask import replay_command
     except ImportError as e:
