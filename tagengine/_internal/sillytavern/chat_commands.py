@@ -14,12 +14,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import Problem, ProblemsError
-from ..files import json_problem, read_file, same_file, write_atomic
+from ..files import STDIN, json_problem, read_file, same_file, write_atomic
 
 if TYPE_CHECKING:
     from .chatreplay import Start
 
-STDIN = "-"  # standard input, as chatreplay.STDIN
 MAX_START_BYTES = 16 * 1024 * 1024  # a `--start` state file, as any state file (F-5)
 
 

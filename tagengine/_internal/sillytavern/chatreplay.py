@@ -22,9 +22,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TextIO
 
+from ..files import STDIN
 from .chatfile import TAGENGINE, ChatFile, ChatFileError, Entry, LineProblem, parse_chat, read_chat
-
-STDIN = "-"
 
 
 @dataclass(frozen=True)
