@@ -163,6 +163,27 @@ def test_the_checker_groups_problems_by_section_and_names_the_capability_version
     assert '<span class="badge ok">ok</span>' in good.text and "Gravewatch" in good.text
 
 
+def test_the_checker_answers_hostile_forms_with_a_page(tmp_path: Path):
+    """No exception escapes a form post: non-UTF-8, not JSON, JSON nested too deep, multipart nested too deep
+    for Python's email parser (a RecursionError there was a 500), a form over the limit."""
+    nested = b"--B0\r\nContent-Type: multipart/mixed; boundary=B1\r\n\r\n" + b"".join(
+        f"--B{i}\r\nContent-Type: multipart/mixed; boundary=B{i + 1}\r\n\r\n".encode() for i in range(1, 3000))
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    with serving(tmp_path, {}, []) as url:
+        got = {
+            "nested multipart": httpx.post(f"{url}/ui/check", content=nested,
+                                           headers={"content-type": "multipart/form-data; boundary=B0"}),
+            "not utf-8": httpx.post(f"{url}/ui/check", files={"file": ("x.json", b"\xff\xfe{}")}),
+            "not json": httpx.post(f"{url}/ui/check", data={"ruleset": "not json"}),
+            "deep json": httpx.post(f"{url}/ui/check", data={"ruleset": "[" * 100_000}),
+            "too large": httpx.post(f"{url}/ui/check", content=b"ruleset=" + b"a" * (10 << 20), headers=form),
+        }
+    for what, r in got.items():
+        assert r.status_code == (413 if what == "too large" else 200), what
+        assert r.text.startswith("<!doctype html>"), what
+    assert "invalid" in got["not json"].text and "invalid" in got["deep json"].text
+
+
 def test_the_newest_head_survives_a_restart(tmp_path: Path):
     with serving(tmp_path, VAULT, [("vault", SAMPLES / "rulesets" / "gravewatch.json", ["Mira", "Bram"])]) as url:
         assert httpx.get(f"{url}/ui/c/vault/version").text == "0"

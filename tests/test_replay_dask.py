@@ -4,6 +4,7 @@ and the rest go on; the progress bar only on a terminal. One LocalCluster (2 wor
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -187,3 +188,52 @@ def test_an_input_gone_before_its_task_runs_is_named_and_writes_no_part(tmp_path
     got = batch_dask.replay_partition(text, "d", part, 0, fs)
     assert set(got) == {"unreadable"} and got["unreadable"].startswith("gone.jsonl (partition 0, bytes 0-100")
     assert not out.exists() and not os.listdir(tmp_path)
+
+
+def test_only_bad_inputs_still_write_the_summary(tmp_path, client):
+    """No input can be read: no partition, but the output directory and summary.json still say why (it used
+    to end on `summary.json: No such file or directory`)."""
+    out = tmp_path / "out"
+    err = io.StringIO()
+    code = run(["replay", RULES, str(tmp_path / "missing.jsonl"), str(tmp_path / "none-*.jsonl"), "--dask",
+                client.scheduler.address, "-o", str(out)], io.StringIO(), err)
+    assert code == 1, err.getvalue()
+    doc = json.loads((out / "summary.json").read_text())
+    assert doc["chats"] == 0 and doc["partitions"] == [] and len(doc["bad_inputs"]) == 2
+    assert "missing.jsonl" in doc["bad_inputs"][0] and "no file matches" in doc["bad_inputs"][1]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("s3fs") is not None, reason="s3fs is installed here")
+def test_an_output_url_whose_package_is_missing_is_a_usage_error(tmp_path):
+    """`-o s3://...` without s3fs: a usage message naming the package, not an ImportError traceback."""
+    err = io.StringIO()
+    code = run(["replay", RULES, str(tmp_path / "a.jsonl"), "--dask", "local:1", "-o", "s3://bucket/out"],
+               io.StringIO(), err)
+    assert code == 2 and "s3://bucket/out" in err.getvalue() and "s3fs" in err.getvalue()
+
+
+def test_a_line_cut_short_reads_the_same_with_one_worker_two_and_dask(tmp_path, client):
+    """A chat cut off mid-line (no closing brace): its error names the same place however it is replayed. One
+    worker used to parse the line with its newline (`at line 2 column 1`), two workers and Dask without it."""
+    src = make_corpus(tmp_path / "a.jsonl", 3, extra=['{"id": "cut", "characters": ["Cutter"]', '{"id": 7'])
+    one = local(src)
+    two = tmp_path / "two.jsonl"
+    assert run(["replay", RULES, str(src), "--workers", "2", "-o", str(two)], io.StringIO(), io.StringIO()) == 1
+    out = tmp_path / "out"
+    batch_dask.replay_dask(RULES, [str(src)], str(out), client, partition_bytes=500)
+    assert b"at line 1 column" in one and b"at line 2 column" not in one
+    assert two.read_bytes() == one
+    assert parts_of(out, 0, "a.jsonl") == one
+
+
+def test_dask_refuses_the_options_of_sillytavern_chat_files(tmp_path):
+    """`--dask` replays JSONL only (DK-9): `--format st`, `--character`, `--start` are a usage error, not
+    silently dropped (every chat file line was then replayed as a bad JSONL chat)."""
+    chat = ROOT / "tests" / "fixtures" / "st" / "swipes.jsonl"
+    state = SAMPLES / "states" / "blades-like.json"
+    for extra in (["--format", "st"], ["--character", "Cutter"], ["--start", str(state)]):
+        err = io.StringIO()
+        code = run(["replay", RULES, str(chat), "--dask", "local:1", "-o", str(tmp_path / "out"), *extra],
+                   io.StringIO(), err)
+        assert code == 2 and "--dask" in err.getvalue(), (extra, err.getvalue())
+        assert not (tmp_path / "out").exists()

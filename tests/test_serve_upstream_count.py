@@ -123,14 +123,14 @@ def test_a_cut_system_prompt_is_counted_again_by_the_upstream():
     budget = Budget(context=1560, response=100, response_min=100, reserve=800, model=MODEL)
     asked: list[str] = []
 
-    async def go() -> tuple[Prompt, str | None]:
+    async def go() -> tuple[Prompt, Budget, str | None]:
         up = Upstream("http://up.invalid/v1", forward_client_key=False, transport=llama_cpp(asked))
         try:
             return await UpstreamCounts(up).fit(rs, state, history, budget, {})
         finally:
             await up.close()
 
-    prompt, fallback = asyncio.run(go())
+    prompt, _, fallback = asyncio.run(go())
     assert fallback is None and prompt.report.encoding == "upstream:llama.cpp" and prompt.report.exact
     assert CUT_MARKER.split("{")[0] in prompt.system  # the reference was cut
     assert [c["part"] for c in prompt.report.cuts] == ["gmReference"]
@@ -240,14 +240,14 @@ def test_a_vllm_that_does_not_serve_the_model_name_is_asked_without_it():
     state = GameState.new(rs, ["Mira", "Bram"])
     history = [{"role": "user", "content": "TURN:one"}]
 
-    async def go() -> tuple[Prompt, str | None]:
+    async def go() -> tuple[Prompt, Budget, str | None]:
         up = Upstream("http://up.invalid/v1", forward_client_key=False, transport=httpx.MockTransport(answer))
         try:
             return await UpstreamCounts(up).fit(rs, state, history, Budget(model="my-rp-model"), {})
         finally:
             await up.close()
 
-    prompt, fallback = asyncio.run(go())
+    prompt, _, fallback = asyncio.run(go())
     assert fallback is None and prompt.report.encoding == "upstream:vllm" and prompt.report.exact
     assert len(bodies) > 3 and all("model" not in b for b in bodies[3:])  # after the 3 probes: no name
 
@@ -266,7 +266,7 @@ def test_a_count_that_fails_mid_request_falls_back_for_that_request(caplog):
     rs = load_sample("gravewatch")
     state = GameState.new(rs, ["Mira", "Bram"])
 
-    async def go() -> list[tuple[Prompt, str | None]]:
+    async def go() -> list[tuple[Prompt, Budget, str | None]]:
         up = Upstream("http://up.invalid/v1", forward_client_key=False, transport=httpx.MockTransport(answer))
         counts = UpstreamCounts(up)
         out = [await counts.fit(rs, state, [{"role": "user", "content": "first"}], Budget(model=MODEL), {})]
@@ -278,8 +278,28 @@ def test_a_count_that_fails_mid_request_falls_back_for_that_request(caplog):
         return out
 
     with caplog.at_level(logging.WARNING, logger="tagengine.serve"):
-        (ok, none), (local, why), (again, none2) = asyncio.run(go())
+        (ok, _, none), (local, _, why), (again, _, none2) = asyncio.run(go())
     assert none is None and ok.report.encoding == "upstream:llama.cpp"
     assert why == "failed" and local.report.encoding == "o200k_base" and not local.report.exact
     assert none2 is None and again.report.encoding == "upstream:llama.cpp"
     assert any("HTTP 503" in r.getMessage() for r in caplog.records)
+
+
+def test_the_prompt_page_counts_each_message_as_the_fit_did(tmp_path):
+    """Issue 14 x issue 15: with --count-with-upstream the prompt page's per-message figures are the upstream's
+    counts the fit used (they were the local tokenizer's, so they did not add up to the report's parts)."""
+    import re
+
+    from tagengine._internal.prompt.registry import CHATML_CHAT
+
+    fake = Fake(SCRIPT, tokenize="llama.cpp")
+    with serving(tmp_path, fake, count_with_upstream=True) as srv:
+        r = chat(srv, turns(2))
+        page = httpx.get(f"{srv.url}/ui/c/vault/prompt").text
+    total, _, fields = header(r)
+    figures = [int(n) for n in re.findall(r'<span class="tokens">(\d+) tokens</span>', page)]
+    sent = json.loads(fake.bodies[-1])["messages"]
+    assert len(figures) == len(sent)
+    assert figures == [CHATML_CHAT.per_message + len(toy_tokens(m["role"])) + len(toy_tokens(m["content"]))
+                       for m in sent]
+    assert sum(figures) == total - CHATML_CHAT.priming - int(fields["response"])

@@ -428,3 +428,29 @@ def test_a_bug_in_one_chat_is_named_and_the_rest_go_on(tmp_path, monkeypatch):
     code, _, err = cli("st", "export", RULES, *map(str, CHATS), "--out-dir", str(folder), *CREW)
     assert code == 1 and f"{FIXTURES / 'hidden.jsonl'}: RuntimeError: boom" in err
     assert sorted(os.listdir(folder)) == ["extensions.jsonl", "group.jsonl", "swipes.jsonl"]
+
+
+def test_the_summary_counts_bad_files_not_their_bad_lines(tmp_path):
+    """A file with three bad lines is one bad file (each line is still named)."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"mes": 5}\n[1]\n{"mes": "a", "swipes": "no"}\n')
+    for argv in (["st", "import", str(bad), str(CHATS[0]), *CREW],
+                 ["st", "export", RULES, str(bad), str(CHATS[0]), "--out-dir", str(tmp_path / "out"), *CREW]):
+        code, _, err = cli(*argv)
+        assert code == 1 and "1 chat(s)" in err and "; 1 bad file(s)" in err, err
+        assert all(f"{bad}:{n}: " in err for n in (1, 2, 3)), err
+
+
+def test_replay_of_chat_files_moves_the_progress_bar_on_a_terminal(tmp_path):
+    """`replay --format st` on a terminal: the bar counts the chats (it used to be drawn and stay at 0)."""
+    pytest.importorskip("tqdm")
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Tty()
+    code = run(["replay", RULES, *map(str, CHATS), "-o", str(tmp_path / "o.jsonl"), *CREW], io.StringIO(), err)
+    assert code == 0, err.getvalue()
+    drawn = re.findall(r"replay: (\d+)chat", err.getvalue())  # tqdm's frames: `replay: 4chat [00:00, ...]`
+    assert drawn and int(drawn[-1]) == len(CHATS), err.getvalue()

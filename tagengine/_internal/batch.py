@@ -251,6 +251,7 @@ def _lines(stream: TextIO | BinaryIO) -> Iterator[tuple[int, bytes | None]]:
             return
         number += 1
         data = line if isinstance(line, bytes) else line.encode("utf-8", "surrogateescape")
+        data = data.removesuffix(b"\n")  # as `_ranges` and the Dask replay cut lines: one output whatever the workers
         if number == 1 and data.startswith(BOM):
             data = data[3:]
         if len(data.rstrip(b"\r\n")) > MAX_CHAT_BYTES:

@@ -15,7 +15,6 @@ distributed, and only `replay --dask` imports this module.
 from __future__ import annotations
 
 import hashlib
-import os
 import posixpath
 import re
 import secrets
@@ -294,6 +293,7 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
     if partition_bytes is None:
         partition_bytes = choose_partition_bytes(total, sum(client.nthreads().values()))
     parts = plan(files, out_root, max(1, partition_bytes))
+    out_fs.makedirs(out_root, exist_ok=True)  # summary.json goes there even when no input can be read
     for d in sorted({posixpath.dirname(p.output) for p in parts}):
         out_fs.makedirs(d, exist_ok=True)
     # Pass 1: newlines per range [start - 1, end - 1), so each task knows its first line's number (DK-3).
@@ -349,8 +349,12 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
 
 
 def out_dir_problem(out_dir: str) -> str | None:
-    """Why `out_dir` cannot take a replay's parts (it holds files already), else None."""
-    fs, root = fsspec.core.url_to_fs(out_dir)
+    """Why `out_dir` cannot take a replay's parts (it holds files already, or its file system's package is
+    not installed), else None."""
+    try:
+        fs, root = fsspec.core.url_to_fs(out_dir)
+    except ImportError as e:  # `s3://` without s3fs...
+        return f"{out_dir}: {e}"
     if not fs.exists(root):
         return None
     if not fs.isdir(root):
@@ -358,12 +362,6 @@ def out_dir_problem(out_dir: str) -> str | None:
     if fs.ls(root):
         return f"{out_dir} is not empty: a Dask replay writes into an empty or new directory"
     return None
-
-
-def local_path(url: str) -> str | None:
-    """The local path of a `file://` URL or a plain path, else None."""
-    fs, path = fsspec.core.url_to_fs(url)
-    return os.fspath(path) if isinstance(fs, LocalFileSystem) else None
 
 
 def replay_command(ruleset_path: str, inputs: list[str], out_dir: str, address: str,

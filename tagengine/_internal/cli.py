@@ -304,13 +304,12 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     bar = progress_bar(err) if err.isatty() else None  # tqdm, imported only for a terminal (DK-6)
     progress = err if err.isatty() and bar is None else None
     tick = bar.tick if bar is not None else None
-    more: dict[str, Any] = {"tick": tick} if run_replay is replay else {}  # the chat-file reader counts itself
     try:
         if args.output:  # the old output stays until the new one is complete (F-1)
             with atomic_writer(args.output) as sink:
-                summary = run_replay(args.ruleset, source, sink, workers=args.workers, progress=progress, **more)
+                summary = run_replay(args.ruleset, source, sink, workers=args.workers, progress=progress, tick=tick)
         else:
-            summary = run_replay(args.ruleset, source, out, workers=args.workers, progress=progress, **more)
+            summary = run_replay(args.ruleset, source, out, workers=args.workers, progress=progress, tick=tick)
     finally:
         if bar is not None:
             bar.close()
@@ -332,6 +331,9 @@ def _replay_dask(args: argparse.Namespace, err: TextIO) -> int:
         raise Usage("tagengine replay --dask: --states-dir and --workers are for the local replay")
     if "-" in [args.transcripts, *args.more]:
         raise Usage("tagengine replay --dask: the transcripts are files or URLs, not stdin")
+    if args.format == "st" or args.st_characters or args.st_start:  # DK-9: chat files are not wired to Dask
+        raise Usage("tagengine replay --dask: JSONL transcripts only; SillyTavern chat files (--format st, "
+                    "--character, --start) replay without --dask")
     try:
         from .batch_dask import replay_command
     except ImportError as e:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 BOM = b"\xef\xbb\xbf"
+STDIN = "-"  # the path that names standard input on a command line
 
 
 class SymlinkRefused(OSError):

@@ -13,7 +13,7 @@ from typing import Any
 from ..commands.reasons import REASONS
 from ..ruleset import Ruleset
 from ..sheet import CheckNumber, SheetView, character, party
-from ..sheet.show import party_summary
+from ..sheet.show import check_parts, party_summary
 from ..state import Clock, GameState
 from .templates import render_page
 
@@ -36,21 +36,10 @@ def pct(part: int, whole: int) -> float:
 
 
 def check_row(c: CheckNumber, dice: bool) -> dict[str, Any]:
-    """The number a check rolls and why (UNTR, CAP, PEN, ADJ), as the text sheet says it (sheet/show.py)."""
+    """The number a check rolls and why (`check_parts`, as the text sheet says it)."""
     why: list[str] = []
     if c.total is not None:
-        why.append(f"base {c.base}" if dice else f"base {c.base:+d}")
-        if c.bonus:
-            why.append(f"training {c.bonus:+d}")
-        if not c.trained and c.kind != "ability":
-            why.append(f"untrained {c.untrained:+d}" if c.rule == "by" else
-                       "untrained, harder" if c.rule == "harder" else "untrained")
-        if c.cap is not None:
-            why.append(f"cap {c.cap}")
-        if c.penalty:
-            why.append(f"penalty {c.penalty:+d}")
-        if c.adjust:
-            why.append(f"adjust {c.adjust:+d}")
+        why = check_parts(c, dice, name_untrained=True)
         if c.target is not None:
             why.append(f"target {c.target}")
     number = "—" if c.total is None else str(c.total) if dice else f"{c.total:+d}"

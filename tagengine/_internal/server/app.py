@@ -140,7 +140,7 @@ def make_app(opts: Options) -> Starlette:
         budget = budget_of(body, opts.context)
         whence = "--context" if opts.context else f"table:{context_of(budget.model)[1]}"
         try:
-            prompt, fallback = await fit(c.rs, before.state, history, budget, request.headers)
+            prompt, counted, fallback = await fit(c.rs, before.state, history, budget, request.headers)
         except BudgetError as e:
             raise Refused(400, str(e), "context_length_exceeded") from None
         except HistoryError as e:
@@ -148,7 +148,7 @@ def make_app(opts: Options) -> Starlette:
         except TagengineError as e:  # the server's own set-up (a tokenizer file): not the client's fault
             log.error("cannot build the prompt: %s", e)
             raise Refused(500, "the server cannot count tokens for this model; see its log", "server_error") from None
-        latest.prompt_sent(c.name, prompt, budget)
+        latest.prompt_sent(c.name, prompt, counted)
         if prefill is not None and not prefill_last(prompt.messages, prefill):
             raise Refused(400, "the reply to continue does not fit the context", "context_length_exceeded")
         out = dict(body)

@@ -12,7 +12,7 @@ import email.parser
 import email.policy
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -26,6 +26,7 @@ from ..pages import check_context, prompt_context, render_page, sheet_context
 from ..pages.templates import REFRESH_SCRIPT, STYLESHEET, refresh_script, stylesheet
 from ..prompt import Budget
 from ..prompt.build import Prompt
+from ..prompt.upstream_tokens import NotCounted
 from ..ruleset.load import MAX_BYTES
 from ..state import GameState, from_json
 from .campaigns import Campaign, Campaigns
@@ -101,8 +102,11 @@ def form_ruleset(content_type: str, body: bytes) -> tuple[bytes | None, str, str
     """The ruleset in a form POST (multipart: `file` first, else `ruleset`; or url-encoded `ruleset`):
     its bytes, a name for it, and the pasted text to show again (an uploaded file is not echoed)."""
     if content_type.startswith("multipart/form-data"):
-        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body)
+        try:
+            msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+                b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body)
+        except RecursionError:  # parts nested thousands deep: the parser recurses once per level
+            return None, "", None
         fields: dict[str, tuple[bytes, str | None]] = {}
         for part in msg.iter_parts() if msg.is_multipart() else ():
             name = part.get_param("name", header="content-disposition")
@@ -171,7 +175,10 @@ def ui_routes(campaigns: Campaigns, latest: Latest) -> list[Route]:
         if isinstance(c, HTMLResponse):
             return c
         sent = latest.prompts.get(c.name)
-        ctx = prompt_context(sent.prompt, sent.budget) if sent is not None else None
+        try:
+            ctx = prompt_context(sent.prompt, sent.budget) if sent is not None else None
+        except NotCounted:  # the upstream's counts of that prompt have left the bounded table since: count locally
+            ctx = prompt_context(sent.prompt, replace(sent.budget, tokenizer=None)) if sent is not None else None
         return page("prompt.html.j2", {"title": c.name, "campaign": c.name, "ruleset": c.rs.name, "prompt": ctx,
                                        "nav": nav(c.name, "prompt")})
 

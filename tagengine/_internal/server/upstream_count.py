@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from ..history import ROLES
 from ..prompt import Budget, Prompt, Report, build_prompt, reminder
 from ..prompt.registry import choose
 from ..prompt.upstream_tokens import NotCounted, UpstreamTokenizer
@@ -42,7 +43,6 @@ MAX_ROUNDS = 32  # fit, fetch what it missed, fit again: a first fit with cuts t
 PARALLEL = 8  # tokenize requests in flight at once
 COUNT_TIMEOUT = 30.0  # seconds for one tokenize request
 PROBE = "Hello, world"
-ROLES = ("system", "user", "assistant")
 _TABLES = itertools.count(1)  # each server's table of counts has its own number
 
 
@@ -113,7 +113,7 @@ class CountFailed(Exception):
 
 
 Fit = Callable[[Ruleset, GameState, list[dict[str, str]], Budget, Mapping[str, str]],
-               Awaitable[tuple[Prompt, str | None]]]
+               Awaitable[tuple[Prompt, Budget, str | None]]]
 
 
 def root_of(base: str) -> str:
@@ -216,12 +216,13 @@ class UpstreamCounts:
             raise failed[0]
 
     async def fit(self, rs: Ruleset, state: GameState, history: list[dict[str, str]], budget: Budget,
-                  incoming: Mapping[str, str]) -> tuple[Prompt, str | None]:
+                  incoming: Mapping[str, str]) -> tuple[Prompt, Budget, str | None]:
         """`build_prompt` counted by the upstream; else by the registry's choice, with why (a short code for
-        `x-tagengine-tokens`): `none` (no tokenize endpoint), `failed` (a count failed), `rounds`."""
+        `x-tagengine-tokens`): `none` (no tokenize endpoint), `failed` (a count failed), `rounds`. The budget
+        returned is the one it counted with, so the prompt page counts each message as the fit did."""
         ep = await self.detect(budget.model, incoming)
         if ep is None:
-            return build_prompt(rs, state, history, budget), "none" if self.detected else "failed"
+            return build_prompt(rs, state, history, budget), budget, "none" if self.detected else "failed"
         tok = UpstreamTokenizer(ep.kind, budget.model, self.table, self.lookup(budget.model),
                                 choose(budget.model).build())
         counted = replace(budget, tokenizer=tok)
@@ -230,21 +231,21 @@ class UpstreamCounts:
                              incoming)
             for _ in range(MAX_ROUNDS):
                 try:
-                    return build_prompt(rs, state, history, counted), None
+                    return build_prompt(rs, state, history, counted), counted, None
                 except NotCounted as e:
                     await self.fetch(ep, budget.model, [e.text], incoming)
         except CountFailed as e:
             log.warning("token counts: the upstream's count failed (%s); this request is counted locally", e)
-            return build_prompt(rs, state, history, budget), "failed"
+            return build_prompt(rs, state, history, budget), budget, "failed"
         log.warning("token counts: the fit still met new texts after %d rounds; this request is counted locally",
                     MAX_ROUNDS)
-        return build_prompt(rs, state, history, budget), "rounds"
+        return build_prompt(rs, state, history, budget), budget, "rounds"
 
 
 async def local_fit(rs: Ruleset, state: GameState, history: list[dict[str, str]], budget: Budget,
-                    incoming: Mapping[str, str]) -> tuple[Prompt, str | None]:
+                    incoming: Mapping[str, str]) -> tuple[Prompt, Budget, str | None]:
     """Without `--count-with-upstream`: the registry's choice, as before."""
-    return build_prompt(rs, state, history, budget), None
+    return build_prompt(rs, state, history, budget), budget, None
 
 
 def fitter(upstream: Upstream, count_with_upstream: bool) -> Fit:

@@ -22,21 +22,31 @@ def to_json(sheet: SheetView) -> dict[str, Any]:
     return out
 
 
-def check_line(c: CheckNumber, dice: bool) -> str:
-    unit = " dice" if dice else ""
-    if c.total is None:
-        return f"{c.label}: no number — untrained, refused (UNTR-9, UNTR-13)"
+def check_parts(c: CheckNumber, dice: bool, *, name_untrained: bool = False) -> list[str]:
+    """What made a check's number, in order (UNTR, CAP, PEN, ADJ): one list for the text sheet and the sheet
+    page, so the two never explain a number differently. `name_untrained`: say "untrained" under every rule,
+    not only the `by` rule that changes the number."""
     parts = [f"base {c.base:+d}" if not dice else f"base {c.base}"]
     if c.bonus:
         parts.append(f"training {c.bonus:+d}")
     if c.rule == "by":
         parts.append(f"untrained {c.untrained:+d}")
+    elif name_untrained and not c.trained and c.kind != "ability":
+        parts.append("untrained, harder" if c.rule == "harder" else "untrained")
     if c.cap is not None:
         parts.append(f"cap {c.cap}")
     if c.penalty:
         parts.append(f"penalty {c.penalty:+d}")
     if c.adjust:
         parts.append(f"adjust {c.adjust:+d}")
+    return parts
+
+
+def check_line(c: CheckNumber, dice: bool) -> str:
+    unit = " dice" if dice else ""
+    if c.total is None:
+        return f"{c.label}: no number — untrained, refused (UNTR-9, UNTR-13)"
+    parts = check_parts(c, dice)
     level = f" [{c.training}]" if c.training is not None and c.kind != "ability" else ""
     harder = f", target {c.target}" if c.target is not None else ""
     if c.rule == "harder":

@@ -14,12 +14,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import Problem, ProblemsError
-from ..files import json_problem, read_file, same_file, write_atomic
+from ..files import STDIN, json_problem, read_file, same_file, write_atomic
 
 if TYPE_CHECKING:
     from .chatreplay import Start
 
-STDIN = "-"  # standard input, as chatreplay.STDIN
 MAX_START_BYTES = 16 * 1024 * 1024  # a `--start` state file, as any state file (F-5)
 
 
@@ -90,11 +89,12 @@ def given_start(args: argparse.Namespace, rs: Any = None) -> Start | None:
     return Start(state=doc)
 
 
-def _summary(done: str, chats: int, receipts: dict[str, int] | None, errors: list[str]) -> str:
+def _summary(done: str, chats: int, receipts: dict[str, int] | None, bad: int, errors: list[str]) -> str:
+    """The last lines on stderr: chats done, `bad` files left out, then each problem (a file may have several)."""
     counts = ""
     if receipts is not None:
         counts = "; receipts: " + (", ".join(f"{v} {k}" for k, v in sorted(receipts.items())) or "no tags")
-    return f"{chats} chat(s) {done}{counts}; {len(errors)} bad file(s)" + "".join(f"\n  {e}" for e in errors) + "\n"
+    return f"{chats} chat(s) {done}{counts}; {bad} bad file(s)" + "".join(f"\n  {e}" for e in errors) + "\n"
 
 
 def _usage(err: TextIO, command: str, message: str) -> int:
@@ -130,7 +130,7 @@ def cmd_st_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             buf.write(data)
         else:
             out.write(data.decode("utf-8", "surrogateescape"))
-    err.write(_summary("imported", len(lines), None, errors))
+    err.write(_summary("imported", len(lines), None, len(args.chats) - len(lines), errors))
     return 1 if errors else 0
 
 
@@ -165,7 +165,7 @@ def cmd_st_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         done += 1
         for k, v in exported.receipts.items():
             counts[k] = counts.get(k, 0) + v
-    err.write(_summary("exported", done, counts, errors))
+    err.write(_summary("exported", done, counts, len(targets) - done, errors))
     return 1 if errors else 0
 
 
@@ -222,7 +222,7 @@ def st_replay(args: argparse.Namespace) -> Callable[..., Any] | None:
     given = given_start(args, Ruleset.load(args.ruleset))
 
     def run(ruleset_path: str, source: Any, sink: Any, workers: int = 1, progress: TextIO | None = None,
-            **_: Any) -> Any:
-        return replay_files(ruleset_path, paths, sink, workers, progress, given)
+            tick: Callable[[int, int], None] | None = None, **_: Any) -> Any:
+        return replay_files(ruleset_path, paths, sink, workers, progress, given, tick)
 
     return run

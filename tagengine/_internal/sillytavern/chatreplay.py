@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TextIO
 
+from ..files import STDIN
 from .chatfile import TAGENGINE, ChatFile, ChatFileError, Entry, LineProblem, parse_chat, read_chat
-
-STDIN = "-"
 
 
 @dataclass(frozen=True)
@@ -114,10 +113,12 @@ def _work(path: str) -> tuple[bytes, list[str], dict[str, int]]:
 
 
 def replay_files(ruleset_path: str, paths: Iterable[str], sink: TextIO | BinaryIO, workers: int = 1,
-                 progress: TextIO | None = None, given: Start | None = None) -> Any:
+                 progress: TextIO | None = None, given: Start | None = None,
+                 tick: Callable[[int, int], None] | None = None) -> Any:
     """`tagengine replay --format st`: each chat file replayed into one line of `sink`, in order, as
     `batch.replay` writes them; a bad file is a `{"id": path, "error": "FILE:LINE: key: ..."}` line and
-    a line of the summary, and the rest go on. Returns the batch `Summary`."""
+    a line of the summary, and the rest go on. `tick(chats, bad)` after each file, as `batch.replay`'s.
+    Returns the batch `Summary`."""
     from ..batch import Summary
 
     summary = Summary()
@@ -128,6 +129,8 @@ def replay_files(ruleset_path: str, paths: Iterable[str], sink: TextIO | BinaryI
         data, errors, receipts = result
         out.write(data if binary else data.decode("utf-8", "surrogateescape"))
         summary.add(1, errors, receipts)
+        if tick is not None:
+            tick(1, len(errors))
         if progress is not None:
             progress.write(f"\rreplayed {summary.chats} chats, {len(summary.errors)} bad")
             progress.flush()
