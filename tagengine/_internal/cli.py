@@ -336,9 +336,14 @@ def _replay_dask(args: argparse.Namespace, err: TextIO) -> int:
         from .batch_dask import replay_command
     except ImportError as e:
         raise Usage(f"tagengine replay --dask needs the dask extra (pip install 'tagengine[dask]'): {e}") from None
+    from .sillytavern.chat_commands import StUsage, st_dask
+
     try:
+        per_file = st_dask(args)  # SillyTavern chat files: one task each (DK-10)
         return replay_command(args.ruleset, [args.transcripts, *args.more], args.output, args.dask,
-                              args.partition_size, err)
+                              args.partition_size, err, per_file=per_file)
+    except StUsage as e:
+        raise Usage(f"tagengine replay --dask: {e}") from None
     except ValueError as e:  # the output directory or the --dask address
         raise Usage(f"tagengine replay --dask: {e}") from None
 

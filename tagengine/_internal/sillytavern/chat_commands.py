@@ -226,3 +226,27 @@ def st_replay(args: argparse.Namespace) -> Callable[..., Any] | None:
         return replay_files(ruleset_path, paths, sink, workers, progress, given)
 
     return run
+
+
+def st_dask(args: argparse.Namespace) -> Callable[..., Any] | None:
+    """For `tagengine replay --dask`: the task that replays one SillyTavern chat file (`--format st`, or the
+    first input's first line is a chat's), each input one task (DK-10), or None for our JSONL. StUsage for a
+    command line that cannot be done."""
+    from ..batch_dask import first_line_of
+    from .chatfile import looks_like_chat
+
+    fmt = getattr(args, "format", "auto")
+    if fmt == "auto":
+        fmt = "st" if looks_like_chat(first_line_of(args.transcripts)) else "jsonl"
+    if fmt == "jsonl":
+        if getattr(args, "st_characters", None) or getattr(args, "st_start", None):
+            raise StUsage("--character and --start are for SillyTavern chat files (--format st)")
+        return None
+    if getattr(args, "partition_size", None) is not None:
+        raise StUsage("--partition-size cuts JSONL inputs; a SillyTavern chat file is one chat, one task")
+    import functools
+
+    from ..ruleset import Ruleset
+    from .chatreplay import replay_on_fs
+
+    return functools.partial(replay_on_fs, given=given_start(args, Ruleset.load(args.ruleset)))
