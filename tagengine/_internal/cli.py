@@ -582,7 +582,7 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("ruleset")
     rp.add_argument("transcripts", help="a JSONL file, or - for stdin")
     rp.add_argument("more", nargs="*", metavar="TRANSCRIPTS", help="more inputs: SillyTavern chat files "
-                    "(--format st), or with --dask JSONL files, globs or fsspec URLs")
+                    "(--format st), or with --dask JSONL or chat files, globs or fsspec URLs")
     rp.add_argument("-o", "--output", help="write the JSONL here instead of stdout")
     rp.add_argument("--workers", type=_workers, default=1, help=f"parallel processes, 1 to {MAX_WORKERS} (default 1)")
     rp.add_argument("--states-dir", metavar="DIR", help="also write each chat's final state to DIR/<id>.json "
