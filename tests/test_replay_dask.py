@@ -285,3 +285,22 @@ def test_st_chat_files_a_killed_worker_loses_no_chat_and_writes_none_twice(tmp_p
     assert all_parts(out) == expected
     assert summary.chats == len(paths) == len(expected.splitlines())
     assert not [p for d in os.listdir(out) if d != "summary.json" for p in os.listdir(out / d) if p.endswith(".tmp")]
+
+
+def test_st_export_on_dask_writes_the_local_export_byte_for_byte(tmp_path, client):
+    """DK-13: `st export --dask` runs one task per chat; each file equals the local export's; the malformed
+    chat is named and not written; --in-place is refused with --dask."""
+    paths = st_inputs(tmp_path / "in")
+    runs = {}
+    for name, extra in (("local", []), ("dask", ["--dask", client.scheduler.address])):
+        err = io.StringIO()
+        code = run(["st", "export", RULES, *paths, *CREW, "--out-dir", str(tmp_path / name), *extra],
+                   io.StringIO(), err)
+        assert code == 1 and "zz-bad.jsonl:2: " in err.getvalue(), err.getvalue()
+        runs[name] = (err.getvalue(), {p: (tmp_path / name / p).read_bytes()
+                                       for p in sorted(os.listdir(tmp_path / name))})
+    assert runs["dask"] == runs["local"]
+    assert len(runs["dask"][1]) == len(paths) - 1 and "zz-bad.jsonl" not in runs["dask"][1]
+    err = io.StringIO()
+    assert run(["st", "export", RULES, *paths, *CREW, "--in-place", "--dask", client.scheduler.address],
+               io.StringIO(), err) == 2 and "--in-place" in err.getvalue()

@@ -401,6 +401,45 @@ def first_line_of(spec: str, limit: int = 1 << 20) -> bytes:
         return b""
 
 
+def _run_item(text: bytes, digest: str, item: tuple[Any, ...], fn: Callable[..., Any]) -> Any:
+    return fn(_ruleset(text, digest), *item)
+
+
+def map_chats(ruleset_path: str, address: str, items: list[tuple[Any, ...]], fn: Callable[..., Any],
+              err: Any, client: Client | None = None) -> list[Any]:
+    """`fn(rs, *item)` for each item, one Dask task each, on `address`'s cluster (or `client`'s); the results in
+    the items' order (`st export --dask`, DK-13). `fn` writes its own file atomically and never raises, so a
+    rerun after a killed worker writes the same bytes (DK-4)."""
+    from .progress import progress_bar
+
+    with open(ruleset_path, "rb") as f:
+        text = f.read()
+    Ruleset.from_json(text, ruleset_path)
+    digest = hashlib.sha256(text).hexdigest()
+    own = client is None
+    cluster = None
+    if client is None:
+        m = _LOCAL.fullmatch(address)
+        if m and not 1 <= int(m.group(1)) <= 64:
+            raise ValueError(f"--dask {address}: local:N takes 1 to 64 worker processes")
+        client, cluster = connect(address)
+    bar = progress_bar(err, total=len(items)) if err.isatty() else None
+    try:
+        futures = client.map(_run_item, [text] * len(items), [digest] * len(items), items,
+                             [fn] * len(items), pure=False)
+        if bar is not None:
+            for _ in as_completed(futures):
+                bar.done(1, 1)
+        return list(client.gather(futures))
+    finally:
+        if bar is not None:
+            bar.close()
+        if own:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
 def out_dir_problem(out_dir: str) -> str | None:
     """Why `out_dir` cannot take a replay's parts (it holds files already), else None."""
     fs, root = fsspec.core.url_to_fs(out_dir)
