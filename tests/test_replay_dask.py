@@ -226,14 +226,118 @@ def test_a_line_cut_short_reads_the_same_with_one_worker_two_and_dask(tmp_path, 
     assert parts_of(out, 0, "a.jsonl") == one
 
 
-def test_dask_refuses_the_options_of_sillytavern_chat_files(tmp_path):
-    """`--dask` replays JSONL only (DK-9): `--format st`, `--character`, `--start` are a usage error, not
-    silently dropped (every chat file line was then replayed as a bad JSONL chat)."""
-    chat = ROOT / "tests" / "fixtures" / "st" / "swipes.jsonl"
-    state = SAMPLES / "states" / "blades-like.json"
-    for extra in (["--format", "st"], ["--character", "Cutter"], ["--start", str(state)]):
-        err = io.StringIO()
-        code = run(["replay", RULES, str(chat), "--dask", "local:1", "-o", str(tmp_path / "out"), *extra],
+# --- SillyTavern chat files on Dask (DK-10..) ----------------------------------------------------------------
+
+ST_FIXTURES = ROOT / "tests" / "fixtures" / "st"
+CREW = ["--character", "Cutter", "--character", "Lurk"]
+
+
+def st_inputs(folder, copies=1):
+    """The chat fixtures (`copies` times each) and a malformed chat file among them, in a fixed order."""
+    folder.mkdir()
+    paths = []
+    for k in range(copies):
+        for src in sorted(ST_FIXTURES.glob("*.jsonl")):
+            dst = folder / f"{k:03d}-{src.name}"
+            dst.write_bytes(src.read_bytes())
+            paths.append(str(dst))
+    bad = folder / "zz-bad.jsonl"
+    bad.write_bytes(b'{"chat_metadata": {}}\n{"name": "Ana", "is_user": "yes", "mes": 3}\nnot json\n')
+    paths.insert(2, str(bad))
+    return paths
+
+
+def all_parts(out_dir):
+    """Every part, in the inputs' order: what `cat OUT/*/part-*.jsonl` gives."""
+    return b"".join((out_dir / d / p).read_bytes() for d in sorted(os.listdir(out_dir)) if d != "summary.json"
+                    for p in sorted(os.listdir(out_dir / d)))
+
+
+def st_local(paths, out, *start):
+    assert run(["replay", RULES, *paths, "--format", "st", *start, "-o", str(out)], io.StringIO(),
+               io.StringIO()) == 1  # the malformed file
+    return out.read_bytes()
+
+
+def test_st_chat_files_on_dask_are_the_local_replay_byte_for_byte(tmp_path, client):
+    """DK-10: one chat file, one task; `replay --format st --dask` writes the local `replay --format st` lines,
+    in input order across the parts; `--character` and `--start` are honoured; the format is told from the
+    first file without `--format`; a malformed chat is named in summary.json and the rest go on."""
+    paths = st_inputs(tmp_path / "in")
+    expected = st_local(paths, tmp_path / "local.jsonl", *CREW)
+    for fmt in (["--format", "st"], []):
+        out, err = tmp_path / f"out{len(fmt)}", io.StringIO()
+        code = run(["replay", RULES, *paths, *fmt, *CREW, "--dask", client.scheduler.address, "-o", str(out)],
                    io.StringIO(), err)
-        assert code == 2 and "--dask" in err.getvalue(), (extra, err.getvalue())
-        assert not (tmp_path / "out").exists()
+        assert code == 1, err.getvalue()  # the malformed file
+        assert all_parts(out) == expected
+    doc = json.loads((out / "summary.json").read_text())
+    assert [i["input"] for i in doc["inputs"]] == paths and len(doc["partitions"]) == len(paths)
+    assert doc["chats"] == len(paths) and len(doc["errors"]) == 1
+    assert doc["errors"][0].startswith(f"{paths[2]}:2: ") and "is_user" in doc["errors"][0]
+    assert f"{paths[2]}:3: $: not-json" in doc["errors"][0] and "zz-bad.jsonl" in err.getvalue()
+    assert [i["bad_lines"] for i in doc["inputs"]] == [0, 0, 1, 0, 0]
+    # --start: a state file instead of the characters; the receipts follow it exactly as locally
+    from tagengine._internal.ruleset import Ruleset
+    from tagengine._internal.state import GameState
+
+    state = tmp_path / "start.json"
+    state.write_text(GameState.new(Ruleset.load(RULES), ["Cutter"]).dumps())
+    expected = st_local(paths, tmp_path / "local2.jsonl", "--start", str(state))
+    out = tmp_path / "out-start"
+    assert run(["replay", RULES, *paths, "--start", str(state), "--format", "st", "--dask", client.scheduler.address,
+                "-o", str(out)], io.StringIO(), io.StringIO()) == 1
+    assert all_parts(out) == expected and b'"start"' in expected
+    # usage: a JSONL input with --character, and --partition-size with chat files
+    crew = str(SAMPLES / "transcripts" / "crew-night.jsonl")
+    err = io.StringIO()
+    assert run(["replay", RULES, crew, *CREW, "--dask", client.scheduler.address, "-o", str(tmp_path / "u")],
+               io.StringIO(), err) == 2 and "--character and --start" in err.getvalue()
+    err = io.StringIO()
+    assert run(["replay", RULES, *paths, "--partition-size", "100", "--dask", client.scheduler.address, "-o",
+                str(tmp_path / "v")], io.StringIO(), err) == 2 and "one chat, one task" in err.getvalue()
+
+
+def test_st_chat_files_a_killed_worker_loses_no_chat_and_writes_none_twice(tmp_path, client):
+    """DK-10 with DK-4: a worker busy with a chat file is SIGKILLed; every part is still the local line."""
+    from functools import partial
+
+    from tagengine._internal.sillytavern.chatreplay import Start, replay_on_fs
+
+    paths = st_inputs(tmp_path / "in", copies=15)
+    expected = st_local(paths, tmp_path / "local.jsonl", *CREW)
+    out = tmp_path / "out"
+    killed: list[int] = []
+
+    def kill_one(result):
+        busy = [w for w, keys in client.processing().items() if keys]
+        if not killed and busy:
+            pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    per_file = partial(replay_on_fs, given=Start(characters=("Cutter", "Lurk")))
+    summary = batch_dask.replay_dask(RULES, paths, str(out), client, on_done=kill_one, per_file=per_file)
+    assert killed and killed[0] not in client.run(os.getpid).values()
+    assert all_parts(out) == expected
+    assert summary.chats == len(paths) == len(expected.splitlines())
+    assert not [p for d in os.listdir(out) if d != "summary.json" for p in os.listdir(out / d) if p.endswith(".tmp")]
+
+
+def test_st_export_on_dask_writes_the_local_export_byte_for_byte(tmp_path, client):
+    """DK-13: `st export --dask` runs one task per chat; each file equals the local export's; the malformed
+    chat is named and not written; --in-place is refused with --dask."""
+    paths = st_inputs(tmp_path / "in")
+    runs = {}
+    for name, extra in (("local", []), ("dask", ["--dask", client.scheduler.address])):
+        err = io.StringIO()
+        code = run(["st", "export", RULES, *paths, *CREW, "--out-dir", str(tmp_path / name), *extra],
+                   io.StringIO(), err)
+        assert code == 1 and "zz-bad.jsonl:2: " in err.getvalue(), err.getvalue()
+        runs[name] = (err.getvalue(), {p: (tmp_path / name / p).read_bytes()
+                                       for p in sorted(os.listdir(tmp_path / name))})
+    assert runs["dask"] == runs["local"]
+    assert len(runs["dask"][1]) == len(paths) - 1 and "zz-bad.jsonl" not in runs["dask"][1]
+    err = io.StringIO()
+    assert run(["st", "export", RULES, *paths, *CREW, "--in-place", "--dask", client.scheduler.address],
+               io.StringIO(), err) == 2 and "--in-place" in err.getvalue()

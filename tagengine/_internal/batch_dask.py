@@ -196,6 +196,25 @@ def replay_partition(text: bytes, digest: str, part: Partition, newlines_before:
     return {"chats": chats, "errors": [f"{part.url}: {e}" for e in errors], "receipts": receipts}
 
 
+PerFile = Callable[[Ruleset, Any, str, str], tuple[bytes, list[str], dict[str, int]]]
+"""`per_file(rs, fs, path, url)`: one whole input replayed (a SillyTavern chat file): (its output, errors, receipt
+counts), never raising; the errors name the input themselves (DK-10)."""
+
+
+def replay_whole_file(text: bytes, digest: str, part: Partition, out_fs: Any, per_file: PerFile,
+                      ) -> dict[str, Any]:
+    """One input that is one chat (`replay --format st --dask`, DK-10) replayed into its one part, written as
+    `replay_partition` writes (DK-4); a malformed chat is an error line and an error, a failed write is named."""
+    data, errors, receipts = per_file(_ruleset(text, digest), part.fs, part.path, part.url)
+    try:
+        out_fs.makedirs(posixpath.dirname(part.output), exist_ok=True)
+        with _atomic(out_fs, part.output) as out:
+            out.write(data)
+    except OSError as e:
+        return {"unreadable": f"{part.url} (to {part.output}): {e}"}
+    return {"chats": 1, "errors": errors, "receipts": receipts}
+
+
 def _flush(rs: Ruleset, batch: list[tuple[int, bytes | None]], out: Any, errors: list[str],
            receipts: dict[str, int]) -> int:
     data, errs, counts = replay_batch(rs, batch)
@@ -254,14 +273,18 @@ def expand(inputs: list[str]) -> tuple[list[tuple[str, Any, str, int]], list[str
     return found, bad
 
 
-def plan(files: list[tuple[str, Any, str, int]], out_dir: str, partition_bytes: int) -> list[Partition]:
+def plan(files: list[tuple[str, Any, str, int]], out_dir: str, partition_bytes: int | None) -> list[Partition]:
+    """The partitions of the inputs; `partition_bytes` None: each input is one partition (DK-10). The input
+    folders' numbers have at least 4 digits, more when there are more inputs, so that they sort in order."""
     parts = []
+    width = max(4, len(str(len(files) - 1)))
     for i, (url, fs, path, size) in enumerate(files):
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", posixpath.basename(path.rstrip("/")))[:80] or "input"
-        count = max(1, -(-size // partition_bytes))
+        count = 1 if partition_bytes is None else max(1, -(-size // partition_bytes))
         for j in range(count):
-            start, end = j * partition_bytes, min(size, (j + 1) * partition_bytes)
-            out = posixpath.join(out_dir, f"{i:04d}-{name}", f"part-{j:05d}.jsonl")
+            start, end = (0, size) if partition_bytes is None else \
+                (j * partition_bytes, min(size, (j + 1) * partition_bytes))
+            out = posixpath.join(out_dir, f"{i:0{width}d}-{name}", f"part-{j:05d}.jsonl")
             parts.append(Partition(i, j, url, fs, path, start, end, out))
     return parts
 
@@ -275,11 +298,13 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
                 partition_bytes: int | None = None,
                 progress: Callable[[int, int], None] | None = None,
                 on_total: Callable[[int], None] | None = None,
-                on_done: Callable[[dict[str, Any]], None] | None = None) -> DaskSummary:
+                on_done: Callable[[dict[str, Any]], None] | None = None,
+                per_file: PerFile | None = None) -> DaskSummary:
     """Replay `inputs` on `client`'s cluster into `out_dir` (a path or fsspec URL, empty or absent); the
     summary is also written there as `summary.json`. `progress(bytes, chats)` follows each partition done;
     `on_total(bytes)` is called once the inputs are listed; `on_done(result)` after each partition (tests use
-    it to kill a worker mid-run). RulesetError for a bad ruleset."""
+    it to kill a worker mid-run). With `per_file` each input is one chat, one task (SillyTavern chat files,
+    DK-10). RulesetError for a bad ruleset."""
     with open(ruleset_path, "rb") as f:
         text = f.read()
     Ruleset.from_json(text, ruleset_path)  # fail early, here, with every problem named
@@ -290,27 +315,16 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
     total = sum(f[3] for f in files)
     if on_total is not None:
         on_total(total)
-    if partition_bytes is None:
-        partition_bytes = choose_partition_bytes(total, sum(client.nthreads().values()))
-    parts = plan(files, out_root, max(1, partition_bytes))
     out_fs.makedirs(out_root, exist_ok=True)  # summary.json goes there even when no input can be read
-    for d in sorted({posixpath.dirname(p.output) for p in parts}):
-        out_fs.makedirs(d, exist_ok=True)
-    # Pass 1: newlines per range [start - 1, end - 1), so each task knows its first line's number (DK-3).
-    counted = client.map(count_newlines, [p.fs for p in parts], [p.path for p in parts],
-                         [max(p.start - 1, 0) for p in parts], [max(p.end - 1, 0) for p in parts],
-                         pure=False)
-    counts = client.gather(counted)
-    del counted  # released: a lost worker's counts are not computed again
-    before, running = [], 0
-    for k, p in enumerate(parts):
-        if p.index == 0:
-            running = 0
-        before.append(running)
-        running += counts[k]
-    # Pass 2: one task per partition.
-    futures = client.map(replay_partition, [text] * len(parts), [digest] * len(parts), parts, before,
-                         [out_fs] * len(parts), pure=False)
+    if per_file is not None:
+        parts = plan(files, out_root, None)
+        futures = client.map(replay_whole_file, [text] * len(parts), [digest] * len(parts), parts,
+                             [out_fs] * len(parts), [per_file] * len(parts), pure=False)
+    else:
+        if partition_bytes is None:
+            partition_bytes = choose_partition_bytes(total, sum(client.nthreads().values()))
+        parts = plan(files, out_root, max(1, partition_bytes))
+        futures = _replay_ranges(client, text, digest, parts, out_fs)
     index = {f.key: k for k, f in enumerate(futures)}
     results: list[dict[str, Any]] = [{} for _ in parts]
     for fut in as_completed(futures):
@@ -340,12 +354,90 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
             per_input[p.input]["outputs"].append(output)
         summary.partitions.append(entry)
     summary.inputs = list(per_input.values())
-    for d in sorted({posixpath.dirname(p.output) for p in parts}):  # no task of ours runs any more (DK-4)
-        for leftover in out_fs.glob(posixpath.join(d, ".part-*.tmp")) + out_fs.glob(posixpath.join(d, "part-*.tmp")):
-            out_fs.rm(leftover)  # a killed attempt's temporary file
+    if parts:  # no task of ours runs any more (DK-4): a killed attempt's temporary files go
+        for pattern in (".part-*.tmp", "part-*.tmp"):
+            for leftover in out_fs.glob(posixpath.join(out_root, "*", pattern)):
+                out_fs.rm(leftover)
     with _atomic(out_fs, posixpath.join(out_root, SUMMARY)) as f:
         f.write(dumps(summary.doc()) + b"\n")
     return summary
+
+
+def _replay_ranges(client: Client, text: bytes, digest: str, parts: list[Partition], out_fs: Any) -> list[Any]:
+    """The futures of the byte-range partitions' replays (DK-2, DK-3)."""
+    for d in sorted({posixpath.dirname(p.output) for p in parts}):
+        out_fs.makedirs(d, exist_ok=True)
+    # Pass 1: newlines per range [start - 1, end - 1), so each task knows its first line's number (DK-3).
+    counted = client.map(count_newlines, [p.fs for p in parts], [p.path for p in parts],
+                         [max(p.start - 1, 0) for p in parts], [max(p.end - 1, 0) for p in parts],
+                         pure=False)
+    counts = client.gather(counted)
+    del counted  # released: a lost worker's counts are not computed again
+    before, running = [], 0
+    for k, p in enumerate(parts):
+        if p.index == 0:
+            running = 0
+        before.append(running)
+        running += counts[k]
+    # Pass 2: one task per partition.
+    return list(client.map(replay_partition, [text] * len(parts), [digest] * len(parts), parts, before,
+                           [out_fs] * len(parts), pure=False))
+
+
+def first_line_of(spec: str, limit: int = 1 << 20) -> bytes:
+    """The first non-blank line (at most `limit` bytes) of the first file an input names, b"" when none can be
+    read: for telling SillyTavern chat files from our JSONL (`--format auto`)."""
+    files, _bad = expand([spec])
+    if not files:
+        return b""
+    _url, fs, path, _size = files[0]
+    try:
+        with fs.open(path, "rb") as f:
+            while True:
+                line: bytes = f.readline(limit)
+                if not line or line.strip():
+                    return line
+    except OSError:
+        return b""
+
+
+def _run_item(text: bytes, digest: str, item: tuple[Any, ...], fn: Callable[..., Any]) -> Any:
+    return fn(_ruleset(text, digest), *item)
+
+
+def map_chats(ruleset_path: str, address: str, items: list[tuple[Any, ...]], fn: Callable[..., Any],
+              err: Any, client: Client | None = None) -> list[Any]:
+    """`fn(rs, *item)` for each item, one Dask task each, on `address`'s cluster (or `client`'s); the results in
+    the items' order (`st export --dask`, DK-13). `fn` writes its own file atomically and never raises, so a
+    rerun after a killed worker writes the same bytes (DK-4)."""
+    from .progress import progress_bar
+
+    with open(ruleset_path, "rb") as f:
+        text = f.read()
+    Ruleset.from_json(text, ruleset_path)
+    digest = hashlib.sha256(text).hexdigest()
+    own = client is None
+    cluster = None
+    if client is None:
+        m = _LOCAL.fullmatch(address)
+        if m and not 1 <= int(m.group(1)) <= 64:
+            raise ValueError(f"--dask {address}: local:N takes 1 to 64 worker processes")
+        client, cluster = connect(address)
+    bar = progress_bar(err, total=len(items)) if err.isatty() else None
+    try:
+        futures = client.map(_run_item, [text] * len(items), [digest] * len(items), items,
+                             [fn] * len(items), pure=False)
+        if bar is not None:
+            for _ in as_completed(futures):
+                bar.done(1, 1)
+        return list(client.gather(futures))
+    finally:
+        if bar is not None:
+            bar.close()
+        if own:
+            client.close()
+            if cluster is not None:
+                cluster.close()
 
 
 def out_dir_problem(out_dir: str) -> str | None:
@@ -365,7 +457,7 @@ def out_dir_problem(out_dir: str) -> str | None:
 
 
 def replay_command(ruleset_path: str, inputs: list[str], out_dir: str, address: str,
-                   partition_bytes: int | None, err: Any) -> int:
+                   partition_bytes: int | None, err: Any, per_file: PerFile | None = None) -> int:
     """The CLI's `replay --dask`: exit 1 when a line or an input was bad, else 0. ValueError for an output
     directory that holds files or a `local:N` out of range."""
     from .progress import progress_bar
@@ -382,7 +474,7 @@ def replay_command(ruleset_path: str, inputs: list[str], out_dir: str, address: 
     try:
         summary = replay_dask(ruleset_path, inputs, out_dir, client, partition_bytes=partition_bytes,
                               progress=bar.done if bar is not None else None,
-                              on_total=bar.total if bar is not None else None)
+                              on_total=bar.total if bar is not None else None, per_file=per_file)
     finally:
         if bar is not None:
             bar.close()

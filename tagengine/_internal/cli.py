@@ -331,16 +331,18 @@ def _replay_dask(args: argparse.Namespace, err: TextIO) -> int:
         raise Usage("tagengine replay --dask: --states-dir and --workers are for the local replay")
     if "-" in [args.transcripts, *args.more]:
         raise Usage("tagengine replay --dask: the transcripts are files or URLs, not stdin")
-    if args.format == "st" or args.st_characters or args.st_start:  # DK-9: chat files are not wired to Dask
-        raise Usage("tagengine replay --dask: JSONL transcripts only; SillyTavern chat files (--format st, "
-                    "--character, --start) replay without --dask")
     try:
         from .batch_dask import replay_command
     except ImportError as e:
         raise Usage(f"tagengine replay --dask needs the dask extra (pip install 'tagengine[dask]'): {e}") from None
+    from .sillytavern.chat_commands import StUsage, st_dask
+
     try:
+        per_file = st_dask(args)  # SillyTavern chat files: one task each (DK-10)
         return replay_command(args.ruleset, [args.transcripts, *args.more], args.output, args.dask,
-                              args.partition_size, err)
+                              args.partition_size, err, per_file=per_file)
+    except StUsage as e:
+        raise Usage(f"tagengine replay --dask: {e}") from None
     except ValueError as e:  # the output directory or the --dask address
         raise Usage(f"tagengine replay --dask: {e}") from None
 
@@ -587,7 +589,7 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("ruleset")
     rp.add_argument("transcripts", help="a JSONL file, or - for stdin")
     rp.add_argument("more", nargs="*", metavar="TRANSCRIPTS", help="more inputs: SillyTavern chat files "
-                    "(--format st), or with --dask JSONL files, globs or fsspec URLs")
+                    "(--format st), or with --dask JSONL or chat files, globs or fsspec URLs")
     rp.add_argument("-o", "--output", help="write the JSONL here instead of stdout")
     rp.add_argument("--workers", type=_workers, default=1, help=f"parallel processes, 1 to {MAX_WORKERS} (default 1)")
     rp.add_argument("--states-dir", metavar="DIR", help="also write each chat's final state to DIR/<id>.json "

@@ -8,6 +8,7 @@ file that cannot be read or written, 2 usage. Every file is written atomically (
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -59,6 +60,8 @@ def add_chat_commands(st_sub: Any) -> None:
     where.add_argument("--out-dir", metavar="DIR", help="write each chat to DIR/<its file name>")
     where.add_argument("--in-place", action="store_true", help="replace each chat file (atomically)")
     add_start_options(ex)
+    ex.add_argument("--dask", metavar="ADDRESS", help="export on a Dask cluster, one task per chat: a scheduler's "
+                    "address, or local:N (tagengine[dask]; with -o or --out-dir on storage the workers share)")
     ex.set_defaults(func=cmd_st_export)
 
 
@@ -137,8 +140,6 @@ def cmd_st_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_st_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Exit 1 when a chat file was bad: it is named and not written; the others are."""
     from ..ruleset import Ruleset
-    from .chatfile import ChatFileError, read_chat
-    from .chatreplay import export_chat
 
     targets = _targets(args)
     if isinstance(targets, str):
@@ -148,25 +149,56 @@ def cmd_st_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     errors: list[str] = []
     counts: dict[str, int] = {}
     done = 0
-    for path, target in targets:
+    if getattr(args, "dask", None):
         try:
-            exported = export_chat(rs, read_chat(path), given)
-        except ChatFileError as e:
-            errors += e.lines()
-            continue
-        except Exception as e:  # a bug, but this file's: name it, write nothing for it, go on (F-4)
-            errors.append(f"{path}: {type(e).__name__}: {e}")
-            continue
-        try:
-            write_atomic(target, exported.data)
-        except OSError as e:
-            errors.append(f"{e.filename or target}: {e.strerror or e}")
-            continue
-        done += 1
-        for k, v in exported.receipts.items():
+            results: Any = _export_dask(args, targets, given, err)
+        except StUsage as e:
+            return _usage(err, "export", str(e))
+    else:
+        results = (export_one(rs, path, target, given) for path, target in targets)
+    for ok, errs, receipts in results:
+        errors += errs
+        done += ok
+        for k, v in receipts.items():
             counts[k] = counts.get(k, 0) + v
     err.write(_summary("exported", done, counts, len(targets) - done, errors))
     return 1 if errors else 0
+
+
+def export_one(rs: Any, path: str, target: str, given: Start | None) -> tuple[bool, list[str], dict[str, int]]:
+    """One chat exported to `target` (atomically): (written, errors, receipt counts); never raises (F-4). Also
+    the task of `st export --dask` (DK-13)."""
+    from .chatfile import ChatFileError, read_chat
+    from .chatreplay import export_chat
+
+    try:
+        exported = export_chat(rs, read_chat(path), given)
+    except ChatFileError as e:
+        return False, e.lines(), {}
+    except Exception as e:  # a bug, but this file's: name it, write nothing for it, go on (F-4)
+        return False, [f"{path}: {type(e).__name__}: {e}"], {}
+    try:
+        write_atomic(target, exported.data)
+    except OSError as e:
+        return False, [f"{e.filename or target}: {e.strerror or e}"], {}
+    return True, [], exported.receipts
+
+
+def _export_dask(args: argparse.Namespace, targets: list[tuple[str, str]], given: Start | None,
+                 err: TextIO) -> list[tuple[bool, list[str], dict[str, int]]]:
+    """`st export --dask`: one task per chat, `export_one` on the workers, results in the chats' order."""
+    if args.in_place:
+        raise StUsage("--in-place is for the local export: a rerun of a killed task would read its own output")
+    try:
+        from ..batch_dask import map_chats
+    except ImportError as e:
+        raise StUsage(f"--dask needs the dask extra (pip install 'tagengine[dask]'): {e}") from None
+    try:
+        results: list[tuple[bool, list[str], dict[str, int]]] = map_chats(
+            args.ruleset, args.dask, targets, functools.partial(export_one, given=given), err)
+    except ValueError as e:  # the --dask address
+        raise StUsage(str(e)) from None
+    return results
 
 
 def _targets(args: argparse.Namespace) -> list[tuple[str, str]] | str:
@@ -226,3 +258,25 @@ def st_replay(args: argparse.Namespace) -> Callable[..., Any] | None:
         return replay_files(ruleset_path, paths, sink, workers, progress, given, tick)
 
     return run
+
+
+def st_dask(args: argparse.Namespace) -> Callable[..., Any] | None:
+    """For `tagengine replay --dask`: the task that replays one SillyTavern chat file (`--format st`, or the
+    first input's first line is a chat's), each input one task (DK-10), or None for our JSONL. StUsage for a
+    command line that cannot be done."""
+    from ..batch_dask import first_line_of
+    from .chatfile import looks_like_chat
+
+    fmt = getattr(args, "format", "auto")
+    if fmt == "auto":
+        fmt = "st" if looks_like_chat(first_line_of(args.transcripts)) else "jsonl"
+    if fmt == "jsonl":
+        if getattr(args, "st_characters", None) or getattr(args, "st_start", None):
+            raise StUsage("--character and --start are for SillyTavern chat files (--format st)")
+        return None
+    if getattr(args, "partition_size", None) is not None:
+        raise StUsage("--partition-size cuts JSONL inputs; a SillyTavern chat file is one chat, one task")
+    from ..ruleset import Ruleset
+    from .chatreplay import replay_on_fs
+
+    return functools.partial(replay_on_fs, given=given_start(args, Ruleset.load(args.ruleset)))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,10 +113,11 @@ class ChatFile:
         return self.prefix + b"\n".join(lines)
 
 
-def read_chat(path: str) -> ChatFile:
-    """Read and check a chat file; ChatFileError names every malformed line, or why the file is unreadable."""
+def read_chat(path: str, opener: Callable[[], Any] | None = None) -> ChatFile:
+    """Read and check a chat file; ChatFileError names every malformed line, or why the file is unreadable.
+    `opener` opens it elsewhere (an fsspec file system, `replay --dask`); `path` then only names it."""
     try:
-        with open(path, "rb") as f:
+        with (opener() if opener is not None else open(path, "rb")) as f:
             prefix = BOM if f.read(3) == BOM else b""  # dropped for reading (F-6), written back as it came
             f.seek(0)
             data = read_limited(f, MAX_CHAT_FILE_BYTES, path)

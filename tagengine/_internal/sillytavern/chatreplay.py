@@ -94,18 +94,28 @@ def _init(ruleset_path: str, given: Start | None) -> None:
     _RULESET, _GIVEN = Ruleset.load(ruleset_path), given
 
 
-def replay_file(rs: Any, path: str, given: Start | None) -> tuple[bytes, list[str], dict[str, int]]:
-    """One chat file replayed: (its output line, errors, receipt counts). Never raises (F-4)."""
+def replay_file(rs: Any, path: str, given: Start | None, opener: Callable[[], Any] | None = None,
+                ) -> tuple[bytes, list[str], dict[str, int]]:
+    """One chat file replayed: (its output line, errors, receipt counts). Never raises (F-4). `opener` opens
+    the file elsewhere (`replay_on_fs`)."""
     from ..batch import dumps, replay_chat
 
     try:
-        doc = replay_chat(rs, transcript(load(path), given), path)
+        chat = load(path) if opener is None else read_chat(path, opener)
+        doc = replay_chat(rs, transcript(chat, given), path)
     except ChatFileError as e:
         doc = {"id": path, "error": "; ".join(e.lines(5))}
     except Exception as e:  # a bug, but this file's: name it and go on
         doc = {"id": path, "error": f"{path}: {type(e).__name__}: {e}"}
     errors = [doc["error"]] if "error" in doc else []
     return dumps(doc) + b"\n", errors, dict(doc.get("receipts") or {})
+
+
+def replay_on_fs(rs: Any, fs: Any, fspath: str, url: str, given: Start | None = None,
+                 ) -> tuple[bytes, list[str], dict[str, int]]:
+    """`replay --format st --dask`: one chat file on an fsspec file system, one Dask task (DK-10); the same
+    line as `replay_file` gives for `url`, the name it was given by."""
+    return replay_file(rs, url, given, opener=lambda: fs.open(fspath, "rb"))
 
 
 def _work(path: str) -> tuple[bytes, list[str], dict[str, int]]:
