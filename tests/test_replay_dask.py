@@ -190,6 +190,30 @@ def test_an_input_gone_before_its_task_runs_is_named_and_writes_no_part(tmp_path
     assert not out.exists() and not os.listdir(tmp_path)
 
 
+def test_a_storage_failure_of_any_kind_is_named_not_raised(tmp_path):
+    """The tasks themselves (no cluster): an input gone before its lines are counted gives -1, and its
+    partitions are named unreadable; a backend that raises something other than OSError is named too."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    class Flaky(LocalFileSystem):  # a storage backend whose reads fail with its own exception type
+        def open(self, *a, **kw):
+            raise RuntimeError("token expired")
+
+    fs = LocalFileSystem()
+    assert batch_dask.count_newlines(fs, str(tmp_path / "gone.jsonl"), 0, 100) == -1
+    assert batch_dask.count_newlines(Flaky(), str(tmp_path / "gone.jsonl"), 0, 100) == -1
+    text = (SAMPLES / "rulesets" / "blades-like.json").read_bytes()
+    src = make_corpus(tmp_path / "a.jsonl", 2)
+    out = tmp_path / "part-00000.jsonl"
+    part = batch_dask.Partition(0, 0, "a.jsonl", fs, str(src), 0, src.stat().st_size, str(out))
+    got = batch_dask.replay_partition(text, "d", part, -1, fs)
+    assert set(got) == {"unreadable"} and "could not be counted" in got["unreadable"]
+    flaky = batch_dask.Partition(0, 0, "a.jsonl", Flaky(), str(src), 0, src.stat().st_size, str(out))
+    got = batch_dask.replay_partition(text, "d", flaky, 0, fs)
+    assert set(got) == {"unreadable"} and "RuntimeError: token expired" in got["unreadable"]
+    assert not out.exists()
+
+
 def test_only_bad_inputs_still_write_the_summary(tmp_path, client):
     """No input can be read: no partition, but the output directory and summary.json still say why (it used
     to end on `summary.json: No such file or directory`)."""

@@ -101,17 +101,21 @@ def _ruleset(text: bytes, digest: str) -> Ruleset:
 
 
 def count_newlines(fs: Any, path: str, start: int, end: int) -> int:
-    """Newlines in bytes [start, end) of the file."""
+    """Newlines in bytes [start, end) of the file; -1 when it cannot be read (its partitions are then named
+    unreadable by `replay_partition`, and the run goes on)."""
     n = 0
-    with fs.open(path, "rb") as f:
-        f.seek(start)
-        left = end - start
-        while left > 0:
-            chunk = f.read(min(CHUNK, left))
-            if not chunk:
-                break
-            n += chunk.count(b"\n")
-            left -= len(chunk)
+    try:
+        with fs.open(path, "rb") as f:
+            f.seek(start)
+            left = end - start
+            while left > 0:
+                chunk = f.read(min(CHUNK, left))
+                if not chunk:
+                    break
+                n += chunk.count(b"\n")
+                left -= len(chunk)
+    except Exception:  # any storage backend's failure: the input is named unreadable, never the run lost
+        return -1
     return n
 
 
@@ -171,10 +175,18 @@ def owned_lines(f: Any, start: int, end: int, newlines_before: int,
             yield number, data
 
 
+def _why(e: Exception) -> str:
+    """An OSError says what it is; another backend's exception is named by its type too."""
+    return str(e) if isinstance(e, OSError) else f"{type(e).__name__}: {e}"
+
+
 def replay_partition(text: bytes, digest: str, part: Partition, newlines_before: int, out_fs: Any,
                      ) -> dict[str, Any]:
     """Replay one partition into its output file (replaced whole, DK-4); what it did, for the summary. A
     failed read or write gives `{"unreadable": why}` and no file; a bad line is named, never raised."""
+    where = f"{part.url} (partition {part.index}, bytes {part.start}-{part.end}, to {part.output})"
+    if newlines_before < 0:
+        return {"unreadable": f"{where}: its lines could not be counted (the input could not be read)"}
     rs = _ruleset(text, digest)
     chats, errors, receipts = 0, list[str](), dict[str, int]()
     try:
@@ -190,9 +202,8 @@ def replay_partition(text: bytes, digest: str, part: Partition, newlines_before:
                     batch, held = [], 0
             if batch:
                 chats += _flush(rs, batch, out, errors, receipts)
-    except OSError as e:  # reading the input, or writing its part: both named
-        return {"unreadable": f"{part.url} (partition {part.index}, bytes {part.start}-{part.end}, "
-                              f"to {part.output}): {e}"}
+    except Exception as e:  # reading the input or writing its part, on any backend: named
+        return {"unreadable": f"{where}: {_why(e)}"}
     return {"chats": chats, "errors": [f"{part.url}: {e}" for e in errors], "receipts": receipts}
 
 
@@ -210,8 +221,8 @@ def replay_whole_file(text: bytes, digest: str, part: Partition, out_fs: Any, pe
         out_fs.makedirs(posixpath.dirname(part.output), exist_ok=True)
         with _atomic(out_fs, part.output) as out:
             out.write(data)
-    except OSError as e:
-        return {"unreadable": f"{part.url} (to {part.output}): {e}"}
+    except Exception as e:  # writing its part, on any storage backend: named, never the run lost
+        return {"unreadable": f"{part.url} (to {part.output}): {_why(e)}"}
     return {"chats": 1, "errors": errors, "receipts": receipts}
 
 
@@ -377,8 +388,10 @@ def _replay_ranges(client: Client, text: bytes, digest: str, parts: list[Partiti
     for k, p in enumerate(parts):
         if p.index == 0:
             running = 0
+        if counts[k] < 0:
+            running = -1  # unreadable: this partition and the input's later ones are named, not replayed
         before.append(running)
-        running += counts[k]
+        running = running + counts[k] if running >= 0 else -1
     # Pass 2: one task per partition.
     return list(client.map(replay_partition, [text] * len(parts), [digest] * len(parts), parts, before,
                            [out_fs] * len(parts), pure=False))
