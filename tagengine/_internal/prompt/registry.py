@@ -81,8 +81,8 @@ MISTRAL_PACKAGE = "mistral_common"
 # under-count of one text of the mixed corpus against the family's own tokenizer (benchmarks/token_corpus.py,
 # printed by benchmarks/prompt.py) times 1.25, rounded up to a whole percent. Families with no exact tokenizer
 # offline keep UNKNOWN_MODEL_MARGIN (12%, K-7).
-TEKKEN_MARGIN = 0.16  # tekken 240718/240911: worst text +12.8% (a short German dialogue)
-MISTRAL_SP_MARGIN = 0.54  # SentencePiece v1..v7 (the same text pieces): worst text +42.9% (a short English line)
+TEKKEN_MARGIN = 0.16  # tekken 240718/240911: worst text +12.8% (English with numbers and quotes)
+MISTRAL_SP_MARGIN = 0.54  # SentencePiece v1..v7 (the same text pieces): worst text +42.9% (Japanese)
 DEEPSEEK_MARGIN = 0.29  # DeepSeek V4's tokenizer.json: worst text +22.4% (German compounds)
 
 
