@@ -11,6 +11,7 @@ import sqlite3
 from serve_kit import Fake
 from test_serve import CREW, SCRIPT, ask, client, expected, history, make_campaigns, serving
 
+from tagengine._internal.commands import apply_reply
 from tagengine._internal.server.store import DB_NAME
 from tagengine._internal.tags import narration
 
@@ -95,3 +96,27 @@ def test_after_an_incomplete_history_the_narration_is_still_mapped_back(tmp_path
         raw = c.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
         assert "unmapped" not in raw.headers["x-tagengine-history"]  # the guessed state is not kept, the map is
         assert '[clock: name="Alarm raised"' in sent_replies(fake)[-1] and 'result="' in sent_replies(fake)[-1]
+
+
+def test_the_checks_endpoint_maps_narrations_back_as_chat_completions_do(tmp_path):
+    """With --hide-tags the chat app holds narrations; `POST /tagengine/checks` must read them as the chat
+    route does (tagged again from the store), or a check in an earlier reply would not have moved the dice
+    and the endpoint would answer another roll than the next [check:] tag gets."""
+    import httpx
+
+    from tagengine._internal.server.campaigns import Campaigns
+    from tagengine._internal.server.store import Store
+
+    reply = 'Cutter reads the ledger. [check: who="Cutter" skill="Study"]'
+    with serving(tmp_path, Fake({"look": reply}), hide_tags=True) as srv:
+        shown = ask(client(srv), history("heist", ["look"], []), False)
+        assert "[check:" not in shown and shown.strip() == narration(reply).strip()
+        body = {"messages": history("heist", ["look", "next"], [shown]), "check": {"who": "Lurk", "skill": "Prowl"}}
+        got = httpx.post(f"{srv.url}/tagengine/checks", json=body, timeout=30)
+    assert got.status_code == 200, got.text
+    store = Store(tmp_path / "data")  # the campaign's own start (its dice seed is the campaign's)
+    c = Campaigns(store).get("heist")
+    store.close()
+    after = apply_reply(c.rs, c.start, reply).state  # the first reply's check rolled dice
+    rs = c.rs
+    assert got.json()["receipt"] == apply_reply(rs, after, '[check: who="Lurk" skill="Prowl"]').text

@@ -282,7 +282,7 @@ def make_app(opts: Options) -> Starlette:
                    Route(f"{prefix}/v1/completions", completions, methods=["POST"]),
                    Route(f"{prefix}/v1/chat/completions", chat_completions, methods=["POST"])]
     routes += ui_routes(campaigns, latest)
-    routes += check_routes(campaigns, store, opts.campaign)
+    routes += check_routes(campaigns, store, opts.campaign, opts.hide_tags)
     middleware = [Middleware(_Auth, key=opts.api_key)] if opts.api_key else []
     async def internal(request: Request, exc: Exception) -> Response:
         log.error("internal error on %s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)

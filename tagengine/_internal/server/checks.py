@@ -38,8 +38,10 @@ NOT_FOUND = {"unknown-character": ("who", "character_not_found", "character"),
              "unknown-ability": ("ability", "ability_not_found", "ability")}
 
 
-def check_routes(campaigns: Campaigns, store: Store, default: str | None) -> list[Route]:
-    """The endpoint under both prefixes: `/tagengine/checks` and `/c/{campaign}/tagengine/checks`."""
+def check_routes(campaigns: Campaigns, store: Store, default: str | None, hidden: bool = False) -> list[Route]:
+    """The endpoint under both prefixes: `/tagengine/checks` and `/c/{campaign}/tagengine/checks`. `hidden`:
+    the server runs with --hide-tags, so the history's replies are narrations mapped back as chat completions
+    map them."""
 
     async def endpoint(request: Request) -> Response:
         try:
@@ -62,7 +64,7 @@ def check_routes(campaigns: Campaigns, store: Store, default: str | None) -> lis
             raise Refused(400, "no campaign: name it in `campaign`, in a [tagengine: campaign=\"NAME\"] marker, "
                           "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
         c = load(campaigns, name)
-        found = chain.state_of(c, store, plain_history(messages), defer=chain.THREAD_MIN)
+        found = chain.state_of(c, store, plain_history(messages), hidden=hidden, defer=chain.THREAD_MIN)
         before = await run_in_threadpool(found.run) if isinstance(found, chain.Pending) else found
         done = settle(c.rs, before.state, tag)
         headers = {"x-tagengine-campaign": c.name}
