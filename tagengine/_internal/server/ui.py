@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qs, quote
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
@@ -192,8 +193,10 @@ def ui_routes(campaigns: Campaigns, latest: Latest) -> list[Route]:
                 if size > MAX_FORM:
                     return problem_page(413, "Ruleset checker", f"The form is over {MAX_FORM} bytes.")
                 parts.append(chunk)
-            data, source, pasted = form_ruleset(request.headers.get("content-type", ""), b"".join(parts))
-        ctx = check_context(data, source)
+            data, source, pasted = await run_in_threadpool(form_ruleset, request.headers.get("content-type", ""),
+                                                           b"".join(parts))
+        # up to 4 MB parsed and validated: in a worker thread, so chat requests are not held up meanwhile
+        ctx = await run_in_threadpool(check_context, data, source)
         return page("check.html.j2", {**ctx, "pasted": pasted, "nav": nav(None, "check")})
 
     return [Route("/ui", index), Route("/ui/", index), Route("/ui/" + STYLESHEET, css),
