@@ -1,5 +1,5 @@
 """Checks settled mid-reply: `tagengine serve --settle-checks` (issue 13 item 6; docs/checks-in-serve.md,
-docs/decisions.md CK-17..CK-20).
+docs/decisions.md CK-17..CK-21).
 
 When a reply closes a well-formed `[check:]` tag, the server stops that generation there, applies the
 tag, and asks the upstream to continue the assistant message with the receipt in place: the request
