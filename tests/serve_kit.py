@@ -25,6 +25,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tagengine._internal.server.settle import PROBE_USER
+
 
 class Running:
     """An ASGI app served by uvicorn on 127.0.0.1, port 0, in a thread; stopped on exit."""
@@ -90,6 +92,10 @@ class Fake:
     # after the prefill's last check tag, "restart" answers the whole script anew, "reject" answers 400;
     # `{outcome}` in a script is the prefill's last check outcome ("unknown" without one). None: as before.
     after_check: str | None = None
+    # the server's probe (CK-21, the user message PROBE_USER) is answered apart, per `after_check` (or with
+    # `probe_status` when set), and recorded in `probes`, not in `bodies`
+    probe_status: int | None = None
+    probes: list[bytes] = field(default_factory=list)
 
     def app(self) -> Starlette:
         release = asyncio.Event()  # never set: a hung upstream waits until the server gives up
@@ -99,6 +105,8 @@ class Fake:
 
         async def chat(request: Request) -> Response:
             raw = await request.body()
+            if PROBE_USER.encode() in raw:
+                return self.probe(raw)
             self.bodies.append(raw)
             self.headers.append({k.lower(): v for k, v in request.headers.items()})
             if self.raw_answer is not None:
@@ -171,6 +179,18 @@ class Fake:
             path = "/api/extra/tokencount" if self.tokenize == "koboldcpp" else "/tokenize"
             routes.append(Route(path, tokenize, methods=["POST"]))
         return Starlette(routes=routes)
+
+    def probe(self, raw: bytes) -> Response:
+        self.probes.append(raw)
+        if self.probe_status is not None:
+            return JSONResponse({"error": {"message": "boom", "type": "server_error"}}, status_code=self.probe_status)
+        if self.after_check == "reject":
+            return JSONResponse({"error": {"message": "the last message must be a user message",
+                                           "type": "invalid_request_error"}}, status_code=400)
+        text = "one two three four five six" if self.after_check == "restart" else " four five six"
+        return JSONResponse({"id": "p1", "object": "chat.completion", "created": 1, "model": "m",
+                             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                          "finish_reason": "stop"}]})
 
     def after_prefill(self, messages: list[dict[str, Any]], text: str) -> str | None:
         prefill = messages[-1]["content"] if messages[-1]["role"] == "assistant" else None

@@ -7,10 +7,12 @@ was settled mid-reply narrates the receipt's own outcome, and one settled at the
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from contextlib import contextmanager
 
+import httpx
 import openai
 import pytest
 from serve_kit import Fake, Running
@@ -20,7 +22,9 @@ from tagengine._internal.commands import apply_reply
 from tagengine._internal.commands.reasons import COMMAND_LIMIT
 from tagengine._internal.server.app import Options, make_app
 from tagengine._internal.server.campaigns import new_campaign
+from tagengine._internal.server.settle import Settler
 from tagengine._internal.server.store import Store
+from tagengine._internal.server.upstream import Upstream
 from tagengine._internal.state import GameState
 
 SEED = "settle-seed"
@@ -65,11 +69,11 @@ def serving(tmp_path, fake):
         yield openai.OpenAI(base_url=f"{srv.url}/v1", api_key="k", max_retries=0, timeout=30)
 
 
-def ask(c, turn, stream):
+def ask(c, turn, stream, model="scripted"):
     """The reply's text and the response's x-tagengine-settle header."""
     msgs = [{"role": "system", "content": "You are the GM."},
             {"role": "user", "content": turn if " " in turn else f"TURN:{turn}"}]
-    raw = c.chat.completions.with_raw_response.create(model="scripted", messages=msgs, stream=stream)
+    raw = c.chat.completions.with_raw_response.create(model=model, messages=msgs, stream=stream)
     header = raw.headers.get("x-tagengine-settle")
     if not stream:
         return raw.parse().choices[0].message.content, header
@@ -85,6 +89,7 @@ def test_a_check_comes_back_with_its_dice_and_the_prose_after_it_follows_them(tm
     want, continuations = settled(WARD)
     assert (text, header, continuations) == (want, "mid-reply", 1)
     assert f"The ward: {outcome_of(text)}." in text and "unknown" not in text
+    assert len(fake.probes) == (1 if stream else 0)  # a streamed request is probed first (CK-21)
     # the upstream was asked again with the reply so far, the check's receipt in place, as a prefill
     first, second = (json.loads(b) for b in fake.bodies)
     assert second["messages"][:-1] == first["messages"]
@@ -127,18 +132,82 @@ def test_an_upstream_that_cannot_continue_falls_back_to_settling_at_the_end_not_
 
 
 @pytest.mark.parametrize("mode", ["restart", "reject"])
-def test_an_upstream_that_cannot_continue_streamed_ends_at_the_receipt_then_settles_at_the_end(tmp_path, mode):
-    """The stream's headers are gone before the continuation fails: that reply ends at the check's receipt
-    (nothing written without the dice), and every later response says at-end in its header."""
+def test_an_upstream_that_cannot_continue_is_probed_before_its_first_stream_which_settles_at_the_end(tmp_path, mode):
+    """CK-21: the probe finds it out before the stream's headers go: the first streamed reply already says
+    at-end and comes whole, receipts as the stream passes; no continuation is asked."""
     fake = Fake(SCRIPT, after_check=mode)
     with serving(tmp_path, fake) as c:
+        text, header = ask(c, "ward", True)
+        again, header2 = ask(c, "ward", True)
+    assert header.startswith("at-end; the upstream cannot continue an assistant message (")
+    assert ("400" in header) == (mode == "reject") and ("repeated" in header) == (mode == "restart")
+    assert text == again == apply_reply(RS, start(), WARD.replace("{outcome}", "unknown")).text  # not truncated
+    assert header2 == header
+    assert len(fake.bodies) == 2 and len(fake.probes) == 1
+    probe = json.loads(fake.probes[0])
+    assert probe["model"] == "scripted" and probe["stream"] is False and probe["messages"][-1]["role"] == "assistant"
+    assert fake.headers[0]["authorization"] == "Bearer k"  # the client's key went to the real request
+
+
+def test_one_probe_per_model(tmp_path):
+    fake = Fake(SCRIPT, after_check="continue")
+    with serving(tmp_path, fake) as c:
+        got = [ask(c, "ward", True) for _ in range(3)] + [ask(c, "ward", False)]
+        other = ask(c, "ward", True, model="other")
+    want, _ = settled(WARD)
+    assert [h for _, h in got] == ["mid-reply"] * 4 and other[1] == "mid-reply"
+    assert [t for t, _ in got] == [want] * 4 and other[0] == want
+    assert len(fake.probes) == 2 and [json.loads(p)["model"] for p in fake.probes] == ["scripted", "other"]
+
+
+def test_a_probe_that_fails_decides_nothing(tmp_path):
+    """A 5xx to the probe: that request is settled at the end and says why; the next one probes again."""
+    fake = Fake(SCRIPT, after_check="continue", probe_status=500)
+    with serving(tmp_path, fake) as c:
+        text, header = ask(c, "ward", True)
+        fake.probe_status = None
+        again, header2 = ask(c, "ward", True)
+    assert header.startswith("at-end; the upstream could not be asked (") and "500" in header
+    assert text == apply_reply(RS, start(), WARD.replace("{outcome}", "unknown")).text
+    assert header2 == "mid-reply" and again == settled(WARD)[0]
+    assert len(fake.probes) == 2 and len(fake.bodies) == 3  # the at-end reply; the mid-reply one and its continuation
+
+
+@pytest.mark.parametrize("mode", ["restart", "reject"])
+def test_a_model_that_passed_the_probe_but_cannot_continue_ends_at_the_receipt_then_settles_at_the_end(
+        tmp_path, mode):
+    """The second line of defence (CK-19): the stream's headers are gone before the continuation fails: that
+    reply ends at the check's receipt (nothing written without the dice), and every later response says
+    at-end in its header."""
+    fake = Fake(SCRIPT, after_check="continue")
+    with serving(tmp_path, fake) as c:
+        ask(c, "plain", True)  # the probe passes
+        fake.after_check = mode
         text, header = ask(c, "ward", True)
         again, header2 = ask(c, "ward", True)
     assert header == "mid-reply"
     assert text == apply_reply(RS, start(), WARD[:WARD.index("]") + 1]).text
     assert header2.startswith("at-end; the upstream cannot continue an assistant message (")
     assert again == apply_reply(RS, start(), WARD.replace("{outcome}", "unknown")).text
-    assert len(fake.bodies) == 3
+    assert len(fake.bodies) == 4 and len(fake.probes) == 1
+
+
+def test_concurrent_first_requests_share_one_probe():
+    calls: list[bytes] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request.content)
+        await asyncio.sleep(0)  # the others arrive while this one is asked
+        return httpx.Response(200, json={"choices": [{"index": 0, "message": {"content": " four five six"}}]})
+
+    async def run() -> list[str | None]:
+        s = Settler(Upstream("http://up/v1", forward_client_key=True, transport=httpx.MockTransport(handler)))
+        got = await asyncio.gather(*(s.probe({"model": "m"}, {}) for _ in range(5)))
+        assert s.header({"model": "m"}) == "mid-reply"
+        await s.upstream.close()
+        return list(got)
+
+    assert asyncio.run(run()) == [None] * 5 and len(calls) == 1
 
 
 @pytest.mark.parametrize(("stream", "settle"), [(True, True), (False, True), (True, False)])

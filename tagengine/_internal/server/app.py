@@ -163,8 +163,12 @@ def make_app(opts: Options) -> Starlette:
         req = upstream.request("POST", "/chat/completions", request.headers, dumps(out))
         # checks settled mid-reply (CK-17): not for a continued reply or with --hide-tags (settled at the end)
         settle = settler is not None and prefill is None and not opts.hide_tags and settler.applies(out)
+        # a streamed reply's header goes before its first continuation: the model is probed first (CK-21)
+        unasked = await settler.probe(out, request.headers) if settler is not None and settle and \
+            body.get("stream") is True else None
+        settle = settle and unasked is None and settler is not None and settler.applies(out)
         if settler is not None:
-            headers[SETTLE_HEADER] = settler.header(out) if prefill is None and not opts.hide_tags else \
+            headers[SETTLE_HEADER] = settler.header(out, unasked) if prefill is None and not opts.hide_tags else \
                 "at-end; a continued reply or --hide-tags"
         if body.get("stream") is True:
             return await streamed(request, req, c, before, headers, prefill, out if settle else None)

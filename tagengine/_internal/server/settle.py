@@ -1,5 +1,5 @@
 """Checks settled mid-reply: `tagengine serve --settle-checks` (issue 13 item 6; docs/checks-in-serve.md,
-docs/decisions.md CK-17..CK-20).
+docs/decisions.md CK-17..CK-21).
 
 When a reply closes a well-formed `[check:]` tag, the server stops that generation there, applies the
 tag, and asks the upstream to continue the assistant message with the receipt in place: the request
@@ -7,14 +7,18 @@ again, with the reply so far (receipts and all) as a last assistant message, the
 after the tag is then written knowing the dice. At most COMMAND_LIMIT checks per reply (DEC-6): a check
 past the limit is refused anyway, so there is nothing to settle.
 
-An upstream that cannot continue a message is found out at the first continuation: it answers 4xx to
-a trailing assistant message, or its answer starts as the reply started (it answered anew instead of
-continuing). The model is then remembered: its later replies are settled at the end (receipts as the
+An upstream that cannot continue a message answers 4xx to a trailing assistant message, or its answer
+starts as the reply started (it answered anew instead of continuing). Before a model's first streamed
+request the server asks it once with a tiny prefill (`probe`, CK-21), so the stream's header already
+says how its checks are settled; a non-streamed request is not probed (its first continuation finds out
+and still falls back in full). A model that passed the probe and fails a continuation later is found out
+there (CK-18). Either way it is remembered: its later replies are settled at the end (receipts as the
 stream passes, the narration as the model wrote it), and the `x-tagengine-settle` header says so.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncGenerator, Mapping
@@ -39,6 +43,11 @@ AT_END = "at-end; the upstream cannot continue an assistant message"
 SAME_START = 24  # characters: a continuation that starts as the reply did is a new answer, not a continuation
 MIN_SAME = 8  # a shorter whole continuation is never taken for a repeat
 MAX_REMEMBERED = 1024  # model names remembered as unable to continue (a model name is at most 256 characters)
+# the probe (CK-21): a prefill any chat model continues in a few tokens; one that answers anew repeats it
+PROBE_USER = "Count from one to six in words, separated by spaces."
+PROBE_PREFILL = "one two three"
+PROBE_TOKENS = 8
+UNASKED = "at-end; the upstream could not be asked"
 
 
 class CheckCut:
@@ -106,6 +115,8 @@ class Settler:
     def __init__(self, upstream: Upstream) -> None:
         self.upstream = upstream
         self.cannot: dict[str, str] = {}  # model name -> how it was found out
+        self.can: dict[str, None] = {}  # model names that passed the probe (insertion-ordered, bounded)
+        self._probing: dict[str, asyncio.Task[str | None]] = {}  # one probe per model at a time
 
     @staticmethod
     def model(body: Mapping[str, Any]) -> str:
@@ -116,17 +127,59 @@ class Settler:
         """Settle this request mid-reply: one choice, and a model not known to be unable to continue."""
         return body.get("n") in (None, 1) and self.model(body) not in self.cannot
 
-    def header(self, body: Mapping[str, Any]) -> str:
+    def header(self, body: Mapping[str, Any], unasked: str | None = None) -> str:
+        if unasked is not None:
+            return f"{UNASKED} ({unasked})"
         why = self.cannot.get(self.model(body))
         return MID_REPLY if why is None else f"{AT_END} ({why})"
 
-    def _found_out(self, body: Mapping[str, Any], why: str) -> None:
-        model = self.model(body)
+    def _found_out(self, model: str, why: str) -> None:
+        self.can.pop(model, None)  # passed the probe, failed a real continuation: the probe was wrong
         log.warning("model %r cannot continue an assistant message (%s): its checks are settled at the end "
                     "from now on", model[:80], why)
         if len(self.cannot) >= MAX_REMEMBERED:
             self.cannot.pop(next(iter(self.cannot)))
         self.cannot[model] = why
+
+    async def probe(self, body: Mapping[str, Any], incoming: Mapping[str, str]) -> str | None:
+        """Before a model's first streamed request: ask the upstream once whether it continues a prefill
+        (CK-21), and remember the answer. Concurrent first requests share one probe. None when the model's
+        ability is known now (`header` says it); else why the upstream could not be asked (a 5xx, the
+        network): that decides nothing, this request is settled at the end, and the next one probes again."""
+        model = self.model(body)
+        if model in self.cannot or model in self.can:
+            return None
+        task = self._probing.get(model)
+        if task is None:
+            task = asyncio.ensure_future(self._probe(model, incoming))
+            self._probing[model] = task
+            task.add_done_callback(lambda _: self._probing.pop(model, None))
+        return await asyncio.shield(task)
+
+    async def _probe(self, model: str, incoming: Mapping[str, str]) -> str | None:
+        out = {"model": model, "messages": [{"role": "user", "content": PROBE_USER},
+                                            {"role": "assistant", "content": PROBE_PREFILL}],
+               "max_tokens": PROBE_TOKENS, "temperature": 0, "stream": False}
+        try:
+            got = await self.upstream.client.send(
+                self.upstream.request("POST", "/chat/completions", incoming, dumps(out)))
+        except httpx.HTTPError as e:
+            return upstream_failure(e).message
+        if 400 <= got.status_code < 500:
+            self._found_out(model, f"it answered {got.status_code} to a trailing assistant message")
+            return None
+        if got.status_code >= 400:
+            return upstream_status(got.status_code, got.content).message
+        cont = first_content(_json(got.text))
+        if cont is None:
+            self._found_out(model, "its continuation had no message content")
+        elif restarts(cont, PROBE_PREFILL, PROBE_PREFILL, True):
+            self._found_out(model, "its continuation repeated the reply's start")
+        else:
+            if len(self.can) >= MAX_REMEMBERED:
+                self.can.pop(next(iter(self.can)))
+            self.can[model] = None
+        return None
 
     def _request(self, body: Mapping[str, Any], prefill: str, incoming: Mapping[str, str],
                  stream: bool) -> httpx.Request:
@@ -152,7 +205,7 @@ class Settler:
                 cont, why, cannot = None, "its continuation repeated the reply's start", True
             if cont is None:
                 if cannot:
-                    self._found_out(body, why)
+                    self._found_out(self.model(body), why)
                 headers[HEADER] = f"{AT_END} ({why})" if cannot else f"at-end; {why}"
                 return text
             rest = cont
@@ -197,7 +250,7 @@ class Settler:
                         if verdict is None:
                             continue
                         if verdict:
-                            self._found_out(body, "its continuation repeated the reply's start")
+                            self._found_out(self.model(body), "its continuation repeated the reply's start")
                             for out in _stop():
                                 yield out
                             return
@@ -231,7 +284,8 @@ class Settler:
                     body_bytes = await response.aread()
                     await response.aclose()
                     if response.status_code < 500:
-                        self._found_out(body, f"it answered {response.status_code} to a trailing assistant message")
+                        self._found_out(self.model(body),
+                                        f"it answered {response.status_code} to a trailing assistant message")
                         for out in _stop():
                             yield out
                         return
