@@ -298,6 +298,9 @@ def test_malformed_files_are_named_by_line_and_key_and_the_rest_go_on(tmp_path):
     for needle in (f"{bad}:3: $: not-json", f"{bad}:4: mes: missing-key", f"{bad}:6: swipe_id: out-of-range",
                    f"{bad}:7: mes: wrong-type", f"{bad}:7: is_user: wrong-type"):
         assert needle in err
+    # the offending values are quoted
+    assert f'{bad}:7: mes: wrong-type: text, not a number, 5' in err
+    assert f'{bad}:7: is_user: wrong-type: true or false, not text, "yes"' in err
     assert "1 bad line(s)" in err
     with pytest.raises(ChatFileError) as e:
         read_chat(str(bad))

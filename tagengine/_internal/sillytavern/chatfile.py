@@ -196,10 +196,16 @@ def _line_doc(raw: bytes, number: int, problems: list[LineProblem]) -> dict[str,
 
 
 def _kind(value: Any) -> str:
+    """What a value is, quoting it (shortened), so the message names the offending input."""
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "text", list: "a list",
+    kind = {bool: "a boolean", int: "a number", float: "a number", str: "text", list: "a list",
             dict: "an object"}.get(type(value), type(value).__name__)
+    try:
+        quoted = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return kind
+    return f"{kind}, {quoted if len(quoted) <= 40 else quoted[:37] + '...'}"
 
 
 def header_problems(doc: dict[str, Any], number: int) -> list[LineProblem]:
