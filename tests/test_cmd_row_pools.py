@@ -70,8 +70,9 @@ def fifth_with(fn):
     return Ruleset.from_dict(edit(sample_dict("fifth-like"), fn))
 
 
-def state_for(rs, **lists):
-    doc = json.loads(sample_state("fifth-like").dumps())
+def state_for(rs, base=None, **lists):
+    """`base` (the sample state if left out) with Vess's `lists` replaced, read under `rs`."""
+    doc = json.loads((base or sample_state("fifth-like")).dumps())
     doc["gameCharacterCards"]["Vess"]["lists"].update(lists)
     return GameState.loads(rs, json.dumps(doc))
 
@@ -146,16 +147,10 @@ def test_sheet_31_lowered_uses_cell_clamps_through_clamp_maxima():
 
     s = with_live(FIFTH, sample_state("fifth-like"), vess={})  # Second wind 2/2 at its start
     rows = [{"name": "Arcane recovery", "uses": 1}, {"name": "Second wind", "uses": 1}]
-    low = clamp_maxima(FIFTH, s, state_for_from(s, features=rows))
+    low = clamp_maxima(FIFTH, s, state_for(FIFTH, s, features=rows))
     assert uses(FIFTH, low) == ((1, 1), (1, 1)) and low.live_of("Vess").rows == {"features": (None, 1)}
     rows[1]["uses"] = 2
-    assert uses(FIFTH, clamp_maxima(FIFTH, low, state_for_from(low, features=rows))) == ((1, 1), (1, 2))
-
-
-def state_for_from(state, **lists):
-    doc = json.loads(state.dumps())
-    doc["gameCharacterCards"]["Vess"]["lists"].update(lists)
-    return GameState.loads(FIFTH, json.dumps(doc))
+    assert uses(FIFTH, clamp_maxima(FIFTH, low, state_for(FIFTH, low, features=rows))) == ((1, 1), (1, 2))
 
 
 # -- the reminder (DEC-18) -------------------------------------------------------------------------
