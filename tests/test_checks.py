@@ -143,6 +143,12 @@ def test_adj_11_the_receipt_reports_what_the_sheet_added():
                lists={"gear": [{"item": "Tent", "bulk": 6}]})
     assert one(EMBER, st, '[check: who="X" ability="Brawn"]')[1] == pool_record(4 - 2, 4, [("adjust", "-2")])
     assert one(EMBER, st, '[check: who="X" ability="Wits"]')[1] == pool_record(2, 4)  # not a Brawn check
+    # ...and as a line on the dice card
+    from tagengine._internal.commands.check import card, settle
+    from tagengine._internal.tags import Tag
+
+    done = settle(EMBER, st, Tag("check", (("who", "X"), ("ability", "Brawn"))))
+    assert "  sheet adjust: -2 (resolution.adjust, ADJ-11)" in card(EMBER, done)
 
 
 def test_adj_4_a_skill_rolled_with_an_ability_gets_that_abilitys_entries():
