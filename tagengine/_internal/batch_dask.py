@@ -77,6 +77,13 @@ class DaskSummary:
         return text + "".join(f"\n  {e}" for e in self.bad_inputs + self.errors)
 
 
+def check_address(address: str) -> None:
+    """ValueError for a `local:N` out of 1..64 (a scheduler's address is checked by connecting)."""
+    m = _LOCAL.fullmatch(address)
+    if m and not 1 <= int(m.group(1)) <= 64:
+        raise ValueError(f"--dask {address}: local:N takes 1 to 64 worker processes")
+
+
 def connect(address: str) -> tuple[Client, LocalCluster | None]:
     """`local:N`: a cluster of N worker processes with one thread each on this machine (closed by the
     caller); anything else is a scheduler's address."""
@@ -432,9 +439,7 @@ def map_chats(ruleset_path: str, address: str, items: list[tuple[Any, ...]], fn:
     own = client is None
     cluster = None
     if client is None:
-        m = _LOCAL.fullmatch(address)
-        if m and not 1 <= int(m.group(1)) <= 64:
-            raise ValueError(f"--dask {address}: local:N takes 1 to 64 worker processes")
+        check_address(address)
         client, cluster = connect(address)
     bar = progress_bar(err, total=len(items)) if err.isatty() else None
     try:
@@ -479,9 +484,7 @@ def replay_command(ruleset_path: str, inputs: list[str], out_dir: str, address: 
     problem = out_dir_problem(out_dir)
     if problem:
         raise ValueError(problem)
-    m = _LOCAL.fullmatch(address)
-    if m and not 1 <= int(m.group(1)) <= 64:
-        raise ValueError(f"--dask {address}: local:N takes 1 to 64 worker processes")
+    check_address(address)
     client, cluster = connect(address)
     bar = progress_bar(err, unit="B") if err.isatty() else None
     try:
