@@ -107,6 +107,14 @@ def _ruleset(text: bytes, digest: str) -> Ruleset:
     return rs
 
 
+def _ruleset_text(ruleset_path: str) -> tuple[bytes, str]:
+    """The ruleset's text and its SHA-256, for the workers; RulesetError naming every problem, here, first."""
+    with open(ruleset_path, "rb") as f:
+        text = f.read()
+    Ruleset.from_json(text, ruleset_path)
+    return text, hashlib.sha256(text).hexdigest()
+
+
 def count_newlines(fs: Any, path: str, start: int, end: int) -> int:
     """Newlines in bytes [start, end) of the file; -1 when it cannot be read (its partitions are then named
     unreadable by `replay_partition`, and the run goes on)."""
@@ -323,10 +331,7 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
     `on_total(bytes)` is called once the inputs are listed; `on_done(result)` after each partition (tests use
     it to kill a worker mid-run). With `per_file` each input is one chat, one task (SillyTavern chat files,
     DK-10). RulesetError for a bad ruleset."""
-    with open(ruleset_path, "rb") as f:
-        text = f.read()
-    Ruleset.from_json(text, ruleset_path)  # fail early, here, with every problem named
-    digest = hashlib.sha256(text).hexdigest()
+    text, digest = _ruleset_text(ruleset_path)
     out_fs, out_root = fsspec.core.url_to_fs(out_dir)
     files, bad = expand(inputs)
     summary = DaskSummary(bad_inputs=bad)
@@ -432,10 +437,7 @@ def map_chats(ruleset_path: str, address: str, items: list[tuple[Any, ...]], fn:
     rerun after a killed worker writes the same bytes (DK-4)."""
     from .progress import progress_bar
 
-    with open(ruleset_path, "rb") as f:
-        text = f.read()
-    Ruleset.from_json(text, ruleset_path)
-    digest = hashlib.sha256(text).hexdigest()
+    text, digest = _ruleset_text(ruleset_path)
     own = client is None
     cluster = None
     if client is None:
