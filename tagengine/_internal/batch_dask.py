@@ -415,13 +415,11 @@ def first_line_of(spec: str, limit: int = 1 << 20) -> bytes:
     files, _bad = expand([spec])
     if not files:
         return b""
+    from .sillytavern.chatfile import first_line
+
     _url, fs, path, _size = files[0]
     try:
-        with fs.open(path, "rb") as f:
-            while True:
-                line: bytes = f.readline(limit)
-                if not line or line.strip():
-                    return line
+        return first_line(path, limit, opener=lambda: fs.open(path, "rb"))
     except OSError:
         return b""
 
