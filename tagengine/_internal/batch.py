@@ -234,9 +234,12 @@ class Summary:
         for k, v in receipts.items():
             self.receipts[k] = self.receipts.get(k, 0) + v
 
+    def counts(self) -> str:
+        """The receipts counted by result, `3 applied, 1 rejected`, or `no tags`."""
+        return ", ".join(f"{v} {k}" for k, v in sorted(self.receipts.items())) or "no tags"
+
     def __str__(self) -> str:
-        counts = ", ".join(f"{v} {k}" for k, v in sorted(self.receipts.items())) or "no tags"
-        text = f"{self.chats} chats replayed; receipts: {counts}; {len(self.errors)} bad line(s)"
+        text = f"{self.chats} chats replayed; receipts: {self.counts()}; {len(self.errors)} bad line(s)"
         return text + "".join(f"\n  {e}" for e in self.errors)
 
 

@@ -27,7 +27,7 @@ import fsspec
 from distributed import Client, LocalCluster, as_completed
 from fsspec.implementations.local import LocalFileSystem
 
-from .batch import BATCH_BYTES, BATCH_MAX, MAX_CHAT_BYTES, dumps, replay_batch
+from .batch import BATCH_BYTES, BATCH_MAX, MAX_CHAT_BYTES, Summary, dumps, replay_batch
 from .files import BOM, atomic_writer
 from .ruleset import Ruleset
 
@@ -55,12 +55,9 @@ class Partition:
 
 
 @dataclass
-class DaskSummary:
-    """What a Dask replay did: `summary.json`, and the text on stderr."""
+class DaskSummary(Summary):
+    """What a Dask replay did: `summary.json`, and the text on stderr. `errors` are bad lines, `INPUT: line N: ...`."""
 
-    chats: int = 0
-    receipts: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)  # bad lines, `INPUT: line N: ...`
     bad_inputs: list[str] = field(default_factory=list)  # inputs that could not be read, with why
     inputs: list[dict[str, Any]] = field(default_factory=list)
     partitions: list[dict[str, Any]] = field(default_factory=list)
@@ -70,9 +67,8 @@ class DaskSummary:
                 "bad_inputs": self.bad_inputs, "inputs": self.inputs, "partitions": self.partitions}
 
     def __str__(self) -> str:
-        counts = ", ".join(f"{v} {k}" for k, v in sorted(self.receipts.items())) or "no tags"
         text = (f"{self.chats} chats replayed in {len(self.partitions)} partition(s) of {len(self.inputs)} "
-                f"input(s); receipts: {counts}; {len(self.errors)} bad line(s); "
+                f"input(s); receipts: {self.counts()}; {len(self.errors)} bad line(s); "
                 f"{len(self.bad_inputs)} unreadable input(s)")
         return text + "".join(f"\n  {e}" for e in self.bad_inputs + self.errors)
 
@@ -368,10 +364,7 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
         else:
             output = out_fs.unstrip_protocol(p.output) if "://" in out_dir else p.output
             entry.update(output=output, chats=r["chats"], bad_lines=len(r["errors"]))
-            summary.chats += r["chats"]
-            summary.errors += r["errors"]
-            for key, v in r["receipts"].items():
-                summary.receipts[key] = summary.receipts.get(key, 0) + v
+            summary.add(r["chats"], r["errors"], r["receipts"])
             per_input[p.input]["chats"] += r["chats"]
             per_input[p.input]["bad_lines"] += len(r["errors"])
             per_input[p.input]["outputs"].append(output)
