@@ -434,7 +434,7 @@ def map_chats(ruleset_path: str, address: str, items: list[tuple[Any, ...]], fn:
     if client is None:
         check_address(address)
         client, cluster = connect(address)
-    bar = progress_bar(err, total=len(items)) if err.isatty() else None
+    bar = progress_bar(err, total=len(items))
     try:
         futures = client.map(_run_item, [text] * len(items), [digest] * len(items), items,
                              [fn] * len(items), pure=False)
@@ -479,7 +479,7 @@ def replay_command(ruleset_path: str, inputs: list[str], out_dir: str, address: 
         raise ValueError(problem)
     check_address(address)
     client, cluster = connect(address)
-    bar = progress_bar(err, unit="B") if err.isatty() else None
+    bar = progress_bar(err, unit="B")
     try:
         summary = replay_dask(ruleset_path, inputs, out_dir, client, partition_bytes=partition_bytes,
                               progress=bar.done if bar is not None else None,
