@@ -28,7 +28,7 @@ from distributed import Client, LocalCluster, as_completed
 from fsspec.implementations.local import LocalFileSystem
 
 from .batch import BATCH_BYTES, BATCH_MAX, MAX_CHAT_BYTES, Summary, dumps, replay_batch
-from .files import BOM, atomic_writer
+from .files import atomic_writer, strip_bom
 from .ruleset import Ruleset
 
 PARTITION_MAX = 64 * 1024 * 1024  # bytes of input per partition, at most (DK-2)
@@ -179,8 +179,8 @@ def owned_lines(f: Any, start: int, end: int, newlines_before: int,
             return
         data, used = got
         number = seen + 1
-        if number == 1 and data is not None and data.startswith(BOM):
-            data = data[3:]  # a leading BOM is not part of line 1 (F-6)
+        if number == 1 and data is not None:
+            data = strip_bom(data)  # a leading BOM is not part of line 1 (F-6)
         pos, seen = pos + used, seen + 1
         if data is None or data.strip():
             yield number, data
