@@ -199,7 +199,7 @@ def replay_partition(text: bytes, digest: str, part: Partition, newlines_before:
     if newlines_before < 0:
         return {"unreadable": f"{where}: its lines could not be counted (the input could not be read)"}
     rs = _ruleset(text, digest)
-    chats, errors, receipts = 0, list[str](), dict[str, int]()
+    done = Summary()
     try:
         with part.fs.open(part.path, "rb") as f, _atomic(out_fs, part.output) as out:
             f.seek(max(part.start - 1, 0))
@@ -209,13 +209,13 @@ def replay_partition(text: bytes, digest: str, part: Partition, newlines_before:
                 batch.append(item)
                 held += len(item[1] or b"")
                 if held >= BATCH_BYTES or len(batch) >= BATCH_MAX:
-                    chats += _flush(rs, batch, out, errors, receipts)
+                    _flush(rs, batch, out, done)
                     batch, held = [], 0
             if batch:
-                chats += _flush(rs, batch, out, errors, receipts)
+                _flush(rs, batch, out, done)
     except Exception as e:  # reading the input or writing its part, on any backend: named
         return {"unreadable": f"{where}: {_why(e)}"}
-    return {"chats": chats, "errors": [f"{part.url}: {e}" for e in errors], "receipts": receipts}
+    return {"chats": done.chats, "errors": [f"{part.url}: {e}" for e in done.errors], "receipts": done.receipts}
 
 
 PerFile = Callable[[Ruleset, Any, str, str], tuple[bytes, list[str], dict[str, int]]]
@@ -237,14 +237,10 @@ def replay_whole_file(text: bytes, digest: str, part: Partition, out_fs: Any, pe
     return {"chats": 1, "errors": errors, "receipts": receipts}
 
 
-def _flush(rs: Ruleset, batch: list[tuple[int, bytes | None]], out: Any, errors: list[str],
-           receipts: dict[str, int]) -> int:
-    data, errs, counts = replay_batch(rs, batch)
+def _flush(rs: Ruleset, batch: list[tuple[int, bytes | None]], out: Any, done: Summary) -> None:
+    data, errors, receipts = replay_batch(rs, batch)
     out.write(data)
-    errors += errs
-    for k, v in counts.items():
-        receipts[k] = receipts.get(k, 0) + v
-    return len(batch)
+    done.add(len(batch), errors, receipts)
 
 
 @contextmanager
