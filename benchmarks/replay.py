@@ -85,19 +85,11 @@ def _cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def dask_local(path: Path, out: Path) -> tuple[float, float]:
-    """(wall, CPU) seconds of `tagengine replay IN -o OUT` in this process (one worker)."""
+def dask_local(path: Path, out: Path, workers: int = 1) -> tuple[float, float]:
+    """(wall, CPU) seconds of `tagengine replay IN -o OUT --workers N`: in this process (1), or our own pool."""
     with path.open("rb") as src, out.open("wb") as sink:
         t, c = time.perf_counter(), _cpu()
-        replay(str(BENCH / "bench_ruleset.json"), src, sink, workers=1)
-        return time.perf_counter() - t, _cpu() - c
-
-
-def dask_pool(path: Path, out: Path) -> tuple[float, float]:
-    """(wall, CPU) seconds of our own pool of two processes (`--workers 2`)."""
-    with path.open("rb") as src, out.open("wb") as sink:
-        t, c = time.perf_counter(), _cpu()
-        replay(str(BENCH / "bench_ruleset.json"), src, sink, workers=2)
+        replay(str(BENCH / "bench_ruleset.json"), src, sink, workers=workers)
         return time.perf_counter() - t, _cpu() - c
 
 
@@ -122,12 +114,11 @@ def dask_run(client: Any, path: Path, out: Path) -> tuple[float, float]:
 
 
 def dask_cluster() -> tuple[Any, Any, float]:
-    from distributed import Client, LocalCluster
+    from tagengine._internal.batch_dask import connect
 
     t = time.perf_counter()
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address="127.0.0.1:0")
-    return Client(cluster), cluster, time.perf_counter() - t
+    client, cluster = connect("local:2")  # what `replay --dask local:2` starts
+    return client, cluster, time.perf_counter() - t
 
 
 def _peak_kb() -> int:
@@ -152,7 +143,7 @@ def dask_main() -> None:
         rounds = []
         try:
             for _ in range(int(os.environ.get("BENCH_DASK_ROUNDS", "2"))):
-                rounds.append((dask_local(path, local_out), dask_pool(path, pool_out),
+                rounds.append((dask_local(path, local_out), dask_local(path, pool_out, workers=2),
                                dask_run(client, path, dask_out)))
         finally:
             client.close()

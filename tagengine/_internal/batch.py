@@ -30,7 +30,7 @@ import orjson
 
 from .commands import apply_reply
 from .errors import ProblemsError
-from .files import BOM, json_problem
+from .files import BOM, json_problem, strip_bom
 from .ruleset import Ruleset
 from .state import GameState, from_json
 from .tags.parse import parser
@@ -234,9 +234,12 @@ class Summary:
         for k, v in receipts.items():
             self.receipts[k] = self.receipts.get(k, 0) + v
 
+    def counts(self) -> str:
+        """The receipts counted by result, `3 applied, 1 rejected`, or `no tags`."""
+        return ", ".join(f"{v} {k}" for k, v in sorted(self.receipts.items())) or "no tags"
+
     def __str__(self) -> str:
-        counts = ", ".join(f"{v} {k}" for k, v in sorted(self.receipts.items())) or "no tags"
-        text = f"{self.chats} chats replayed; receipts: {counts}; {len(self.errors)} bad line(s)"
+        text = f"{self.chats} chats replayed; receipts: {self.counts()}; {len(self.errors)} bad line(s)"
         return text + "".join(f"\n  {e}" for e in self.errors)
 
 
@@ -252,8 +255,8 @@ def _lines(stream: TextIO | BinaryIO) -> Iterator[tuple[int, bytes | None]]:
         number += 1
         data = line if isinstance(line, bytes) else line.encode("utf-8", "surrogateescape")
         data = data.removesuffix(b"\n")  # as `_ranges` and the Dask replay cut lines: one output whatever the workers
-        if number == 1 and data.startswith(BOM):
-            data = data[3:]
+        if number == 1:
+            data = strip_bom(data)
         if len(data.rstrip(b"\r\n")) > MAX_CHAT_BYTES:
             while line and not line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
                 line = raw.readline(1 << 20)

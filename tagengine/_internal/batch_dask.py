@@ -27,8 +27,8 @@ import fsspec
 from distributed import Client, LocalCluster, as_completed
 from fsspec.implementations.local import LocalFileSystem
 
-from .batch import BATCH_BYTES, BATCH_MAX, MAX_CHAT_BYTES, dumps, replay_batch
-from .files import BOM, atomic_writer
+from .batch import BATCH_BYTES, BATCH_MAX, MAX_CHAT_BYTES, Summary, dumps, replay_batch
+from .files import atomic_writer, strip_bom
 from .ruleset import Ruleset
 
 PARTITION_MAX = 64 * 1024 * 1024  # bytes of input per partition, at most (DK-2)
@@ -55,12 +55,9 @@ class Partition:
 
 
 @dataclass
-class DaskSummary:
-    """What a Dask replay did: `summary.json`, and the text on stderr."""
+class DaskSummary(Summary):
+    """What a Dask replay did: `summary.json`, and the text on stderr. `errors` are bad lines, `INPUT: line N: ...`."""
 
-    chats: int = 0
-    receipts: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)  # bad lines, `INPUT: line N: ...`
     bad_inputs: list[str] = field(default_factory=list)  # inputs that could not be read, with why
     inputs: list[dict[str, Any]] = field(default_factory=list)
     partitions: list[dict[str, Any]] = field(default_factory=list)
@@ -70,11 +67,17 @@ class DaskSummary:
                 "bad_inputs": self.bad_inputs, "inputs": self.inputs, "partitions": self.partitions}
 
     def __str__(self) -> str:
-        counts = ", ".join(f"{v} {k}" for k, v in sorted(self.receipts.items())) or "no tags"
         text = (f"{self.chats} chats replayed in {len(self.partitions)} partition(s) of {len(self.inputs)} "
-                f"input(s); receipts: {counts}; {len(self.errors)} bad line(s); "
+                f"input(s); receipts: {self.counts()}; {len(self.errors)} bad line(s); "
                 f"{len(self.bad_inputs)} unreadable input(s)")
         return text + "".join(f"\n  {e}" for e in self.bad_inputs + self.errors)
+
+
+def check_address(address: str) -> None:
+    """ValueError for a `local:N` out of 1..64 (a scheduler's address is checked by connecting)."""
+    m = _LOCAL.fullmatch(address)
+    if m and not 1 <= int(m.group(1)) <= 64:
+        raise ValueError(f"--dask {address}: local:N takes 1 to 64 worker processes")
 
 
 def connect(address: str) -> tuple[Client, LocalCluster | None]:
@@ -98,6 +101,14 @@ def _ruleset(text: bytes, digest: str) -> Ruleset:
     if rs is None:
         rs = _RULESETS[digest] = Ruleset.from_json(text, "<ruleset>")
     return rs
+
+
+def _ruleset_text(ruleset_path: str) -> tuple[bytes, str]:
+    """The ruleset's text and its SHA-256, for the workers; RulesetError naming every problem, here, first."""
+    with open(ruleset_path, "rb") as f:
+        text = f.read()
+    Ruleset.from_json(text, ruleset_path)
+    return text, hashlib.sha256(text).hexdigest()
 
 
 def count_newlines(fs: Any, path: str, start: int, end: int) -> int:
@@ -168,8 +179,8 @@ def owned_lines(f: Any, start: int, end: int, newlines_before: int,
             return
         data, used = got
         number = seen + 1
-        if number == 1 and data is not None and data.startswith(BOM):
-            data = data[3:]  # a leading BOM is not part of line 1 (F-6)
+        if number == 1 and data is not None:
+            data = strip_bom(data)  # a leading BOM is not part of line 1 (F-6)
         pos, seen = pos + used, seen + 1
         if data is None or data.strip():
             yield number, data
@@ -188,7 +199,7 @@ def replay_partition(text: bytes, digest: str, part: Partition, newlines_before:
     if newlines_before < 0:
         return {"unreadable": f"{where}: its lines could not be counted (the input could not be read)"}
     rs = _ruleset(text, digest)
-    chats, errors, receipts = 0, list[str](), dict[str, int]()
+    done = Summary()
     try:
         with part.fs.open(part.path, "rb") as f, _atomic(out_fs, part.output) as out:
             f.seek(max(part.start - 1, 0))
@@ -198,13 +209,13 @@ def replay_partition(text: bytes, digest: str, part: Partition, newlines_before:
                 batch.append(item)
                 held += len(item[1] or b"")
                 if held >= BATCH_BYTES or len(batch) >= BATCH_MAX:
-                    chats += _flush(rs, batch, out, errors, receipts)
+                    _flush(rs, batch, out, done)
                     batch, held = [], 0
             if batch:
-                chats += _flush(rs, batch, out, errors, receipts)
+                _flush(rs, batch, out, done)
     except Exception as e:  # reading the input or writing its part, on any backend: named
         return {"unreadable": f"{where}: {_why(e)}"}
-    return {"chats": chats, "errors": [f"{part.url}: {e}" for e in errors], "receipts": receipts}
+    return {"chats": done.chats, "errors": [f"{part.url}: {e}" for e in done.errors], "receipts": done.receipts}
 
 
 PerFile = Callable[[Ruleset, Any, str, str], tuple[bytes, list[str], dict[str, int]]]
@@ -226,14 +237,10 @@ def replay_whole_file(text: bytes, digest: str, part: Partition, out_fs: Any, pe
     return {"chats": 1, "errors": errors, "receipts": receipts}
 
 
-def _flush(rs: Ruleset, batch: list[tuple[int, bytes | None]], out: Any, errors: list[str],
-           receipts: dict[str, int]) -> int:
-    data, errs, counts = replay_batch(rs, batch)
+def _flush(rs: Ruleset, batch: list[tuple[int, bytes | None]], out: Any, done: Summary) -> None:
+    data, errors, receipts = replay_batch(rs, batch)
     out.write(data)
-    errors += errs
-    for k, v in counts.items():
-        receipts[k] = receipts.get(k, 0) + v
-    return len(batch)
+    done.add(len(batch), errors, receipts)
 
 
 @contextmanager
@@ -316,10 +323,7 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
     `on_total(bytes)` is called once the inputs are listed; `on_done(result)` after each partition (tests use
     it to kill a worker mid-run). With `per_file` each input is one chat, one task (SillyTavern chat files,
     DK-10). RulesetError for a bad ruleset."""
-    with open(ruleset_path, "rb") as f:
-        text = f.read()
-    Ruleset.from_json(text, ruleset_path)  # fail early, here, with every problem named
-    digest = hashlib.sha256(text).hexdigest()
+    text, digest = _ruleset_text(ruleset_path)
     out_fs, out_root = fsspec.core.url_to_fs(out_dir)
     files, bad = expand(inputs)
     summary = DaskSummary(bad_inputs=bad)
@@ -356,10 +360,7 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
         else:
             output = out_fs.unstrip_protocol(p.output) if "://" in out_dir else p.output
             entry.update(output=output, chats=r["chats"], bad_lines=len(r["errors"]))
-            summary.chats += r["chats"]
-            summary.errors += r["errors"]
-            for key, v in r["receipts"].items():
-                summary.receipts[key] = summary.receipts.get(key, 0) + v
+            summary.add(r["chats"], r["errors"], r["receipts"])
             per_input[p.input]["chats"] += r["chats"]
             per_input[p.input]["bad_lines"] += len(r["errors"])
             per_input[p.input]["outputs"].append(output)
@@ -403,13 +404,11 @@ def first_line_of(spec: str, limit: int = 1 << 20) -> bytes:
     files, _bad = expand([spec])
     if not files:
         return b""
+    from .sillytavern.chatfile import first_line
+
     _url, fs, path, _size = files[0]
     try:
-        with fs.open(path, "rb") as f:
-            while True:
-                line: bytes = f.readline(limit)
-                if not line or line.strip():
-                    return line
+        return first_line(path, limit, opener=lambda: fs.open(path, "rb"))
     except OSError:
         return b""
 
@@ -425,18 +424,13 @@ def map_chats(ruleset_path: str, address: str, items: list[tuple[Any, ...]], fn:
     rerun after a killed worker writes the same bytes (DK-4)."""
     from .progress import progress_bar
 
-    with open(ruleset_path, "rb") as f:
-        text = f.read()
-    Ruleset.from_json(text, ruleset_path)
-    digest = hashlib.sha256(text).hexdigest()
+    text, digest = _ruleset_text(ruleset_path)
     own = client is None
     cluster = None
     if client is None:
-        m = _LOCAL.fullmatch(address)
-        if m and not 1 <= int(m.group(1)) <= 64:
-            raise ValueError(f"--dask {address}: local:N takes 1 to 64 worker processes")
+        check_address(address)
         client, cluster = connect(address)
-    bar = progress_bar(err, total=len(items)) if err.isatty() else None
+    bar = progress_bar(err, total=len(items))
     try:
         futures = client.map(_run_item, [text] * len(items), [digest] * len(items), items,
                              [fn] * len(items), pure=False)
@@ -479,11 +473,9 @@ def replay_command(ruleset_path: str, inputs: list[str], out_dir: str, address: 
     problem = out_dir_problem(out_dir)
     if problem:
         raise ValueError(problem)
-    m = _LOCAL.fullmatch(address)
-    if m and not 1 <= int(m.group(1)) <= 64:
-        raise ValueError(f"--dask {address}: local:N takes 1 to 64 worker processes")
+    check_address(address)
     client, cluster = connect(address)
-    bar = progress_bar(err, unit="B") if err.isatty() else None
+    bar = progress_bar(err, unit="B")
     try:
         summary = replay_dask(ruleset_path, inputs, out_dir, client, partition_bytes=partition_bytes,
                               progress=bar.done if bar is not None else None,

@@ -301,7 +301,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except StUsage as e:
         raise Usage(f"tagengine replay: {e}") from None
     source: Any = _stdin(None) if args.transcripts == "-" else open(args.transcripts, "rb")  # noqa: SIM115
-    bar = progress_bar(err) if err.isatty() else None  # tqdm, imported only for a terminal (DK-6)
+    bar = progress_bar(err)  # tqdm, imported only for a terminal (DK-6)
     progress = err if err.isatty() and bar is None else None
     tick = bar.tick if bar is not None else None
     try:

@@ -18,6 +18,7 @@ from ..errors import Problem, ProblemsError
 from ..files import STDIN, json_problem, read_file, same_file, write_atomic
 
 if TYPE_CHECKING:
+    from ..batch import Summary
     from .chatreplay import Start
 
 MAX_START_BYTES = 16 * 1024 * 1024  # a `--start` state file, as any state file (F-5)
@@ -92,11 +93,10 @@ def given_start(args: argparse.Namespace, rs: Any = None) -> Start | None:
     return Start(state=doc)
 
 
-def _summary(done: str, chats: int, receipts: dict[str, int] | None, bad: int, errors: list[str]) -> str:
-    """The last lines on stderr: chats done, `bad` files left out, then each problem (a file may have several)."""
-    counts = ""
-    if receipts is not None:
-        counts = "; receipts: " + (", ".join(f"{v} {k}" for k, v in sorted(receipts.items())) or "no tags")
+def _summary(done: str, chats: int, receipts: Summary | None, bad: int, errors: list[str]) -> str:
+    """The last lines on stderr: chats done (with `receipts`' counts), `bad` files left out, then each problem
+    (a file may have several)."""
+    counts = "" if receipts is None else "; receipts: " + receipts.counts()
     return f"{chats} chat(s) {done}{counts}; {bad} bad file(s)" + "".join(f"\n  {e}" for e in errors) + "\n"
 
 
@@ -139,6 +139,7 @@ def cmd_st_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_st_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Exit 1 when a chat file was bad: it is named and not written; the others are."""
+    from ..batch import Summary
     from ..ruleset import Ruleset
 
     targets = _targets(args)
@@ -146,9 +147,6 @@ def cmd_st_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return _usage(err, "export", targets)
     rs = Ruleset.load(args.ruleset)
     given = given_start(args, rs)
-    errors: list[str] = []
-    counts: dict[str, int] = {}
-    done = 0
     if getattr(args, "dask", None):
         try:
             results: Any = _export_dask(args, targets, given, err)
@@ -156,13 +154,11 @@ def cmd_st_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             return _usage(err, "export", str(e))
     else:
         results = (export_one(rs, path, target, given) for path, target in targets)
+    summary = Summary()
     for ok, errs, receipts in results:
-        errors += errs
-        done += ok
-        for k, v in receipts.items():
-            counts[k] = counts.get(k, 0) + v
-    err.write(_summary("exported", done, counts, len(targets) - done, errors))
-    return 1 if errors else 0
+        summary.add(int(ok), errs, receipts)
+    err.write(_summary("exported", summary.chats, summary, len(targets) - summary.chats, summary.errors))
+    return 1 if summary.errors else 0
 
 
 def export_one(rs: Any, path: str, target: str, given: Start | None) -> tuple[bool, list[str], dict[str, int]]:

@@ -164,11 +164,12 @@ def looks_like_chat(first_line: bytes) -> bool:
     return isinstance(doc, dict) and "messages" not in doc and ("mes" in doc or _is_header(doc))
 
 
-def first_line(path: str, limit: int = 1 << 20) -> bytes:
-    """The first non-blank line of a file, at most `limit` bytes of it (for `looks_like_chat`)."""
-    with open(path, "rb") as f:
+def first_line(path: str, limit: int = 1 << 20, opener: Callable[[], Any] | None = None) -> bytes:
+    """The first non-blank line of a file, at most `limit` bytes of it (for `looks_like_chat`). `opener`
+    opens it elsewhere (an fsspec file system, `replay --dask`), as for `read_chat`."""
+    with (opener() if opener is not None else open(path, "rb")) as f:
         while True:
-            line = f.readline(limit)
+            line: bytes = f.readline(limit)
             if not line or line.strip():
                 return line
 

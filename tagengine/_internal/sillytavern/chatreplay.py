@@ -74,11 +74,11 @@ def load(path: str, stdin: BinaryIO | None = None) -> ChatFile:
     """A chat file by path, or `-` for standard input."""
     if path != STDIN:
         return read_chat(path)
-    from ..files import BOM, read_limited
+    from ..files import read_limited
     from .chatfile import MAX_CHAT_FILE_BYTES
 
-    raw = read_limited(stdin or sys.stdin.buffer, MAX_CHAT_FILE_BYTES, "<stdin>")
-    return parse_chat(raw, "<stdin>", BOM if raw.startswith(BOM) else b"")
+    raw = read_limited(stdin or sys.stdin.buffer, MAX_CHAT_FILE_BYTES, "<stdin>")  # its BOM already dropped (F-6)
+    return parse_chat(raw, "<stdin>")
 
 
 # -- replay -------------------------------------------------------------------------------------------------
