@@ -45,7 +45,7 @@ def test_o200k_times_one_plus_the_family_margin_covers_the_exact_count(fam, file
 
 
 def test_the_estimate_uses_the_family_margin_and_unknown_families_keep_the_default(monkeypatch):
-    monkeypatch.setattr(registry, "find_spec", lambda name: None)  # as if no extra were installed
+    monkeypatch.setattr(registry, "package_dir", lambda name: None)  # as if no extra were installed
     registry._choose.cache_clear()
     try:
         got = {m: (choose(m).exact, choose(m).margin) for m in ("deepseek-chat", "mistral-large", "ministral-8b")}

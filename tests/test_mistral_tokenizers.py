@@ -92,7 +92,7 @@ def test_preview_mistral_large_is_exact_with_the_extra_and_an_estimate_without(m
     code, rep = preview(["--model", "mistral-large"])
     assert code == 0 and rep["exact"] is True and rep["margin"] == 0.0
     assert rep["tokenizer"].endswith("mistral_instruct_tokenizer_241114.model.v7")
-    monkeypatch.setattr(registry, "find_spec", lambda name: None)  # as if the extra were not installed
+    monkeypatch.setattr(registry, "package_dir", lambda name: None)  # as if the extra were not installed
     registry._choose.cache_clear()
     try:
         code, rep = preview(["--model", "mistral-large"])

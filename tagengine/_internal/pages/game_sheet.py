@@ -12,7 +12,7 @@ from typing import Any
 
 from ..commands.reasons import REASONS
 from ..ruleset import Ruleset
-from ..sheet import CheckNumber, SheetView, character, party
+from ..sheet import CheckNumber, PoolView, SheetView, character, party
 from ..sheet.show import check_parts, party_summary
 from ..state import Clock, GameState
 from .templates import render_page
@@ -81,7 +81,7 @@ def character_context(rs: Ruleset, view: SheetView) -> dict[str, Any]:
         "fields": fields,
         "derived": derived,
         "lists": lists_context(s.lists, view),
-        "pools": [pool_context(p.label, p.cur, p.max, p.temp) for p in view.pools if p.hidden is None],
+        "pools": [pool_context(p) for p in view.pools if p.hidden is None],
         "tracks": [{"label": t.label, "value": t.value, "min": t.min, "max": t.max,
                     "pct": pct(t.value - t.min, t.max - t.min)} for t in view.tracks if t.hidden is None],
         "wounds": [{"label": w.label, "boxed": w.boxed, "now": w.now, "penalty": w.penalty, "overflow": w.overflow,
@@ -95,10 +95,9 @@ def character_context(rs: Ruleset, view: SheetView) -> dict[str, Any]:
     }
 
 
-def pool_context(label: str, cur: int, mx: int, temp: int = 0) -> dict[str, Any]:
-    return {"label": label, "cur": cur, "max": mx, "temp": temp, "pct": pct(cur, mx),
-            "temp_pct": pct(temp, mx + temp) if temp else 0.0,
-            "now": f"{cur}/{mx}" + (f" +{temp} temp" if temp else "")}
+def pool_context(p: PoolView) -> dict[str, Any]:
+    return {"label": p.label, "cur": p.cur, "max": p.max, "temp": p.temp, "pct": pct(p.cur, p.max),
+            "temp_pct": pct(p.temp, p.max + p.temp) if p.temp else 0.0, "now": p.now}
 
 
 def lists_context(defs: Iterable[Any], view: SheetView) -> list[dict[str, Any]]:
@@ -124,7 +123,7 @@ def party_context(rs: Ruleset, view: SheetView, revision: int) -> dict[str, Any]
     return {"label": p.label, "revision": revision,
             "fields": [{"label": labels[f].label, "value": shown(view.fields.get(f), labels[f].valueLabels)}
                        for f in fields if f in labels],
-            "pools": [pool_context(v.label, v.cur, v.max, v.temp) for v in view.pools if v.id in pools],
+            "pools": [pool_context(v) for v in view.pools if v.id in pools],
             "lists": lists_context(p.lists, view)}
 
 

@@ -5,9 +5,10 @@ read once. An unknown or absent model name gets the table's default."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from functools import cache, lru_cache
 from pathlib import Path
+
+from .registry import matches
 
 TABLE = Path(__file__).resolve().parent / "contexts.toml"
 
@@ -34,9 +35,8 @@ def context_of(model: str | None) -> tuple[int, str]:
     """(the context window, the pattern that gave it, or "default")."""
     default, rows = table()
     if model:
-        names = {model.lower(), model.lower().rsplit("/", 1)[-1]}
         for row in rows:
             for p in row.patterns:
-                if any(fnmatchcase(n, p) for n in names):
+                if matches(model, p):
                     return row.context, p
     return default, "default"

@@ -22,7 +22,6 @@ import os
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache, lru_cache
-from importlib.util import find_spec
 from pathlib import Path
 
 from ..errors import Problem, ProblemsError
@@ -34,6 +33,7 @@ from .tokens import (
     TiktokenTokenizer,
     Tokenizer,
     TokenizerChoice,
+    package_dir,
 )
 
 ESTIMATE_ENCODING = "o200k_base"
@@ -238,10 +238,10 @@ def shipped_tokenizer(path: str) -> Tokenizer:
 def package_file(package: str, name: str) -> str | None:
     """The path of a file an installed package ships, found without importing the package; None when the
     package is not installed."""
-    spec = find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_dir(package)
+    if folder is None:
         return None
-    path = Path(next(iter(spec.submodule_search_locations))) / name
+    path = folder / name
     return str(path) if path.is_file() else None
 
 

