@@ -50,9 +50,8 @@ def check_row(c: CheckNumber, dice: bool) -> dict[str, Any]:
 
 def wound_cells(w: Any) -> list[dict[str, Any]]:
     kinds = {k[0]: k[1] for k in w.kinds}
-    marks = (*w.marks, *([None] * (w.length - len(w.marks))))
     cells = []
-    for i, m in enumerate(marks):
+    for i, m in enumerate(w.cells):
         level = w.levels[i] if not w.boxed and i < len(w.levels) else None
         cells.append({"n": i + 1, "label": level.label if level else None,
                       "penalty": level.penalty if level else None, "extra": bool(level and level.extra),

@@ -86,8 +86,7 @@ def render_sheet(rs: Ruleset, sheet: SheetView) -> str:
     block("Tracks", [f"{t.label}: {t.value} of {t.min}..{t.max}" for t in sheet.tracks])
     block("Wound tracks", [
         f"{w.label}: {w.now}, penalty {w.penalty} [" + " ".join(
-            (next((k[1] for k in w.kinds if k[0] == m), "?") if m else ".") for m in
-            (*w.marks, *([None] * (w.length - len(w.marks))))) + "]"
+            (next((k[1] for k in w.kinds if k[0] == m), "?") if m else ".") for m in w.cells) + "]"
         for w in sheet.wounds])
     block("States", [f"{st.label}: {st.value_label}" for st in sheet.states])
     block("Conditions", [f"{label}: {'on' if on else 'off'}" for _, label, on in sheet.conditions])

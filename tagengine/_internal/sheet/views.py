@@ -95,6 +95,11 @@ class WoundView:
         return sum(1 for m in self.marks if m is not None)
 
     @property
+    def cells(self) -> tuple[str | None, ...]:
+        """One entry per level or box of the track's length: its mark, or None (the text sheet and the page)."""
+        return (*self.marks, *([None] * (self.length - len(self.marks))))
+
+    @property
     def remaining(self) -> int:
         return self.length - self.filled
 
