@@ -15,8 +15,9 @@ import json
 import random
 import re
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -25,7 +26,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tagengine._internal.server.campaigns import Campaign, Campaigns, new_campaign
 from tagengine._internal.server.settle import PROBE_USER
+from tagengine._internal.server.store import Store
 
 
 class Running:
@@ -202,3 +205,13 @@ class Fake:
             k = prefill.count("[check:")
             text = text[ends[k - 1]:] if 0 < k <= len(ends) else ""
         return text.replace("{outcome}", outcomes[-1] if outcomes else "unknown")
+
+
+def heist_store(tmp_path: Path) -> Iterator[tuple[Store, Campaign]]:
+    """A fixture's body: a store under tmp_path holding the blades-like campaign "heist" (Cutter, Lurk)."""
+    from conftest import SAMPLES
+
+    store = Store(tmp_path / "data")
+    new_campaign(store, "heist", str(SAMPLES / "rulesets" / "blades-like.json"), ["Cutter", "Lurk"])
+    yield store, Campaigns(store).get("heist")
+    store.close()

@@ -7,12 +7,12 @@ import json
 import random
 
 import pytest
+from serve_kit import heist_store
 from test_golden_replies import start
 
 from conftest import GOLDEN, SAMPLES
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.server import chain
-from tagengine._internal.server.campaigns import Campaigns, new_campaign
 from tagengine._internal.server.receipts import ReceiptStream
 from tagengine._internal.server.store import Store
 
@@ -84,10 +84,7 @@ def test_each_part_of_a_streamed_reply_is_applied_once(monkeypatch):
 
 @pytest.fixture
 def campaign(tmp_path):
-    store = Store(tmp_path / "data")
-    new_campaign(store, "heist", str(SAMPLES / "rulesets" / "blades-like.json"), ["Cutter", "Lurk"])
-    yield store, Campaigns(store).get("heist")
-    store.close()
+    yield from heist_store(tmp_path)
 
 
 def crew_night(rs, state):

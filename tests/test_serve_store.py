@@ -8,13 +8,11 @@ import threading
 
 import openai
 import pytest
-from serve_kit import Fake
+from serve_kit import Fake, heist_store
 from test_serve import SCRIPT, ask, client, expected, serving
 
-from conftest import SAMPLES
 from tagengine._internal.server import chain
 from tagengine._internal.server import store as store_module
-from tagengine._internal.server.campaigns import Campaigns, new_campaign
 from tagengine._internal.server.chain import THREAD_MIN
 from tagengine._internal.server.store import DB_NAME, Store
 
@@ -50,10 +48,7 @@ def test_a_long_replay_runs_in_a_worker_thread_and_a_short_one_on_the_loop(tmp_p
 
 @pytest.fixture
 def heist(tmp_path):
-    store = Store(tmp_path / "data")
-    new_campaign(store, "heist", str(SAMPLES / "rulesets" / "blades-like.json"), ["Cutter", "Lurk"])
-    yield store, Campaigns(store).get("heist")
-    store.close()
+    yield from heist_store(tmp_path)
 
 
 def rows(store, campaign="heist"):

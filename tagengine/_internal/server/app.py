@@ -35,7 +35,7 @@ from . import chain
 from .campaigns import Campaign, Campaigns
 from .chat_request import budget_of, marked_campaign, parse_body, plain_history, read_body, with_replies
 from .checks import check_routes
-from .errors import Refused, error
+from .errors import Refused, error, refusals_as_responses
 from .prefill import Continued, prefill_last, split_prefill
 from .receipts import ReceiptStream
 from .relay import Filter, dumps, first_content, loads, relay_stream, upstream_failure, upstream_status
@@ -110,13 +110,8 @@ def make_app(opts: Options) -> Starlette:
         return error(400, "chat completions only: point the chat app at /v1/chat/completions",
                      "unsupported_endpoint")
 
+    @refusals_as_responses
     async def chat_completions(request: Request) -> Response:
-        try:
-            return await _chat(request)
-        except Refused as r:
-            return r.response()
-
-    async def _chat(request: Request) -> Response:
         raw = await read_body(request)
         body = parse_body(raw)
         messages = body["messages"]

@@ -24,7 +24,7 @@ from ..tags.render import canonical
 from . import chain
 from .campaigns import Campaign, Campaigns
 from .chat_request import marked_campaign, plain_history, read_body
-from .errors import Refused
+from .errors import Refused, refusals_as_responses
 from .relay import dumps
 from .store import Store
 
@@ -43,13 +43,8 @@ def check_routes(campaigns: Campaigns, store: Store, default: str | None, hidden
     the server runs with --hide-tags, so the history's replies are narrations mapped back as chat completions
     map them."""
 
+    @refusals_as_responses
     async def endpoint(request: Request) -> Response:
-        try:
-            return await _check(request)
-        except Refused as r:
-            return r.response()
-
-    async def _check(request: Request) -> Response:
         body = parse(await read_body(request))
         messages = body.get("messages", [])
         if not isinstance(messages, list) or any(not isinstance(m, dict) or not isinstance(m.get("role"), str)

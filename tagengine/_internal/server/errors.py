@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from functools import wraps
 from typing import Any
 
-from starlette.responses import JSONResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 
 def error(status: int, message: str, code: str, kind: str = "invalid_request_error",
@@ -25,3 +28,16 @@ class Refused(Exception):
 
     def response(self) -> JSONResponse:
         return error(self.status, self.message, self.code, self.kind)
+
+
+def refusals_as_responses(route: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    """A route whose `Refused` raised anywhere below it becomes the error response it carries."""
+
+    @wraps(route)
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await route(request)
+        except Refused as r:
+            return r.response()
+
+    return wrapped

@@ -31,6 +31,7 @@ from ..commands.reasons import COMMAND_LIMIT
 from ..ruleset import Ruleset
 from ..state import GameState
 from ..tags import scan
+from .errors import error_body
 from .receipts import ReceiptStream
 from .relay import dumps, events, first_content, upstream_failure, upstream_status
 from .upstream import Upstream
@@ -277,8 +278,7 @@ class Settler:
                                                              stream=True)
                 except httpx.HTTPError as e:
                     refused = upstream_failure(e)
-                    yield json.dumps({"error": {"message": refused.message, "type": refused.kind,
-                                                "code": refused.code}})
+                    yield json.dumps({"error": error_body(refused.message, refused.code, refused.kind)})
                     return
                 if response.status_code >= 400:
                     body_bytes = await response.aread()
@@ -290,8 +290,7 @@ class Settler:
                             yield out
                         return
                     refused = upstream_status(response.status_code, body_bytes)
-                    yield json.dumps({"error": {"message": refused.message, "type": refused.kind,
-                                                "code": refused.code}})
+                    yield json.dumps({"error": error_body(refused.message, refused.code, refused.kind)})
                     return
         finally:
             await response.aclose()
