@@ -32,7 +32,10 @@ def test_the_held_rest_goes_out_with_a_last_chunk_that_has_no_delta():
         async def connected() -> bool:
             return False
 
-        return [b async for b in relay_stream(response, ReceiptStream(rs, state), kept.append, connected)]
+        async def keep(applied: object) -> None:
+            kept.append(applied)
+
+        return [b async for b in relay_stream(response, ReceiptStream(rs, state), keep, connected)]
 
     sent = asyncio.run(run())
     text = ""

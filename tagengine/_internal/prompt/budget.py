@@ -66,9 +66,10 @@ class Budget:
     def reserve_tokens(self) -> int:
         return self.reserve if self.reserve is not None else max(256, self.context // 4)
 
-    def usable(self) -> int:
-        """The context less the margin kept free (the margin is the choice's: nothing is built here)."""
-        return int(self.context * (1 - self.choice().margin))
+    def usable(self, chosen: TokenizerChoice | None = None) -> int:
+        """The context less the margin kept free (the margin is the choice's: nothing is built here).
+        `chosen`: this budget's choice(), when the caller has made it already."""
+        return int(self.context * (1 - (chosen or self.choice()).margin))
 
 
 def cut_reference(c: TokenCounter, reference: str, keep_tokens: int) -> tuple[str, int]:
@@ -114,7 +115,9 @@ def message_tokens(c: TokenCounter, messages: list[dict[str, str]]) -> int:
     return sum(c.message(m["role"], m["content"]) for m in messages) + c.priming
 
 
-def get_counter(budget: Budget) -> TokenCounter:
-    chosen = budget.choice()
+def get_counter(budget: Budget, chosen: TokenizerChoice | None = None) -> TokenCounter:
+    """The counter for this budget; `chosen`: its choice(), when the caller has made it already (choosing
+    looks for the user's tokenizers.toml)."""
+    chosen = chosen or budget.choice()
     tokenizer = budget.tokenizer if budget.tokenizer is not None else chosen.build()
     return counter(tokenizer, chosen.chat)

@@ -8,6 +8,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from ..history import read_messages
+from ..memo import IdentityCache
 from ..ruleset import Ruleset
 from ..state import GameState
 from .budget import (
@@ -42,16 +43,19 @@ class Prompt:
 
 
 _SYSTEM: WeakKeyDictionary[Ruleset, dict[tuple[Any, ...], SystemPrompt]] = WeakKeyDictionary()
+# the reminder of a snapshot: a server renders it once per state, however often that state is asked for
+_REMINDERS: IdentityCache[str] = IdentityCache(1024)
 
 
-def system_prompt(rs: Ruleset, budget: Budget = DEFAULT_BUDGET) -> SystemPrompt:
-    """The system prompt for this ruleset and budget, fitted once and cached (DEC-30, DEC-34)."""
-    tokenizer, _ = budget.resolved()
-    key = (budget, tokenizer)
+def system_prompt(rs: Ruleset, budget: Budget = DEFAULT_BUDGET, c: TokenCounter | None = None) -> SystemPrompt:
+    """The system prompt for this ruleset and budget, fitted once and cached (DEC-30, DEC-34). `c`: the
+    budget's counter, when the caller has it already."""
+    c = c if c is not None else get_counter(budget)
+    key = (budget, c.tokenizer)
     per_rs = _SYSTEM.setdefault(rs, {})
     hit = per_rs.get(key)
     if hit is None:
-        hit = per_rs[key] = _fit_system(rs, budget, get_counter(budget))
+        hit = per_rs[key] = _fit_system(rs, budget, c)
     return hit
 
 
@@ -103,8 +107,9 @@ def world_prompt(rs: Ruleset) -> str:
 
 
 def reminder(rs: Ruleset, state: GameState) -> str:
-    """The per-turn reminder (DEC-31)."""
-    return render("reminder.j2", reminder_context(rs, state))
+    """The per-turn reminder (DEC-31); rendered once per ruleset and state object (both immutable), so a
+    regenerated turn, or a new turn whose state was rendered ahead (`tagengine serve`), costs a look-up."""
+    return _REMINDERS.get((rs, state), lambda: render("reminder.j2", reminder_context(rs, state)))
 
 
 def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, Any]] = (),
@@ -112,10 +117,10 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     """Messages for one request: system, history, reminder (DEC-29), fitted by DEC-32. Raises BudgetError
     when even the trimmed prompt does not fit, HistoryError for a message that is not {role, content},
     EncodingError when the tokenizer cannot be built."""
-    c = get_counter(budget)
-    chosen = budget.choice()
+    chosen = budget.choice()  # once: it looks for the user's tokenizers.toml
+    c = get_counter(budget, chosen)
     tokenizer, margin = c.tokenizer, chosen.margin
-    system = system_prompt(rs, budget)
+    system = system_prompt(rs, budget, c)
     note = reminder(rs, state)
     hist = read_messages(history)
     last_user = max((i for i, m in enumerate(hist) if m["role"] == "user"), default=None)
@@ -127,7 +132,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     report = Report(budget.context, budget.response, encoding=tokenizer.name, margin=margin, exact=chosen.exact,
                     chat=chosen.chat.name, family=chosen.family)
     report.cuts.extend(system.cuts)
-    usable = budget.usable()
+    usable = budget.usable(chosen)
     costs = [c.message(m["role"], m["content"]) for m in hist]
     fixed = system.tokens + sum(c.message(m["role"], m["content"]) for m in tail) + c.priming
     keep = [True] * len(hist)

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -27,7 +28,7 @@ from starlette.routing import Route
 
 from ..commands import Applied, apply_reply
 from ..errors import HistoryError, NotFoundError, TagengineError
-from ..prompt import BudgetError
+from ..prompt import BudgetError, reminder
 from ..prompt.contexts import context_of
 from ..stream import StreamFilter
 from ..tags import narration
@@ -189,6 +190,13 @@ def make_app(opts: Options) -> Starlette:
         if before.trusted:  # the pages show the newest state that was kept (issue 14)
             latest.reply_done(c.name, new, applied)
 
+    async def after_reply(c: Campaign, before: chain.Replayed, applied: Applied, filt: Filter | None,
+                          raw: str) -> None:
+        """After the answer has gone (S-24): keep the snapshot, then render the new state's reminder, so the
+        next turn finds both. Nothing here awaits, so it is done before the event loop reads another request."""
+        keep(c, before, applied, filt, raw)
+        reminder(c.rs, applied.state)
+
     async def whole(req: httpx.Request, c: Campaign, before: chain.Replayed, headers: dict[str, str],
                     prefill: str | None, settle: dict[str, Any] | None = None,
                     request: Request | None = None) -> Response:
@@ -211,14 +219,14 @@ def make_app(opts: Options) -> Starlette:
         if prefill is None:
             applied = apply_reply(c.rs, before.state, text)
             doc["choices"][0]["message"]["content"] = narration(text) if opts.hide_tags else applied.text
-            keep(c, before, applied, None, text)
+            after = BackgroundTask(after_reply, c, before, applied, None, text)
         else:
             filt = reply_filter(c, before, prefill)
             out = filt.feed(text)
             rest, applied = filt.finish()
             doc["choices"][0]["message"]["content"] = out + rest
-            keep(c, before, applied, filt, prefill + text)
-        return Response(dumps(doc), media_type="application/json", headers=headers)
+            after = BackgroundTask(after_reply, c, before, applied, filt, prefill + text)
+        return Response(dumps(doc), media_type="application/json", headers=headers, background=after)
 
     async def streamed(request: Request, req: httpx.Request, c: Campaign, before: chain.Replayed,
                        headers: dict[str, str], prefill: str | None,
@@ -238,9 +246,9 @@ def make_app(opts: Options) -> Starlette:
 
         filt = reply_filter(c, before, prefill)
 
-        def done(applied: Applied) -> None:
+        async def done(applied: Applied) -> None:
             raw = filt.text if isinstance(filt, StreamFilter) else ""  # --hide-tags: the player saw its narration
-            keep(c, before, applied, filt, raw)
+            await after_reply(c, before, applied, filt, raw)
 
         source = None
         if settler is not None and settle is not None and isinstance(filt, ReceiptStream):

@@ -10,7 +10,7 @@ import contextlib
 import json
 import logging
 import math
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 import anyio
@@ -131,12 +131,13 @@ async def _drain(rest: AsyncIterator[str]) -> None:
             pass
 
 
-async def relay_stream(response: httpx.Response, filt: Filter, done: Callable[[Applied], None],
+async def relay_stream(response: httpx.Response, filt: Filter, done: Callable[[Applied], Awaitable[None]],
                        disconnected: Callable[[], Any],
                        source: AsyncGenerator[str, None] | None = None) -> AsyncIterator[bytes]:
-    """The client's SSE stream. `done(applied)` runs once the upstream said [DONE] and the client is still
-    there; a fault sends an error event and ends the stream with nothing kept. `source`, when given, is
-    read in place of the upstream's own events (settle.py: checks settled mid-reply)."""
+    """The client's SSE stream. `done(applied)` runs once the upstream said [DONE] and the client, still
+    there, has been sent its own [DONE]; a fault sends an error event and ends the stream with nothing
+    kept. `source`, when given, is read in place of the upstream's own events (settle.py: checks settled
+    mid-reply)."""
     applied: Applied | None = None
     last: dict[str, Any] = {}
     upstream_events = events(response)
@@ -148,9 +149,10 @@ async def relay_stream(response: httpx.Response, filt: Filter, done: Callable[[A
                     if rest:
                         yield sse_data({**{k: last[k] for k in ("id", "object", "created", "model") if k in last},
                                         "choices": [{"index": 0, "delta": {"content": rest}, "finish_reason": None}]})
-                if not await disconnected():
-                    done(applied)
+                gone = await disconnected()
                 yield b"data: [DONE]\n\n"
+                if not gone:  # after [DONE] has gone out: the client does not wait for the snapshot (S-24)
+                    await done(applied)
                 if source is None:  # settle.py reads and closes its own generations
                     await _drain(upstream_events)
                 return
