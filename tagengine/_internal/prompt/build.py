@@ -44,7 +44,7 @@ class Prompt:
 
 _SYSTEM: WeakKeyDictionary[Ruleset, dict[tuple[Any, ...], SystemPrompt]] = WeakKeyDictionary()
 # the reminder of a snapshot: a server renders it once per state, however often that state is asked for
-_REMINDERS: IdentityCache[str] = IdentityCache(1024)
+_REMINDERS: IdentityCache[str] = IdentityCache(256)
 
 
 def system_prompt(rs: Ruleset, budget: Budget = DEFAULT_BUDGET, c: TokenCounter | None = None) -> SystemPrompt:

@@ -59,19 +59,19 @@ class Campaigns:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._loaded: dict[str, tuple[tuple[int, int], Campaign]] = {}
+        self._loaded: dict[str, tuple[tuple[int, int], Campaign, CampaignRow]] = {}
 
     def get(self, name: str) -> Campaign:
         """Raises NotFoundError for an unknown campaign, RulesetError or OSError for its ruleset file."""
-        row = self.store.campaign(name)
+        hit = self._loaded.get(name)
+        row = hit[2] if hit is not None else self.store.campaign(name)  # a row never changes once made
         st = os.stat(row.ruleset)
         stamp = (st.st_mtime_ns, st.st_size)
-        hit = self._loaded.get(name)
         if hit is not None and hit[0] == stamp:
             return hit[1]
         data = read_file(row.ruleset, MAX_RULESET_BYTES)
         rs = Ruleset.from_json(data, row.ruleset)  # the same bytes as the digest
         start = from_json(rs, json.loads(row.start), f"campaign {name}")
         c = Campaign(name, rs, digest_of(data), start, canonical(start.to_json()))
-        self._loaded[name] = (stamp, c)
+        self._loaded[name] = (stamp, c, row)
         return c
