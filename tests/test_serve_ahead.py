@@ -1,0 +1,65 @@
+"""Issue 12, S-24: work a turn's answer does not need is done after the answer has gone, and done ahead for
+the next turn; what is remembered to make a turn cheaper never changes a result."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from cmdkit import sample_state
+from serve_kit import Fake
+from test_serve import SCRIPT, ask, client, expected, history, serving
+
+from conftest import load_sample
+from tagengine import apply_reply
+from tagengine._internal.prompt import build
+from tagengine._internal.server import chain
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_next_turns_reminder_is_rendered_before_its_request_comes(tmp_path, monkeypatch, stream):
+    """The reminder of the state after a reply is rendered once that reply's answer has gone, so the next
+    turn's request reaches the upstream without rendering one (and its receipts are as before)."""
+    fake = Fake(SCRIPT)
+    events: list[tuple[str, int]] = []
+    render, state_of = build.render, chain.state_of
+
+    def render_spy(template, context):
+        if template == "reminder.j2":
+            events.append(("render", len(fake.bodies)))  # how many requests the upstream had got by then
+        return render(template, context)
+
+    def state_spy(*args, **kw):
+        events.append(("request", len(fake.bodies)))  # the server has begun a turn's prompt
+        return state_of(*args, **kw)
+
+    monkeypatch.setattr(build, "render", render_spy)
+    monkeypatch.setattr(chain, "state_of", state_spy)
+    with serving(tmp_path, fake) as srv:
+        c = client(srv)
+        stored = [ask(c, history("heist", ["one"], []), stream)]
+        stored.append(ask(c, history("heist", ["one", "two"], stored), stream))
+    assert stored == expected("heist", [SCRIPT["one"], SCRIPT["two"]])[0]
+    assert events[:3] == [("request", 0), ("render", 0), ("render", 1)]  # turn 1: its own, then turn 2's
+    assert events[3:] == [("request", 1), ("render", 2)]  # turn 2: none until its answer, then turn 3's
+
+
+def test_a_reminder_is_the_same_text_however_often_its_state_is_asked_for():
+    """A cached reminder is the rendered one, and a different state gets its own (by identity, not by value)."""
+    rs, state = load_sample("blades-like"), sample_state("blades-like")
+    first = build.reminder(rs, state)
+    assert build.reminder(rs, state) is first
+    assert first == build.render("reminder.j2", build.reminder_context(rs, state))
+    after = apply_reply(rs, state, '[clock: name="Vault door" size="4"]').state
+    assert "Vault door" in build.reminder(rs, after) and "Vault door" not in first
+
+
+def test_remembered_chain_steps_are_the_sha256_steps():
+    """next_key remembers its answers (S-24): the same as hashing, keyed by the key before and the reply."""
+    def direct(key: str, reply: str) -> str:
+        return hashlib.sha256(f"{key}\0{reply.strip()}".encode()).hexdigest()
+
+    for _ in range(2):  # the second time from the memo
+        assert chain.next_key("a" * 64, " reply ") == direct("a" * 64, "reply")
+        assert chain.next_key("b" * 64, " reply ") == direct("b" * 64, "reply")
+        assert chain.next_key("a" * 64, "other") == direct("a" * 64, "other")
