@@ -332,8 +332,11 @@ def test_tagengine_serve_runs_from_the_command_line(tmp_path):
         assert got == expected("heist", CREW[:1])[0][0]
     finally:
         proc.terminate()
-        proc.wait(10)
-        proc.stderr.close()
+        _, rest = proc.communicate(timeout=10)  # bounded: the server has stopped, its stderr is closed
+    # S-25: the access line, written once the answer has gone, in the server's own log format
+    access = [line for line in rest.splitlines() if " tagengine.access " in line]
+    assert len(access) == 1 and ' INFO 127.0.0.1:' in access[0], rest
+    assert access[0].endswith(' - "POST /v1/chat/completions HTTP/1.1" 200'), access
 
 
 def test_a_bug_is_a_500_in_openai_format_not_a_traceback(tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ from typing import TextIO
 
 import uvicorn
 
+from .access_log import AccessLog
 from .app import Options, make_app
 
 
@@ -16,6 +17,7 @@ def serve(opts: Options, host: str, port: int, err: TextIO) -> int:
     app = make_app(opts)
     where = opts.upstream if opts.upstream == "demo" else "the upstream"  # a URL may carry a key: not echoed
     err.write(f"tagengine serve: http://{host}:{port}/v1 -> {where}; data in {opts.data}\n")
-    # uvicorn's access log prints paths only (no headers), so the Authorization header is never logged
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    # the access log prints paths only (no headers), so the Authorization header is never logged; it is
+    # written after each response rather than before its first byte (access_log.py)
+    uvicorn.run(AccessLog(app), host=host, port=port, log_level="info", access_log=False)
     return 0
