@@ -109,17 +109,29 @@ def sse_data(doc: Any) -> bytes:
 
 
 async def events(response: httpx.Response) -> AsyncIterator[str]:
-    """The `data` of each server-sent event (its data lines joined); other fields are dropped."""
-    data: list[str] = []
-    async for line in response.aiter_lines():
-        if not line:
-            if data:
-                yield "\n".join(data)
-                data = []
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
+    """The `data` of each server-sent event (its data lines joined); other fields are dropped. Lines end
+    with CRLF, LF or CR (the SSE format's rule). Split as bytes and decoded an event at a time: about a
+    quarter of the work of httpx's text lines per chunk (S-26)."""
+    data: list[bytes] = []
+    rest = b""
+    async for chunk in response.aiter_bytes():
+        rest += chunk
+        if b"\r" in rest:
+            cr = rest.endswith(b"\r")  # maybe the first half of a CRLF: decided with the next chunk
+            rest = (rest[:-1] if cr else rest).replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if cr else b"")
+        *lines, rest = rest.split(b"\n")
+        for line in lines:
+            if not line:
+                if data:
+                    yield b"\n".join(data).decode("utf-8", "replace")
+                    data = []
+            elif line.startswith(b"data:"):
+                data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+    line = rest.removesuffix(b"\r")
+    if line.startswith(b"data:"):
+        data.append(line[6:] if line.startswith(b"data: ") else line[5:])
     if data:
-        yield "\n".join(data)
+        yield b"\n".join(data).decode("utf-8", "replace")
 
 
 async def _drain(rest: AsyncIterator[str]) -> None:

@@ -1,0 +1,69 @@
+"""Issue 12, S-26: the upstream's server-sent events read as bytes, split at CRLF, LF or CR only."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tagengine._internal.server.relay import events
+
+
+class Chunks(httpx.AsyncByteStream):
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts = parts
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for p in self.parts:
+            yield p
+
+
+def read(parts: list[bytes]) -> list[str]:
+    async def run() -> list[str]:
+        return [e async for e in events(httpx.Response(200, stream=Chunks(parts)))]
+
+    return asyncio.run(run())
+
+
+def spec(body: bytes) -> list[str]:
+    """The SSE format's data events, read the plain way: the whole body, its lines, blank lines between."""
+    out, data = [], []
+    for line in body.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"):
+        if not line:
+            if data:
+                out.append(b"\n".join(data).decode("utf-8", "replace"))
+            data = []
+        elif line.startswith(b"data:"):
+            data.append(line[5:].removeprefix(b" "))
+    if data:
+        out.append(b"\n".join(data).decode("utf-8", "replace"))
+    return out
+
+
+LINE = st.one_of(st.sampled_from([b"", b"data: [DONE]", b": a comment", b"event: x", b"data:", b"id: 7"]),
+                 st.text(max_size=12).map(lambda t: b"data: " + t.encode("utf-8", "surrogatepass")))
+END = st.sampled_from([b"\n", b"\r\n", b"\r"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(LINE, END), max_size=12), st.data())
+def test_events_split_anywhere_are_the_events_of_the_whole_body(lines, data):
+    body = b"".join(line + end for line, end in lines)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=6)))
+    parts = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    assert read(parts) == spec(body)
+
+
+def test_a_line_separator_inside_the_json_is_not_a_line_end():
+    """U+2028 is a line end to str.splitlines (what httpx's text lines used), not to the SSE format: a reply
+    that holds one stays one event."""
+    doc = '{"choices": [{"index": 0, "delta": {"content": "one\u2028two\u0085three"}}]}'
+    assert read([b"data: " + doc.encode() + b"\n\n", b"data: [DONE]\n\n"]) == [doc, "[DONE]"]
+
+
+def test_a_crlf_split_between_two_chunks_ends_one_line():
+    assert read([b"data: a\r", b"\ndata: b\r\n\r\n"]) == ["a\nb"]
+    assert read([b"data: a\r", b"\r", b"data: b\r"]) == ["a", "b"]
