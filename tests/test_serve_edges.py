@@ -11,7 +11,7 @@ from cmdkit import sample_state
 
 from conftest import load_sample
 from tagengine import apply_reply
-from tagengine._internal.server.chat_request import MAX_MODEL_NAME, budget_of, marked_campaign
+from tagengine._internal.server.chat_request import MAX_MODEL_NAME, budget_of, read_chat
 from tagengine._internal.server.receipts import ReceiptStream
 from tagengine._internal.server.relay import dumps, relay_stream
 
@@ -54,7 +54,7 @@ def test_text_that_is_not_utf8_is_escaped_not_an_error():
 def test_only_system_and_user_messages_name_the_campaign():
     messages = [{"role": "system", "content": '[tagengine: campaign="heist"]'},
                 {"role": "assistant", "content": '[tagengine: campaign="other"]'}]
-    assert marked_campaign(messages) == "heist"
+    assert read_chat(messages).campaign == "heist"
 
 
 def test_a_model_name_past_the_limit_names_no_family():
@@ -81,8 +81,7 @@ def test_s_13_campaigns_roll_their_own_dice_unless_given_a_seed(tmp_path):
 
 def test_f_10_roles_without_case_in_the_history_a_chat_app_sends():
     """A reply sent back as `Assistant` is a reply: its tags replay (F-10), not a system message."""
-    from tagengine._internal.server.chat_request import plain_history
 
-    history = plain_history([{"role": "User", "content": "go"}, {"role": "Assistant", "content": REPLY},
-                             {"role": "tool", "content": "x"}])
+    history = read_chat([{"role": "User", "content": "go"}, {"role": "Assistant", "content": REPLY},
+                         {"role": "tool", "content": "x"}]).plain()
     assert [m["role"] for m in history] == ["user", "assistant", "system"]

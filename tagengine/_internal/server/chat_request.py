@@ -4,6 +4,7 @@ replays, the token budget. Shared by the chat completions route (app.py) and the
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -32,7 +33,8 @@ async def read_body(request: Request) -> bytes:
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
-    """The request as JSON; a body that is not an object with a list of messages is a 400 naming why."""
+    """The request as JSON; a body that is not an object with a list of messages is a 400 naming why (each
+    message is checked by `read_chat`)."""
     try:
         body = loads(raw)
     except (ValueError, RecursionError) as e:
@@ -42,10 +44,6 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise Refused(400, "`messages` must be a non-empty list of messages", "invalid_messages")
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise Refused(400, f"messages[{i}] is not a message: expected {{\"role\", \"content\"}}",
-                          "invalid_messages")
     return body
 
 
@@ -60,36 +58,58 @@ def text_of(content: Any) -> str | None:
     return None
 
 
-def marked_campaign(messages: list[dict[str, Any]]) -> str | None:
-    """The last `[tagengine: campaign="NAME"]` marker in a system or user message (the Author's Note is per
-    chat); a model's reply cannot switch the campaign."""
+_ROLE = {r: r for r in ROLES}  # a role as most chat apps send it: one look-up, no lower()
+
+
+@dataclass(frozen=True)
+class Chat:
+    """A request's messages, read in one pass (the history is read on every turn, S-27).
+
+    `campaign`: the last `[tagengine: campaign="NAME"]` marker in a system or user message (the Author's
+    Note is per chat; a model's reply cannot switch the campaign). `history`: role and text of each message,
+    markers stripped, a message its marker left empty dropped, roles without case (F-10), an unknown role
+    read as system; None when a message's content is not text, which `problem` then names (a request
+    passed through is not read, so it may carry such content)."""
+
+    campaign: str | None
+    history: list[dict[str, str]] | None
+    problem: Refused | None = None
+
+    def plain(self) -> list[dict[str, str]]:
+        """The history, or the 400 that says why there is none."""
+        if self.history is None:
+            raise self.problem or Refused(400, "the messages have no text", "invalid_messages")
+        return self.history
+
+
+def read_chat(messages: list[Any]) -> Chat:
+    """Raises Refused (400) for an item that is not a message: an object with a string role."""
     found = None
-    for m in messages:
-        if str(m.get("role")).lower() not in ("system", "user"):
-            continue
-        text = text_of(m.get("content"))
-        if text and "[tagengine:" in text:  # the marker's own start: most messages are skipped without the regex
-            for hit in MARKER.finditer(text):
-                found = hit.group(1)
-    return found
-
-
-def plain_history(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """Role and text of each message, markers stripped; a message left empty by its marker is dropped."""
-    out = []
+    out: list[dict[str, str]] | None = []
+    problem = None
     for i, m in enumerate(messages):
-        text = text_of(m.get("content"))
+        role = m.get("role") if isinstance(m, dict) else None
+        if not isinstance(role, str):
+            raise Refused(400, f"messages[{i}] is not a message: expected {{\"role\", \"content\"}}",
+                          "invalid_messages")
+        content = m.get("content")
+        text = content if type(content) is str else text_of(content)
+        low = _ROLE.get(role) or role.lower()
         if text is None:
-            if m.get("content") is None and m["role"].lower() == "assistant":
-                continue  # a tool-call turn: nothing for the engine
-            raise Refused(400, f"messages[{i}].content must be text", "invalid_messages")
-        stripped = MARKER.sub("", text) if "[tagengine:" in text else text
-        if stripped != text and not stripped.strip():
+            if not (content is None and low == "assistant") and problem is None:  # else a tool-call turn
+                out, problem = None, Refused(400, f"messages[{i}].content must be text", "invalid_messages")
             continue
-        role = m["role"].lower()  # F-10: roles without case, as everywhere else
-        role = role if role in ROLES else "system"
-        out.append({"role": role, "content": stripped})
-    return out
+        if "[tagengine:" in text:  # the marker's own start: most messages are skipped without the regex
+            if low in ("system", "user"):
+                for hit in MARKER.finditer(text):
+                    found = hit.group(1)
+            stripped = MARKER.sub("", text)
+            if stripped != text and not stripped.strip():
+                continue
+            text = stripped
+        if out is not None:
+            out.append({"role": low if low in _ROLE else "system", "content": text})
+    return Chat(found, out, problem)
 
 
 def with_replies(history: list[dict[str, str]], replies: tuple[str, ...]) -> list[dict[str, str]]:
