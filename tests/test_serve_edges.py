@@ -7,11 +7,13 @@ import asyncio
 import json
 
 import httpx
+import pytest
 from cmdkit import sample_state
 
 from conftest import load_sample
 from tagengine import apply_reply
 from tagengine._internal.server.chat_request import MAX_MODEL_NAME, budget_of, read_chat
+from tagengine._internal.server.errors import Refused
 from tagengine._internal.server.receipts import ReceiptStream
 from tagengine._internal.server.relay import dumps, relay_stream
 
@@ -85,3 +87,24 @@ def test_f_10_roles_without_case_in_the_history_a_chat_app_sends():
     history = read_chat([{"role": "User", "content": "go"}, {"role": "Assistant", "content": REPLY},
                          {"role": "tool", "content": "x"}]).plain()
     assert [m["role"] for m in history] == ["user", "assistant", "system"]
+
+
+def test_read_chat_reads_the_marker_the_history_and_what_is_not_text_in_one_pass():
+    """S-27: the marker in a system or user message (the last one wins), stripped from every message; a
+    message its marker leaves empty dropped; a content that is not text names its message, but only when
+    the history is asked for (a request passed through may carry one)."""
+    chat = read_chat([{"role": "system", "content": '[tagengine: campaign="a"]'},
+                      {"role": "user", "content": [{"type": "text", "text": 'go [tagengine: campaign="b"]'}]},
+                      {"role": "assistant", "content": 'x [tagengine: campaign="c"]'},
+                      {"role": "assistant", "content": None, "tool_calls": []}])
+    assert chat.campaign == "b"
+    assert chat.plain() == [{"role": "user", "content": "go "}, {"role": "assistant", "content": "x "}]
+    image = read_chat([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]},
+                       {"role": "user", "content": 7}, {"role": "user", "content": '[tagengine: campaign="d"]'}])
+    assert image.campaign == "d" and image.history is None
+    with pytest.raises(Refused) as e:
+        image.plain()
+    assert e.value.status == 400 and "messages[1].content must be text" in e.value.message
+    with pytest.raises(Refused) as e:
+        read_chat([{"role": "user", "content": "a"}, {"content": "b"}])
+    assert "messages[1] is not a message" in e.value.message
