@@ -101,7 +101,7 @@ def test_read_chat_reads_the_marker_the_history_and_what_is_not_text_in_one_pass
     assert chat.plain() == [{"role": "user", "content": "go "}, {"role": "assistant", "content": "x "}]
     image = read_chat([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]},
                        {"role": "user", "content": 7}, {"role": "user", "content": '[tagengine: campaign="d"]'}])
-    assert image.campaign == "d" and image.history is None
+    assert image.campaign == "d" and image.problem is not None
     with pytest.raises(Refused) as e:
         image.plain()
     assert e.value.status == 400 and "messages[1].content must be text" in e.value.message

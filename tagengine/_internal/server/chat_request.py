@@ -68,24 +68,24 @@ class Chat:
     `campaign`: the last `[tagengine: campaign="NAME"]` marker in a system or user message (the Author's
     Note is per chat; a model's reply cannot switch the campaign). `history`: role and text of each message,
     markers stripped, a message its marker left empty dropped, roles without case (F-10), an unknown role
-    read as system; None when a message's content is not text, which `problem` then names (a request
-    passed through is not read, so it may carry such content)."""
+    read as system. `problem`: the first message whose content is not text, which has no plain history (a
+    request passed through is not read, so it may carry such content)."""
 
     campaign: str | None
-    history: list[dict[str, str]] | None
+    history: list[dict[str, str]]
     problem: Refused | None = None
 
     def plain(self) -> list[dict[str, str]]:
         """The history, or the 400 that says why there is none."""
-        if self.history is None:
-            raise self.problem or Refused(400, "the messages have no text", "invalid_messages")
+        if self.problem is not None:
+            raise self.problem
         return self.history
 
 
 def read_chat(messages: list[Any]) -> Chat:
     """Raises Refused (400) for an item that is not a message: an object with a string role."""
     found = None
-    out: list[dict[str, str]] | None = []
+    out: list[dict[str, str]] = []
     problem = None
     for i, m in enumerate(messages):
         role = m.get("role") if isinstance(m, dict) else None
@@ -97,7 +97,7 @@ def read_chat(messages: list[Any]) -> Chat:
         low = _ROLE.get(role) or role.lower()
         if text is None:
             if not (content is None and low == "assistant") and problem is None:  # else a tool-call turn
-                out, problem = None, Refused(400, f"messages[{i}].content must be text", "invalid_messages")
+                problem = Refused(400, f"messages[{i}].content must be text", "invalid_messages")
             continue
         if "[tagengine:" in text:  # the marker's own start: most messages are skipped without the regex
             if low in ("system", "user"):
@@ -107,8 +107,7 @@ def read_chat(messages: list[Any]) -> Chat:
             if stripped != text and not stripped.strip():
                 continue
             text = stripped
-        if out is not None:
-            out.append({"role": low if low in _ROLE else "system", "content": text})
+        out.append({"role": low if low in _ROLE else "system", "content": text})
     return Chat(found, out, problem)
 
 
