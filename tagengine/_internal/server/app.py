@@ -7,7 +7,6 @@ store guards its one SQLite connection with a lock, so both may run at once (doc
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -193,9 +192,7 @@ def make_app(opts: Options) -> Starlette:
     async def after_reply(c: Campaign, before: chain.Replayed, applied: Applied, filt: Filter | None,
                           raw: str) -> None:
         """After the answer has gone (S-24): keep the snapshot, then render the new state's reminder, so the
-        next turn finds both. It yields once, since uvloop writes what was sent when the loop next turns;
-        then nothing awaits, so it is done before the event loop starts on another request."""
-        await asyncio.sleep(0)
+        next turn finds both. Nothing here awaits, so it is done before the event loop reads another request."""
         keep(c, before, applied, filt, raw)
         reminder(c.rs, applied.state)
 
