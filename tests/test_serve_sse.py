@@ -49,9 +49,10 @@ END = st.sampled_from([b"\n", b"\r\n", b"\r"])
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(LINE, END), max_size=12), st.data())
-def test_events_split_anywhere_are_the_events_of_the_whole_body(lines, data):
-    body = b"".join(line + end for line, end in lines)
+@given(st.lists(st.tuples(LINE, END), max_size=12), LINE, st.data())
+def test_events_split_anywhere_are_the_events_of_the_whole_body(lines, last, data):
+    """`last`: the body's last line, without a line end (read as the plain way reads it)."""
+    body = b"".join(line + end for line, end in lines) + last
     cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=6)))
     parts = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
     assert read(parts) == spec(body)
