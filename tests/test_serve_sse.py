@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 from collections.abc import AsyncIterator
 
 import httpx
@@ -29,9 +30,10 @@ def read(parts: list[bytes]) -> list[str]:
 
 
 def spec(body: bytes) -> list[str]:
-    """The SSE format's data events, read the plain way: the whole body, its lines, blank lines between."""
+    """The SSE format's data events, read the plain way: the whole body less a leading byte order mark, its
+    lines, blank lines between (and, leniently as `events`, a last event with no blank line after it)."""
     out, data = [], []
-    for line in body.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"):
+    for line in body.removeprefix(codecs.BOM_UTF8).replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"):
         if not line:
             if data:
                 out.append(b"\n".join(data).decode("utf-8", "replace"))
@@ -49,9 +51,11 @@ END = st.sampled_from([b"\n", b"\r\n", b"\r"])
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(LINE, END), max_size=12), st.data())
-def test_events_split_anywhere_are_the_events_of_the_whole_body(lines, data):
-    body = b"".join(line + end for line, end in lines)
+@given(st.booleans(), st.lists(st.tuples(LINE, END), max_size=12), LINE, st.data())
+def test_events_split_anywhere_are_the_events_of_the_whole_body(bom, lines, last, data):
+    """`last`: the body's last line, without a line end (read as the plain way reads it); `bom`: the body
+    starts with a byte order mark, which may be split too."""
+    body = (codecs.BOM_UTF8 if bom else b"") + b"".join(line + end for line, end in lines) + last
     cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=6)))
     parts = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
     assert read(parts) == spec(body)
@@ -67,3 +71,8 @@ def test_a_line_separator_inside_the_json_is_not_a_line_end():
 def test_a_crlf_split_between_two_chunks_ends_one_line():
     assert read([b"data: a\r", b"\ndata: b\r\n\r\n"]) == ["a\nb"]
     assert read([b"data: a\r", b"\r", b"data: b\r"]) == ["a", "b"]
+
+
+def test_a_leading_byte_order_mark_is_ignored_even_split():
+    assert read([b"\xef", b"\xbb", b"\xbfdata: a\n\n"]) == ["a"]
+    assert read([b"\xef\xbb\xbfdata: a\n\n\xef\xbb\xbfdata: b\n\n"]) == ["a"]  # only the first

@@ -23,17 +23,22 @@ class AccessLog:
         if scope["type"] != "http" or not ACCESS.isEnabledFor(logging.INFO):
             await self.app(scope, receive, send)
             return
-        status = 0
+        status, logged = 0, False
 
         async def sent(message: Message) -> None:
-            nonlocal status
+            nonlocal status, logged
             await send(message)
             if message["type"] == "http.response.start":
                 status = message["status"]
             elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                logged = True
                 ACCESS.info('%s - "%s %s HTTP/%s" %d', *line(scope), status)
 
-        await self.app(scope, receive, sent)
+        try:
+            await self.app(scope, receive, sent)
+        finally:
+            if status and not logged:  # a response cut short: the client left, or a fault mid-body
+                ACCESS.info('%s - "%s %s HTTP/%s" %d (cut short)', *line(scope), status)
 
 
 def line(scope: Scope) -> tuple[str, str, str, str]:

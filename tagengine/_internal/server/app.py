@@ -173,28 +173,30 @@ def make_app(opts: Options) -> Starlette:
         filt: Filter = StreamFilter(c.rs, before.state) if opts.hide_tags else ReceiptStream(c.rs, before.state)
         return filt if prefill is None else Continued(filt, prefill)
 
-    def keep(c: Campaign, before: chain.Replayed, applied: Applied, filt: Filter | None, raw: str) -> None:
+    def keep(c: Campaign, before: chain.Replayed, applied: Applied, filt: Filter | None, raw: str) -> bool:
         """The snapshot after a complete reply, unless the state before it was a guess (S-15: then only the
-        narration map) or the chat app's text of a continued reply cannot be the engine's (S-17)."""
+        narration map) or the chat app's text of a continued reply cannot be the engine's (S-17). Whether the
+        snapshot was kept (then the next turn starts from this very state object)."""
         if not before.trusted and not opts.hide_tags:
-            return
+            return False
         shown = filt.shown if isinstance(filt, Continued) else narration(raw) if opts.hide_tags else None
         if isinstance(filt, Continued) and not opts.hide_tags:
             if shown != applied.text:
                 log.warning("campaign %s: a continued reply's tag was rewritten across the prefill; the chat app's "
                             "text differs from the engine's and is replayed next time", c.name)
-                return
+                return False
             shown = None
         new = chain.remember(c, store, before.key, applied.text, applied.state, shown, trusted=before.trusted)
         if before.trusted:  # the pages show the newest state that was kept (issue 14)
             latest.reply_done(c.name, new, applied)
+        return before.trusted
 
     async def after_reply(c: Campaign, before: chain.Replayed, applied: Applied, filt: Filter | None,
                           raw: str) -> None:
         """After the answer has gone (S-24): keep the snapshot, then render the new state's reminder, so the
         next turn finds both. Nothing here awaits, so it is done before the event loop reads another request."""
-        keep(c, before, applied, filt, raw)
-        reminder(c.rs, applied.state)
+        if keep(c, before, applied, filt, raw):  # else the next turn replays: its state is another object
+            reminder(c.rs, applied.state)
 
     async def whole(req: httpx.Request, c: Campaign, before: chain.Replayed, headers: dict[str, str],
                     prefill: str | None, settle: dict[str, Any] | None = None,

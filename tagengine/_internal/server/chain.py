@@ -41,17 +41,23 @@ def first_key(c: Campaign) -> str:
 
 
 NEXT_MAX = 16_384  # chain steps remembered: every request hashes its whole history again (S-24)
+NEXT_CHARS = 16 * 1024 * 1024  # and the characters of their replies (the keys hold them; a reply may be long)
 _NEXT: dict[tuple[str, str], str] = {}
+_next_chars = 0
 
 
 def next_key(key: str, reply: str) -> str:
     """The key after `reply`, without its surrounding white space: chat apps trim replies before they store
     them (SillyTavern's "Trim spaces"), and a trimmed reply is the same turn (S-23). Remembered: a dict
-    look-up costs a tenth of the sha256 (one table for all threads; a look-up or a store is atomic)."""
+    look-up costs a tenth of the sha256 (one table for all threads; a look-up or a store is atomic, and the
+    character count only decides when the table is emptied)."""
+    global _next_chars
     hit = _NEXT.get((key, reply))
     if hit is None:
-        if len(_NEXT) >= NEXT_MAX:
+        if len(_NEXT) >= NEXT_MAX or _next_chars >= NEXT_CHARS:
             _NEXT.clear()
+            _next_chars = 0
+        _next_chars += len(reply)
         hit = _NEXT[(key, reply)] = _hash(f"{key}\0{reply.strip()}")
     return hit
 

@@ -47,14 +47,13 @@ def check_routes(campaigns: Campaigns, store: Store, default: str | None, hidden
     async def endpoint(request: Request) -> Response:
         body = parse(await read_body(request))
         messages = body.get("messages", [])
-        if not isinstance(messages, list) or any(not isinstance(m, dict) or not isinstance(m.get("role"), str)
-                                                 for m in messages):
+        if not isinstance(messages, list):
             raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
+        chat = read_chat(messages)  # each message checked here (S-27)
         tag = check_tag(body.get("check"))
         named = body.get("campaign")
         if named is not None and not isinstance(named, str):
             raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
-        chat = read_chat(messages)
         name = named or chat.campaign or request.path_params.get("campaign") or default
         if name is None:
             raise Refused(400, "no campaign: name it in `campaign`, in a [tagengine: campaign=\"NAME\"] marker, "

@@ -110,12 +110,19 @@ def sse_data(doc: Any) -> bytes:
 
 async def events(response: httpx.Response) -> AsyncIterator[str]:
     """The `data` of each server-sent event (its data lines joined); other fields are dropped. Lines end
-    with CRLF, LF or CR (the SSE format's rule). Split as bytes and decoded an event at a time: about a
-    quarter of the work of httpx's text lines per chunk (S-26)."""
+    with CRLF, LF or CR, and a leading byte order mark is ignored (the SSE format's rules); a last event
+    with no blank line after it is still given (the format would drop it: a reply's end is kept, as
+    before). Split as bytes and decoded an event at a time: about a quarter of the work of httpx's text
+    lines per chunk (S-26)."""
     data: list[bytes] = []
     rest = b""
+    head = True  # a leading byte order mark is ignored (the SSE format's rule)
     async for chunk in response.aiter_bytes():
         rest += chunk
+        if head:
+            if len(rest) < len(codecs.BOM_UTF8) and codecs.BOM_UTF8.startswith(rest):
+                continue  # maybe a mark split between chunks
+            head, rest = False, rest.removeprefix(codecs.BOM_UTF8)
         if b"\r" in rest:
             cr = rest.endswith(b"\r")  # maybe the first half of a CRLF: decided with the next chunk
             rest = (rest[:-1] if cr else rest).replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if cr else b"")
