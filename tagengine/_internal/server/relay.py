@@ -112,8 +112,7 @@ async def events(response: httpx.Response) -> AsyncIterator[str]:
     """The `data` of each server-sent event (its data lines joined); other fields are dropped. Lines end
     with CRLF, LF or CR, and a leading byte order mark is ignored (the SSE format's rules); a last event
     with no blank line after it is still given (the format would drop it: a reply's end is kept, as
-    before). Split as bytes and decoded an event at a time: about a quarter of the work of httpx's text
-    lines per chunk (S-26)."""
+    before). Split as bytes and decoded an event at a time (S-26)."""
     data: list[bytes] = []
     rest = b""
     head = True  # a leading byte order mark is ignored (the SSE format's rule)
