@@ -50,7 +50,6 @@ from .upstream_count import fitter, tokens_header
 log = logging.getLogger("tagengine.serve")
 
 
-
 @dataclass
 class Options:
     upstream: str
@@ -158,16 +157,18 @@ def make_app(opts: Options) -> Starlette:
         req = upstream.request("POST", "/chat/completions", request.headers, dumps(out))
         # checks settled mid-reply (CK-17): not for a continued reply or with --hide-tags (settled at the end)
         settle = settler is not None and prefill is None and not opts.hide_tags and settler.applies(out)
-        # a streamed reply's header goes before its first continuation: the model is probed first (CK-21)
-        unasked = await settler.probe(out, request.headers) if settler is not None and settle and \
-            body.get("stream") is True else None
-        settle = settle and unasked is None and settler is not None and settler.applies(out)
+        unasked = None
+        if settler is not None and settle and body.get("stream") is True:
+            # a streamed reply's header goes before its first continuation: the model is probed first (CK-21),
+            # which may learn that it cannot continue
+            unasked = await settler.probe(out, request.headers)
+            settle = unasked is None and settler.applies(out)
         if settler is not None:
             headers[SETTLE_HEADER] = settler.header(out, unasked) if prefill is None and not opts.hide_tags else \
                 "at-end; a continued reply or --hide-tags"
         if body.get("stream") is True:
             return await streamed(request, req, c, before, headers, prefill, out if settle else None)
-        return await whole(req, c, before, headers, prefill, out if settle else None, request)
+        return await whole(request, req, c, before, headers, prefill, out if settle else None)
 
     def reply_filter(c: Campaign, before: chain.Replayed, prefill: str | None) -> Filter:
         filt: Filter = StreamFilter(c.rs, before.state) if opts.hide_tags else ReceiptStream(c.rs, before.state)
@@ -177,7 +178,7 @@ def make_app(opts: Options) -> Starlette:
         """The snapshot after a complete reply, unless the state before it was a guess (S-15: then only the
         narration map) or the chat app's text of a continued reply cannot be the engine's (S-17). Whether the
         snapshot was kept (then the next turn starts from this very state object)."""
-        if not before.trusted and not opts.hide_tags:
+        if not before.consistent and not opts.hide_tags:
             return False
         shown = filt.shown if isinstance(filt, Continued) else narration(raw) if opts.hide_tags else None
         if isinstance(filt, Continued) and not opts.hide_tags:
@@ -186,10 +187,10 @@ def make_app(opts: Options) -> Starlette:
                             "text differs from the engine's and is replayed next time", c.name)
                 return False
             shown = None
-        new = chain.remember(c, store, before.key, applied.text, applied.state, shown, trusted=before.trusted)
-        if before.trusted:  # the pages show the newest state that was kept (issue 14)
+        new = chain.remember(c, store, before.key, applied.text, applied.state, shown, consistent=before.consistent)
+        if before.consistent:  # the pages show the newest state that was kept (issue 14)
             latest.reply_done(c.name, new, applied)
-        return before.trusted
+        return before.consistent
 
     async def after_reply(c: Campaign, before: chain.Replayed, applied: Applied, filt: Filter | None,
                           raw: str) -> None:
@@ -198,9 +199,8 @@ def make_app(opts: Options) -> Starlette:
         if keep(c, before, applied, filt, raw):  # else the next turn replays: its state is another object
             reminder(c.rs, applied.state)
 
-    async def whole(req: httpx.Request, c: Campaign, before: chain.Replayed, headers: dict[str, str],
-                    prefill: str | None, settle: dict[str, Any] | None = None,
-                    request: Request | None = None) -> Response:
+    async def whole(request: Request, req: httpx.Request, c: Campaign, before: chain.Replayed,
+                    headers: dict[str, str], prefill: str | None, settle: dict[str, Any] | None = None) -> Response:
         try:
             got = await upstream.client.send(req)
         except httpx.HTTPError as e:
@@ -215,7 +215,7 @@ def make_app(opts: Options) -> Starlette:
         if text is None:
             raise Refused(502, "the upstream model's answer has no choices[0].message.content text",
                           "upstream_malformed", "upstream_error")
-        if settler is not None and settle is not None and request is not None:
+        if settler is not None and settle is not None:
             text = await settler.whole(text, settle, request.headers, c.rs, before.state, headers)
         if prefill is None:
             applied = apply_reply(c.rs, before.state, text)

@@ -81,19 +81,17 @@ def has_receipts(text: str) -> bool:
 
 THREAD_MIN = 16  # replies to replay: more go to a worker thread, so the event loop never waits on a long history
 
+
 @dataclass(frozen=True)
 class Replayed:
     state: GameState  # after the last assistant message of the history
     key: str  # its chain key: the next reply's key is next_key(key, reply)
     replayed: int  # replies applied (the rest came from the store)
-    consistent: bool  # every replayed reply's receipts came out as stored (else nothing was stored)
+    # every replayed reply's receipts came out as stored: the state is not a guess from an incomplete history,
+    # so snapshots after it may be kept (else nothing was stored)
+    consistent: bool
     notes: tuple[str, ...] = ()  # for the x-tagengine-history header: what the history lacked
     replies: tuple[str, ...] = ()  # the assistant messages as the chain read them (--hide-tags: tagged again)
-
-    @property
-    def trusted(self) -> bool:
-        """Its snapshot may be kept: the state is not a guess from an incomplete history."""
-        return self.consistent
 
 
 @dataclass
@@ -210,15 +208,17 @@ def _replies(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]],
     replies = [m["content"] for m in messages if m["role"] == "assistant"]
     if not hidden or not replies:
         return replies, []
-    known = store.narrations(sorted({shown_key(t) for t in replies}))
-    out, unknown, key, greeting = [], 0, first_key(c), True
+    shown = [shown_key(t) for t in replies]
+    known = store.narrations(sorted(set(shown)))
+    out: list[str] = []
+    unknown, key, greeting = 0, first_key(c), True
     for m in messages:
         if m["role"] == "user":
             greeting = False
         if m["role"] != "assistant":
             continue
         text = m["content"]
-        tagged = known.get((key, shown_key(text)))
+        tagged = known.get((key, shown[len(out)]))
         if tagged is not None:
             text = tagged
         elif not greeting and not has_receipts(text):
@@ -235,20 +235,20 @@ def _replies(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]],
 
 
 def remember(c: Campaign, store: Store, key: str, reply: str, state: GameState, shown: str | None = None,
-             *, trusted: bool = True) -> str:
+             *, consistent: bool = True) -> str:
     """Keep the snapshot after a new reply (its text as the chain reads it); its key. `shown`: the narration
-    the player got instead (--hide-tags), mapped back to `reply` by the next request. Not `trusted` (the
+    the player got instead (--hide-tags), mapped back to `reply` by the next request. Not `consistent` (the
     state before was rebuilt from an incomplete history): only the narration map, which is a fact."""
     new = next_key(key, reply)
-    doc = canonical(state.to_json()) if trusted else ""
+    doc = canonical(state.to_json()) if consistent else ""
     with store.batch():
-        if trusted:
+        if consistent:
             store.put_snapshot(new, doc, c.name)
             if has_receipts(reply):
                 store.put_reply(content_key(c, reply), new)
         if shown is not None:
             store.put_narration(key, shown_key(shown), reply)
-    if trusted:
+    if consistent:
         _keep(store, new, state)
     return new
 

@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS replies (content TEXT NOT NULL, key TEXT NOT NULL, PR
 _SNAPSHOT_COLUMNS = {"campaign": "TEXT NOT NULL DEFAULT ''", "used": "INTEGER NOT NULL DEFAULT 0"}
 DEFAULT_KEEP = 10000  # snapshots per campaign (S-20)
 PRUNE_EVERY = 64  # new snapshots of a campaign between two counts of its rows
+_CHUNK = 500  # keys per `IN (...)` query
 
 
 def default_data_dir() -> Path:
@@ -145,13 +146,18 @@ class Store:
         with self.lock:
             self._touched[key] = self._tick()
 
+    def _where_in(self, sql: str, keys: list[str]) -> Iterator[tuple[list[str], sqlite3.Cursor]]:
+        """`sql` run for `keys` 500 at a time (under SQLite's limit on parameters), the list's end first:
+        each chunk and its rows. `sql` has `{}` where the IN list's placeholders go. Under the lock."""
+        for end in range(len(keys), 0, -_CHUNK):
+            chunk = keys[max(0, end - _CHUNK):end]
+            yield chunk, self.db.execute(sql.format(",".join("?" * len(chunk))), chunk)
+
     def known(self, keys: list[str]) -> str | None:
         """The newest of `keys` (oldest first) that has a snapshot, one query per 500 keys."""
         with self.lock:
-            for end in range(len(keys), 0, -500):
-                chunk = keys[max(0, end - 500):end]
-                marks = ",".join("?" * len(chunk))
-                found = {r[0] for r in self.db.execute(f"SELECT key FROM snapshots WHERE key IN ({marks})", chunk)}
+            for chunk, rows in self._where_in("SELECT key FROM snapshots WHERE key IN ({})", keys):
+                found = {r[0] for r in rows}
                 for k in reversed(chunk):
                     if k in found:
                         return k
@@ -183,11 +189,8 @@ class Store:
         if not self.recent:
             return
         keys = list(self.recent)
-        alive: set[str] = set()
-        for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            alive |= {r[0] for r in self.db.execute(f"SELECT key FROM snapshots WHERE key IN ({marks})", chunk)}
+        alive = {r[0] for _, rows in self._where_in("SELECT key FROM snapshots WHERE key IN ({})", keys)
+                 for r in rows}
         for k in keys:
             if k not in alive:
                 del self.recent[k]
@@ -202,11 +205,8 @@ class Store:
         """(prev, shown) -> tagged, for the given narration hashes."""
         out: dict[tuple[str, str], str] = {}
         with self.lock:
-            for i in range(0, len(shown), 500):
-                chunk = shown[i:i + 500]
-                marks = ",".join("?" * len(chunk))
-                for prev, h, tagged in self.db.execute(
-                        f"SELECT prev, shown, tagged FROM narrations WHERE shown IN ({marks})", chunk):
+            for _, rows in self._where_in("SELECT prev, shown, tagged FROM narrations WHERE shown IN ({})", shown):
+                for prev, h, tagged in rows:
                     out[(prev, h)] = tagged
         return out
 
