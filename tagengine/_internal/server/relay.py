@@ -132,12 +132,17 @@ async def events(response: httpx.Response) -> AsyncIterator[str]:
                     yield b"\n".join(data).decode("utf-8", "replace")
                     data = []
             elif line.startswith(b"data:"):
-                data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+                data.append(_value(line))
     line = rest.removesuffix(b"\r")
     if line.startswith(b"data:"):
-        data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+        data.append(_value(line))
     if data:
         yield b"\n".join(data).decode("utf-8", "replace")
+
+
+def _value(line: bytes) -> bytes:
+    """A `data:` line's value: after the colon and one space, if there is one."""
+    return line[6:] if line.startswith(b"data: ") else line[5:]
 
 
 async def _drain(rest: AsyncIterator[str]) -> None:

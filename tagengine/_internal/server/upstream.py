@@ -14,6 +14,7 @@ import random
 import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -137,14 +138,18 @@ class DemoCheck:
         doc = json.loads(((samples or SAMPLES) / "transcripts" / "demo-check.json").read_text(encoding="utf-8"))
         return cls(doc["reply"], doc["after"], doc["unsettled"])
 
+    @cached_property
+    def opening(self) -> str:
+        """The reply up to its check tag."""
+        tags = scan(self.reply)
+        return self.reply[:tags[-1].start] if tags else self.reply
+
     def answer(self, messages: list[Any]) -> str | None:
         """The reply with the check (a last user message that says roll); the part after the check for a
         prefill that holds its receipt (its outcome read from the receipt); None for anything else."""
         last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
-        tags = scan(self.reply)
-        opening = self.reply[:tags[-1].start] if tags else self.reply  # the reply up to its check tag
         if last.get("role") == "assistant" and isinstance(last.get("content"), str):  # a prefill: continue it
-            if not last["content"].startswith(opening):
+            if not last["content"].startswith(self.opening):
                 return ""  # not the demo's own reply: nothing to add
             outcomes = _OUTCOME.findall(last["content"])
             return self.after.get(outcomes[-1], "") if outcomes else self.unsettled
