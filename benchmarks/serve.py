@@ -114,7 +114,7 @@ class Proc:
     def __init__(self, argv: list[str], log: Path, pipe: bool = False, cwd: Path = ROOT,
                  env: dict[str, str] | None = None) -> None:
         self.log = log
-        self.out = log.open("wb")  # uvicorn's access log goes to stdout: to the file too, never a pipe left full
+        self.out = log.open("wb")  # the server's log goes to the file, never to a pipe left full
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE if pipe else self.out, stderr=self.out, cwd=cwd,
                                   env=env)
 
