@@ -160,7 +160,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     report.parts = {"system": system.tokens, "history": sum(x for x, k in zip(costs, keep, strict=True) if k),
                     "reminder": sum(c.message(m["role"], m["content"]) for m in tail), "priming": c.priming,
                     "response": response}
-    report.total = used + response  # message_tokens(c, messages) + response, from the counts made above
+    report.total = used + response  # every message's count and the priming, from the counts made above
     if report.total > usable:
         raise BudgetError("the prompt does not fit even with history dropped and the response at its minimum",
                           {"context": budget.context, **report.parts})
