@@ -97,7 +97,7 @@ def family_tokenizers() -> Iterator[tuple[ModelFamily, str, Tokenizer]]:
     its margin is measured against (when installed): the file the row ships; for the rows of a family that
     ship none (later Mistral models), the file of the family's first row that ships one (Mistral:
     tekken_240911). Families with no exact tokenizer offline (Claude, Llama 3, Qwen, Gemma, GLM, unknown) are
-    not listed: they keep the largest margin."""
+    not listed: they keep UNKNOWN_MODEL_MARGIN (12%, K-7)."""
     newest: dict[str, tuple[str, Tokenizer]] = {}
     for fam in MODEL_FAMILIES:
         if fam.package_file:
