@@ -95,8 +95,9 @@ def margin_for(needed: float) -> float:
 def family_tokenizers() -> Iterator[tuple[ModelFamily, str, Tokenizer]]:
     """Each family row that is estimated unless an optional extra is installed, with the exact tokenizer
     its margin is measured against (when installed): the file the row ships; for the rows of a family that
-    ship none (later Mistral models), the family's newest shipped file. Families with no exact tokenizer
-    offline (Claude, Llama 3, Qwen, Gemma, GLM, unknown) are not listed: they keep the largest margin."""
+    ship none (later Mistral models), the file of the family's first row that ships one (Mistral:
+    tekken_240911). Families with no exact tokenizer offline (Claude, Llama 3, Qwen, Gemma, GLM, unknown) are
+    not listed: they keep UNKNOWN_MODEL_MARGIN (12%, K-7)."""
     newest: dict[str, tuple[str, Tokenizer]] = {}
     for fam in MODEL_FAMILIES:
         if fam.package_file:

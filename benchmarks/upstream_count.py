@@ -6,8 +6,8 @@ not a network's or a real tokenizer's.
 Prints: the first turn of a 200-message chat (every text asked once, its 100 replies replayed), then warm
 turns (the new texts only: the user's message, the reminder when it changed), with and without the option,
 and the number of tokenize requests each made. The issue sets no target here; what the option adds to a
-warm turn is one tokenize round trip per new text (in process here, about a millisecond) and a second
-render of the reminder (about 0.3 ms), which the fetch before fitting needs.
+warm turn is one tokenize round trip per new text (in process here, about a millisecond); the reminder the
+fetch before fitting needs is the one `build_prompt` then uses (`prompt.reminder` is cached by state, S-24).
 """
 
 from __future__ import annotations

@@ -115,8 +115,8 @@ def llama_cpp(asked: list[str]) -> httpx.MockTransport:
 
 
 def test_a_cut_system_prompt_is_counted_again_by_the_upstream():
-    """The rules reference cut to fit (a local-tokenizer cut, K-11) over several rounds of fetching, then the
-    text kept counted exactly: the fitted prompt's count is the upstream's."""
+    """The rules reference cut to fit (a local-tokenizer cut, K-12) over several rounds of fetching (K-11), then
+    the text kept counted exactly: the fitted prompt's count is the upstream's."""
     rs = load_sample("gravewatch")
     state = GameState.new(rs, ["Mira", "Bram"])
     history = [{"role": "user", "content": "TURN:one"}]
@@ -205,8 +205,7 @@ def test_the_upstream_tokenizer_counts_only_what_it_was_given_and_cuts_whole_cha
     assert tok.choice.exact and tok.choice.name == "upstream:llama.cpp" and tok.choice.chat is CHATML_CHAT
     for keep in range(0, tok.count(text) + 2):
         head = tok.cut(text, keep)
-        assert text.startswith(head)
-        head.encode("utf-8")  # whole characters only
+        assert text.startswith(head)  # whole characters of the text only
         assert (head == text) == (keep >= tok.count(text))
 
 
@@ -289,8 +288,6 @@ def test_the_prompt_page_counts_each_message_as_the_fit_did(tmp_path):
     """Issue 14 x issue 15: with --count-with-upstream the prompt page's per-message figures are the upstream's
     counts the fit used (they were the local tokenizer's, so they did not add up to the report's parts)."""
     import re
-
-    from tagengine._internal.prompt.registry import CHATML_CHAT
 
     fake = Fake(SCRIPT, tokenize="llama.cpp")
     with serving(tmp_path, fake, count_with_upstream=True) as srv:

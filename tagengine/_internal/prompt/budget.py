@@ -110,11 +110,6 @@ class Report:
                 "tokenizer": self.encoding, "exact": self.exact, "chat": self.chat, "family": self.family}
 
 
-def message_tokens(c: TokenCounter, messages: list[dict[str, str]]) -> int:
-    """The chat format's count: per-message overhead, role and content, plus the reply priming."""
-    return sum(c.message(m["role"], m["content"]) for m in messages) + c.priming
-
-
 def get_counter(budget: Budget, chosen: TokenizerChoice | None = None) -> TokenCounter:
     """The counter for this budget; `chosen`: its choice(), when the caller has made it already (choosing
     looks for the user's tokenizers.toml)."""

@@ -134,7 +134,8 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     report.cuts.extend(system.cuts)
     usable = budget.usable(chosen)
     costs = [c.message(m["role"], m["content"]) for m in hist]
-    fixed = system.tokens + sum(c.message(m["role"], m["content"]) for m in tail) + c.priming
+    tail_tokens = sum(c.message(m["role"], m["content"]) for m in tail)
+    fixed = system.tokens + tail_tokens + c.priming
     keep = [True] * len(hist)
     used = fixed + sum(costs)
     dropped = dropped_tokens = 0
@@ -157,10 +158,9 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     kept = [m for m, k in zip(hist, keep, strict=True) if k]
     messages = [{"role": "system", "content": system.text}, *kept, *tail]
     report.response = response
-    report.parts = {"system": system.tokens, "history": sum(x for x, k in zip(costs, keep, strict=True) if k),
-                    "reminder": sum(c.message(m["role"], m["content"]) for m in tail), "priming": c.priming,
+    report.parts = {"system": system.tokens, "history": used - fixed, "reminder": tail_tokens, "priming": c.priming,
                     "response": response}
-    report.total = used + response  # message_tokens(c, messages) + response, from the counts made above
+    report.total = used + response  # every message's count and the priming, from the counts made above
     if report.total > usable:
         raise BudgetError("the prompt does not fit even with history dropped and the response at its minimum",
                           {"context": budget.context, **report.parts})
