@@ -166,12 +166,10 @@ def replay_files(ruleset_path: str, paths: Iterable[str], sink: TextIO | BinaryI
 
 @dataclass(frozen=True)
 class Exported:
-    """A chat file written back: its bytes, the receipts of the selected swipes counted by result, the
-    final state's document."""
+    """A chat file written back: its bytes, and the receipts of the selected swipes counted by result."""
 
     data: bytes
     receipts: dict[str, int]
-    state: dict[str, Any]
 
 
 def _with_state(extra: Any, state: dict[str, Any]) -> dict[str, Any]:
@@ -224,4 +222,4 @@ def export_chat(rs: Any, chat: ChatFile, given: Start | None) -> Exported:
         meta = chat.metadata or {}
         saved = {**start.keys(), "state": final}
         changed[chat.header.index] = {**chat.header.doc, "chat_metadata": {**meta, TAGENGINE: saved}}
-    return Exported(chat.render(changed), counts, final)
+    return Exported(chat.render(changed), counts)
