@@ -104,7 +104,7 @@ def replay_file(rs: Any, path: str, given: Start | None, opener: Callable[[], An
         chat = load(path) if opener is None else read_chat(path, opener)
         doc = replay_chat(rs, transcript(chat, given), path)
     except ChatFileError as e:
-        doc = {"id": path, "error": "; ".join(e.lines(5))}
+        doc = {"id": path, "error": str(e)}  # its first five problems, as FILE:LINE: key
     except Exception as e:  # a bug, but this file's: name it and go on
         doc = {"id": path, "error": f"{path}: {type(e).__name__}: {e}"}
     errors = [doc["error"]] if "error" in doc else []
