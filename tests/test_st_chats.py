@@ -270,7 +270,8 @@ def test_js_dumps_equals_json_stringify():
 
 
 def test_export_again_changes_nothing_and_needs_no_start(tmp_path):
-    """DEC-5 for chat files: the export remembers its start in chat_metadata.tagengine."""
+    """DEC-5 (idempotence) for chat files: exporting an export changes no byte; and it needs no --character,
+    the start being in chat_metadata.tagengine (STF-3, STF-6)."""
     folder = export_all(tmp_path)
     for name in ("swipes.jsonl", "hidden.jsonl", "extensions.jsonl"):
         first = folder / name
