@@ -270,7 +270,8 @@ def test_js_dumps_equals_json_stringify():
 
 
 def test_export_again_changes_nothing_and_needs_no_start(tmp_path):
-    """DEC-5 for chat files: the export remembers its start in chat_metadata.tagengine."""
+    """DEC-5 (idempotence) for chat files: exporting an export changes no byte; and it needs no --character,
+    the start being in chat_metadata.tagengine (STF-3, STF-6)."""
     folder = export_all(tmp_path)
     for name in ("swipes.jsonl", "hidden.jsonl", "extensions.jsonl"):
         first = folder / name
@@ -367,10 +368,10 @@ def test_import_reads_stdin_and_names_the_start(tmp_path, monkeypatch):
 
 
 def test_parse_tolerates_blank_lines_and_reads_an_old_header():
-    chat = parse_chat(b'{"user_name":"You","character_name":"GM","create_date":"x"}\n\n{"name":"GM","is_user":false,'
-                      b'"mes":"hi"}\n', "old.jsonl")
+    data = b'{"user_name":"You","character_name":"GM","create_date":"x"}\n\n{"name":"GM","is_user":false,"mes":"hi"}\n'
+    chat = parse_chat(data, "old.jsonl")
     assert chat.header is not None and chat.metadata is None and len(chat.messages) == 1
-    assert chat.render({}) == chat.prefix + b"\n".join(chat.lines)
+    assert chat.render({}) == data  # the blank line and the final line break are kept
 
 
 def test_an_exported_chat_loads_and_saves_in_sillytavern(tmp_path):

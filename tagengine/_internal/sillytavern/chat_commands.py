@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     from ..batch import Summary
     from .chatreplay import Start
 
-MAX_START_BYTES = 16 * 1024 * 1024  # a `--start` state file, as any state file (F-5)
-
 
 class StUsage(ValueError):
     """A usage error of these commands; the caller turns it into exit 2."""
@@ -80,8 +78,10 @@ def given_start(args: argparse.Namespace, rs: Any = None) -> Start | None:
     path = getattr(args, "st_start", None)
     if not path:
         return None
+    from ..state.model import MAX_STATE_BYTES  # a `--start` state file, as any state file (F-5)
+
     try:
-        doc = json.loads(read_file(path, MAX_START_BYTES))
+        doc = json.loads(read_file(path, MAX_STATE_BYTES))
     except (RecursionError, ValueError) as e:
         raise ProblemsError([Problem("$", "not-json", json_problem(e), None)], path) from None
     if not isinstance(doc, dict):

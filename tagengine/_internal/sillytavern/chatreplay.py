@@ -104,7 +104,7 @@ def replay_file(rs: Any, path: str, given: Start | None, opener: Callable[[], An
         chat = load(path) if opener is None else read_chat(path, opener)
         doc = replay_chat(rs, transcript(chat, given), path)
     except ChatFileError as e:
-        doc = {"id": path, "error": "; ".join(e.lines(5))}
+        doc = {"id": path, "error": str(e)}  # its first five problems, as FILE:LINE: key
     except Exception as e:  # a bug, but this file's: name it and go on
         doc = {"id": path, "error": f"{path}: {type(e).__name__}: {e}"}
     errors = [doc["error"]] if "error" in doc else []
@@ -166,12 +166,10 @@ def replay_files(ruleset_path: str, paths: Iterable[str], sink: TextIO | BinaryI
 
 @dataclass(frozen=True)
 class Exported:
-    """A chat file written back: its bytes, the receipts of the selected swipes counted by result, the
-    final state's document."""
+    """A chat file written back: its bytes, and the receipts of the selected swipes counted by result."""
 
     data: bytes
     receipts: dict[str, int]
-    state: dict[str, Any]
 
 
 def _with_state(extra: Any, state: dict[str, Any]) -> dict[str, Any]:
@@ -195,12 +193,13 @@ def export_chat(rs: Any, chat: ChatFile, given: Start | None) -> Exported:
                                                     f"{p.path}: {p.message}") for p in e.problems]) from None
     changed: dict[int, dict[str, Any]] = {}
     counts: dict[str, int] = {}
+    after = state.to_json()  # the state's document, serialised once per reply
     for entry in replies(chat):
         if entry.is_user:
             continue
         doc, before = entry.doc, state
         applied = apply_reply(rs, before, doc["mes"])
-        state = applied.state
+        state, after = applied.state, applied.state.to_json()
         for r in applied.receipts:
             counts[r.result] = counts.get(r.result, 0) + 1
         new = {**doc, "mes": applied.text}
@@ -210,18 +209,17 @@ def export_chat(rs: Any, chat: ChatFile, given: Start | None) -> Exported:
             for j, text in enumerate(swipes):
                 alt = applied if j == sid and text == doc["mes"] else apply_reply(rs, before, text)
                 texts.append(alt.text)
-                states.append(alt.state.to_json())
+                states.append(after if alt is applied else alt.state.to_json())
             new["swipes"] = texts
             info = doc.get("swipe_info")
             if isinstance(info, list):  # entries are never added or removed: len(swipe_info) stays as it was
                 new["swipe_info"] = [{**item, "extra": _with_state(item.get("extra"), states[j])}
                                      if isinstance(item, dict) and j < len(states) else item
                                      for j, item in enumerate(info)]
-        new["extra"] = _with_state(doc.get("extra"), state.to_json())
+        new["extra"] = _with_state(doc.get("extra"), after)
         changed[entry.index] = new
-    final = state.to_json()
     if chat.header is not None:
         meta = chat.metadata or {}
-        saved = {**start.keys(), "state": final}
+        saved = {**start.keys(), "state": after}
         changed[chat.header.index] = {**chat.header.doc, "chat_metadata": {**meta, TAGENGINE: saved}}
-    return Exported(chat.render(changed), counts, final)
+    return Exported(chat.render(changed), counts)
