@@ -1,4 +1,4 @@
-"""`POST /tagengine/checks` (issue 13, UNTR-11, U-7; docs/checks-endpoint.md, CK-15..CK-17): one check rolled
+"""`POST /tagengine/checks` (issue 13, UNTR-11, U-7; docs/checks-in-serve.md, CK-15..CK-17): one check rolled
 against the state a chat's history gives, the way the next `[check:]` tag in that chat would roll it.
 
 The state comes from the same chain replay as chat completions (`chain.state_of` over the same plain
