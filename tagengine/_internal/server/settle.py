@@ -161,19 +161,11 @@ class Settler:
         out = {"model": model, "messages": [{"role": "user", "content": PROBE_USER},
                                             {"role": "assistant", "content": PROBE_PREFILL}],
                "max_tokens": PROBE_TOKENS, "temperature": 0, "stream": False}
-        try:
-            got = await self.upstream.client.send(
-                self.upstream.request("POST", "/chat/completions", incoming, dumps(out)))
-        except httpx.HTTPError as e:
-            return upstream_failure(e).message
-        if 400 <= got.status_code < 500:
-            self._found_out(model, f"it answered {got.status_code} to a trailing assistant message")
-            return None
-        if got.status_code >= 400:
-            return upstream_status(got.status_code, got.content).message
-        cont = first_content(_json(got.text))
-        if cont is None:
-            self._found_out(model, "its continuation had no message content")
+        cont, why, cannot = await self._ask(self.upstream.request("POST", "/chat/completions", incoming, dumps(out)))
+        if cannot:
+            self._found_out(model, why)
+        elif cont is None:
+            return why
         elif restarts(cont, PROBE_PREFILL, PROBE_PREFILL, True):
             self._found_out(model, "its continuation repeated the reply's start")
         else:
@@ -216,14 +208,23 @@ class Settler:
                               incoming: Mapping[str, str]) -> tuple[str | None, str, bool]:
         """(the continuation's text, "", False); or (None, why, True) when the upstream cannot continue a
         message; or (None, why, False) when this one request failed (a 5xx, the network)."""
+        cont, why, cannot = await self._ask(self._request(body, prefill, incoming, False))
+        if cont is None and not cannot:
+            why = f"the continuation failed: {why}"
+        return cont, why, cannot
+
+    async def _ask(self, request: httpx.Request) -> tuple[str | None, str, bool]:
+        """A non-streamed request with a trailing assistant message (a continuation or the probe), judged
+        (CK-18): (its text, "", False); (None, why, True) when the upstream cannot continue a message;
+        (None, why, False) when this one request failed (a 5xx, the network)."""
         try:
-            got = await self.upstream.client.send(self._request(body, prefill, incoming, False))
+            got = await self.upstream.client.send(request)
         except httpx.HTTPError as e:
-            return None, f"the continuation failed: {upstream_failure(e).message}", False
+            return None, upstream_failure(e).message, False
         if 400 <= got.status_code < 500:
             return None, f"it answered {got.status_code} to a trailing assistant message", True
         if got.status_code >= 400:
-            return None, f"the continuation failed: {upstream_status(got.status_code, got.content).message}", False
+            return None, upstream_status(got.status_code, got.content).message, False
         cont = first_content(_json(got.text))
         if cont is None:
             return None, "its continuation had no message content", True
