@@ -33,7 +33,7 @@ from ..state import GameState
 from ..tags import scan
 from .errors import error_body
 from .receipts import ReceiptStream
-from .relay import dumps, events, first_content, upstream_failure, upstream_status
+from .relay import dumps, events, first_content, loads, upstream_failure, upstream_status
 from .upstream import Upstream
 
 log = logging.getLogger("tagengine.serve")
@@ -104,8 +104,10 @@ def _content(doc: Any) -> tuple[str | None, bool]:
 
 
 def _json(data: str) -> Any:
+    """An event or a body read as the relay reads it (`relay.loads`: orjson where it gives json's values, and
+    a NaN or 1e400 kept as written when a cut event is written back, SB-2); None when it is not JSON."""
     try:
-        return json.loads(data)
+        return loads(data)
     except ValueError:
         return None
 
