@@ -53,28 +53,38 @@ UNASKED = "at-end; the upstream could not be asked"
 
 class CheckCut:
     """The raw reply fed chunk by chunk; `feed` says where in the chunk a well-formed `[check:]` tag closes
-    (the text after it is dropped: that generation stops there). Counts the reply's tags (DEC-6)."""
+    (the text after it is dropped: that generation stops there). Counts the reply's tags (DEC-6). Only the
+    text after the reply's last `]` is scanned again with a chunk (a tag closing in it holds no `]` before
+    its end), and the reply is kept in pieces: the work stays linear in the reply, as ReceiptStream's."""
 
     def __init__(self) -> None:
-        self.raw = ""  # the reply so far, as the model wrote it, cut after the last settled check
+        self._done: list[str] = []  # the reply up to its last `]`
+        self._tail: list[str] = []  # the reply after its last `]`
         self.tags = 0
 
+    @property
+    def raw(self) -> str:
+        """The reply so far, as the model wrote it, cut after the last settled check."""
+        return "".join(self._done) + "".join(self._tail)
+
     def feed(self, chunk: str) -> int | None:
-        prior, text = self.raw, self.raw + chunk
         if "]" not in chunk:
-            self.raw = text
+            self._tail.append(chunk)
             return None
-        start = prior.rfind("]") + 1  # a tag that closes in this chunk holds no `]` before its end
-        for f in scan(text[start:]):
-            end = start + f.end
-            if end <= len(prior):
+        tail = "".join(self._tail)
+        text = tail + chunk
+        for f in scan(text):
+            if f.end <= len(tail):
                 continue
             if f.tag is not None:
                 self.tags += 1
                 if f.name == "check" and self.tags <= COMMAND_LIMIT:
-                    self.raw = text[:end]
-                    return end - len(prior)
-        self.raw = text
+                    self._done.append(text[:f.end])  # a well-formed tag ends with its `]`
+                    self._tail = []
+                    return f.end - len(tail)
+        last = text.rfind("]") + 1
+        self._done.append(text[:last])
+        self._tail = [text[last:]]
         return None
 
 
