@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..commands.check import KINDS, Settled, card, settle
+from ..commands.check import KINDS, ORDER, Settled, card, settle
 from ..errors import NotFoundError, TagengineError
 from ..tags import Tag
 from ..tags.render import canonical
@@ -29,7 +29,7 @@ from .relay import dumps
 from .store import Store
 
 PATH = "/tagengine/checks"
-KEYS = ("who", *KINDS, "with", "dc", "difficulty")  # the tag's attributes, in the order a receipt writes them
+KEYS = ORDER  # the tag's attributes, in the order its receipt writes them
 MAX_VALUE = 1000  # characters in one value of the check: a name or a number
 # Refusals that name something the campaign does not have: 404 naming it; every other refusal is a 400.
 NOT_FOUND = {"unknown-character": ("who", "character_not_found", "character"),
