@@ -150,9 +150,7 @@ class Settler:
         self.can.pop(model, None)  # passed the probe, failed a real continuation: the probe was wrong
         log.warning("model %r cannot continue an assistant message (%s): its checks are settled at the end "
                     "from now on", model[:80], why)
-        if len(self.cannot) >= MAX_REMEMBERED:
-            self.cannot.pop(next(iter(self.cannot)))
-        self.cannot[model] = why
+        _remember(self.cannot, model, why)
 
     async def probe(self, body: Mapping[str, Any], incoming: Mapping[str, str]) -> str | None:
         """Before a model's first streamed request: ask the upstream once whether it continues a prefill
@@ -181,9 +179,7 @@ class Settler:
         elif restarts(cont, PROBE_PREFILL, PROBE_PREFILL, True):
             self._found_out(model, "its continuation repeated the reply's start")
         else:
-            if len(self.can) >= MAX_REMEMBERED:
-                self.can.pop(next(iter(self.can)))
-            self.can[model] = None
+            _remember(self.can, model, None)
         return None
 
     def _request(self, body: Mapping[str, Any], prefill: str, incoming: Mapping[str, str],
@@ -324,6 +320,13 @@ class Settler:
         choice["delta"]["content"] = content[:k]
         choice["finish_reason"] = None
         return dumps(doc).decode(), k
+
+
+def _remember(names: dict[str, Any], model: str, value: Any) -> None:
+    """Remember `model` in an insertion-ordered table of at most MAX_REMEMBERED names (the oldest goes)."""
+    if len(names) >= MAX_REMEMBERED:
+        names.pop(next(iter(names)))
+    names[model] = value
 
 
 def _stop() -> list[str]:
