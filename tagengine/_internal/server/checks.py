@@ -25,7 +25,7 @@ from . import chain
 from .campaigns import Campaign, Campaigns
 from .chat_request import read_body, read_chat
 from .errors import Refused, refusals_as_responses
-from .relay import dumps
+from .relay import dumps, loads
 from .store import Store
 
 PATH = "/tagengine/checks"
@@ -74,7 +74,7 @@ def check_routes(campaigns: Campaigns, store: Store, default: str | None, hidden
 
 def parse(raw: bytes) -> dict[str, Any]:
     try:
-        body = json.loads(raw)
+        body = loads(raw)  # as chat completions read a body (chat_request.parse_body): a long history fast
     except (ValueError, RecursionError) as e:
         raise Refused(400, f"the request body is not JSON: {e}", "invalid_json") from None
     if not isinstance(body, dict):
