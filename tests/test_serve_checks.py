@@ -1,5 +1,5 @@
 """Issue 13 item 4: `POST /tagengine/checks` on a real server on loopback, called with httpx (UNTR-11, U-7;
-docs/checks-endpoint.md, docs/decisions.md CK-15..CK-17). Expected dice come from the documented hash
+docs/checks-in-serve.md, docs/decisions.md CK-15..CK-17). Expected dice come from the documented hash
 (docs/state-format.md, CK-9), reimplemented here; the expected numbers from the sample ruleset's defaults."""
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ from .result import Outcome, Result, refused
 from .target import find, subject, who
 
 KINDS = ("skill", "ability", "save")  # what a check rolls: exactly one of them (CK-2)
-ATTRIBUTES = frozenset({"who", *KINDS, "with", "dc", "difficulty"})
+ORDER = ("who", *KINDS, "with", "dc", "difficulty")  # a check's attributes (server/checks.py orders a tag so)
+ATTRIBUTES = frozenset(ORDER)
 DEFAULT_TARGET = 4  # CK-4: a dice pool that declares no target counts 4, 5 and 6 as successes
 MAX_POOL = 100  # CK-13: the most dice one check rolls; a sheet that asks for more is refused, not rolled
 

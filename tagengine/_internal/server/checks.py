@@ -1,4 +1,4 @@
-"""`POST /tagengine/checks` (issue 13, UNTR-11, U-7; docs/checks-endpoint.md, CK-15..CK-17): one check rolled
+"""`POST /tagengine/checks` (issue 13, UNTR-11, U-7; docs/checks-in-serve.md, CK-15..CK-17): one check rolled
 against the state a chat's history gives, the way the next `[check:]` tag in that chat would roll it.
 
 The state comes from the same chain replay as chat completions (`chain.state_of` over the same plain
@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..commands.check import KINDS, Settled, card, settle
+from ..commands.check import KINDS, ORDER, Settled, card, settle
 from ..errors import NotFoundError, TagengineError
 from ..tags import Tag
 from ..tags.render import canonical
@@ -25,11 +25,11 @@ from . import chain
 from .campaigns import Campaign, Campaigns
 from .chat_request import read_body, read_chat
 from .errors import Refused, refusals_as_responses
-from .relay import dumps
+from .relay import dumps, loads
 from .store import Store
 
 PATH = "/tagengine/checks"
-KEYS = ("who", *KINDS, "with", "dc", "difficulty")  # the tag's attributes, in the order a receipt writes them
+KEYS = ORDER  # the tag's attributes, in the order its receipt writes them
 MAX_VALUE = 1000  # characters in one value of the check: a name or a number
 # Refusals that name something the campaign does not have: 404 naming it; every other refusal is a 400.
 NOT_FOUND = {"unknown-character": ("who", "character_not_found", "character"),
@@ -74,7 +74,7 @@ def check_routes(campaigns: Campaigns, store: Store, default: str | None, hidden
 
 def parse(raw: bytes) -> dict[str, Any]:
     try:
-        body = json.loads(raw)
+        body = loads(raw)  # as chat completions read a body (chat_request.parse_body): a long history fast
     except (ValueError, RecursionError) as e:
         raise Refused(400, f"the request body is not JSON: {e}", "invalid_json") from None
     if not isinstance(body, dict):

@@ -33,7 +33,7 @@ from ..state import GameState
 from ..tags import scan
 from .errors import error_body
 from .receipts import ReceiptStream
-from .relay import dumps, events, first_content, upstream_failure, upstream_status
+from .relay import dumps, events, first_content, loads, upstream_failure, upstream_status
 from .upstream import Upstream
 
 log = logging.getLogger("tagengine.serve")
@@ -53,28 +53,38 @@ UNASKED = "at-end; the upstream could not be asked"
 
 class CheckCut:
     """The raw reply fed chunk by chunk; `feed` says where in the chunk a well-formed `[check:]` tag closes
-    (the text after it is dropped: that generation stops there). Counts the reply's tags (DEC-6)."""
+    (the text after it is dropped: that generation stops there). Counts the reply's tags (DEC-6). Only the
+    text after the reply's last `]` is scanned again with a chunk (a tag closing in it holds no `]` before
+    its end), and the reply is kept in pieces: the work stays linear in the reply, as ReceiptStream's."""
 
     def __init__(self) -> None:
-        self.raw = ""  # the reply so far, as the model wrote it, cut after the last settled check
+        self._done: list[str] = []  # the reply up to its last `]`
+        self._tail: list[str] = []  # the reply after its last `]`
         self.tags = 0
 
+    @property
+    def raw(self) -> str:
+        """The reply so far, as the model wrote it, cut after the last settled check."""
+        return "".join(self._done) + "".join(self._tail)
+
     def feed(self, chunk: str) -> int | None:
-        prior, text = self.raw, self.raw + chunk
         if "]" not in chunk:
-            self.raw = text
+            self._tail.append(chunk)
             return None
-        start = prior.rfind("]") + 1  # a tag that closes in this chunk holds no `]` before its end
-        for f in scan(text[start:]):
-            end = start + f.end
-            if end <= len(prior):
+        tail = "".join(self._tail)
+        text = tail + chunk
+        for f in scan(text):
+            if f.end <= len(tail):
                 continue
             if f.tag is not None:
                 self.tags += 1
                 if f.name == "check" and self.tags <= COMMAND_LIMIT:
-                    self.raw = text[:end]
-                    return end - len(prior)
-        self.raw = text
+                    self._done.append(text[:f.end])  # a well-formed tag ends with its `]`
+                    self._tail = []
+                    return f.end - len(tail)
+        last = text.rfind("]") + 1
+        self._done.append(text[:last])
+        self._tail = [text[last:]]
         return None
 
 
@@ -104,8 +114,10 @@ def _content(doc: Any) -> tuple[str | None, bool]:
 
 
 def _json(data: str) -> Any:
+    """An event or a body read as the relay reads it (`relay.loads`: orjson where it gives json's values, and
+    a NaN or 1e400 kept as written when a cut event is written back, SB-2); None when it is not JSON."""
     try:
-        return json.loads(data)
+        return loads(data)
     except ValueError:
         return None
 
@@ -138,9 +150,7 @@ class Settler:
         self.can.pop(model, None)  # passed the probe, failed a real continuation: the probe was wrong
         log.warning("model %r cannot continue an assistant message (%s): its checks are settled at the end "
                     "from now on", model[:80], why)
-        if len(self.cannot) >= MAX_REMEMBERED:
-            self.cannot.pop(next(iter(self.cannot)))
-        self.cannot[model] = why
+        _remember(self.cannot, model, why)
 
     async def probe(self, body: Mapping[str, Any], incoming: Mapping[str, str]) -> str | None:
         """Before a model's first streamed request: ask the upstream once whether it continues a prefill
@@ -161,25 +171,15 @@ class Settler:
         out = {"model": model, "messages": [{"role": "user", "content": PROBE_USER},
                                             {"role": "assistant", "content": PROBE_PREFILL}],
                "max_tokens": PROBE_TOKENS, "temperature": 0, "stream": False}
-        try:
-            got = await self.upstream.client.send(
-                self.upstream.request("POST", "/chat/completions", incoming, dumps(out)))
-        except httpx.HTTPError as e:
-            return upstream_failure(e).message
-        if 400 <= got.status_code < 500:
-            self._found_out(model, f"it answered {got.status_code} to a trailing assistant message")
-            return None
-        if got.status_code >= 400:
-            return upstream_status(got.status_code, got.content).message
-        cont = first_content(_json(got.text))
-        if cont is None:
-            self._found_out(model, "its continuation had no message content")
+        cont, why, cannot = await self._ask(self.upstream.request("POST", "/chat/completions", incoming, dumps(out)))
+        if cannot:
+            self._found_out(model, why)
+        elif cont is None:
+            return why
         elif restarts(cont, PROBE_PREFILL, PROBE_PREFILL, True):
             self._found_out(model, "its continuation repeated the reply's start")
         else:
-            if len(self.can) >= MAX_REMEMBERED:
-                self.can.pop(next(iter(self.can)))
-            self.can[model] = None
+            _remember(self.can, model, None)
         return None
 
     def _request(self, body: Mapping[str, Any], prefill: str, incoming: Mapping[str, str],
@@ -216,14 +216,23 @@ class Settler:
                               incoming: Mapping[str, str]) -> tuple[str | None, str, bool]:
         """(the continuation's text, "", False); or (None, why, True) when the upstream cannot continue a
         message; or (None, why, False) when this one request failed (a 5xx, the network)."""
+        cont, why, cannot = await self._ask(self._request(body, prefill, incoming, False))
+        if cont is None and not cannot:
+            why = f"the continuation failed: {why}"
+        return cont, why, cannot
+
+    async def _ask(self, request: httpx.Request) -> tuple[str | None, str, bool]:
+        """A non-streamed request with a trailing assistant message (a continuation or the probe), judged
+        (CK-18): (its text, "", False); (None, why, True) when the upstream cannot continue a message;
+        (None, why, False) when this one request failed (a 5xx, the network)."""
         try:
-            got = await self.upstream.client.send(self._request(body, prefill, incoming, False))
+            got = await self.upstream.client.send(request)
         except httpx.HTTPError as e:
-            return None, f"the continuation failed: {upstream_failure(e).message}", False
+            return None, upstream_failure(e).message, False
         if 400 <= got.status_code < 500:
             return None, f"it answered {got.status_code} to a trailing assistant message", True
         if got.status_code >= 400:
-            return None, f"the continuation failed: {upstream_status(got.status_code, got.content).message}", False
+            return None, upstream_status(got.status_code, got.content).message, False
         cont = first_content(_json(got.text))
         if cont is None:
             return None, "its continuation had no message content", True
@@ -311,6 +320,13 @@ class Settler:
         choice["delta"]["content"] = content[:k]
         choice["finish_reason"] = None
         return dumps(doc).decode(), k
+
+
+def _remember(names: dict[str, Any], model: str, value: Any) -> None:
+    """Remember `model` in an insertion-ordered table of at most MAX_REMEMBERED names (the oldest goes)."""
+    if len(names) >= MAX_REMEMBERED:
+        names.pop(next(iter(names)))
+    names[model] = value
 
 
 def _stop() -> list[str]:
