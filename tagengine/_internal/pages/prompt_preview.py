@@ -47,5 +47,4 @@ def prompt_context(prompt: Prompt, budget: Budget) -> dict[str, Any]:
                             "dropped_before": dropped})
     return {"report": rep, "parts": parts, "free": free, "free_pct": round(100.0 * free / ctx, 3),
             "cuts": [{"part": c.get("part"), "text": describe(c)} for c in rep.cuts],
-            "messages": messages, "response_lowered": "response" in cut_parts,
-            "parts_sum": sum(p["tokens"] for p in parts)}
+            "messages": messages, "response_lowered": "response" in cut_parts}
