@@ -82,15 +82,20 @@ def replay_line(rs: Ruleset, line: bytes | str, number: int) -> dict[str, Any]:
         return {"id": None, "error": f"line {number}: not JSON: {json_problem(e)}"}
     if not isinstance(chat, dict):
         return {"id": None, "error": f"line {number}: a chat is a JSON object"}
+    return _replay_named(rs, chat, number, f"line {number}")
+
+
+def _replay_named(rs: Ruleset, chat: dict[str, Any], number: int, where: str) -> dict[str, Any]:
+    """`_replay`, or `{"id", "error"}` with the error after `where`. Never raises (F-4)."""
     cid = chat.get("id")
     try:
         return _replay(rs, chat, cid, number)
     except ProblemsError as e:
-        return {"id": cid, "error": f"line {number}: " + "; ".join(str(p) for p in e.problems[:5])}
+        return {"id": cid, "error": f"{where}: " + "; ".join(str(p) for p in e.problems[:5])}
     except (ValueError, TypeError, KeyError) as e:
-        return {"id": cid, "error": f"line {number}: {e}"}
-    except Exception as e:  # anything else is a bug, but it is this line's: name it and go on
-        return {"id": cid, "error": f"line {number}: {type(e).__name__}: {e}"}
+        return {"id": cid, "error": f"{where}: {e}"}
+    except Exception as e:  # anything else is a bug, but it is this chat's: name it and go on
+        return {"id": cid, "error": f"{where}: {type(e).__name__}: {e}"}
 
 
 def _replay(rs: Ruleset, chat: dict[str, Any], cid: Any, number: int) -> dict[str, Any]:
@@ -351,12 +356,4 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
 def replay_chat(rs: Ruleset, chat: dict[str, Any], where: str) -> dict[str, Any]:
     """One chat already read (a SillyTavern chat file: `sillytavern/chatreplay.py`): its output object as
     `replay_line` makes it, or `{"id", "error"}` with the error after `where`. Never raises (F-4)."""
-    cid = chat.get("id")
-    try:
-        return _replay(rs, chat, cid, 0)
-    except ProblemsError as e:
-        return {"id": cid, "error": f"{where}: " + "; ".join(str(p) for p in e.problems[:5])}
-    except (ValueError, TypeError, KeyError) as e:
-        return {"id": cid, "error": f"{where}: {e}"}
-    except Exception as e:  # a bug, but this chat's: name it and go on
-        return {"id": cid, "error": f"{where}: {type(e).__name__}: {e}"}
+    return _replay_named(rs, chat, 0, where)

@@ -73,19 +73,15 @@ class DaskSummary(Summary):
         return text + "".join(f"\n  {e}" for e in self.bad_inputs + self.errors)
 
 
-def check_address(address: str) -> None:
-    """ValueError for a `local:N` out of 1..64 (a scheduler's address is checked by connecting)."""
-    m = _LOCAL.fullmatch(address)
-    if m and not 1 <= int(m.group(1)) <= 64:
-        raise ValueError(f"--dask {address}: local:N takes 1 to 64 worker processes")
-
-
 def connect(address: str) -> tuple[Client, LocalCluster | None]:
     """`local:N`: a cluster of N worker processes with one thread each on this machine (closed by the
-    caller); anything else is a scheduler's address."""
+    caller); anything else is a scheduler's address. ValueError for a `local:N` out of 1..64, before any
+    process starts (a scheduler's address is checked by connecting)."""
     m = _LOCAL.fullmatch(address)
     if m:
-        n = max(1, int(m.group(1)))
+        n = int(m.group(1))
+        if not 1 <= n <= 64:
+            raise ValueError(f"--dask {address}: local:N takes 1 to 64 worker processes")
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                                dashboard_address="127.0.0.1:0")  # loopback only; any free port
         return Client(cluster), cluster
@@ -428,7 +424,6 @@ def map_chats(ruleset_path: str, address: str, items: list[tuple[Any, ...]], fn:
     own = client is None
     cluster = None
     if client is None:
-        check_address(address)
         client, cluster = connect(address)
     bar = progress_bar(err, total=len(items))
     try:
@@ -473,7 +468,6 @@ def replay_command(ruleset_path: str, inputs: list[str], out_dir: str, address: 
     problem = out_dir_problem(out_dir)
     if problem:
         raise ValueError(problem)
-    check_address(address)
     client, cluster = connect(address)
     bar = progress_bar(err, unit="B")
     try:

@@ -84,7 +84,7 @@ def character_context(rs: Ruleset, view: SheetView) -> dict[str, Any]:
         "tracks": [{"label": t.label, "value": t.value, "min": t.min, "max": t.max,
                     "pct": pct(t.value - t.min, t.max - t.min)} for t in view.tracks if t.hidden is None],
         "wounds": [{"label": w.label, "boxed": w.boxed, "now": w.now, "penalty": w.penalty, "overflow": w.overflow,
-                    "lowest": w.lowest, "cells": wound_cells(w)} for w in view.wounds],
+                    "cells": wound_cells(w)} for w in view.wounds],
         "states": [{"label": st.label, "value": st.value_label,
                     "choices": [{"label": label, "on": vid == st.value} for vid, label in st.values]}
                    for st in view.states if st.hidden is None],

@@ -29,6 +29,7 @@ def prompt_context(prompt: Prompt, budget: Budget) -> dict[str, Any]:
     system_cuts = [c for c in rep.cuts if c.get("part") not in ("history", "response")]  # cut in the system prompt
     messages: list[dict[str, Any]] = []
     last = len(prompt.messages) - 1
+    history = False  # a history message is in `messages` already
     for i, m in enumerate(prompt.messages):
         if i == 0:
             part = "system"
@@ -39,12 +40,11 @@ def prompt_context(prompt: Prompt, budget: Budget) -> dict[str, Any]:
         note = "; ".join(describe(c) for c in system_cuts) if part == "system" and system_cuts else None
         messages.append({"role": m["role"], "part": part, "content": m["content"],
                          "tokens": counter.message(m["role"], m["content"]), "note": note,
-                         "dropped_before": dropped if part == "history" and dropped is not None and
-                         not any(x["part"] == "history" for x in messages) else None})
-    if dropped is not None and not any(m["part"] == "history" for m in messages):
+                         "dropped_before": dropped if part == "history" and not history else None})
+        history = history or part == "history"
+    if dropped is not None and not history:
         messages.insert(1, {"role": None, "part": "history", "content": None, "tokens": 0, "note": None,
                             "dropped_before": dropped})
     return {"report": rep, "parts": parts, "free": free, "free_pct": round(100.0 * free / ctx, 3),
             "cuts": [{"part": c.get("part"), "text": describe(c)} for c in rep.cuts],
-            "messages": messages, "response_lowered": "response" in cut_parts,
-            "parts_sum": sum(p["tokens"] for p in parts)}
+            "messages": messages, "response_lowered": "response" in cut_parts}

@@ -34,9 +34,13 @@ def capability_uses(data: bytes) -> list[Use] | None:
     try:
         model = RulesetDef.model_validate_json(data.decode("utf-8").removeprefix("\ufeff"), strict=True)
         sheet, party = index_of(model)
-        return sorted(uses(Inspection(model, sheet, party)), key=lambda u: (u.version, u.path))
+        return sorted_uses(Inspection(model, sheet, party))
     except (ValidationError, ValueError, RecursionError, LookupError, TypeError, AttributeError):
         return None  # a file whose shape is wrong: the problems say why
+
+
+def sorted_uses(ctx: Inspection) -> list[Use]:
+    return sorted(uses(ctx), key=lambda u: (u.version, u.path))
 
 
 def problem_row(p: Problem, found: list[Use]) -> dict[str, Any]:
@@ -60,9 +64,10 @@ def check_context(data: bytes | None, source: str) -> dict[str, Any]:
         try:
             rs = Ruleset.from_json(data, source)
             problems, warnings, name = [], list(rs.warnings), rs.name
+            found = sorted_uses(Inspection(rs.file, rs.sheet, rs.party))  # the model validated: not again
         except RulesetError as e:
             problems = list(e.problems)
-        found = capability_uses(data)
+            found = capability_uses(data)
     if name is None:
         try:
             raw = json.loads(data)
