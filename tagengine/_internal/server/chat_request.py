@@ -22,14 +22,22 @@ DEFAULT_RESPONSE = 1024
 MARKER = re.compile(r'\[tagengine:[ \t]*campaign[ \t]*=[ \t]*"([^"\n]*)"[ \t]*\]')
 
 
-async def read_body(request: Request) -> bytes:
+async def body_within(request: Request, limit: int) -> bytes | None:
+    """The request's body, read as it comes; None as soon as it is over `limit` bytes."""
     parts, size = [], 0
     async for part in request.stream():
         size += len(part)
-        if size > MAX_BODY:
-            raise Refused(400, f"the request body is over {MAX_BODY} bytes", "request_too_large")
+        if size > limit:
+            return None
         parts.append(part)
     return b"".join(parts)
+
+
+async def read_body(request: Request) -> bytes:
+    raw = await body_within(request, MAX_BODY)
+    if raw is None:
+        raise Refused(400, f"the request body is over {MAX_BODY} bytes", "request_too_large")
+    return raw
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from ..prompt.upstream_tokens import NotCounted
 from ..ruleset.load import MAX_BYTES
 from ..state import GameState, from_json
 from .campaigns import Campaign, Campaigns
+from .chat_request import body_within
 from .store import Store
 
 log = logging.getLogger("tagengine.serve")
@@ -187,14 +188,11 @@ def ui_routes(campaigns: Campaigns, latest: Latest) -> list[Route]:
         data: bytes | None = None
         source, pasted = "", None
         if request.method == "POST":
-            parts, size = [], 0
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > MAX_FORM:
-                    return problem_page(413, "Ruleset checker", f"The form is over {MAX_FORM} bytes.")
-                parts.append(chunk)
+            form = await body_within(request, MAX_FORM)
+            if form is None:
+                return problem_page(413, "Ruleset checker", f"The form is over {MAX_FORM} bytes.")
             data, source, pasted = await run_in_threadpool(form_ruleset, request.headers.get("content-type", ""),
-                                                           b"".join(parts))
+                                                           form)
         # up to 4 MB parsed and validated: in a worker thread, so chat requests are not held up meanwhile
         ctx = await run_in_threadpool(check_context, data, source)
         return page("check.html.j2", {**ctx, "pasted": pasted, "nav": nav(None, "check")})
