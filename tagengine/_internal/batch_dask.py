@@ -394,21 +394,6 @@ def _replay_ranges(client: Client, text: bytes, digest: str, parts: list[Partiti
                            [out_fs] * len(parts), pure=False))
 
 
-def first_line_of(spec: str, limit: int = 1 << 20) -> bytes:
-    """The first non-blank line (at most `limit` bytes) of the first file an input names, b"" when none can be
-    read: for telling SillyTavern chat files from our JSONL (`--format auto`)."""
-    files, _bad = expand([spec])
-    if not files:
-        return b""
-    from .sillytavern.chatfile import first_line
-
-    _url, fs, path, _size = files[0]
-    try:
-        return first_line(path, limit, opener=lambda: fs.open(path, "rb"))
-    except OSError:
-        return b""
-
-
 def _run_item(text: bytes, digest: str, item: tuple[Any, ...], fn: Callable[..., Any]) -> Any:
     return fn(_ruleset(text, digest), *item)
 

@@ -256,11 +256,27 @@ def st_replay(args: argparse.Namespace) -> Callable[..., Any] | None:
     return run
 
 
+def first_line_of(spec: str, limit: int = 1 << 20) -> bytes:
+    """The first non-blank line (at most `limit` bytes) of the first file an input names (a path, a glob or
+    an fsspec URL), b"" when none can be read: for telling SillyTavern chat files from our JSONL (`--format
+    auto`). Here, not in batch_dask, which does not import this package (DK-10)."""
+    from ..batch_dask import expand
+    from .chatfile import first_line
+
+    files, _bad = expand([spec])
+    if not files:
+        return b""
+    _url, fs, path, _size = files[0]
+    try:
+        return first_line(path, limit, opener=lambda: fs.open(path, "rb"))
+    except OSError:
+        return b""
+
+
 def st_dask(args: argparse.Namespace) -> Callable[..., Any] | None:
     """For `tagengine replay --dask`: the task that replays one SillyTavern chat file (`--format st`, or the
     first input's first line is a chat's), each input one task (DK-10), or None for our JSONL. StUsage for a
     command line that cannot be done."""
-    from ..batch_dask import first_line_of
     from .chatfile import looks_like_chat
 
     fmt = getattr(args, "format", "auto")
