@@ -100,7 +100,7 @@ def make_app(opts: Options) -> Starlette:
 
     async def models(request: Request) -> Response:
         try:
-            got = await upstream.client.send(upstream.request("GET", "/models", request.headers))
+            got = await upstream.send(upstream.request("GET", "/models", request.headers))
         except httpx.HTTPError as e:
             return upstream_failure(e).response()
         return Response(got.content, status_code=got.status_code,
@@ -202,7 +202,7 @@ def make_app(opts: Options) -> Starlette:
     async def whole(request: Request, req: httpx.Request, c: Campaign, before: chain.Replayed,
                     headers: dict[str, str], prefill: str | None, settle: dict[str, Any] | None = None) -> Response:
         try:
-            got = await upstream.client.send(req)
+            got = await upstream.send(req)
         except httpx.HTTPError as e:
             raise upstream_failure(e) from None
         if got.status_code >= 400:
@@ -233,7 +233,7 @@ def make_app(opts: Options) -> Starlette:
                        headers: dict[str, str], prefill: str | None,
                        settle: dict[str, Any] | None = None) -> Response:
         try:
-            got = await upstream.client.send(req, stream=True)
+            got = await upstream.send(req, stream=True)
         except httpx.HTTPError as e:
             raise upstream_failure(e) from None
         if got.status_code >= 400:
@@ -262,7 +262,7 @@ def make_app(opts: Options) -> Starlette:
         """No campaign: the request goes upstream byte for byte, and the answer comes back the same way."""
         req = upstream.passthrough("/chat/completions", request.headers, raw)  # the client's headers too (S-18)
         try:
-            got = await upstream.client.send(req, stream=True)
+            got = await upstream.send(req, stream=True)
         except httpx.HTTPError as e:
             return upstream_failure(e).response()
         media = got.headers.get("content-type", "application/json")

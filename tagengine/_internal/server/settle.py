@@ -226,7 +226,7 @@ class Settler:
         (CK-18): (its text, "", False); (None, why, True) when the upstream cannot continue a message;
         (None, why, False) when this one request failed (a 5xx, the network)."""
         try:
-            got = await self.upstream.client.send(request)
+            got = await self.upstream.send(request)
         except httpx.HTTPError as e:
             return None, upstream_failure(e).message, False
         if 400 <= got.status_code < 500:
@@ -283,7 +283,7 @@ class Settler:
                 start = start or cut.raw
                 prefill = filt.sent  # the reply so far with the check's receipt: relay fed it before asking again
                 try:
-                    response = await self.upstream.client.send(self._request(body, prefill, incoming, True),
+                    response = await self.upstream.send(self._request(body, prefill, incoming, True),
                                                              stream=True)
                 except httpx.HTTPError as e:
                     refused = upstream_failure(e)

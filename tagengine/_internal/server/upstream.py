@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 import httpx
 from starlette.applications import Starlette
@@ -26,11 +28,14 @@ from starlette.routing import Route
 
 from ..tags import scan
 from .relay import sse_data
+from .transport import HTTP11Transport
 
 KEY_VARIABLE = "TAGENGINE_UPSTREAM_KEY"
 # not forwarded by a proxy (RFC 9110 7.6.1), and what httpx sets itself for the upstream (S-18)
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
                         "te", "trailer", "trailers", "transfer-encoding", "upgrade", "host", "content-length"})
+# what httpx's client would have added (S-28): a client's own Accept and User-Agent are passed through
+DEFAULT_HEADERS = {"accept": "*/*", "user-agent": "tagengine"}
 DEMO = "demo"
 DEMO_BASE = "http://demo.invalid/v1"
 SAMPLES = Path(__file__).resolve().parents[3] / "samples"
@@ -42,10 +47,25 @@ class Upstream:
         if url == DEMO:
             transport = httpx.ASGITransport(app=demo_app(samples))
             url = DEMO_BASE
+        elif transport is None and not proxied(url):  # else httpx's own, which reads the proxy settings
+            transport = HTTP11Transport()
         self.base = url.rstrip("/")
         self.forward_client_key = forward_client_key
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-                                        transport=transport)
+        self.timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
+        self.transport = transport  # None: a proxy applies, and the client's own transports go through it
+        self.client = httpx.AsyncClient(timeout=self.timeout, transport=transport)
+
+    async def send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        """The upstream's answer; with `stream`, its body is still to be read (then closed by the caller).
+        Straight to the transport where there is one: the client's redirects, cookies and hooks are not
+        wanted for a model's answer, and its layer cost 0.2 ms a request (SB-13)."""
+        if self.transport is None:
+            return await self.client.send(request, stream=stream)
+        response = await self.transport.handle_async_request(request)
+        response.request = request
+        if not stream:
+            await response.aread()  # closes the stream, handing its connection back
+        return response
 
     def headers(self, incoming: Mapping[str, str]) -> dict[str, str]:
         out = {"content-type": "application/json", "accept-encoding": "identity"}  # passthrough stays byte for byte
@@ -57,7 +77,11 @@ class Upstream:
         return out
 
     def request(self, method: str, path: str, incoming: Mapping[str, str], body: bytes | None = None) -> httpx.Request:
-        return self.client.build_request(method, f"{self.base}{path}", headers=self.headers(incoming), content=body)
+        return self._request(method, path, [*DEFAULT_HEADERS.items(), *self.headers(incoming).items()], body)
+
+    def _request(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes | None) -> httpx.Request:
+        return httpx.Request(method, f"{self.base}{path}", headers=headers, content=body,
+                             extensions={"timeout": self.timeout.as_dict()})
 
     def forwarded(self, incoming: Mapping[str, str]) -> list[tuple[str, str]]:
         """A passthrough's headers: the client's, except the hop-by-hop ones (and those its Connection
@@ -67,13 +91,24 @@ class Upstream:
         named = {t.strip().lower() for k, v in items if k.lower() == "connection" for t in v.split(",")}
         own = self.headers(incoming)
         drop = HOP_BY_HOP | named | own.keys() | {"authorization"}
-        return [(k, v) for k, v in items if k.lower() not in drop] + list(own.items())
+        kept = [(k, v) for k, v in items if k.lower() not in drop]
+        names = {k.lower() for k, _ in kept}
+        return [(k, v) for k, v in DEFAULT_HEADERS.items() if k not in names] + kept + list(own.items())
 
     def passthrough(self, path: str, incoming: Mapping[str, str], body: bytes) -> httpx.Request:
-        return self.client.build_request("POST", f"{self.base}{path}", headers=self.forwarded(incoming), content=body)
+        return self._request("POST", path, self.forwarded(incoming), body)
 
     async def close(self) -> None:
         await self.client.aclose()
+
+
+def proxied(url: str) -> bool:
+    """Whether a proxy from the environment (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY) applies to `url`."""
+    parts = urlsplit(url)
+    proxies = getproxies()
+    if not (proxies.get(parts.scheme) or proxies.get("all")):
+        return False
+    return not proxy_bypass(parts.hostname or "")
 
 
 def demo_replies(samples: Path | None) -> list[str]:
