@@ -30,7 +30,10 @@ def test_read_and_written_as_the_standard_library_does(doc):
 
 @pytest.mark.parametrize("raw", [b'{"seed": 123456789012345678901234567890}', b'[-9223372036854775809]',
                                  b'[18446744073709551616]', b'{"a": 1, "a": 2}', b'["\\ud800"]', b'[1e400]',
-                                 b'[0.1, 1e-07, 1e+16, -0.0]', '["é", "\\u00e9"]'.encode(), b"\xef\xbb\xbf[1]"])
+                                 b'[0.1, 1e-07, 1e+16, -0.0]', '["é", "\\u00e9"]'.encode(), b"\xef\xbb\xbf[1]",
+                                 b'{"messages": [{"n": [1, {"seed": 99999999999999999999999}]}]}',  # deep in
+                                 b'[9223372036854775808, 18446744073709551615, 1e300, -1e19]',
+                                 b'{"a": "12345678901234567890123"}'])  # digits in a string: orjson's answer
 def test_edges_read_as_the_standard_library_reads_them(raw):
     assert json.dumps(loads(raw)) == json.dumps(json.loads(raw))  # the same values and kinds (an int stays one)
 

@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..commands import Applied, apply_reply
@@ -43,6 +43,7 @@ from .relay import Filter, dumps, first_content, loads, relay_stream, upstream_f
 from .settle import HEADER as SETTLE_HEADER
 from .settle import Settler
 from .store import DEFAULT_KEEP, Store
+from .streamed import Streamed
 from .ui import Latest, ui_routes
 from .upstream import Upstream
 from .upstream_count import fitter, tokens_header
@@ -255,8 +256,7 @@ def make_app(opts: Options) -> Starlette:
         if settler is not None and settle is not None and isinstance(filt, ReceiptStream):
             source = settler.source(got, settle, request.headers, filt)
         stream = relay_stream(got, filt, done, request.is_disconnected, source)
-        return StreamingResponse(stream, media_type="text/event-stream",
-                                 headers={**headers, "cache-control": "no-cache"})
+        return Streamed(stream, {**headers, "cache-control": "no-cache"})
 
     async def passthrough(request: Request, raw: bytes, stream: bool) -> Response:
         """No campaign: the request goes upstream byte for byte, and the answer comes back the same way."""
@@ -276,7 +276,7 @@ def make_app(opts: Options) -> Starlette:
             finally:
                 await got.aclose()
 
-        return StreamingResponse(pipe(), status_code=got.status_code, media_type=media)
+        return Streamed(pipe(), status_code=got.status_code, media_type=media)
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500

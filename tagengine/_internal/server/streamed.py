@@ -1,0 +1,52 @@
+"""A streamed answer (server-sent events, or a passed-through body) sent from the request's own task.
+
+Starlette's StreamingResponse (under an ASGI server of spec 2.3, as uvicorn is) starts a task group and
+streams from a new task, and sends the answer's head before its body has begun: the first byte waited for
+the new task's turn and went out a write after the head (0.3 ms a streamed turn on the benchmark machine,
+SB-13). Here the head goes out with the first piece of the body, from this task; a watcher task waits for the
+client to leave and then cancels the stream (the upstream request is closed by the stream's own clean-up,
+as before: nothing is kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+
+class Streamed(Response):
+    def __init__(self, body: AsyncIterator[bytes], headers: Mapping[str, str] | None = None,
+                 status_code: int = 200, media_type: str = "text/event-stream") -> None:
+        self.body_iterator = body
+        self.status_code = status_code
+        self.media_type = media_type
+        self.background = None
+        self.init_headers(headers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        gone = False
+
+        async def watch() -> None:
+            nonlocal gone
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone = True
+            task.cancel()
+
+        watcher = asyncio.get_running_loop().create_task(watch())
+        try:
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            async for chunk in self.body_iterator:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.CancelledError:
+            if not gone:
+                raise
+            task.uncancel()  # the client left: the stream has been closed, nothing more to send
+        finally:
+            watcher.cancel()
