@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TextIO
 
-from ..files import STDIN
+from ..files import STDIN, standard_input
 from .chatfile import TAGENGINE, ChatFile, ChatFileError, Entry, LineProblem, parse_chat, read_chat
 
 
@@ -71,13 +71,14 @@ def transcript(chat: ChatFile, given: Start | None) -> dict[str, Any]:
 
 
 def load(path: str, stdin: BinaryIO | None = None) -> ChatFile:
-    """A chat file by path, or `-` for standard input."""
+    """A chat file by path, or `-` for standard input (`stdin`, else the process's: OSError naming `<stdin>`
+    when it is closed, F-12)."""
     if path != STDIN:
         return read_chat(path)
     from ..files import read_limited
     from .chatfile import MAX_CHAT_FILE_BYTES
 
-    raw = read_limited(stdin or sys.stdin.buffer, MAX_CHAT_FILE_BYTES, "<stdin>")  # its BOM already dropped (F-6)
+    raw = read_limited(stdin or standard_input().buffer, MAX_CHAT_FILE_BYTES, "<stdin>")  # BOM dropped (F-6)
     return parse_chat(raw, "<stdin>")
 
 
