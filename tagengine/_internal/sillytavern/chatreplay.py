@@ -49,7 +49,7 @@ def start_of(chat: ChatFile, given: Start | None) -> Start:
             return Start(characters=tuple(saved["characters"]))
         if isinstance(saved.get("start"), dict):
             return Start(state=saved["start"])
-    raise ChatFileError(chat.path, [LineProblem(0, "$", "no-start", "the chat names no starting point: give "
+    raise ChatFileError(chat.path, [LineProblem("$", "no-start", "the chat names no starting point: give "
                                                 "--character NAME (once per character) or --start STATE")])
 
 
@@ -190,8 +190,9 @@ def export_chat(rs: Any, chat: ChatFile, given: Start | None) -> Exported:
         state = GameState.new(rs, start.characters) if start.characters is not None else \
             from_json(rs, start.state, "start")
     except ProblemsError as e:
-        raise ChatFileError(chat.path, [LineProblem(chat.header.line if chat.header else 0, "start", p.code,
-                                                    f"{p.path}: {p.message}") for p in e.problems]) from None
+        line = chat.header.line if chat.header else 0
+        raise ChatFileError(chat.path, [LineProblem("start", p.code, f"{p.path}: {p.message}", p.value, line=line)
+                                        for p in e.problems]) from None
     changed: dict[int, dict[str, Any]] = {}
     counts: dict[str, int] = {}
     after = state.to_json()  # the state's document, serialised once per reply
