@@ -270,6 +270,38 @@ def test_a_closed_stdout_is_exit_1_with_a_message(game):
     assert p.stderr == "tagengine: <stdout>: standard output is closed\n"
 
 
+ST_CHAT = str(Path(__file__).resolve().parent / "fixtures" / "st" / "hidden.jsonl")
+
+
+@pytest.mark.parametrize("argv", [
+    ["narrate", "-"],
+    ["apply", RULES, "STATE", "-"],
+    ["replay", RULES, "-"],
+    ["st", "import", "-", "--character", "Cutter"],
+    ["st", "import", ST_CHAT, "-", "--character", "Cutter", "-o", "OUT"],  # after a file that reads fine
+    ["replay", "--format", "st", RULES, ST_CHAT, "-", "--character", "Cutter", "-o", "OUT"],
+], ids=["narrate", "apply", "replay", "st-import", "st-import-second", "replay-st-second"])
+def test_a_closed_stdin_read_as_dash_is_one_message_for_every_command(game, tmp_path, argv):
+    """F-12: every command that reads `-` says the same thing, and writes nothing."""
+    out = tmp_path / "out.jsonl"
+    argv = [str(game[0]) if a == "STATE" else str(out) if a == "OUT" else a for a in argv]
+    p = subprocess.run(["sh", "-c", 'exec "$0" "$@" <&-', *TAGENGINE, *argv], capture_output=True, text=True)
+    assert (p.returncode, p.stderr, p.stdout) == (1, "tagengine: <stdin>: standard input is closed\n", "")
+    assert not out.exists()
+
+
+def test_reading_dash_without_stdin_raises_the_one_error_naming_it(monkeypatch):
+    """The library's readers of `-` share `files.standard_input`: the same OSError, never an AttributeError."""
+    from tagengine._internal.sillytavern.chatreplay import load
+
+    monkeypatch.setattr("sys.stdin", None)
+    for read in (files.standard_input, lambda: cli.read_reply("-"), lambda: load("-")):
+        with pytest.raises(OSError) as e:
+            read()
+        assert (e.value.errno, e.value.strerror, e.value.filename) == (errno.EBADF, "standard input is closed",
+                                                                        "<stdin>")
+
+
 def test_a_closed_stdout_does_not_stop_a_command_that_writes_a_file(tmp_path):
     out = tmp_path / "s.json"
     p = subprocess.run(["sh", "-c", 'exec "$0" "$@" >&-', *TAGENGINE, "state", "new", RULES, "Cutter", "-o",

@@ -21,6 +21,7 @@ import pytest
 from conftest import SAMPLES
 from tagengine._internal.cli import run
 from tagengine._internal.commands import apply_reply
+from tagengine._internal.errors import Problem
 from tagengine._internal.ruleset import Ruleset
 from tagengine._internal.sillytavern.chatfile import ChatFileError, js_dumps, parse_chat, read_chat
 from tagengine._internal.sillytavern.chatreplay import Start, export_chat, transcript
@@ -305,8 +306,12 @@ def test_malformed_files_are_named_by_line_and_key_and_the_rest_go_on(tmp_path):
     assert "1 bad line(s)" in err
     with pytest.raises(ChatFileError) as e:
         read_chat(str(bad))
-    assert [(p.line, p.key) for p in e.value.problems] == [(3, "$"), (4, "mes"), (6, "swipe_id"), (7, "mes"),
+    assert [(p.line, p.path) for p in e.value.problems] == [(3, "$"), (4, "mes"), (6, "swipe_id"), (7, "mes"),
                                                           (7, "is_user"), (7, "swipes")]
+    # each is the package's Problem (code + path + message) with its line: one idea, one type
+    assert all(isinstance(p, Problem) for p in e.value.problems)
+    assert e.value.problems[1].to_json() == {"path": "mes", "code": "missing-key", "line": 4, "value": None,
+                                             "message": "a message has its text in `mes`"}
     folder = tmp_path / "out"
     code, _, err = cli("st", "export", RULES, str(good), str(bad), "--out-dir", str(folder), *CREW)
     assert code == 1 and f"{bad}:6: swipe_id: out-of-range" in err and "1 chat(s) exported" in err

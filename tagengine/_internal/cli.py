@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
 from .errors import NotFoundError, Problem, ProblemsError, RulesetError
-from .files import NamedStream, TooLarge, json_problem, read_file, read_limited, same_file
+from .files import NamedStream, TooLarge, json_problem, read_file, read_limited, same_file, standard_input
 
 if TYPE_CHECKING:
     from .prompt.budget import Budget
@@ -113,10 +113,7 @@ def cmd_state_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _stdin(stdin: TextIO | None) -> TextIO:
-    stream = stdin or sys.stdin
-    if stream is None:  # started with `<&-`
-        raise OSError(9, "standard input is closed", "<stdin>")
-    return stream
+    return stdin or standard_input()  # OSError naming <stdin> when started with `<&-` (F-12)
 
 
 def read_reply(spec: str, stdin: TextIO | None = None) -> str:

@@ -17,13 +17,24 @@ import errno
 import json
 import os
 import secrets
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, TextIO, cast
 
 BOM = b"\xef\xbb\xbf"
 STDIN = "-"  # the path that names standard input on a command line
+
+
+def standard_input() -> TextIO:
+    """The standard input every reader of `-` reads (its `.buffer` for bytes). A process started with it
+    closed (`<&-`) has `sys.stdin` None: OSError(EBADF) naming `<stdin>`, which the command line reports as
+    `tagengine: <stdin>: standard input is closed`, exit 1, whatever the command (F-12)."""
+    stream = sys.stdin
+    if stream is None:
+        raise OSError(errno.EBADF, "standard input is closed", "<stdin>")
+    return stream
 
 
 class SymlinkRefused(OSError):

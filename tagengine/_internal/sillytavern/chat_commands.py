@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import Problem, ProblemsError
-from ..files import STDIN, json_problem, read_file, same_file, write_atomic
+from ..files import STDIN, json_problem, read_file, same_file, standard_input, write_atomic
 
 if TYPE_CHECKING:
     from ..batch import Summary
@@ -116,10 +116,11 @@ def cmd_st_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if path != STDIN and same_file(args.output, path):
                 return _usage(err, "import", f"the output {args.output} is the chat {path}; write it elsewhere")
     given = given_start(args)
+    stdin = standard_input().buffer if STDIN in args.chats else None  # closed: the command stops here (F-12)
     lines, errors = [], []
     for path in args.chats:
         try:
-            lines.append(dumps(transcript(load(path), given)) + b"\n")
+            lines.append(dumps(transcript(load(path, stdin), given)) + b"\n")
         except ChatFileError as e:
             errors += e.lines()
         except Exception as e:  # a bug, but this file's: name it and go on (F-4)
@@ -244,6 +245,8 @@ def st_replay(args: argparse.Namespace) -> Callable[..., Any] | None:
                 raise StUsage(f"the output {args.output} is the chat {p}; write it elsewhere")
     if paths.count(STDIN) > 1:
         raise StUsage("standard input (-) can be read once")
+    if STDIN in paths:
+        standard_input()  # closed: the command stops before any chat is replayed (F-12)
     from ..ruleset import Ruleset
     from .chatreplay import replay_files
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import TagengineError
+from ..errors import Problem, TagengineError
 from ..files import BOM, TooLarge, json_problem, read_limited
 
 MAX_CHAT_FILE_BYTES = 64 * 1024 * 1024  # one chat file, as one transcript line (F-5)
@@ -33,16 +33,14 @@ MAX_SAFE_INTEGER = 2**53  # beyond it JavaScript holds a number as the nearest d
 
 
 @dataclass(frozen=True, slots=True)
-class LineProblem:
-    """One thing wrong with one line of a chat file: `line` counts from 1, `key` is where in the line."""
+class LineProblem(Problem):
+    """A `Problem` (code + path + message) in one line of a chat file: `line` counts from 1 (0 is the file as
+    a whole), `path` is where in that line's JSON (`$` the whole line)."""
 
-    line: int
-    key: str
-    code: str
-    message: str
+    line: int = 0
 
     def __str__(self) -> str:
-        return f"{self.line}: {self.key}: {self.code}: {self.message}"
+        return f"{self.line}: {Problem.__str__(self)}"  # zero-argument super() fails in a slots dataclass
 
 
 class ChatFileError(TagengineError, ValueError):
@@ -56,7 +54,7 @@ class ChatFileError(TagengineError, ValueError):
     def lines(self, most: int | None = None) -> list[str]:
         """`FILE:LINE: key: code: message` for each problem (the first `most` of them, then how many more)."""
         shown = self.problems if most is None else self.problems[:most]
-        out = [f"{self.path}:{p}" if p.line else f"{self.path}: {p.key}: {p.code}: {p.message}" for p in shown]
+        out = [f"{self.path}:{p}" if p.line else f"{self.path}: {Problem.__str__(p)}" for p in shown]
         if len(shown) < len(self.problems):
             out.append(f"{self.path}: and {len(self.problems) - len(shown)} more problem(s)")
         return out
@@ -122,10 +120,10 @@ def read_chat(path: str, opener: Callable[[], Any] | None = None) -> ChatFile:
             f.seek(0)
             data = read_limited(f, MAX_CHAT_FILE_BYTES, path)
     except TooLarge as e:
-        raise ChatFileError(path, [LineProblem(0, "$", "too-large", f"a chat file is at most {e.limit} bytes, "
+        raise ChatFileError(path, [LineProblem("$", "too-large", f"a chat file is at most {e.limit} bytes, "
                                                "tagengine's limit for one chat")]) from None
     except OSError as e:
-        raise ChatFileError(path, [LineProblem(0, "$", "unreadable", e.strerror or str(e))]) from None
+        raise ChatFileError(path, [LineProblem("$", "unreadable", e.strerror or str(e))]) from None
     return parse_chat(data, path, prefix)
 
 
@@ -188,10 +186,10 @@ def _line_doc(raw: bytes, number: int, problems: list[LineProblem]) -> dict[str,
         doc = json.loads(text, parse_constant=_refuse_constant)
     except (RecursionError, ValueError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         code = "not-utf8" if isinstance(e, UnicodeDecodeError) else "not-json"
-        problems.append(LineProblem(number, "$", code, json_problem(e)))
+        problems.append(LineProblem("$", code, json_problem(e), line=number))
         return None
     if not isinstance(doc, dict):
-        problems.append(LineProblem(number, "$", "wrong-type", f"a line is a JSON object, not {_kind(doc)}"))
+        problems.append(LineProblem("$", "wrong-type", f"a line is a JSON object, not {_kind(doc)}", line=number))
         return None
     return doc
 
@@ -213,7 +211,7 @@ def header_problems(doc: dict[str, Any], number: int) -> list[LineProblem]:
     out: list[LineProblem] = []
     meta = doc.get("chat_metadata")
     if "chat_metadata" in doc and not isinstance(meta, dict):
-        out.append(LineProblem(number, "chat_metadata", "wrong-type", f"an object, not {_kind(meta)}"))
+        out.append(LineProblem("chat_metadata", "wrong-type", f"an object, not {_kind(meta)}", line=number))
     elif isinstance(meta, dict) and TAGENGINE in meta:
         out += tagengine_problems(meta[TAGENGINE], number, "chat_metadata.tagengine")
     return out
@@ -222,13 +220,14 @@ def header_problems(doc: dict[str, Any], number: int) -> list[LineProblem]:
 def tagengine_problems(value: Any, number: int, key: str) -> list[LineProblem]:
     """`chat_metadata.tagengine` as export writes it: `characters` (names) or `start` (a state), and `state`."""
     if not isinstance(value, dict):
-        return [LineProblem(number, key, "wrong-type", f"an object, not {_kind(value)}")]
+        return [LineProblem(key, "wrong-type", f"an object, not {_kind(value)}", line=number)]
     out = []
     names = value.get("characters")
     if "characters" in value and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
-        out.append(LineProblem(number, f"{key}.characters", "wrong-type", "a list of names"))
+        out.append(LineProblem(f"{key}.characters", "wrong-type", "a list of names", line=number))
     if "start" in value and not isinstance(value["start"], dict):
-        out.append(LineProblem(number, f"{key}.start", "wrong-type", f"a state object, not {_kind(value['start'])}"))
+        out.append(LineProblem(f"{key}.start", "wrong-type", f"a state object, not {_kind(value['start'])}",
+                               line=number))
     return out
 
 
@@ -238,7 +237,7 @@ def message_problems(doc: dict[str, Any], number: int) -> list[LineProblem]:
     out: list[LineProblem] = []
 
     def bad(key: str, code: str, message: str) -> None:
-        out.append(LineProblem(number, key, code, message))
+        out.append(LineProblem(key, code, message, line=number))
 
     if "mes" not in doc:
         bad("mes", "missing-key", "a message has its text in `mes`")

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TextIO
 
-from ..files import STDIN
+from ..files import STDIN, standard_input
 from .chatfile import TAGENGINE, ChatFile, ChatFileError, Entry, LineProblem, parse_chat, read_chat
 
 
@@ -49,7 +49,7 @@ def start_of(chat: ChatFile, given: Start | None) -> Start:
             return Start(characters=tuple(saved["characters"]))
         if isinstance(saved.get("start"), dict):
             return Start(state=saved["start"])
-    raise ChatFileError(chat.path, [LineProblem(0, "$", "no-start", "the chat names no starting point: give "
+    raise ChatFileError(chat.path, [LineProblem("$", "no-start", "the chat names no starting point: give "
                                                 "--character NAME (once per character) or --start STATE")])
 
 
@@ -71,13 +71,14 @@ def transcript(chat: ChatFile, given: Start | None) -> dict[str, Any]:
 
 
 def load(path: str, stdin: BinaryIO | None = None) -> ChatFile:
-    """A chat file by path, or `-` for standard input."""
+    """A chat file by path, or `-` for standard input (`stdin`, else the process's: OSError naming `<stdin>`
+    when it is closed, F-12)."""
     if path != STDIN:
         return read_chat(path)
     from ..files import read_limited
     from .chatfile import MAX_CHAT_FILE_BYTES
 
-    raw = read_limited(stdin or sys.stdin.buffer, MAX_CHAT_FILE_BYTES, "<stdin>")  # its BOM already dropped (F-6)
+    raw = read_limited(stdin or standard_input().buffer, MAX_CHAT_FILE_BYTES, "<stdin>")  # BOM dropped (F-6)
     return parse_chat(raw, "<stdin>")
 
 
@@ -189,8 +190,9 @@ def export_chat(rs: Any, chat: ChatFile, given: Start | None) -> Exported:
         state = GameState.new(rs, start.characters) if start.characters is not None else \
             from_json(rs, start.state, "start")
     except ProblemsError as e:
-        raise ChatFileError(chat.path, [LineProblem(chat.header.line if chat.header else 0, "start", p.code,
-                                                    f"{p.path}: {p.message}") for p in e.problems]) from None
+        line = chat.header.line if chat.header else 0
+        raise ChatFileError(chat.path, [LineProblem("start", p.code, f"{p.path}: {p.message}", p.value, line=line)
+                                        for p in e.problems]) from None
     changed: dict[int, dict[str, Any]] = {}
     counts: dict[str, int] = {}
     after = state.to_json()  # the state's document, serialised once per reply
