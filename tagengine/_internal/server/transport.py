@@ -10,15 +10,17 @@ of the server still speaks httpx: requests, responses, streaming and errors are 
 What it does: keep-alive connections, pooled per origin (at most POOL_IDLE idle ones each), reused only after
 a complete answer; answers with Content-Length, chunked, or read to the end of the connection; 1xx answers
 skipped; the request's timeouts (connect, read: each wait for the answer's head or a piece of its body);
-errors as httpx's (ConnectError, ConnectTimeout, ReadTimeout, ReadError, RemoteProtocolError). A pooled
-connection that the upstream closed before answering (its keep-alive ran out as the request left) is retried
-once on a new connection, as an answer cannot have begun. Reading stops while more than HIGH_WATER bytes of
-an answer wait to be read, so a slow client cannot make the server hold a whole fast answer.
+errors as httpx's (ConnectError, ConnectTimeout, ReadTimeout, RemoteProtocolError). A pooled connection
+that the upstream closed before a byte of its answer (its keep-alive ran out as the request left) is retried
+once on a new connection for an idempotent method only: a model's POST is never sent twice. Reading stops
+while more than HIGH_WATER bytes of an answer wait to be read, so a slow client cannot make the server hold a
+whole fast answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import select
 import ssl
 from collections import deque
 from collections.abc import AsyncIterator
@@ -31,6 +33,7 @@ POOL_IDLE = 32  # idle keep-alive connections kept per origin
 HIGH_WATER = 256 * 1024  # bytes of an answer buffered before reading pauses
 LOW_WATER = 64 * 1024
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})  # not HEAD: its answer has no body
+IDEMPOTENT = frozenset({"GET", "PUT", "DELETE", "OPTIONS"})  # RFC 9110 9.2.2
 
 Origin = tuple[str, str, int]
 
@@ -184,6 +187,15 @@ class Connection(asyncio.Protocol):
     def reusable(self) -> bool:
         return self.complete and self.keep_alive and not self.lost and self.error is None and not self.chunks
 
+    def readable(self) -> bool:
+        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
+        if sock is None:
+            return False
+        try:
+            return bool(select.select([sock], [], [], 0)[0])
+        except (OSError, ValueError):  # closed under us
+            return True
+
     def close(self) -> None:
         self.lost = True
         if self.transport is not None:
@@ -249,12 +261,14 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
             self._open.discard(conn)
 
     def _idle_connection(self, origin: Origin) -> Connection | None:
+        """A pooled connection still open: one with anything to read (the upstream's close, not yet seen by
+        the event loop) cannot carry a request (httpcore looks the same way)."""
         idle = self._idle.get(origin)
         while idle:
             conn = idle.pop()
-            if not conn.lost:
+            if not conn.lost and not conn.readable():
                 return conn
-            self._open.discard(conn)
+            self._drop(conn)
         return None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -283,7 +297,7 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
                 await conn.head(timeouts.get("read"), request)
             except _Closed:
                 self._open.discard(conn)
-                if reused and attempt == 0:
+                if reused and attempt == 0 and request.method in IDEMPOTENT:
                     continue  # the upstream had closed this idle connection: nothing of an answer came
                 raise httpx.RemoteProtocolError("the upstream closed the connection without answering",
                                                 request=request) from None
@@ -302,6 +316,10 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
     def _drop(self, conn: Connection) -> None:
         conn.close()
         self._open.discard(conn)
+
+    def counts(self) -> tuple[int, int]:
+        """Connections open, and of those idle in the pool."""
+        return len(self._open), sum(len(v) for v in self._idle.values())
 
     async def aclose(self) -> None:
         for conn in list(self._open):
