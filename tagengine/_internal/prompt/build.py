@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from weakref import WeakKeyDictionary
 
 from ..history import read_messages
@@ -113,16 +113,17 @@ def reminder(rs: Ruleset, state: GameState) -> str:
 
 
 def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, Any]] = (),
-                 budget: Budget = DEFAULT_BUDGET) -> Prompt:
+                 budget: Budget = DEFAULT_BUDGET, *, checked: bool = False) -> Prompt:
     """Messages for one request: system, history, reminder (DEC-29), fitted by DEC-32. Raises BudgetError
     when even the trimmed prompt does not fit, HistoryError for a message that is not {role, content},
-    EncodingError when the tokenizer cannot be built."""
+    EncodingError when the tokenizer cannot be built. `checked`: the history is plain messages already
+    (lower-case roles, text), as `read_messages` gives them; the server reads each request's once (S-27)."""
     chosen = budget.choice()  # once: it looks for the user's tokenizers.toml
     c = get_counter(budget, chosen)
     tokenizer, margin = c.tokenizer, chosen.margin
     system = system_prompt(rs, budget, c)
     note = reminder(rs, state)
-    hist = read_messages(history)
+    hist = cast(list[dict[str, str]], list(history)) if checked else read_messages(history)
     last_user = max((i for i, m in enumerate(hist) if m["role"] == "user"), default=None)
     if budget.reminder_in_user and last_user is not None:
         hist[last_user] = {"role": "user", "content": hist[last_user]["content"] + "\n\n" + note}

@@ -96,6 +96,12 @@ def read_chat(messages: list[Any]) -> Chat:
     out: list[dict[str, str]] = []
     problem = None
     for i, m in enumerate(messages):
+        if type(m) is dict:  # the common case first: a message with a known role, text and no marker
+            low, content = _ROLE.get(m.get("role")), m.get("content")  # type: ignore[arg-type]
+            if low is not None and type(content) is str and "[tagengine:" not in content:
+                # the request's own dict when it is just that (the body is this request's, read-only from here)
+                out.append(m if len(m) == 2 and m["role"] == low else {"role": low, "content": content})
+                continue
         role = m.get("role") if isinstance(m, dict) else None
         if not isinstance(role, str):
             raise Refused(400, f"messages[{i}] is not a message: expected {{\"role\", \"content\"}}",

@@ -222,7 +222,7 @@ class UpstreamCounts:
         returned is the one it counted with, so the prompt page counts each message as the fit did."""
         ep = await self.detect(budget.model, incoming)
         if ep is None:
-            return build_prompt(rs, state, history, budget), budget, "none" if self.detected else "failed"
+            return build_prompt(rs, state, history, budget, checked=True), budget, "none" if self.detected else "failed"
         tok = UpstreamTokenizer(ep.kind, budget.model, self.table, self.lookup(budget.model),
                                 choose(budget.model).build())
         counted = replace(budget, tokenizer=tok)
@@ -231,21 +231,21 @@ class UpstreamCounts:
                              incoming)
             for _ in range(MAX_ROUNDS):
                 try:
-                    return build_prompt(rs, state, history, counted), counted, None
+                    return build_prompt(rs, state, history, counted, checked=True), counted, None
                 except NotCounted as e:
                     await self.fetch(ep, budget.model, [e.text], incoming)
         except CountFailed as e:
             log.warning("token counts: the upstream's count failed (%s); this request is counted locally", e)
-            return build_prompt(rs, state, history, budget), budget, "failed"
+            return build_prompt(rs, state, history, budget, checked=True), budget, "failed"
         log.warning("token counts: the fit still met new texts after %d rounds; this request is counted locally",
                     MAX_ROUNDS)
-        return build_prompt(rs, state, history, budget), budget, "rounds"
+        return build_prompt(rs, state, history, budget, checked=True), budget, "rounds"
 
 
 async def local_fit(rs: Ruleset, state: GameState, history: list[dict[str, str]], budget: Budget,
                     incoming: Mapping[str, str]) -> tuple[Prompt, Budget, str | None]:
     """Without `--count-with-upstream`: the registry's choice, as before."""
-    return build_prompt(rs, state, history, budget), budget, None
+    return build_prompt(rs, state, history, budget, checked=True), budget, None
 
 
 def fitter(upstream: Upstream, count_with_upstream: bool) -> Fit:
