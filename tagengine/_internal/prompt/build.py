@@ -134,7 +134,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
                     chat=chosen.chat.name, family=chosen.family)
     report.cuts.extend(system.cuts)
     usable = budget.usable(chosen)
-    costs = [c.message(m["role"], m["content"]) for m in hist]
+    costs = c.messages(hist)
     tail_tokens = sum(c.message(m["role"], m["content"]) for m in tail)
     fixed = system.tokens + tail_tokens + c.priming
     keep = [True] * len(hist)

@@ -254,6 +254,16 @@ class TokenCounter:
             return 0
         return self._count(text) if self._count is not None else len(self.tokenizer.encode(text))
 
+    def messages(self, messages: list[dict[str, str]]) -> list[int]:
+        """`message` for each of a history's messages: one call for the lot (a prompt's fit counts every
+        message of a long chat on every turn, nearly all of them known)."""
+        memo, one = self._memo, self.message
+        out = []
+        for m in messages:
+            n = memo.get((m["role"], m["content"]))
+            out.append(one(m["role"], m["content"]) if n is None else n)
+        return out
+
     def message(self, role: str, content: str) -> int:
         key = (role, content)
         n = self._memo.get(key)

@@ -139,12 +139,13 @@ class Pending:
             snaps.append((keys[i + 1], state))
             i += 1
         if consistent:  # a guess from an incomplete history is never kept: the next request says it again
-            docs = [(key, canonical(snap.to_json())) for key, snap in snaps]  # outside the lock
-            with store.batch():
-                for key, doc in docs:
-                    store.put_snapshot(key, doc, c.name)
-                for content, key in known:
-                    store.put_reply(content, key)
+            if snaps or known:  # else no transaction: a warm turn commits nothing before its request leaves
+                docs = [(key, canonical(snap.to_json())) for key, snap in snaps]  # outside the lock
+                with store.batch():
+                    for key, doc in docs:
+                        store.put_snapshot(key, doc, c.name)
+                    for content, key in known:
+                        store.put_reply(content, key)
             _keep(store, keys[-1], state)
         else:
             self.notes.append(INCOMPLETE)

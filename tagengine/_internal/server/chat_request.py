@@ -44,7 +44,7 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     """The request as JSON; a body that is not an object with a list of messages is a 400 naming why (each
     message is checked by `read_chat`)."""
     try:
-        body = loads(raw)
+        body = loads(raw, rebuilt="messages")  # the engine sends plain role/content messages on
     except (ValueError, RecursionError) as e:
         raise Refused(400, f"the request body is not JSON: {e}", "invalid_json") from None
     if not isinstance(body, dict):
