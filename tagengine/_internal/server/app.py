@@ -19,12 +19,13 @@ import httpx
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..commands import Applied, apply_reply
 from ..errors import HistoryError, NotFoundError, TagengineError
@@ -67,17 +68,23 @@ class Options:
     settle_checks: bool = False  # --settle-checks: checks settled mid-reply (settle.py)
 
 
-class _Auth(BaseHTTPMiddleware):
-    def __init__(self, app: Any, key: str) -> None:
-        super().__init__(app)
-        self.key = key
+class _Auth:
+    """--api-key: every route but /healthz needs `Authorization: Bearer KEY`. Plain ASGI, so a streamed
+    answer goes straight through (Starlette's BaseHTTPMiddleware copied it through a memory stream in a task
+    group of its own)."""
 
-    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        given = request.headers.get("authorization") or ""
-        if request.url.path != "/healthz" and not hmac.compare_digest(given.encode(), f"Bearer {self.key}".encode()):
-            return error(401, "this server needs its API key: Authorization: Bearer <key>", "invalid_api_key",
-                         "authentication_error")
-        return await call_next(request)
+    def __init__(self, app: ASGIApp, key: str) -> None:
+        self.app = app
+        self.key = f"Bearer {key}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] != "/healthz":
+            given = Headers(scope=scope).get("authorization") or ""
+            if not hmac.compare_digest(given.encode(), self.key):
+                await error(401, "this server needs its API key: Authorization: Bearer <key>", "invalid_api_key",
+                            "authentication_error")(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def make_app(opts: Options) -> Starlette:
