@@ -105,6 +105,10 @@ class Connection(asyncio.Protocol):
 
     # -- httptools callbacks ------------------------------------------------------------------------
 
+    def on_message_begin(self) -> None:
+        if self.complete:  # a second answer in the bytes of the first: not merged into it, not trusted
+            raise httpx.RemoteProtocolError("the upstream sent more than its answer")
+
     def on_status(self, status: bytes) -> None:
         self.reason += status
 
