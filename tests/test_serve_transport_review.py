@@ -1,0 +1,50 @@
+"""Review of the upstream transport (SB-13): faults found, each against real loopback sockets, bounded."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from tagengine._internal.server.transport import HTTP11Transport
+from tagengine._internal.server.upstream import Upstream
+
+from test_serve_transport import Scripted, ok, post, run, serve
+
+
+def test_a_second_answer_in_the_same_packet_is_not_merged_into_the_first() -> None:
+    extra = b"HTTP/1.1 404 Nope\r\ncontent-length: 1\r\n\r\nB"
+
+    async def test(url: str, t: HTTP11Transport, s: Scripted) -> None:
+        r = await post(t, url)
+        assert (r.status_code, r.content, r.extensions["reason_phrase"]) == (200, b"A", b"OK")
+        assert r.headers.get_list("content-length") == ["1"]
+        assert (await post(t, url)).content == b"A"
+        assert s.connections == 2  # bytes nobody asked for: the first connection was not reused
+
+    run(lambda n, raw: ok(b"A") + extra, test)
+
+
+def test_a_whole_answer_that_fails_mid_body_closes_its_connection() -> None:
+    closed = asyncio.Event()
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await r.readuntil(b"\r\n\r\n")
+        w.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nonly part")
+        await w.drain()
+        await r.read()  # until the client closes its end
+        closed.set()
+        w.close()
+
+    async def test(url: str, t: HTTP11Transport) -> None:
+        up = Upstream(f"{url}/v1", forward_client_key=False, timeout=0.3, transport=t)
+        try:
+            await up.send(up.request("GET", "/models", {}))
+            raise AssertionError("no timeout")
+        except httpx.ReadTimeout:
+            pass
+        async with asyncio.timeout(2):
+            await closed.wait()
+        assert t.counts() == (0, 0)
+
+    serve(handle, test)
