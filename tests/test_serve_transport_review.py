@@ -48,3 +48,26 @@ def test_a_whole_answer_that_fails_mid_body_closes_its_connection() -> None:
         assert t.counts() == (0, 0)
 
     serve(handle, test)
+
+
+def test_keep_alive_holds_past_descriptor_1024() -> None:
+    # select.select refuses a descriptor of FD_SETSIZE (1024) or more: a busy server's pooled connections
+    # were all taken for readable, dropped, and every request opened a new one
+    import os
+    import resource
+
+    import pytest
+
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1200:
+        pytest.skip("too few descriptors allowed")
+    fds = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        async def test(url: str, t: HTTP11Transport, s: Scripted) -> None:
+            for _ in range(3):
+                assert (await post(t, url)).content == b"x"
+            assert s.connections == 1
+
+        run(lambda n, raw: ok(b"x"), test)
+    finally:
+        for fd in fds:
+            os.close(fd)

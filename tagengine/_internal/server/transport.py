@@ -196,6 +196,10 @@ class Connection(asyncio.Protocol):
         if sock is None:
             return False
         try:
+            if hasattr(select, "poll"):  # select.select refuses a descriptor of 1024 or more (FD_SETSIZE)
+                p = select.poll()
+                p.register(sock, select.POLLIN)
+                return bool(p.poll(0))
             return bool(select.select([sock], [], [], 0)[0])
         except (OSError, ValueError):  # closed under us
             return True
