@@ -71,3 +71,32 @@ def test_keep_alive_holds_past_descriptor_1024() -> None:
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def test_an_endless_head_is_a_protocol_error_not_a_hang() -> None:
+    # httpcore (h11) refused a head past 16 KiB; without a bound, an upstream sending headers forever held the
+    # request (each header a fresh read timeout) and its memory grew without end
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        try:
+            await r.readuntil(b"\r\n\r\n")
+            w.write(b"HTTP/1.1 200 OK\r\n")
+            n = 0
+            while True:  # until the client gives up
+                w.write(b"x-filler-%d: %s\r\n" % (n, b"y" * 200))
+                await w.drain()
+                n += 1
+        except ConnectionError:
+            pass
+        finally:
+            w.close()
+
+    async def test(url: str, t: HTTP11Transport) -> None:
+        async with asyncio.timeout(5):
+            try:
+                await post(t, url, read=1.0)
+                raise AssertionError("an answer")
+            except httpx.RemoteProtocolError as e:
+                assert "head" in str(e)
+        assert t.counts() == (0, 0)
+
+    serve(handle, test)

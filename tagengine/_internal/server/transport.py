@@ -32,6 +32,7 @@ import httpx
 POOL_IDLE = 32  # idle keep-alive connections kept per origin
 HIGH_WATER = 256 * 1024  # bytes of an answer buffered before reading pauses
 LOW_WATER = 64 * 1024
+MAX_HEAD = 64 * 1024  # the most an answer's head may hold (h11, httpcore's parser, refused 16 KiB)
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})  # not HEAD: its answer has no body
 IDEMPOTENT = frozenset({"GET", "PUT", "DELETE", "OPTIONS"})  # RFC 9110 9.2.2
 
@@ -56,6 +57,7 @@ class Connection(asyncio.Protocol):
         self.status = 0
         self.reason = b""
         self.headers: list[tuple[bytes, bytes]] = []
+        self.head_size = 0
         self.head_done = False
         self.complete = False
         self.keep_alive = False
@@ -83,7 +85,9 @@ class Connection(asyncio.Protocol):
         except httptools.HttpParserUpgrade:
             self.error = httpx.RemoteProtocolError("the upstream switched protocols")
         except httptools.HttpParserError as e:
-            self.error = httpx.RemoteProtocolError(f"the upstream's answer is not HTTP/1.1: {e}")
+            own = e.__context__  # raised by a callback here
+            self.error = own if isinstance(own, httpx.RemoteProtocolError) else httpx.RemoteProtocolError(
+                f"the upstream's answer is not HTTP/1.1: {e}")
         if self.error is not None and self.transport is not None:
             self.transport.close()
         self._wake()
@@ -110,10 +114,17 @@ class Connection(asyncio.Protocol):
             raise httpx.RemoteProtocolError("the upstream sent more than its answer")
 
     def on_status(self, status: bytes) -> None:
+        self._count(len(status))
         self.reason += status
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value))
         self.headers.append((name, value))
+
+    def _count(self, size: int) -> None:
+        self.head_size += size + 4
+        if self.head_size > MAX_HEAD and not self.head_done:  # not trailers: an endless head is refused
+            raise httpx.RemoteProtocolError(f"the upstream's answer has a head of more than {MAX_HEAD} bytes")
 
     def on_headers_complete(self) -> None:
         assert self.parser is not None
