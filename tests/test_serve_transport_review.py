@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import httpx
 
@@ -100,3 +101,27 @@ def test_an_endless_head_is_a_protocol_error_not_a_hang() -> None:
         assert t.counts() == (0, 0)
 
     serve(handle, test)
+
+
+def test_an_international_host_is_reached_by_its_idna_2008_name() -> None:
+    # url.host is the Unicode name; Python's own codec (IDNA 2003) turns "straße.de" into "strasse.de", another
+    # domain: the host connected to (and verified by TLS) must be the one httpx sends in Host, xn--strae-oqa.de
+    asked: list[tuple[str, Any]] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        async def create_connection(factory: Any, host: str, port: int, **kw: Any) -> Any:
+            asked.append((host, kw.get("server_hostname")))
+            raise OSError("nowhere")
+
+        loop.create_connection = create_connection  # type: ignore[method-assign, assignment]
+        t = HTTP11Transport()
+        try:
+            await t.handle_async_request(httpx.Request("POST", "https://straße.de/v1", content=b"{}"))
+        except httpx.ConnectError:
+            pass
+        await t.aclose()
+
+    asyncio.run(main())
+    assert asked == [("xn--strae-oqa.de", "xn--strae-oqa.de")]

@@ -296,7 +296,8 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
             raise httpx.UnsupportedProtocol(f"{url.scheme!r} is not http or https", request=request)
         if request.method not in METHODS:
             raise httpx.LocalProtocolError(f"{request.method} is not sent by this transport", request=request)
-        origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+        # the host as sent in Host (IDNA 2008): url.host is Unicode, which asyncio would encode by IDNA 2003
+        origin = (url.scheme, url.raw_host.decode("ascii"), url.port or (443 if url.scheme == "https" else 80))
         timeouts = request.extensions.get("timeout", {})
         body = await request.aread()
         lines = [b"%s %s HTTP/1.1\r\n" % (request.method.encode("ascii"), url.raw_path)]
