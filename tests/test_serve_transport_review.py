@@ -125,3 +125,43 @@ def test_an_international_host_is_reached_by_its_idna_2008_name() -> None:
 
     asyncio.run(main())
     assert asked == [("xn--strae-oqa.de", "xn--strae-oqa.de")]
+
+
+def test_a_client_gone_while_a_send_waits_closes_the_stream_before_the_answer_ends() -> None:
+    # the cancel lands in send (a slow client's write waits, or a middleware's): the body iterator was left
+    # suspended at its yield, its clean-up (closing the upstream's answer) left to the garbage collector
+    from tagengine._internal.server.streamed import Streamed
+
+    closed: list[bool] = []
+
+    async def body() -> Any:
+        try:
+            yield b"a"
+            yield b"b"
+        finally:
+            closed.append(True)
+
+    async def main() -> tuple[int, list[bool]]:
+        left = asyncio.Event()
+
+        async def receive() -> dict[str, Any]:
+            await left.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message.get("body") == b"a":
+                await asyncio.sleep(10)
+
+        async def respond() -> tuple[int, list[bool]]:
+            await Streamed(body())({"type": "http"}, receive, send)
+            current = asyncio.current_task()
+            assert current is not None
+            return current.cancelling(), list(closed)
+
+        task = asyncio.create_task(respond())
+        await asyncio.sleep(0.05)
+        left.set()
+        async with asyncio.timeout(2):
+            return await task
+
+    assert asyncio.run(main()) == (0, [True])
