@@ -165,3 +165,30 @@ def test_a_client_gone_while_a_send_waits_closes_the_stream_before_the_answer_en
             return await task
 
     assert asyncio.run(main()) == (0, [True])
+
+
+def test_an_answer_dropped_unread_and_unclosed_gives_back_its_connection() -> None:
+    # Streamed cancelled in its first send (a client gone while a middleware's send waits) never starts the
+    # body iterator, whose clean-up would close the upstream's answer: the connection stayed open for good
+    import gc
+
+    closed = asyncio.Event()
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await r.readuntil(b"\r\n\r\n")
+        w.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        await w.drain()
+        await r.read()
+        closed.set()
+        w.close()
+
+    async def test(url: str, t: HTTP11Transport) -> None:
+        response = await t.handle_async_request(httpx.Request("POST", f"{url}/v1/chat/completions", content=b"{}"))
+        assert response.status_code == 200
+        del response
+        gc.collect()
+        async with asyncio.timeout(2):
+            await closed.wait()
+        assert t.counts() == (0, 0)
+
+    serve(handle, test)

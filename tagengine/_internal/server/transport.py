@@ -244,6 +244,14 @@ class Body(httpx.AsyncByteStream):
             self.closed = True
             self.pool.release(self.origin, self.conn)
 
+    def __del__(self) -> None:
+        if not self.closed:  # an answer dropped unclosed (a stream never started): its connection is not kept
+            self.closed = True
+            try:
+                self.pool.release(self.origin, self.conn)
+            except RuntimeError:  # the event loop is closed: its sockets with it
+                pass
+
 
 class HTTP11Transport(httpx.AsyncBaseTransport):
     def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
