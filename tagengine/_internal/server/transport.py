@@ -20,6 +20,7 @@ whole fast answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import select
 import ssl
 from collections import deque
@@ -247,10 +248,8 @@ class Body(httpx.AsyncByteStream):
     def __del__(self) -> None:
         if not self.closed:  # an answer dropped unclosed (a stream never started): its connection is not kept
             self.closed = True
-            try:
+            with contextlib.suppress(RuntimeError):  # the event loop is closed: its sockets with it
                 self.pool.release(self.origin, self.conn)
-            except RuntimeError:  # the event loop is closed: its sockets with it
-                pass
 
 
 class HTTP11Transport(httpx.AsyncBaseTransport):
