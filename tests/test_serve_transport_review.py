@@ -190,3 +190,29 @@ def test_an_answer_dropped_unread_and_unclosed_gives_back_its_connection() -> No
         assert t.counts() == (0, 0)
 
     serve(handle, test)
+
+
+def test_endless_trailers_are_a_protocol_error_not_a_hang() -> None:
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        try:
+            await r.readuntil(b"\r\n\r\n")
+            w.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n")
+            n = 0
+            while True:  # trailers until the client gives up
+                w.write(b"x-trailer-%d: %s\r\n" % (n, b"y" * 200))
+                await w.drain()
+                n += 1
+        except ConnectionError:
+            pass
+        finally:
+            w.close()
+
+    async def test(url: str, t: HTTP11Transport) -> None:
+        async with asyncio.timeout(5):
+            try:
+                await post(t, url, read=1.0)
+                raise AssertionError("an answer")
+            except httpx.RemoteProtocolError as e:
+                assert "head" in str(e)
+
+    serve(handle, test)

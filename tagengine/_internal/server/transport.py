@@ -124,7 +124,7 @@ class Connection(asyncio.Protocol):
 
     def _count(self, size: int) -> None:
         self.head_size += size + 4
-        if self.head_size > MAX_HEAD and not self.head_done:  # not trailers: an endless head is refused
+        if self.head_size > MAX_HEAD:  # an endless head (or trailers) is refused
             raise httpx.RemoteProtocolError(f"the upstream's answer has a head of more than {MAX_HEAD} bytes")
 
     def on_headers_complete(self) -> None:
@@ -133,6 +133,7 @@ class Connection(asyncio.Protocol):
         if self.status < 200:  # 1xx: an interim answer; the real one follows
             return
         self.head_done = True
+        self.head_size = 0  # the trailers' own count
         framed = any(k.lower() in (b"content-length", b"transfer-encoding") for k, _ in self.headers)
         self.to_close = not framed and self.status not in (204, 304)
 
