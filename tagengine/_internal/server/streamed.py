@@ -47,6 +47,9 @@ class Streamed(Response):
         except asyncio.CancelledError:
             if not gone:
                 raise
-            task.uncancel()  # the client left: the stream has been closed, nothing more to send
+            task.uncancel()  # the client left: the stream is closed, nothing more to send
+            aclose = getattr(self.body_iterator, "aclose", None)
+            if aclose is not None:  # the cancel came in a send: the stream waits at a yield, not closed yet
+                await aclose()
         finally:
             watcher.cancel()

@@ -20,6 +20,7 @@ whole fast answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import select
 import ssl
 from collections import deque
@@ -32,6 +33,7 @@ import httpx
 POOL_IDLE = 32  # idle keep-alive connections kept per origin
 HIGH_WATER = 256 * 1024  # bytes of an answer buffered before reading pauses
 LOW_WATER = 64 * 1024
+MAX_HEAD = 64 * 1024  # the most an answer's head may hold (h11, httpcore's parser, refused 16 KiB)
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})  # not HEAD: its answer has no body
 IDEMPOTENT = frozenset({"GET", "PUT", "DELETE", "OPTIONS"})  # RFC 9110 9.2.2
 
@@ -56,6 +58,7 @@ class Connection(asyncio.Protocol):
         self.status = 0
         self.reason = b""
         self.headers: list[tuple[bytes, bytes]] = []
+        self.head_size = 0
         self.head_done = False
         self.complete = False
         self.keep_alive = False
@@ -83,7 +86,9 @@ class Connection(asyncio.Protocol):
         except httptools.HttpParserUpgrade:
             self.error = httpx.RemoteProtocolError("the upstream switched protocols")
         except httptools.HttpParserError as e:
-            self.error = httpx.RemoteProtocolError(f"the upstream's answer is not HTTP/1.1: {e}")
+            own = e.__context__  # raised by a callback here
+            self.error = own if isinstance(own, httpx.RemoteProtocolError) else httpx.RemoteProtocolError(
+                f"the upstream's answer is not HTTP/1.1: {e}")
         if self.error is not None and self.transport is not None:
             self.transport.close()
         self._wake()
@@ -105,11 +110,22 @@ class Connection(asyncio.Protocol):
 
     # -- httptools callbacks ------------------------------------------------------------------------
 
+    def on_message_begin(self) -> None:
+        if self.complete:  # a second answer in the bytes of the first: not merged into it, not trusted
+            raise httpx.RemoteProtocolError("the upstream sent more than its answer")
+
     def on_status(self, status: bytes) -> None:
+        self._count(len(status))
         self.reason += status
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value))
         self.headers.append((name, value))
+
+    def _count(self, size: int) -> None:
+        self.head_size += size + 4
+        if self.head_size > MAX_HEAD:  # an endless head (or trailers) is refused
+            raise httpx.RemoteProtocolError(f"the upstream's answer has a head of more than {MAX_HEAD} bytes")
 
     def on_headers_complete(self) -> None:
         assert self.parser is not None
@@ -117,6 +133,7 @@ class Connection(asyncio.Protocol):
         if self.status < 200:  # 1xx: an interim answer; the real one follows
             return
         self.head_done = True
+        self.head_size = 0  # the trailers' own count
         framed = any(k.lower() in (b"content-length", b"transfer-encoding") for k, _ in self.headers)
         self.to_close = not framed and self.status not in (204, 304)
 
@@ -192,6 +209,10 @@ class Connection(asyncio.Protocol):
         if sock is None:
             return False
         try:
+            if hasattr(select, "poll"):  # select.select refuses a descriptor of 1024 or more (FD_SETSIZE)
+                p = select.poll()
+                p.register(sock, select.POLLIN)
+                return bool(p.poll(0))
             return bool(select.select([sock], [], [], 0)[0])
         except (OSError, ValueError):  # closed under us
             return True
@@ -224,6 +245,12 @@ class Body(httpx.AsyncByteStream):
         if not self.closed:
             self.closed = True
             self.pool.release(self.origin, self.conn)
+
+    def __del__(self) -> None:
+        if not self.closed:  # an answer dropped unclosed (a stream never started): its connection is not kept
+            self.closed = True
+            with contextlib.suppress(RuntimeError):  # the event loop is closed: its sockets with it
+                self.pool.release(self.origin, self.conn)
 
 
 class HTTP11Transport(httpx.AsyncBaseTransport):
@@ -277,7 +304,8 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
             raise httpx.UnsupportedProtocol(f"{url.scheme!r} is not http or https", request=request)
         if request.method not in METHODS:
             raise httpx.LocalProtocolError(f"{request.method} is not sent by this transport", request=request)
-        origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+        # the host as sent in Host (IDNA 2008): url.host is Unicode, which asyncio would encode by IDNA 2003
+        origin = (url.scheme, url.raw_host.decode("ascii"), url.port or (443 if url.scheme == "https" else 80))
         timeouts = request.extensions.get("timeout", {})
         body = await request.aread()
         lines = [b"%s %s HTTP/1.1\r\n" % (request.method.encode("ascii"), url.raw_path)]

@@ -66,7 +66,11 @@ class Upstream:
         response = await self.transport.handle_async_request(request)
         response.request = request
         if not stream:
-            await response.aread()  # closes the stream, handing its connection back
+            try:
+                await response.aread()  # closes the stream, handing its connection back
+            except BaseException:  # a fault or a cancel mid-body: aread left it open (httpx's client closes it)
+                await response.aclose()
+                raise
         return response
 
     def headers(self, incoming: Mapping[str, str]) -> dict[str, str]:
