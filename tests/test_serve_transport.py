@@ -262,3 +262,13 @@ def test_a_proxy_from_the_environment_keeps_httpx_own_transport(monkeypatch: pyt
     assert Upstream("https://api.example.com/v1", forward_client_key=False).transport is None
     monkeypatch.setenv("NO_PROXY", "api.example.com")
     assert not proxied("https://api.example.com/v1")
+
+
+def test_a_body_with_a_coding_other_than_chunked_ends_with_its_connection() -> None:
+    # RFC 9112 6.3: Transfer-Encoding without chunked in an answer: the body is read to the connection's end
+    answer = b"HTTP/1.1 200 OK\r\ntransfer-encoding: identity-ish\r\n\r\nto the end"
+
+    async def test(url: str, t: HTTP11Transport, s: Scripted) -> None:
+        assert (await post(t, url)).content == b"to the end"
+
+    run(lambda n, raw: answer, test, then_close=True)

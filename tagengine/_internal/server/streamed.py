@@ -1,11 +1,11 @@
 """A streamed answer (server-sent events, or a passed-through body) sent from the request's own task.
 
 Starlette's StreamingResponse (under an ASGI server of spec 2.3, as uvicorn is) starts a task group and
-streams from a new task, and sends the answer's head before its body has begun: the first byte waited for
-the new task's turn and went out a write after the head (0.3 ms a streamed turn on the benchmark machine,
-SB-13). Here the head goes out with the first piece of the body, from this task; a watcher task waits for the
-client to leave and then cancels the stream (the upstream request is closed by the stream's own clean-up,
-as before: nothing is kept).
+streams from a new task: the first byte waited for that task's turn (0.15 ms of a streamed turn's first
+byte on the benchmark machine, SB-13). Here the head goes out at once and the body follows from this task;
+a watcher task waits for the client to leave and then cancels the stream (the upstream request is closed
+by the stream's own clean-up, as before: nothing is kept). Holding the head back to send it with the first
+piece was slower: the client then read the head only after the piece came.
 """
 
 from __future__ import annotations

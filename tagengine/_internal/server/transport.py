@@ -134,7 +134,10 @@ class Connection(asyncio.Protocol):
             return
         self.head_done = True
         self.head_size = 0  # the trailers' own count
-        framed = any(k.lower() in (b"content-length", b"transfer-encoding") for k, _ in self.headers)
+        # llhttp's framing of an answer: chunked, else Content-Length (when no other Transfer-Encoding), else the
+        # connection's end (RFC 9112 6.3)
+        coding = b",".join(v for k, v in self.headers if k.lower() == b"transfer-encoding").lower()
+        framed = b"chunked" in coding if coding else any(k.lower() == b"content-length" for k, _ in self.headers)
         self.to_close = not framed and self.status not in (204, 304)
 
     def on_body(self, body: bytes) -> None:
@@ -172,6 +175,8 @@ class Connection(asyncio.Protocol):
     def begin(self, head: bytes, body: bytes) -> None:
         """Send a request; its answer is parsed from here on."""
         assert self.transport is not None
+        if self.lost:  # closed before the request could go (uvloop would raise a RuntimeError writing to it)
+            raise _Closed
         self._reset()
         self.parser = httptools.HttpResponseParser(self)
         self.transport.write(head + body if len(body) < 65536 else head)
@@ -320,8 +325,8 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
             reused = conn is not None
             if conn is None:
                 conn = await self._connect(origin, timeouts.get("connect"), request)
-            conn.begin(head, body)
             try:
+                conn.begin(head, body)
                 await conn.head(timeouts.get("read"), request)
             except _Closed:
                 self._open.discard(conn)
