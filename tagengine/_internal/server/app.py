@@ -7,6 +7,7 @@ store guards its one SQLite connection with a lock, so both may run at once (doc
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -150,7 +151,8 @@ def make_app(opts: Options) -> Starlette:
         except TagengineError as e:  # the server's own set-up (a tokenizer file): not the client's fault
             log.error("cannot build the prompt: %s", e)
             raise Refused(500, "the server cannot count tokens for this model; see its log", "server_error") from None
-        latest.prompt_sent(c.name, prompt, counted)
+        # for the prompt page, once the request has left: the prompt it replaces (a whole chat) is freed there
+        asyncio.get_running_loop().call_soon(latest.prompt_sent, c.name, prompt, counted)
         if prefill is not None and not prefill_last(prompt.messages, prefill):
             raise Refused(400, "the reply to continue does not fit the context", "context_length_exceeded")
         out = dict(body)
