@@ -100,6 +100,9 @@ def make_app(opts: Options) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # a long replay goes to a worker thread (chain.THREAD_MIN): the first one imported anyio's backend and
+        # started the thread inside a chat app's request (15 ms of a cold turn, SB-13); done here instead
+        await run_in_threadpool(lambda: None)
         yield
         await upstream.close()
         store.close()
