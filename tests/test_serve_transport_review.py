@@ -7,7 +7,7 @@ import contextlib
 from typing import Any
 
 import httpx
-from test_serve_transport import Scripted, ok, post, run, serve
+from test_serve_transport import Handler, Scripted, ok, post, run, serve
 
 from tagengine._internal.server.transport import HTTP11Transport
 from tagengine._internal.server.upstream import Upstream
@@ -74,16 +74,15 @@ def test_keep_alive_holds_past_descriptor_1024() -> None:
             os.close(fd)
 
 
-def test_an_endless_head_is_a_protocol_error_not_a_hang() -> None:
-    # httpcore (h11) refused a head past 16 KiB; without a bound, an upstream sending headers forever held the
-    # request (each header a fresh read timeout) and its memory grew without end
+def endless(start: bytes, name: bytes) -> Handler:
+    """A server that answers a request with `start`, then header lines named `name`-N without end."""
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         try:
             await r.readuntil(b"\r\n\r\n")
-            w.write(b"HTTP/1.1 200 OK\r\n")
+            w.write(start)
             n = 0
             while True:  # until the client gives up
-                w.write(b"x-filler-%d: %s\r\n" % (n, b"y" * 200))
+                w.write(b"%s-%d: %s\r\n" % (name, n, b"y" * 200))
                 await w.drain()
                 n += 1
         except ConnectionError:
@@ -91,16 +90,26 @@ def test_an_endless_head_is_a_protocol_error_not_a_hang() -> None:
         finally:
             w.close()
 
-    async def test(url: str, t: HTTP11Transport) -> None:
-        async with asyncio.timeout(5):
-            try:
-                await post(t, url, read=1.0)
-                raise AssertionError("an answer")
-            except httpx.RemoteProtocolError as e:
-                assert "head" in str(e)
-        assert t.counts() == (0, 0)
+    return handle
 
-    serve(handle, test)
+
+async def refused_for_its_head(url: str, t: HTTP11Transport) -> None:
+    async with asyncio.timeout(5):
+        try:
+            await post(t, url, read=1.0)
+            raise AssertionError("an answer")
+        except httpx.RemoteProtocolError as e:
+            assert "head" in str(e)
+
+
+def test_an_endless_head_is_a_protocol_error_not_a_hang() -> None:
+    # httpcore (h11) refused a head past 16 KiB; without a bound, an upstream sending headers forever held the
+    # request (each header a fresh read timeout) and its memory grew without end
+    async def test(url: str, t: HTTP11Transport) -> None:
+        await refused_for_its_head(url, t)
+        assert t.counts() == (0, 0)  # the connection is dropped at once: no answer came to be closed
+
+    serve(endless(b"HTTP/1.1 200 OK\r\n", b"x-filler"), test)
 
 
 def test_an_international_host_is_reached_by_its_idna_2008_name() -> None:
@@ -193,26 +202,5 @@ def test_an_answer_dropped_unread_and_unclosed_gives_back_its_connection() -> No
 
 
 def test_endless_trailers_are_a_protocol_error_not_a_hang() -> None:
-    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        try:
-            await r.readuntil(b"\r\n\r\n")
-            w.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n")
-            n = 0
-            while True:  # trailers until the client gives up
-                w.write(b"x-trailer-%d: %s\r\n" % (n, b"y" * 200))
-                await w.drain()
-                n += 1
-        except ConnectionError:
-            pass
-        finally:
-            w.close()
-
-    async def test(url: str, t: HTTP11Transport) -> None:
-        async with asyncio.timeout(5):
-            try:
-                await post(t, url, read=1.0)
-                raise AssertionError("an answer")
-            except httpx.RemoteProtocolError as e:
-                assert "head" in str(e)
-
-    serve(handle, test)
+    serve(endless(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n", b"x-trailer"),
+          refused_for_its_head)
