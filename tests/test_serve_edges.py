@@ -108,3 +108,20 @@ def test_read_chat_reads_the_marker_the_history_and_what_is_not_text_in_one_pass
     with pytest.raises(Refused) as e:
         read_chat([{"role": "user", "content": "a"}, {"content": "b"}])
     assert "messages[1] is not a message" in e.value.message
+
+
+def test_idle_client_connections_outlive_httpx_own_keep_alive(monkeypatch, tmp_path):
+    """S-29: at equal keep-alive timeouts (uvicorn's and httpx's default, 5 s) a client reuses a connection as
+    the server closes it; `serve` keeps idle connections longer than any client of httpx or the openai SDK."""
+    import io
+
+    import uvicorn
+
+    from tagengine._internal.server import main
+    from tagengine._internal.server.app import Options
+
+    got = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: got.update(kw))
+    assert main.serve(Options(upstream="demo", data=tmp_path), "127.0.0.1", 0, io.StringIO()) == 0
+    client_expiry = httpx.Limits().keepalive_expiry  # 5 s: the openai SDK keeps httpx's default
+    assert got["timeout_keep_alive"] > client_expiry + 30 and got["access_log"] is False

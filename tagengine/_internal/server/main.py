@@ -10,6 +10,8 @@ import uvicorn
 from .access_log import AccessLog
 from .app import Options, make_app
 
+KEEP_ALIVE = 75  # seconds an idle client connection is kept (nginx's default)
+
 
 def serve(opts: Options, host: str, port: int, err: TextIO) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -19,5 +21,9 @@ def serve(opts: Options, host: str, port: int, err: TextIO) -> int:
     err.write(f"tagengine serve: http://{host}:{port}/v1 -> {where}; data in {opts.data}\n")
     # the access log prints paths only (no headers), so the Authorization header is never logged; it is
     # written after each response rather than before its first byte (access_log.py)
-    uvicorn.run(AccessLog(app), host=host, port=port, log_level="info", access_log=False)
+    # keep-alive past the 5 s that httpx (so the openai SDK) and uvicorn both default to: at equal timeouts a
+    # client reuses a connection just as the server closes it (a ReadError now and then); a chat app's turns
+    # come seconds apart, and each then opens no new connection (S-29)
+    uvicorn.run(AccessLog(app), host=host, port=port, log_level="info", access_log=False,
+                timeout_keep_alive=KEEP_ALIVE)
     return 0
