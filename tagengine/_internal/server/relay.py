@@ -168,8 +168,8 @@ def _value(line: bytes) -> bytes:
 
 async def _drain(rest: AsyncIterator[str]) -> None:
     """Read what the upstream sends after [DONE] (normally just its body's end), so that its connection goes
-    back to httpx's pool instead of being closed: the next streamed turn then opens none (SB-3). Bounded by
-    DRAIN_SECONDS: an upstream that holds its body open after [DONE] is cut off, as before."""
+    back to the upstream transport's pool instead of being closed: the next streamed turn then opens none
+    (SB-3). Bounded by DRAIN_SECONDS: an upstream that holds its body open after [DONE] is cut off, as before."""
     with anyio.move_on_after(DRAIN_SECONDS), contextlib.suppress(httpx.HTTPError):
         async for _ in rest:
             pass
