@@ -108,6 +108,10 @@ def test_read_chat_reads_the_marker_the_history_and_what_is_not_text_in_one_pass
     with pytest.raises(Refused) as e:
         read_chat([{"role": "user", "content": "a"}, {"content": "b"}])
     assert "messages[1] is not a message" in e.value.message
+    for role in (["user"], {"r": 1}, 7, None):  # any JSON value: a 400 naming it, never a TypeError (a 500)
+        with pytest.raises(Refused) as e:
+            read_chat([{"role": role, "content": "a"}])
+        assert e.value.status == 400 and "messages[0] is not a message" in e.value.message
 
 
 def test_idle_client_connections_outlive_httpx_own_keep_alive(monkeypatch, tmp_path):

@@ -97,7 +97,8 @@ def read_chat(messages: list[Any]) -> Chat:
     problem = None
     for i, m in enumerate(messages):
         if type(m) is dict:  # the common case first: a message with a known role, text and no marker
-            low, content = _ROLE.get(m.get("role")), m.get("content")  # type: ignore[arg-type]
+            role, content = m.get("role"), m.get("content")
+            low = _ROLE.get(role) if type(role) is str else None  # a role may be anything, a list too
             if low is not None and type(content) is str and "[tagengine:" not in content:
                 # the request's own dict when it is just that (the body is this request's, read-only from here)
                 out.append(m if len(m) == 2 and m["role"] == low else {"role": low, "content": content})
