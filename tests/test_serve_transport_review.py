@@ -13,6 +13,19 @@ from tagengine._internal.server.transport import HTTP11Transport
 from tagengine._internal.server.upstream import Upstream
 
 
+def answering_part(start: bytes, closed: asyncio.Event) -> Handler:
+    """A server that sends `start` of an answer, then waits for the client to close its end (sets `closed`)."""
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await r.readuntil(b"\r\n\r\n")
+        w.write(start)
+        await w.drain()
+        await r.read()  # until the client closes its end
+        closed.set()
+        w.close()
+
+    return handle
+
+
 def test_a_second_answer_in_the_same_packet_is_not_merged_into_the_first() -> None:
     extra = b"HTTP/1.1 404 Nope\r\ncontent-length: 1\r\n\r\nB"
 
@@ -28,14 +41,7 @@ def test_a_second_answer_in_the_same_packet_is_not_merged_into_the_first() -> No
 
 def test_a_whole_answer_that_fails_mid_body_closes_its_connection() -> None:
     closed = asyncio.Event()
-
-    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await r.readuntil(b"\r\n\r\n")
-        w.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nonly part")
-        await w.drain()
-        await r.read()  # until the client closes its end
-        closed.set()
-        w.close()
+    handle = answering_part(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nonly part", closed)
 
     async def test(url: str, t: HTTP11Transport) -> None:
         up = Upstream(f"{url}/v1", forward_client_key=False, timeout=0.3, transport=t)
@@ -180,14 +186,7 @@ def test_an_answer_dropped_unread_and_unclosed_gives_back_its_connection() -> No
     import gc
 
     closed = asyncio.Event()
-
-    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await r.readuntil(b"\r\n\r\n")
-        w.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n")
-        await w.drain()
-        await r.read()
-        closed.set()
-        w.close()
+    handle = answering_part(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n", closed)
 
     async def test(url: str, t: HTTP11Transport) -> None:
         response = await t.handle_async_request(httpx.Request("POST", f"{url}/v1/chat/completions", content=b"{}"))

@@ -56,12 +56,6 @@ class Budget:
             chosen = choose(self.model, self.encoding, self.tokenizer_file)
         return chosen if self.margin is None else replace(chosen, margin=self.margin)
 
-    def resolved(self) -> tuple[Tokenizer, float]:
-        if self.tokenizer is not None:
-            return self.tokenizer, self.choice().margin
-        chosen = self.choice()
-        return chosen.build(), chosen.margin
-
     @property
     def reserve_tokens(self) -> int:
         return self.reserve if self.reserve is not None else max(256, self.context // 4)

@@ -284,7 +284,7 @@ class Settler:
                 prefill = filt.sent  # the reply so far with the check's receipt: relay fed it before asking again
                 try:
                     response = await self.upstream.send(self._request(body, prefill, incoming, True),
-                                                             stream=True)
+                                                        stream=True)
                 except httpx.HTTPError as e:
                     refused = upstream_failure(e)
                     yield json.dumps({"error": error_body(refused.message, refused.code, refused.kind)})

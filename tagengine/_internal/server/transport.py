@@ -237,11 +237,9 @@ class Body(httpx.AsyncByteStream):
         self.closed = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
+        try:  # (not _Closed: a body comes after a head, so a byte of the answer came)
             while (chunk := await self.conn.piece(self.timeout, self.request)) is not None:
                 yield chunk
-        except _Closed:
-            raise httpx.RemoteProtocolError("the upstream closed the connection", request=self.request) from None
         except httpx.TransportError as e:
             e.request = self.request
             raise
@@ -289,8 +287,7 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
             conn.parser = None
             idle.append(conn)
         else:
-            conn.close()
-            self._open.discard(conn)
+            self._drop(conn)
 
     def _idle_connection(self, origin: Origin) -> Connection | None:
         """A pooled connection still open: one with anything to read (the upstream's close, not yet seen by
@@ -329,7 +326,7 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
                 conn.begin(head, body)
                 await conn.head(timeouts.get("read"), request)
             except _Closed:
-                self._open.discard(conn)
+                self._drop(conn)
                 if reused and attempt == 0 and request.method in IDEMPOTENT:
                     continue  # the upstream had closed this idle connection: nothing of an answer came
                 raise httpx.RemoteProtocolError("the upstream closed the connection without answering",
