@@ -124,7 +124,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     system = system_prompt(rs, budget, c)
     note = reminder(rs, state)
     hist = cast(list[dict[str, str]], list(history)) if checked else read_messages(history)
-    last_user = max((i for i, m in enumerate(hist) if m["role"] == "user"), default=None)
+    last_user = next((i for i in range(len(hist) - 1, -1, -1) if hist[i]["role"] == "user"), None)
     if budget.reminder_in_user and last_user is not None:
         hist[last_user] = {"role": "user", "content": hist[last_user]["content"] + "\n\n" + note}
         tail: list[dict[str, str]] = []
@@ -156,7 +156,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     if used + response > usable:  # then the response budget, down to its minimum
         response = max(budget.response_min, usable - used)
         report.cuts.append({"part": "response", "action": "lowered", "from": budget.response, "to": response})
-    kept = [m for m, k in zip(hist, keep, strict=True) if k]
+    kept = [m for m, k in zip(hist, keep, strict=True) if k] if dropped else hist
     messages = [{"role": "system", "content": system.text}, *kept, *tail]
     report.response = response
     report.parts = {"system": system.tokens, "history": used - fixed, "reminder": tail_tokens, "priming": c.priming,

@@ -168,10 +168,20 @@ def mapping_file() -> Path | None:
     `$XDG_CONFIG_HOME/tagengine/tokenizers.toml` (`~/.config/...` by default); None when there is none."""
     named = os.environ.get(MAPPING_ENV)
     if named is not None:
-        return Path(named).expanduser() if named else None
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    path = Path(base) / "tagengine" / "tokenizers.toml"
-    return path if path.is_file() else None
+        return _user_path(named) if named else None
+    where = _default_mapping(os.environ.get("XDG_CONFIG_HOME") or "", os.path.expanduser("~"))
+    return _user_path(where) if os.path.isfile(where) else None  # looked for on each call: it may appear
+
+
+@lru_cache(maxsize=64)
+def _user_path(path: str) -> Path:
+    """A Path made once per text (a server looks for the file on every request)."""
+    return Path(path).expanduser()
+
+
+@lru_cache(maxsize=64)
+def _default_mapping(xdg: str, home: str) -> str:
+    return os.path.join(xdg or os.path.join(home, ".config"), "tagengine", "tokenizers.toml")
 
 
 @cache

@@ -16,11 +16,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib.util import find_spec
+from operator import itemgetter
 from pathlib import Path
 from types import FunctionType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import NotFoundError, TagengineError
+from ..prefix_memo import PrefixMemo
 
 if TYPE_CHECKING:
     import tiktoken
@@ -235,6 +237,13 @@ class TokenizerChoice:
     family: str = "openai"
 
 
+_ROLE_CONTENT = itemgetter("role", "content")
+
+
+def _content_size(item: tuple[str, str]) -> int:
+    return len(item[1])
+
+
 class TokenCounter:
     """Counts text and chat messages with one Tokenizer and one chat format; history counts are memoised
     per message (DEC-34)."""
@@ -247,6 +256,7 @@ class TokenCounter:
         self._role_as_text = chat.role_as_text
         self._memo: dict[tuple[str, str], int] = {}
         self._roles: dict[str, int] = {}
+        self._runs: PrefixMemo[tuple[str, str], int] = PrefixMemo(_content_size)
         self._count: Callable[[str], int] | None = getattr(tokenizer, "count", None)
 
     def text(self, text: str) -> int:
@@ -256,13 +266,15 @@ class TokenCounter:
 
     def messages(self, messages: list[dict[str, str]]) -> list[int]:
         """`message` for each of a history's messages: one call for the lot (a prompt's fit counts every
-        message of a long chat on every turn, nearly all of them known)."""
+        message of a long chat on every turn; the start it shares with a recent one is known, S-30)."""
+        return self._runs.values(list(map(_ROLE_CONTENT, messages)), self._more)
+
+    def _more(self, known: list[int], items: list[tuple[str, str]]) -> list[int]:
         memo, one = self._memo, self.message
-        out = []
-        for m in messages:
-            n = memo.get((m["role"], m["content"]))
-            out.append(one(m["role"], m["content"]) if n is None else n)
-        return out
+        for key in items[len(known):]:
+            n = memo.get(key)
+            known.append(one(*key) if n is None else n)
+        return known
 
     def message(self, role: str, content: str) -> int:
         key = (role, content)

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..commands import apply_reply
+from ..prefix_memo import PrefixMemo
 from ..state import GameState, from_json
 from .campaigns import Campaign, canonical
 from .store import Store
@@ -60,6 +61,22 @@ def next_key(key: str, reply: str) -> str:
         _next_chars += len(reply)
         hit = _NEXT[(key, reply)] = _hash(f"{key}\0{reply.strip()}")
     return hit
+
+
+_KEYS: PrefixMemo[str, str] = PrefixMemo(len)
+
+
+def chain_keys(c: Campaign, replies: list[str]) -> list[str]:
+    """The chain's keys along `replies`: [first_key(c), the key after the first reply, ...]. The keys of
+    the start this history shares with one of the last few are not worked out again (S-30)."""
+    return _KEYS.values([first_key(c), *replies], _more_keys)
+
+
+def _more_keys(known: list[str], items: list[str]) -> list[str]:
+    keys = known or items[:1]  # items[0] is the first key itself
+    for text in items[len(keys):]:
+        keys.append(next_key(keys[-1], text))
+    return keys
 
 
 def content_key(c: Campaign, reply: str) -> str:
@@ -180,9 +197,7 @@ def state_of(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]], *
     """The state after `messages` (role/content dicts). Writes the snapshots it computes. With `defer`, a
     history with more than that many replies to replay comes back as a `Pending` to run elsewhere."""
     replies, notes = _replies(c, store, messages, hidden)
-    keys = [first_key(c)]
-    for text in replies:
-        keys.append(next_key(keys[-1], text))
+    keys = chain_keys(c, replies)
     state, start, found = c.start, 0, False
     mem = store.recent
     with store.lock:

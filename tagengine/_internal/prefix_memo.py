@@ -1,0 +1,73 @@
+"""Values worked out item by item along a sequence, kept for the last few sequences seen.
+
+A chat app sends the whole history on every turn, and a turn's history starts as the one before did (a new
+turn adds a reply and a message; a regenerate sends the same list again). What is worked out message by
+message (a reply's chain key, a message's token count) is found again for that shared start by comparing
+the two lists, in C, instead of one look-up per message in a large table: each such look-up hashed the
+request's new string and compared it with the table's old one, whose memory the other processes on the
+machine had pushed out of the cache by then (S-30).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import accumulate
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+V = TypeVar("V")
+
+
+def shared_start(a: list[T], b: list[T]) -> int:
+    """How many items `a` and `b` have in common from the start."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:  # the common case, in one comparison
+        return n
+    i = 0
+    while a[i] == b[i]:  # they differ before n
+        i += 1
+    return i
+
+
+class PrefixMemo(Generic[T, V]):
+    """`values(items, more)`: one value per item, where value i depends on items[0..i] only (so a shared
+    start has the same values). Up to `keep` sequences are kept, the most recently used first, holding at
+    most `max_size` in all by `size` (of an item; characters, say): a longer history is worked out each
+    time. The table is replaced whole, never changed in place, so threads may share it: a race loses a
+    sequence, never a value."""
+
+    def __init__(self, size: Callable[[T], int], keep: int = 16, max_size: int = 16 * 1024 * 1024) -> None:
+        self.size = size
+        self.keep = keep
+        self.max_size = max_size
+        # (items, their values, the running total of their sizes), the most recently used first
+        self._runs: tuple[tuple[list[T], tuple[V, ...], tuple[int, ...]], ...] = ()
+
+    def values(self, items: list[T], more: Callable[[list[V], list[T]], list[V]]) -> list[V]:
+        """The values of `items` (a new list, the caller's to change): a kept sequence's for the longest
+        start they share, `more(known, items)` for the whole list from there."""
+        runs = self._runs  # read once: another thread may replace it
+        best, at = 0, -1
+        for i, (kept, _, _) in enumerate(runs):
+            n = shared_start(items, kept)
+            if n > best:
+                best, at = n, i
+                if n == len(items) or n == len(kept):  # none can be longer, or this one is all used
+                    break
+        known = list(runs[at][1][:best]) if at >= 0 else []
+        sizes = runs[at][2][:best] if at >= 0 else ()
+        out = more(known, items) if best < len(items) else known
+        if best < len(items):  # the running total goes on from the shared start's
+            sizes += tuple(accumulate(map(self.size, items[best:]), initial=sizes[-1] if sizes else 0))[1:]
+        total = sizes[-1] if sizes else 0
+        if total <= self.max_size // 2:
+            new = [(list(items), tuple(out), sizes)]
+            for i, r in enumerate(runs):
+                if i == at and best == len(r[0]):  # the new sequence starts with all of it: it is superseded
+                    continue
+                total += r[2][-1] if r[2] else 0
+                if total > self.max_size or len(new) == self.keep:
+                    break
+                new.append(r)
+            self._runs = tuple(new)
+        return out

@@ -1,0 +1,113 @@
+"""PrefixMemo (S-30): values along a sequence, found again for the start a new sequence shares with a kept one.
+Whatever was kept, the values are those worked out from scratch."""
+
+from __future__ import annotations
+
+from itertools import accumulate
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tagengine._internal.prefix_memo import PrefixMemo, shared_start
+from tagengine._internal.prompt.tokens import OPENAI_CHAT, TiktokenTokenizer, TokenCounter
+from tagengine._internal.server import chain
+
+
+@pytest.fixture(scope="module")
+def heist_campaign(tmp_path_factory):
+    from serve_kit import heist_store
+
+    yield from (c for _, c in heist_store(tmp_path_factory.mktemp("heist")))
+
+
+def running(known: list[int], items: list[int]) -> list[int]:
+    """Value i: the sum of items[0..i] (depends on the whole start, as a chain key does)."""
+    start = known[-1] if known else 0
+    return known + list(accumulate(items[len(known):], initial=start))[1:]
+
+
+def counted(memo: PrefixMemo[int, int], items: list[int]) -> tuple[list[int], list[int]]:
+    """The memo's values and the items `more` was asked to work out."""
+    asked: list[int] = []
+
+    def more(known: list[int], all_items: list[int]) -> list[int]:
+        asked.extend(all_items[len(known):])
+        return running(known, all_items)
+
+    return memo.values(items, more), asked
+
+
+def test_shared_start():
+    assert shared_start([1, 2, 3], [1, 2, 3, 4]) == 3
+    assert shared_start([1, 2, 3], [1, 9, 3]) == 1
+    assert shared_start([], [1]) == 0
+    assert shared_start([5], [6]) == 0
+
+
+def test_a_grown_sequence_works_out_only_its_new_items():
+    memo: PrefixMemo[int, int] = PrefixMemo(lambda _: 1)
+    assert counted(memo, [1, 2, 3]) == ([1, 3, 6], [1, 2, 3])
+    assert counted(memo, [1, 2, 3, 4, 5]) == ([1, 3, 6, 10, 15], [4, 5])  # a new turn
+    assert counted(memo, [1, 2, 3, 4, 5]) == ([1, 3, 6, 10, 15], [])  # sent again (regenerate)
+    assert counted(memo, [1, 2, 3, 7]) == ([1, 3, 6, 13], [7])  # another swipe
+    assert counted(memo, [1, 2]) == ([1, 3], [])  # messages deleted
+
+
+def test_the_values_returned_are_the_callers_to_change():
+    memo: PrefixMemo[int, int] = PrefixMemo(lambda _: 1)
+    first, _ = counted(memo, [1, 2, 3])
+    first[0] = 99
+    items = [1, 2, 3]
+    again, asked = counted(memo, items)
+    assert again == [1, 3, 6] and asked == []
+    items[0] = 50  # nor are the items kept by reference
+    assert counted(memo, [1, 2, 3]) == ([1, 3, 6], [])
+
+
+def test_at_most_keep_sequences_are_kept_and_the_newest_stay():
+    memo: PrefixMemo[int, int] = PrefixMemo(lambda _: 1, keep=2)
+    for start in (10, 20, 30):
+        counted(memo, [start, 1])
+    assert counted(memo, [30, 1])[1] == [] and counted(memo, [20, 1])[1] == []
+    assert counted(memo, [10, 1])[1] == [10, 1]  # the oldest went
+
+
+def test_a_sequence_over_half_the_size_bound_is_not_kept_and_the_total_holds():
+    memo: PrefixMemo[int, int] = PrefixMemo(lambda n: n, max_size=100)
+    counted(memo, [60])
+    assert counted(memo, [60])[1] == [60]  # over half: worked out each time
+    counted(memo, [40])
+    counted(memo, [41])
+    counted(memo, [42])  # with [40] kept too the total would pass 100: [40] goes
+    assert counted(memo, [42])[1] == [] and counted(memo, [41])[1] == []
+    assert counted(memo, [40])[1] == [40]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), max_size=8), min_size=1, max_size=12), st.integers(1, 4))
+def test_the_values_are_always_those_worked_out_from_scratch(seqs, keep):
+    memo: PrefixMemo[int, int] = PrefixMemo(lambda n: n, keep=keep, max_size=40)
+    for items in seqs:
+        assert counted(memo, items)[0] == running([], items)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "  b ", "c" * 40]), max_size=6), min_size=1, max_size=8))
+def test_chain_keys_are_the_chain_step_by_step(heist_campaign, histories):
+    """The keys along a history are first_key, then next_key reply by reply, whatever histories came before."""
+    for replies in histories:
+        keys = [chain.first_key(heist_campaign)]
+        for text in replies:
+            keys.append(chain.next_key(keys[-1], text))
+        assert chain.chain_keys(heist_campaign, replies) == keys
+
+
+def test_token_counts_of_a_history_are_each_message_counted_alone():
+    c = TokenCounter(TiktokenTokenizer("o200k_base"), OPENAI_CHAT)
+    fresh = TokenCounter(TiktokenTokenizer("o200k_base"), OPENAI_CHAT)
+    history = [{"role": "user", "content": "We go in."}, {"role": "assistant", "content": "The door creaks."}]
+    assert c.messages(history) == [fresh.message(m["role"], m["content"]) for m in history]
+    history[1]["content"] = "The door holds."  # a message changed in place is counted again
+    grown = [*history, {"role": "user", "content": "Again!"}]
+    assert c.messages(grown) == [fresh.message(m["role"], m["content"]) for m in grown]
