@@ -80,15 +80,16 @@ def test_keep_alive_holds_past_descriptor_1024() -> None:
             os.close(fd)
 
 
-def endless(start: bytes, name: bytes) -> Handler:
-    """A server that answers a request with `start`, then header lines named `name`-N without end."""
+def endless(start: bytes, name: bytes, one_line: bool = False) -> Handler:
+    """A server that answers a request with `start`, then header lines named `name`-N without end (with
+    `one_line`, a single header name that never ends)."""
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         try:
             await r.readuntil(b"\r\n\r\n")
             w.write(start)
             n = 0
             while True:  # until the client gives up
-                w.write(b"%s-%d: %s\r\n" % (name, n, b"y" * 200))
+                w.write(name * 100 if one_line else b"%s-%d: %s\r\n" % (name, n, b"y" * 200))
                 await w.drain()
                 n += 1
         except ConnectionError:
@@ -203,3 +204,29 @@ def test_an_answer_dropped_unread_and_unclosed_gives_back_its_connection() -> No
 def test_endless_trailers_are_a_protocol_error_not_a_hang() -> None:
     serve(endless(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n", b"x-trailer"),
           refused_for_its_head)
+
+
+def test_one_endless_header_name_in_the_head_or_the_trailers_is_a_protocol_error_not_a_hang() -> None:
+    # llhttp holds a name until its colon, before any callback counts it: the bytes with no body in them are
+    # counted as they arrive
+    serve(endless(b"HTTP/1.1 200 OK\r\nx-", b"name", one_line=True), refused_for_its_head)
+    serve(endless(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nx-", b"name",
+                  one_line=True), refused_for_its_head)
+
+
+def test_a_long_stream_of_small_chunks_is_not_taken_for_an_endless_head() -> None:
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await r.readuntil(b"\r\n\r\n")
+        w.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        for _ in range(20_000):  # 20 000 one-byte chunks: 120 KB of chunk lines, each with its byte
+            w.write(b"1\r\nx\r\n")
+        w.write(b"0\r\n\r\n")
+        await w.drain()
+        w.close()
+
+    async def test(url: str, t: HTTP11Transport) -> None:
+        async with asyncio.timeout(10):
+            r = await post(t, url)
+            assert r.content == b"x" * 20_000
+
+    serve(handle, test)

@@ -68,6 +68,8 @@ class Connection(asyncio.Protocol):
         self.chunks: deque[bytes] = deque()
         self.buffered = 0
         self.paused = False
+        self.fed_body = False  # the bytes being parsed held a piece of the body
+        self.bodiless = 0  # bytes parsed since the last piece of the body (head, chunk lines, trailers)
 
     # -- asyncio.Protocol ----------------------------------------------------------------------------
 
@@ -81,6 +83,7 @@ class Connection(asyncio.Protocol):
                 self.transport.close()
             return
         self.started = True
+        self.fed_body = False
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -89,6 +92,12 @@ class Connection(asyncio.Protocol):
             own = e.__context__  # raised by a callback here
             self.error = own if isinstance(own, httpx.RemoteProtocolError) else httpx.RemoteProtocolError(
                 f"the upstream's answer is not HTTP/1.1: {e}")
+        # llhttp keeps a header's name or value until it ends, outside the callbacks' count (_count): one
+        # endless line of head or trailers is cut off here
+        self.bodiless = 0 if self.fed_body or self.complete else self.bodiless + len(data)
+        if self.bodiless > 2 * MAX_HEAD and self.error is None:
+            self.error = httpx.RemoteProtocolError(
+                f"the upstream sent more than {2 * MAX_HEAD} bytes of head or trailers without an end")
         if self.error is not None and self.transport is not None:
             self.transport.close()
         self._wake()
@@ -141,6 +150,7 @@ class Connection(asyncio.Protocol):
         self.to_close = not framed and self.status not in (204, 304)
 
     def on_body(self, body: bytes) -> None:
+        self.fed_body = True
         self.chunks.append(bytes(body))
         self.buffered += len(body)
         if self.buffered > HIGH_WATER and not self.paused and self.transport is not None:
@@ -179,9 +189,7 @@ class Connection(asyncio.Protocol):
             raise _Closed
         self._reset()
         self.parser = httptools.HttpResponseParser(self)
-        self.transport.write(head + body if len(body) < 65536 else head)
-        if len(body) >= 65536:
-            self.transport.write(body)
+        self.transport.writelines((head, body))
 
     async def head(self, timeout: float | None, request: httpx.Request) -> None:
         while not self.head_done:
