@@ -9,6 +9,8 @@ import json
 import httpx
 import pytest
 from cmdkit import sample_state
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import load_sample
 from tagengine import apply_reply
@@ -20,15 +22,12 @@ from tagengine._internal.server.relay import dumps, relay_stream
 REPLY = 'Hello [clock: name="Alarm raised" size="6"]'
 
 
-def test_the_held_rest_goes_out_with_a_last_chunk_that_has_no_delta():
-    """S-7: some upstreams end with `{"finish_reason": "stop"}` and no delta; the held tag must still be sent,
-    as its receipt, and equal what is stored."""
+def relayed(chunks: list[object]) -> tuple[str, list[object]]:
+    """The reply text a client gets when the upstream streams `chunks` (then [DONE]), and what was kept."""
     rs, state = load_sample("blades-like"), sample_state("blades-like")
-    chunks = [{"choices": [{"index": 0, "delta": {"content": REPLY}}]},
-              {"choices": [{"index": 0, "finish_reason": "stop"}]}]
     body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
     response = httpx.Response(200, stream=httpx.ByteStream(body))
-    kept = []
+    kept: list[object] = []
 
     async def run() -> list[bytes]:
         async def connected() -> bool:
@@ -43,9 +42,33 @@ def test_the_held_rest_goes_out_with_a_last_chunk_that_has_no_delta():
     text = ""
     for event in b"".join(sent).decode().split("\n\n"):
         if event.startswith("data: {"):
-            for choice in json.loads(event[6:]).get("choices", []):
-                text += (choice.get("delta") or {}).get("content") or ""
-    assert text == apply_reply(rs, state, REPLY).text == kept[0].text
+            choices = json.loads(event[6:]).get("choices")
+            for choice in choices if isinstance(choices, list) else []:
+                delta = choice.get("delta") if isinstance(choice, dict) else None
+                content = delta.get("content") if isinstance(delta, dict) else None
+                text += content if isinstance(content, str) else ""
+    return text, kept
+
+
+def test_the_held_rest_goes_out_with_a_last_chunk_that_has_no_delta():
+    """S-7: some upstreams end with `{"finish_reason": "stop"}` and no delta; the held tag must still be sent,
+    as its receipt, and equal what is stored."""
+    text, kept = relayed([{"choices": [{"index": 0, "delta": {"content": REPLY}}]},
+                          {"choices": [{"index": 0, "finish_reason": "stop"}]}])
+    rs, state = load_sample("blades-like"), sample_state("blades-like")
+    assert text == apply_reply(rs, state, REPLY).text == kept[0].text  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("odd", [{"choices": 5}, {"choices": "abc"}, {"choices": {"0": {}}}, {"choices": [5, None]},
+                                 {"choices": [{"index": 0, "delta": 5}]},
+                                 {"choices": [{"index": 0, "delta": {"content": 5}}]}, {"choices": None}, {}])
+def test_a_chunk_of_any_shape_between_the_reply_s_pieces_is_passed_on_not_a_traceback(odd):
+    """No exception escapes a reply's processing: a chunk whose `choices` is not a list of choices carries no
+    text and goes to the client as it came; the reply around it is applied as a whole."""
+    text, kept = relayed([{"choices": [{"index": 0, "delta": {"content": REPLY[:9]}}]}, odd,
+                          {"choices": [{"index": 0, "delta": {"content": REPLY[9:]}, "finish_reason": "stop"}]}])
+    rs, state = load_sample("blades-like"), sample_state("blades-like")
+    assert text == apply_reply(rs, state, REPLY).text == kept[0].text  # type: ignore[attr-defined]
 
 
 def test_text_that_is_not_utf8_is_escaped_not_an_error():
@@ -129,3 +152,18 @@ def test_idle_client_connections_outlive_httpx_own_keep_alive(monkeypatch, tmp_p
     assert main.serve(Options(upstream="demo", data=tmp_path), "127.0.0.1", 0, io.StringIO()) == 0
     client_expiry = httpx.Limits().keepalive_expiry  # 5 s: the openai SDK keeps httpx's default
     assert got["timeout_keep_alive"] > client_expiry + 30 and got["access_log"] is False
+
+
+KEYS = st.sampled_from(["choices", "index", "delta", "content", "finish_reason", "error", "role", "x"])
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-2, 2) | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=4),
+                    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(JSON, max_size=4))
+def test_no_upstream_chunk_makes_the_relay_raise(odd):
+    """Whatever JSON the upstream streams between a reply's pieces, the client gets events, never a
+    traceback: the relay either passes a chunk on, or ends the stream with an error event."""
+    relayed([{"choices": [{"index": 0, "delta": {"content": REPLY[:9]}}]}, *odd,
+             {"choices": [{"index": 0, "delta": {"content": REPLY[9:]}, "finish_reason": "stop"}]}])

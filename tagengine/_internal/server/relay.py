@@ -63,6 +63,15 @@ def first_content(doc: Any) -> str | None:
     return content if isinstance(content, str) else None
 
 
+def first_choice(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """A streamed chunk's choice of index 0 (an index left out is 0); None when it has none, whatever its
+    `choices` holds."""
+    choices = doc.get("choices")
+    if not isinstance(choices, list):
+        return None
+    return next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
+
+
 DRAIN_SECONDS = 0.25  # the most a finished stream waits for the upstream's body to end
 _BIG = 2.0 ** 63  # orjson reads an integer beyond 64 bits as a float, of at least this size: json reads it
 
@@ -213,8 +222,7 @@ async def relay_stream(response: httpx.Response, filt: Filter, done: Callable[[A
                 yield sse_data(doc)  # the upstream's own error event: passed on, nothing kept
                 return
             last = doc
-            choice = next((c for c in doc.get("choices") or [] if isinstance(c, dict) and c.get("index", 0) == 0),
-                          None)
+            choice = first_choice(doc)
             if choice is not None and applied is None:
                 delta = choice.get("delta")
                 content = delta.get("content") if isinstance(delta, dict) else None

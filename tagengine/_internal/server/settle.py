@@ -33,7 +33,7 @@ from ..state import GameState
 from ..tags import scan
 from .errors import error_body
 from .receipts import ReceiptStream
-from .relay import dumps, events, first_content, loads, upstream_failure, upstream_status
+from .relay import dumps, events, first_choice, first_content, loads, upstream_failure, upstream_status
 from .upstream import Upstream
 
 log = logging.getLogger("tagengine.serve")
@@ -105,7 +105,7 @@ def _content(doc: Any) -> tuple[str | None, bool]:
     """choices[0]'s delta content and whether the choice finished."""
     if not isinstance(doc, dict):
         return None, False
-    choice = next((c for c in doc.get("choices") or [] if isinstance(c, dict) and c.get("index", 0) == 0), None)
+    choice = first_choice(doc)
     if choice is None:
         return None, False
     delta = choice.get("delta")
@@ -316,7 +316,8 @@ class Settler:
         k = cut.feed(content)
         if k is None:
             return data, None
-        choice = next(c for c in doc["choices"] if isinstance(c, dict) and c.get("index", 0) == 0)
+        choice = first_choice(doc)
+        assert choice is not None  # _content found its content
         choice["delta"]["content"] = content[:k]
         choice["finish_reason"] = None
         return dumps(doc).decode(), k
