@@ -47,6 +47,7 @@ from .settle import Settler
 from .store import DEFAULT_KEEP, Store
 from .streamed import Streamed
 from .ui import Latest, ui_routes
+from .ui_auth import is_page, page_token, sign_in_routes, signed_in, to_sign_in
 from .upstream import Upstream
 from .upstream_count import fitter, tokens_header
 
@@ -70,21 +71,27 @@ class Options:
 
 
 class _Auth:
-    """--api-key: every route but /healthz needs `Authorization: Bearer KEY`. Plain ASGI, so a streamed
+    """--api-key: every route but /healthz needs `Authorization: Bearer KEY`, or for the pages under /ui/ the
+    cookie of a sign-in (UI-10; else on to the sign-in form). Plain ASGI, so a streamed
     answer goes straight through (Starlette's BaseHTTPMiddleware copied it through a memory stream in a task
     group of its own)."""
 
     def __init__(self, app: ASGIApp, key: str) -> None:
         self.app = app
         self.key = f"Bearer {key}".encode()
+        self.page_token = page_token(key)  # a browser signs in to the pages instead (UI-10)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] != "/healthz":
             given = Headers(scope=scope).get("authorization") or ""
             if not hmac.compare_digest(given.encode(), self.key):
-                await error(401, "this server needs its API key: Authorization: Bearer <key>", "invalid_api_key",
-                            "authentication_error")(scope, receive, send)
-                return
+                if not is_page(scope["path"]):
+                    await error(401, "this server needs its API key: Authorization: Bearer <key>", "invalid_api_key",
+                                "authentication_error")(scope, receive, send)
+                    return
+                if not signed_in(scope, self.page_token):
+                    await to_sign_in(scope)(scope, receive, send)
+                    return
         await self.app(scope, receive, send)
 
 
@@ -301,7 +308,7 @@ def make_app(opts: Options) -> Starlette:
         routes += [Route(f"{prefix}/v1/models", models),
                    Route(f"{prefix}/v1/completions", completions, methods=["POST"]),
                    Route(f"{prefix}/v1/chat/completions", chat_completions, methods=["POST"])]
-    routes += ui_routes(campaigns, latest)
+    routes += ui_routes(campaigns, latest) + sign_in_routes(opts.api_key)
     routes += check_routes(campaigns, store, opts.campaign, opts.hide_tags)
     middleware = [Middleware(_Auth, key=opts.api_key)] if opts.api_key else []
     async def internal(request: Request, exc: Exception) -> Response:
