@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from conftest import load_sample
 from tagengine import apply_reply
+from tagengine._internal.commands import Applied
 from tagengine._internal.server.chat_request import MAX_MODEL_NAME, budget_of, read_chat
 from tagengine._internal.server.errors import Refused
 from tagengine._internal.server.receipts import ReceiptStream
@@ -22,18 +23,18 @@ from tagengine._internal.server.relay import dumps, relay_stream
 REPLY = 'Hello [clock: name="Alarm raised" size="6"]'
 
 
-def relayed(chunks: list[object]) -> tuple[str, list[object]]:
+def relayed(chunks: list[object]) -> tuple[str, list[Applied]]:
     """The reply text a client gets when the upstream streams `chunks` (then [DONE]), and what was kept."""
     rs, state = load_sample("blades-like"), sample_state("blades-like")
     body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
     response = httpx.Response(200, stream=httpx.ByteStream(body))
-    kept: list[object] = []
+    kept: list[Applied] = []
 
     async def run() -> list[bytes]:
         async def connected() -> bool:
             return False
 
-        async def keep(applied: object) -> None:
+        async def keep(applied: Applied) -> None:
             kept.append(applied)
 
         return [b async for b in relay_stream(response, ReceiptStream(rs, state), keep, connected)]
@@ -56,7 +57,7 @@ def test_the_held_rest_goes_out_with_a_last_chunk_that_has_no_delta():
     text, kept = relayed([{"choices": [{"index": 0, "delta": {"content": REPLY}}]},
                           {"choices": [{"index": 0, "finish_reason": "stop"}]}])
     rs, state = load_sample("blades-like"), sample_state("blades-like")
-    assert text == apply_reply(rs, state, REPLY).text == kept[0].text  # type: ignore[attr-defined]
+    assert text == apply_reply(rs, state, REPLY).text == kept[0].text
 
 
 @pytest.mark.parametrize("odd", [{"choices": 5}, {"choices": "abc"}, {"choices": {"0": {}}}, {"choices": [5, None]},
@@ -68,7 +69,7 @@ def test_a_chunk_of_any_shape_between_the_reply_s_pieces_is_passed_on_not_a_trac
     text, kept = relayed([{"choices": [{"index": 0, "delta": {"content": REPLY[:9]}}]}, odd,
                           {"choices": [{"index": 0, "delta": {"content": REPLY[9:]}, "finish_reason": "stop"}]}])
     rs, state = load_sample("blades-like"), sample_state("blades-like")
-    assert text == apply_reply(rs, state, REPLY).text == kept[0].text  # type: ignore[attr-defined]
+    assert text == apply_reply(rs, state, REPLY).text == kept[0].text
 
 
 def test_text_that_is_not_utf8_is_escaped_not_an_error():

@@ -161,6 +161,30 @@ def test_tokenizers_toml_maps_patterns_in_order(tmp_path, bpe, wordpiece, monkey
     assert [(p.path, p.code, p.value) for p in e.value.problems] == [("llama*", "not-a-path", 3)]
 
 
+def test_the_mapping_file_follows_the_environment_and_the_file_system(tmp_path, monkeypatch):
+    """S-30: mapping_file makes its path once, yet a tokenizers.toml made or removed while a server runs, and a
+    changed HOME or XDG_CONFIG_HOME, are seen on the next call."""
+    from tagengine._internal.prompt.registry import mapping_file
+
+    monkeypatch.setenv("TAGENGINE_TOKENIZERS", "~/t.toml")
+    for home in ("a", "b"):
+        monkeypatch.setenv("HOME", str(tmp_path / home))
+        assert mapping_file() == tmp_path / home / "t.toml"
+    monkeypatch.delenv("TAGENGINE_TOKENIZERS")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    assert mapping_file() is None
+    (tmp_path / "cfg" / "tagengine").mkdir(parents=True)
+    (tmp_path / "cfg" / "tagengine" / "tokenizers.toml").write_text("")
+    assert mapping_file() == tmp_path / "cfg" / "tagengine" / "tokenizers.toml"
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    assert mapping_file() is None  # $HOME/.config has none
+    (tmp_path / "b" / ".config" / "tagengine").mkdir(parents=True)
+    (tmp_path / "b" / ".config" / "tagengine" / "tokenizers.toml").write_text("")
+    assert mapping_file() == tmp_path / "b" / ".config" / "tagengine" / "tokenizers.toml"
+    (tmp_path / "b" / ".config" / "tagengine" / "tokenizers.toml").unlink()
+    assert mapping_file() is None
+
+
 def test_build_prompt_report_names_the_tokenizer_and_whether_exact(bpe):
     state, hist = sample_state("gravewatch"), [{"role": "user", "content": SENTENCES[2]}]
     exact = build_prompt(GRAVE, state, hist, Budget(context=16_000, model="mistral-large",

@@ -167,21 +167,23 @@ def mapping_file() -> Path | None:
     """Where the user's `tokenizers.toml` is: `$TAGENGINE_TOKENIZERS` when set (empty: none), else
     `$XDG_CONFIG_HOME/tagengine/tokenizers.toml` (`~/.config/...` by default); None when there is none."""
     named = os.environ.get(MAPPING_ENV)
+    home = os.path.expanduser("~")  # read on each call, as XDG_CONFIG_HOME is: the environment may change
     if named is not None:
-        return _user_path(named) if named else None
-    where = _default_mapping(os.environ.get("XDG_CONFIG_HOME") or "", os.path.expanduser("~"))
-    return _user_path(where) if os.path.isfile(where) else None  # looked for on each call: it may appear
+        return _user_path(named, home) if named else None
+    where = _default_mapping(os.environ.get("XDG_CONFIG_HOME") or "", home)
+    return where if os.path.isfile(where) else None  # looked for on each call: it may appear
 
 
 @lru_cache(maxsize=64)
-def _user_path(path: str) -> Path:
-    """A Path made once per text (a server looks for the file on every request)."""
+def _user_path(path: str, home: str) -> Path:
+    """`path` with its `~` expanded, made once per text and home directory (`home` keys the cache: a server
+    looks for the file on every request)."""
     return Path(path).expanduser()
 
 
 @lru_cache(maxsize=64)
-def _default_mapping(xdg: str, home: str) -> str:
-    return os.path.join(xdg or os.path.join(home, ".config"), "tagengine", "tokenizers.toml")
+def _default_mapping(xdg: str, home: str) -> Path:
+    return Path(xdg or os.path.join(home, ".config"), "tagengine", "tokenizers.toml")
 
 
 @cache

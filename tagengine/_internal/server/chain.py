@@ -196,8 +196,8 @@ def state_of(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]], *
              defer: int | None = None) -> Replayed | Pending:
     """The state after `messages` (role/content dicts). Writes the snapshots it computes. With `defer`, a
     history with more than that many replies to replay comes back as a `Pending` to run elsewhere."""
-    replies, notes = _replies(c, store, messages, hidden)
-    keys = chain_keys(c, replies)
+    replies, notes, walked = _replies(c, store, messages, hidden)
+    keys = walked if walked is not None else chain_keys(c, replies)
     state, start, found = c.start, 0, False
     mem = store.recent
     with store.lock:
@@ -219,15 +219,17 @@ def state_of(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]], *
 
 
 def _replies(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]],
-             hidden: bool) -> tuple[list[str], list[str]]:
-    """The assistant messages as the chain reads them; with `hidden`, narrations mapped to their tagged text."""
+             hidden: bool) -> tuple[list[str], list[str], list[str] | None]:
+    """The assistant messages as the chain reads them; with `hidden`, narrations mapped to their tagged text,
+    and the chain's keys along them (the mapping walks the chain: `chain_keys` of the texts, made once)."""
     replies = [m["content"] for m in messages if m["role"] == "assistant"]
     if not hidden or not replies:
-        return replies, []
+        return replies, [], None
     shown = [shown_key(t) for t in replies]
     known = store.narrations(sorted(set(shown)))
     out: list[str] = []
     unknown, key, greeting = 0, first_key(c), True
+    keys = [key]
     for m in messages:
         if m["role"] == "user":
             greeting = False
@@ -241,13 +243,14 @@ def _replies(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]],
             unknown += 1  # a narration the store does not know (or a reply the server never gave)
         out.append(text)
         key = next_key(key, text)
+        keys.append(key)
     notes = []
     if unknown:
         notes.append(f"unmapped: {unknown} narrated repl{'y' if unknown == 1 else 'ies'} the store does not know "
                      "replayed as shown (without tags)")
         log.warning("campaign %s: %d narrated replies the store does not know are replayed without their tags",
                     c.name, unknown)
-    return out, notes
+    return out, notes, keys
 
 
 def remember(c: Campaign, store: Store, key: str, reply: str, state: GameState, shown: str | None = None,

@@ -68,7 +68,6 @@ class Connection(asyncio.Protocol):
         self.chunks: deque[bytes] = deque()
         self.buffered = 0
         self.paused = False
-        self.fed_body = False  # the bytes being parsed held a piece of the body
         self.bodiless = 0  # bytes parsed since the last piece of the body (head, chunk lines, trailers)
 
     # -- asyncio.Protocol ----------------------------------------------------------------------------
@@ -83,7 +82,7 @@ class Connection(asyncio.Protocol):
                 self.transport.close()
             return
         self.started = True
-        self.fed_body = False
+        buffered = self.buffered  # grows only by the body's pieces parsed below
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -94,7 +93,7 @@ class Connection(asyncio.Protocol):
                 f"the upstream's answer is not HTTP/1.1: {e}")
         # llhttp keeps a header's name or value until it ends, outside the callbacks' count (_count): one
         # endless line of head or trailers is cut off here
-        self.bodiless = 0 if self.fed_body or self.complete else self.bodiless + len(data)
+        self.bodiless = 0 if self.buffered != buffered or self.complete else self.bodiless + len(data)
         if self.bodiless > 2 * MAX_HEAD and self.error is None:
             self.error = httpx.RemoteProtocolError(
                 f"the upstream sent more than {2 * MAX_HEAD} bytes of head or trailers without an end")
@@ -150,7 +149,6 @@ class Connection(asyncio.Protocol):
         self.to_close = not framed and self.status not in (204, 304)
 
     def on_body(self, body: bytes) -> None:
-        self.fed_body = True
         self.chunks.append(bytes(body))
         self.buffered += len(body)
         if self.buffered > HIGH_WATER and not self.paused and self.transport is not None:
