@@ -60,7 +60,7 @@ class PrefixMemo(Generic[T, V]):
         if best < len(items):  # the running total goes on from the shared start's
             sizes += tuple(accumulate(map(self.size, items[best:]), initial=sizes[-1] if sizes else 0))[1:]
         total = sizes[-1] if sizes else 0
-        if total <= self.max_size // 2:
+        if items and total <= self.max_size // 2:  # (an empty history has nothing to share)
             new = [(list(items), tuple(out), sizes)]
             for i, r in enumerate(runs):
                 if i == at and best == len(r[0]):  # the new sequence starts with all of it: it is superseded
