@@ -222,7 +222,7 @@ def make_app(opts: Options) -> Starlette:
             raise upstream_status(got.status_code, got.content)
         try:
             doc = loads(got.content)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a document nested too deep to read
             doc = None
         text = first_content(doc)
         if text is None:

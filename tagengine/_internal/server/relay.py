@@ -49,7 +49,7 @@ def upstream_status(status: int, body: bytes) -> Refused:
         detail = inner.get("message") if isinstance(inner, dict) else inner
         if isinstance(detail, str) and detail:
             message += f": {detail[:500]}"
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to read
         pass
     return Refused(status, message, "upstream_error", "upstream_error")
 
@@ -211,7 +211,7 @@ async def relay_stream(response: httpx.Response, filt: Filter, done: Callable[[A
                 return
             try:
                 doc = loads(data)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested too deep to read
                 doc = None
             if not isinstance(doc, dict):
                 log.warning("upstream sent an event that is not a JSON object; the reply is dropped")

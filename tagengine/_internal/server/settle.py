@@ -118,7 +118,7 @@ def _json(data: str) -> Any:
     a NaN or 1e400 kept as written when a cut event is written back, SB-2); None when it is not JSON."""
     try:
         return loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to read
         return None
 
 

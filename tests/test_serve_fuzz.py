@@ -1,0 +1,131 @@
+"""Issue 12, "no exception escapes from processing a reply, whatever its text": `tagengine serve` attacked as a
+hostile or buggy peer, with real loopback servers. Each test here failed before the fix named in its commit:
+the client got a 500 `internal_error` (or a stream cut off mid-answer) and the log a traceback.
+
+The upstream in these tests answers exactly the bytes a test sets (`Raw`), so an answer can be any document."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from serve_kit import Running
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from test_serve import MARK, make_campaigns, snapshots
+
+from tagengine._internal.server.app import Options, make_app
+from tagengine._internal.server.store import DB_NAME
+
+DEEP = b"[" * 5000 + b"]" * 5000  # nested past what the standard library's JSON reader recurses through
+MESSAGES = [{"role": "system", "content": f"You are the GM. {MARK['heist']}"}, {"role": "user", "content": "go"}]
+
+
+@dataclass
+class Raw:
+    """An upstream that answers every chat completion with `status`, `body` and `media`; /tokenize and
+    KoboldCpp's token count answer `tokens`. It records each request's headers."""
+
+    body: bytes = b""
+    status: int = 200
+    media: str = "application/json"
+    tokens: bytes | None = None
+    headers: list[dict[str, str]] = field(default_factory=list)
+
+    def app(self) -> Starlette:
+        async def chat(request: Request) -> Response:
+            await request.body()
+            self.headers.append({k.lower(): v for k, v in request.headers.items()})
+            return Response(self.body, status_code=self.status, media_type=self.media)
+
+        async def tokenize(request: Request) -> Response:
+            await request.body()
+            if self.tokens is None:
+                return Response(b"", status_code=404)
+            return Response(self.tokens, media_type="application/json")
+
+        return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]), Route("/v1/models", chat),
+                                 Route("/tokenize", tokenize, methods=["POST"]),
+                                 Route("/api/extra/tokencount", tokenize, methods=["POST"])])
+
+
+@contextmanager
+def serving(tmp_path: Path, up: Raw, **kw: Any) -> Iterator[str]:
+    data = tmp_path / "data"
+    if not (data / DB_NAME).exists():
+        make_campaigns(data)
+    with Running(up.app()) as u, Running(make_app(Options(upstream=f"{u.url}/v1", data=data, **kw))) as srv:
+        yield srv.url
+
+
+def sse(*events: Any) -> bytes:
+    return b"".join(b"data: " + (e if isinstance(e, bytes) else json.dumps(e).encode()) + b"\n\n" for e in events)
+
+
+def piece(text: str, finish: str | None = None) -> dict[str, Any]:
+    return {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+
+
+def whole(text: str) -> bytes:
+    return json.dumps({"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                    "finish_reason": "stop"}]}).encode()
+
+
+def streamed_events(url: str, body: dict[str, Any]) -> list[Any]:
+    """The client's SSE events (parsed; [DONE] as the string), read to the stream's end."""
+    with httpx.stream("POST", f"{url}/v1/chat/completions", json={**body, "stream": True}, timeout=20) as r:
+        assert r.status_code == 200
+        raw = r.read().decode()
+    return [e[6:] if e[6:] == "[DONE]" else json.loads(e[6:]) for e in raw.split("\n\n") if e.startswith("data: ")]
+
+
+MODES = [pytest.param({}, id="plain"), pytest.param({"hide_tags": True}, id="hide-tags"),
+         pytest.param({"settle_checks": True}, id="settle-checks")]
+
+
+# -- 1. an upstream document nested deeper than the JSON reader recurses (RecursionError, not ValueError)
+
+@pytest.mark.parametrize("opts", MODES)
+def test_a_deeply_nested_answer_is_a_502_malformed_not_an_internal_error(tmp_path, opts):
+    up = Raw(b'{"choices": [{"message": {"content": "x"}}], "extra": ' + DEEP + b"}")
+    with serving(tmp_path, up, **opts) as url:
+        r = httpx.post(f"{url}/v1/chat/completions", json={"model": "m", "messages": MESSAGES}, timeout=20)
+    assert r.status_code == 502 and r.json()["error"]["code"] == "upstream_malformed"
+    assert snapshots(tmp_path / "data") == 0
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_error_whose_body_is_deeply_nested_keeps_its_status(tmp_path, stream):
+    up = Raw(b'{"error": ' + DEEP + b"}", status=503)
+    with serving(tmp_path, up) as url:
+        r = httpx.post(f"{url}/v1/chat/completions", json={"model": "m", "messages": MESSAGES, "stream": stream},
+                       timeout=20)
+    assert r.status_code == 503 and r.json()["error"] == {"message": "the upstream model answered 503",
+                                                         "type": "upstream_error", "code": "upstream_error"}
+
+
+@pytest.mark.parametrize("opts", MODES)
+def test_a_deeply_nested_streamed_event_ends_the_stream_with_an_error_event(tmp_path, opts):
+    up = Raw(sse(piece("The door "), DEEP, piece("opens.", "stop"), b"[DONE]"), media="text/event-stream")
+    with serving(tmp_path, up, **opts) as url:
+        events = streamed_events(url, {"model": "m", "messages": MESSAGES})
+    assert events[-1] == {"error": {"message": "the upstream model sent a malformed event stream",
+                                    "type": "upstream_error", "code": "upstream_malformed"}}
+    assert "[DONE]" not in events and snapshots(tmp_path / "data") == 0
+
+
+def test_settle_reads_a_deeply_nested_continuation_as_no_json():
+    from tagengine._internal.server.settle import _json
+
+    assert _json((b'{"choices": ' + DEEP + b"}").decode()) is None
+    assert _json('{"a": 1}') == {"a": 1}
