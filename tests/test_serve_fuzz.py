@@ -129,3 +129,59 @@ def test_settle_reads_a_deeply_nested_continuation_as_no_json():
 
     assert _json((b'{"choices": ' + DEEP + b"}").decode()) is None
     assert _json('{"a": 1}') == {"a": 1}
+
+
+# -- 2. a client's header value with bytes beyond ASCII (HTTP's obs-text): httpx encodes a str header as ASCII
+
+def raw_request(url: str, head: bytes, body: bytes = b"") -> tuple[int, bytes]:
+    """One HTTP/1.1 request written byte for byte (httpx will not send a header byte beyond ASCII): the
+    status and the body of the answer (the connection closed by the server after it)."""
+    import socket
+
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=20) as s:
+        s.sendall(head + b"Connection: close\r\n" + (b"Content-Length: %d\r\n" % len(body) if body else b"")
+                  + b"\r\n" + body)
+        got = b""
+        for _ in range(10_000):  # bounded: the server closes the connection after its answer
+            part = s.recv(65536)
+            if not part:
+                break
+            got += part
+    head_in, body_in = got.split(b"\r\n\r\n", 1)
+    if b"transfer-encoding: chunked" in head_in.lower():
+        out = b""
+        while body_in:
+            size, _, rest = body_in.partition(b"\r\n")
+            n = int(size, 16)
+            out, body_in = out + rest[:n], rest[n + 2:] if n else b""
+        body_in = out
+    return int(head_in.split(b" ", 2)[1]), body_in
+
+
+@pytest.mark.parametrize("campaign", [True, False], ids=["campaign", "passthrough"])
+def test_header_bytes_beyond_ascii_are_forwarded_as_they_came_not_a_500(tmp_path, campaign):
+    up = Raw(whole("The door opens."))
+    messages = MESSAGES if campaign else MESSAGES[1:]
+    body = json.dumps({"model": "m", "messages": messages}).encode()
+    with serving(tmp_path, up) as url:
+        status, answer = raw_request(url, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                                          b"Content-Type: application/json\r\nAuthorization: Bearer k\xe9y\r\n"
+                                          b"User-Agent: caf\xe9\r\n", body)
+        assert status == 200, answer
+        assert json.loads(answer)["choices"][0]["message"]["content"] == "The door opens."
+        assert up.headers[-1]["authorization"] == "Bearer k\xe9y"  # the same bytes (Starlette reads latin-1)
+        if not campaign:  # a passthrough forwards the client's other headers too
+            assert up.headers[-1]["user-agent"] == "caf\xe9"
+        status, answer = raw_request(url, b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\xe9y\r\n")
+        assert status == 200 and up.headers[-1]["authorization"] == "Bearer k\xe9y"
+
+
+def test_header_bytes_beyond_ascii_reach_the_tokenize_endpoint_too(tmp_path):
+    """--count-with-upstream asks the upstream's tokenize endpoint with the client's Authorization."""
+    up = Raw(whole("The door opens."), tokens=b'{"tokens": [1, 2, 3]}')
+    body = json.dumps({"model": "m", "messages": MESSAGES}).encode()
+    with serving(tmp_path, up, count_with_upstream=True) as url:
+        status, answer = raw_request(url, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                                          b"Content-Type: application/json\r\nAuthorization: Bearer k\xe9y\r\n", body)
+    assert status == 200, answer

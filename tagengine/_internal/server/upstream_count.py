@@ -33,7 +33,7 @@ from ..prompt.registry import choose
 from ..prompt.upstream_tokens import NotCounted, UpstreamTokenizer
 from ..ruleset import Ruleset
 from ..state import GameState
-from .upstream import Upstream
+from .upstream import Upstream, wire_headers
 
 log = logging.getLogger("tagengine.serve")
 
@@ -140,7 +140,8 @@ class UpstreamCounts:
         self.asked += 1
         try:
             got = await self.upstream.client.post(f"{self.root}{ep.path}", content=json.dumps(ep.body(text, model)),
-                                                  headers=self.upstream.headers(incoming), timeout=self.timeout)
+                                                  headers=wire_headers(self.upstream.headers(incoming)),
+                                                  timeout=self.timeout)
         except httpx.HTTPError as e:
             raise CountFailed(f"{ep.kind} {ep.path}: {type(e).__name__}", reached=False) from None
         if got.status_code >= 400:
