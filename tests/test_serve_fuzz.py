@@ -7,6 +7,7 @@ The upstream in these tests answers exactly the bytes a test sets (`Raw`), so an
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -185,3 +186,54 @@ def test_header_bytes_beyond_ascii_reach_the_tokenize_endpoint_too(tmp_path):
         status, answer = raw_request(url, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                                           b"Content-Type: application/json\r\nAuthorization: Bearer k\xe9y\r\n", body)
     assert status == 200, answer
+
+
+# -- 3. a reply holding text that is not UTF-8 (a lone surrogate, written `\ud800` in JSON): SQLite cannot store it
+
+ODD = 'The door\ud800 opens. [clock: name="Alarm raised" size="6"] [clock: name="Bad\udfff" size="4"]'
+
+
+def _stored(data: Path, want: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The rows of snapshots, heads and narrations, once they are `want` (kept after the answer has gone,
+    S-24: polled a bounded number of times)."""
+    import time
+
+    for _ in range(200):
+        with sqlite3.connect(data / DB_NAME) as db:
+            got = tuple(db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                        for t in ("snapshots", "heads", "narrations"))
+        if got == want:
+            break
+        time.sleep(0.01)
+    return got  # type: ignore[return-value]  # three counts
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("hide", [False, True], ids=["receipts", "hide-tags"])
+def test_a_reply_with_a_lone_surrogate_is_kept_and_the_next_turn_follows_it(tmp_path, stream, hide):
+    """The reply is answered (its receipts, or its narration), its snapshot and the sheet page's head are
+    kept, and with --hide-tags the narration the player got maps back to the tagged reply next turn."""
+    up = Raw(sse(piece(ODD[:20]), piece(ODD[20:], "stop"), b"[DONE]") if stream else whole(ODD),
+             media="text/event-stream" if stream else "application/json")
+    with serving(tmp_path, up, hide_tags=hide) as url:
+        body = {"model": "m", "messages": MESSAGES}
+        if stream:
+            events = streamed_events(url, body)
+            assert events[-1] == "[DONE]"
+            shown = "".join(e["choices"][0]["delta"].get("content") or "" for e in events[:-1])
+        else:
+            r = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=20)
+            assert r.status_code == 200
+            shown = r.json()["choices"][0]["message"]["content"]
+        assert ("[clock:" not in shown) if hide else ('name="Bad\udfff" size="4" result="refused"' in shown)
+        assert _stored(tmp_path / "data", (1, 1, int(hide))) == (1, 1, int(hide))
+        up.body = whole('Later. [clock: name="Alarm raised" tick="1"]')
+        up.media = "application/json"
+        nxt = {"model": "m", "messages": [*MESSAGES, {"role": "assistant", "content": shown},
+                                          {"role": "user", "content": "on"}]}
+        r = httpx.post(f"{url}/v1/chat/completions", content=json.dumps(nxt).encode(),  # \ud800 escaped
+                       headers={"content-type": "application/json"}, timeout=20)
+    assert r.status_code == 200 and "x-tagengine-history" not in r.headers
+    if not hide:
+        assert 'now="1/6"' in r.json()["choices"][0]["message"]["content"]
+    assert _stored(tmp_path / "data", (2, 1, 2 * hide)) == (2, 1, 2 * hide)  # the second turn's, after the first

@@ -56,7 +56,9 @@ class Latest:
 
     def reply_done(self, campaign: str, key: str, applied: Applied) -> None:
         """A reply is complete and its snapshot kept under `key`: the sheet page shows it from now on."""
-        self.store.put_head(campaign, key, json.dumps([r.to_json() for r in applied.receipts], ensure_ascii=False))
+        # ASCII-escaped: a receipt may quote a lone surrogate (a reply's text that was not UTF-8), which SQLite
+        # cannot store as text
+        self.store.put_head(campaign, key, json.dumps([r.to_json() for r in applied.receipts]))
 
     def version(self, campaign: str) -> str:
         head = self.store.head(campaign)
