@@ -237,3 +237,19 @@ def test_a_reply_with_a_lone_surrogate_is_kept_and_the_next_turn_follows_it(tmp_
     if not hide:
         assert 'now="1/6"' in r.json()["choices"][0]["message"]["content"]
     assert _stored(tmp_path / "data", (2, 1, 2 * hide)) == (2, 1, 2 * hide)  # the second turn's, after the first
+
+
+# -- 4. a campaign name that is not UTF-8 (a lone surrogate in the marker or the checks body)
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/v1/chat/completions", b'{"model": "m", "messages": [{"role": "system", "content": '
+                             b'"[tagengine: campaign=\\"a\\ud800\\"]"}, {"role": "user", "content": "go"}]}'),
+    ("/tagengine/checks", b'{"campaign": "a\\ud800", "messages": [], "check": {"who": "Cutter", "skill": "Prowl"}}'),
+    ("/tagengine/checks", b'{"messages": [{"role": "user", "content": "[tagengine: campaign=\\"a\\ud800\\"]"}], '
+                          b'"check": {"who": "Cutter", "skill": "Prowl"}}')], ids=["marker", "checks", "checks-marker"])
+def test_a_campaign_name_with_a_lone_surrogate_is_an_unknown_campaign_not_a_500(tmp_path, path, body):
+    with serving(tmp_path, Raw(whole("x"))) as url:
+        r = httpx.post(f"{url}{path}", content=body, headers={"content-type": "application/json"}, timeout=20)
+    assert r.status_code == 404 and r.json()["error"] == {"message": "unknown campaign 'a\\ud800'",
+                                                         "type": "invalid_request_error",
+                                                         "code": "campaign_not_found"}

@@ -120,7 +120,10 @@ class Store:
 
     def campaign(self, name: str) -> CampaignRow:
         """Raises NotFoundError naming the campaign and the known ones."""
-        got = self.db.execute("SELECT * FROM campaigns WHERE name = ?", (name,)).fetchone()
+        try:
+            got = self.db.execute("SELECT * FROM campaigns WHERE name = ?", (name,)).fetchone()
+        except UnicodeEncodeError:  # a lone surrogate (a name that is not UTF-8): no campaign has such a name
+            got = None
         if got is None:
             raise NotFoundError("campaign", name, tuple(c.name for c in self.campaigns()))
         return CampaignRow(*got)
