@@ -253,3 +253,13 @@ def test_a_campaign_name_with_a_lone_surrogate_is_an_unknown_campaign_not_a_500(
     assert r.status_code == 404 and r.json()["error"] == {"message": "unknown campaign 'a\\ud800'",
                                                          "type": "invalid_request_error",
                                                          "code": "campaign_not_found"}
+
+
+# -- 5. --count-with-upstream: a KoboldCpp-style count past what a length can be
+
+@pytest.mark.parametrize("value", [b"1" + b"0" * 30, b"9223372036854775808", b"2147483648"])
+def test_a_token_count_past_any_real_one_is_not_its_shape_not_a_500(tmp_path, value):
+    up = Raw(whole("The door opens."), tokens=b'{"value": ' + value + b"}")
+    with serving(tmp_path, up, count_with_upstream=True) as url:
+        r = httpx.post(f"{url}/v1/chat/completions", json={"model": "m", "messages": MESSAGES}, timeout=20)
+    assert r.status_code == 200 and r.headers["x-tagengine-tokens"].endswith(" upstream-count=none")

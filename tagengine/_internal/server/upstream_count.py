@@ -82,7 +82,8 @@ def _kobold_ids(doc: Any) -> Sequence[int] | None:
         return None
     ids = _int_list(doc.get("ids"))
     value = doc.get("value")
-    if ids is None and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    # bounded as an id is: a range's length is a C integer (a count past it was an OverflowError, a 500)
+    if ids is None and isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31:
         return range(value)  # an older KoboldCpp gives the count alone: a count is all the budget needs
     return ids
 
