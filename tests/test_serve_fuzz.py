@@ -263,3 +263,36 @@ def test_a_token_count_past_any_real_one_is_not_its_shape_not_a_500(tmp_path, va
     with serving(tmp_path, up, count_with_upstream=True) as url:
         r = httpx.post(f"{url}/v1/chat/completions", json={"model": "m", "messages": MESSAGES}, timeout=20)
     assert r.status_code == 200 and r.headers["x-tagengine-tokens"].endswith(" upstream-count=none")
+
+
+# -- 6. a streamed reply's receipts (the sheet page shows the last turn's): ReceiptStream gave none
+
+def test_a_streamed_reply_gives_the_receipts_apply_reply_gives_however_it_is_split():
+    from cmdkit import sample_state
+
+    from conftest import load_sample
+    from tagengine import apply_reply
+    from tagengine._internal.server.receipts import ReceiptStream
+
+    rs, state = load_sample("blades-like"), sample_state("blades-like")
+    reply = ('In. [clock: name="Alarm raised" size="6"] Then [sheet: who="Lurk" op="spend" pool="stress" '
+             'amount="99"] and [clock: name="Alarm raised" tick="2"] [clock: oops] out.')
+    want = apply_reply(rs, state, reply)
+    assert len(want.receipts) == 4
+    for cut in range(len(reply) + 1):
+        for cut2 in (cut, min(len(reply), cut + 7)):
+            f = ReceiptStream(rs, state)
+            out = f.feed(reply[:cut]) + f.feed(reply[cut:cut2]) + f.feed(reply[cut2:])
+            rest, applied = f.finish()
+            assert out + rest == applied.text == want.text
+            assert applied.receipts == want.receipts, cut
+
+
+def test_a_streamed_turn_s_receipts_reach_the_sheet_page(tmp_path):
+    reply = 'In. [clock: name="Alarm raised" size="6"] [sheet: who="Lurk" op="spend" pool="stress" amount="99"]'
+    up = Raw(sse(piece(reply[:30]), piece(reply[30:], "stop"), b"[DONE]"), media="text/event-stream")
+    with serving(tmp_path, up) as url:
+        assert streamed_events(url, {"model": "m", "messages": MESSAGES})[-1] == "[DONE]"
+        _stored(tmp_path / "data", (1, 1, 0))
+        page = httpx.get(f"{url}/ui/c/heist", timeout=20).text
+    assert page.count('class="receipt ok"') == 1 and page.count('class="receipt refused"') == 1
