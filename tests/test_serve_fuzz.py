@@ -296,3 +296,30 @@ def test_a_streamed_turn_s_receipts_reach_the_sheet_page(tmp_path):
         _stored(tmp_path / "data", (1, 1, 0))
         page = httpx.get(f"{url}/ui/c/heist", timeout=20).text
     assert page.count('class="receipt ok"') == 1 and page.count('class="receipt refused"') == 1
+
+
+# -- 7. the response budget a client asks for: `max_completion_tokens: null` beside `max_tokens`, odd values
+
+@pytest.mark.parametrize(("asked", "budget", "sent"), [
+    ({"max_tokens": 300, "max_completion_tokens": None}, 300, {"max_tokens": 300, "max_completion_tokens": None}),
+    ({"max_completion_tokens": "300", "max_tokens": 300}, 300, {"max_tokens": 300, "max_completion_tokens": "300"}),
+    ({"max_tokens": True}, 1024, {"max_tokens": True}),
+    ({"max_tokens": -1}, 1024, {"max_tokens": -1}),  # llama.cpp: no limit; the upstream's to judge
+    ({"max_tokens": 0}, 1024, {"max_tokens": 0}),
+    ({"max_tokens": 300.0}, 1024, {"max_tokens": 300.0}),
+    ({"max_completion_tokens": 300, "max_tokens": 500}, 300, {"max_tokens": 300, "max_completion_tokens": 300}),
+])
+def test_the_response_budget_is_the_first_whole_number_asked_and_nothing_else_is_rewritten(tmp_path, asked, budget,
+                                                                                            sent):
+    """A field the engine does not use as the budget goes upstream as it came; the one it uses carries the
+    fitted response (here the whole budget: the chat is short)."""
+    from serve_kit import Fake
+    from test_serve import serving as scripted
+
+    fake = Fake({"go": "The door opens."})
+    with scripted(tmp_path, fake) as srv:
+        r = httpx.post(f"{srv.url}/v1/chat/completions", json={"model": "m", "messages": [
+            MESSAGES[0], {"role": "user", "content": "TURN:go"}], **asked}, timeout=20)
+    assert r.status_code == 200 and f" response={budget} " in r.headers["x-tagengine-tokens"]
+    up = json.loads(fake.bodies[-1])
+    assert {k: up[k] for k in ("max_tokens", "max_completion_tokens") if k in up} == sent

@@ -36,7 +36,7 @@ from ..stream import StreamFilter
 from ..tags import narration
 from . import chain
 from .campaigns import Campaign, Campaigns
-from .chat_request import budget_of, parse_body, read_body, read_chat, with_replies
+from .chat_request import asked_response, budget_of, parse_body, read_body, read_chat, with_replies
 from .checks import check_routes
 from .errors import Refused, error, refusals_as_responses
 from .prefill import Continued, prefill_last, split_prefill
@@ -161,7 +161,7 @@ def make_app(opts: Options) -> Starlette:
         out = dict(body)
         out["messages"] = prompt.messages
         for k in ("max_tokens", "max_completion_tokens"):
-            if isinstance(body.get(k), int):
+            if asked_response(body.get(k)) is not None:  # else not a budget: forwarded as it came
                 out[k] = prompt.report.response
         headers = {"x-tagengine-campaign": c.name,
                    "x-tagengine-tokens": tokens_header(prompt.report, fallback, whence)}
