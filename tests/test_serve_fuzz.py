@@ -134,9 +134,10 @@ def test_settle_reads_a_deeply_nested_continuation_as_no_json():
 
 # -- 2. a client's header value with bytes beyond ASCII (HTTP's obs-text): httpx encodes a str header as ASCII
 
-def raw_request(url: str, head: bytes, body: bytes = b"") -> tuple[int, bytes]:
+def raw_request(url: str, head: bytes, body: bytes = b"", heads: list[bytes] | None = None) -> tuple[int, bytes]:
     """One HTTP/1.1 request written byte for byte (httpx will not send a header byte beyond ASCII): the
-    status and the body of the answer (the connection closed by the server after it)."""
+    status and the body of the answer (the connection closed by the server after it); its head goes in
+    `heads` when given."""
     import socket
 
     host, port = url.removeprefix("http://").split(":")
@@ -150,6 +151,8 @@ def raw_request(url: str, head: bytes, body: bytes = b"") -> tuple[int, bytes]:
                 break
             got += part
     head_in, body_in = got.split(b"\r\n\r\n", 1)
+    if heads is not None:
+        heads.append(head_in)
     if b"transfer-encoding: chunked" in head_in.lower():
         out = b""
         while body_in:
@@ -323,3 +326,60 @@ def test_the_response_budget_is_the_first_whole_number_asked_and_nothing_else_is
     assert r.status_code == 200 and f" response={budget} " in r.headers["x-tagengine-tokens"]
     up = json.loads(fake.bodies[-1])
     assert {k: up[k] for k in ("max_tokens", "max_completion_tokens") if k in up} == sent
+
+
+# -- 8. an upstream's Content-Type with bytes beyond ASCII (httpx reads it as UTF-8; Starlette writes latin-1)
+
+@contextmanager
+def raw_upstream(answer: bytes) -> Iterator[str]:
+    """A loopback upstream that reads one request (head and body) and answers `answer`, byte for byte."""
+    import socketserver
+    import threading
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                got = self.request.recv(65536)
+                if not got:
+                    return
+                data += got
+            head, rest = data.split(b"\r\n\r\n", 1)
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            while len(rest) < length:
+                more = self.request.recv(65536)
+                if not more:
+                    return
+                rest += more
+            self.request.sendall(answer)
+
+    class Server(socketserver.ThreadingTCPServer):
+        daemon_threads = True
+
+    srv = Server(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(10)
+
+
+@pytest.mark.parametrize(("path", "messages"), [("/v1/models", None), ("/v1/chat/completions", MESSAGES[1:])],
+                         ids=["models", "passthrough"])
+def test_an_upstream_content_type_beyond_ascii_comes_back_as_its_bytes_not_a_500(tmp_path, path, messages):
+    body = whole("The door opens.")
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json; profile=\xe2\x82\xac\r\nContent-Length: %d\r\n"
+              b"Connection: close\r\n\r\n" % len(body)) + body
+    make_campaigns(tmp_path / "data")
+    with raw_upstream(answer) as up, Running(make_app(Options(upstream=up, data=tmp_path / "data"))) as srv:
+        head = (b"GET %s HTTP/1.1\r\nHost: x\r\n" % path.encode() if messages is None else
+                b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" % path.encode())
+        heads: list[bytes] = []
+        status, got = raw_request(srv.url, head, json.dumps({"model": "m", "messages": messages}).encode()
+                                  if messages is not None else b"", heads)
+    assert status == 200 and got == body
+    assert b"\r\ncontent-type: application/json; profile=\xe2\x82\xac\r\n" in heads[0].lower()

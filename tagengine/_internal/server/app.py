@@ -47,7 +47,7 @@ from .settle import Settler
 from .store import DEFAULT_KEEP, Store
 from .streamed import Streamed
 from .ui import Latest, ui_routes
-from .upstream import Upstream
+from .upstream import Upstream, media_type
 from .upstream_count import fitter, tokens_header
 
 log = logging.getLogger("tagengine.serve")
@@ -116,7 +116,7 @@ def make_app(opts: Options) -> Starlette:
         except httpx.HTTPError as e:
             return upstream_failure(e).response()
         return Response(got.content, status_code=got.status_code,
-                        media_type=got.headers.get("content-type", "application/json"))
+                        media_type=media_type(got))
 
     async def completions(request: Request) -> Response:
         return error(400, "chat completions only: point the chat app at /v1/chat/completions",
@@ -277,7 +277,7 @@ def make_app(opts: Options) -> Starlette:
             got = await upstream.send(req, stream=True)
         except httpx.HTTPError as e:
             return upstream_failure(e).response()
-        media = got.headers.get("content-type", "application/json")
+        media = media_type(got)
 
         async def pipe() -> AsyncIterator[bytes]:
             try:

@@ -120,6 +120,13 @@ def wire_headers(headers: Mapping[str, str] | list[tuple[str, str]]) -> httpx.He
     return httpx.Headers(headers, encoding="latin-1")
 
 
+def media_type(response: httpx.Response) -> str:
+    """The answer's Content-Type as the bytes it came as: httpx reads a header as UTF-8 where it can, and
+    Starlette writes one as latin-1, which a character beyond it (a euro sign) made a UnicodeEncodeError."""
+    raw = next((v for k, v in response.headers.raw if k.lower() == b"content-type"), None)
+    return "application/json" if raw is None else raw.decode("latin-1")
+
+
 def proxied(url: str) -> bool:
     """Whether a proxy from the environment (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY) applies to `url`."""
     parts = urlsplit(url)
