@@ -383,3 +383,16 @@ def test_an_upstream_content_type_beyond_ascii_comes_back_as_its_bytes_not_a_500
                                   if messages is not None else b"", heads)
     assert status == 200 and got == body
     assert b"\r\ncontent-type: application/json; profile=\xe2\x82\xac\r\n" in heads[0].lower()
+
+
+# -- 9. a method a route does not allow: the OpenAI-format 405 says which it does (RFC 9110: Allow is a must)
+
+@pytest.mark.parametrize(("method", "path", "allow"), [("GET", "/v1/chat/completions", "POST"),
+                                                       ("PUT", "/c/heist/v1/chat/completions", "POST"),
+                                                       ("DELETE", "/v1/models", "GET, HEAD"),
+                                                       ("GET", "/tagengine/checks", "POST")])
+def test_a_method_not_allowed_is_a_405_error_naming_the_allowed_ones(tmp_path, method, path, allow):
+    with serving(tmp_path, Raw(whole("x"))) as url:
+        r = httpx.request(method, f"{url}{path}", timeout=20)
+    assert r.status_code == 405 and r.json()["error"]["code"] == "http_error"
+    assert r.headers["allow"] == allow

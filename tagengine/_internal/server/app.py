@@ -294,7 +294,7 @@ def make_app(opts: Options) -> Starlette:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         message = exc.detail if isinstance(exc, HTTPException) else "internal error"
         return error(status, f"{request.method} {request.url.path}: {message}", "not_found" if status == 404 else
-                     "http_error")
+                     "http_error", headers=exc.headers if isinstance(exc, HTTPException) else None)  # a 405's Allow
 
     routes = [Route("/healthz", healthz)]
     for prefix in ("", "/c/{campaign}"):
