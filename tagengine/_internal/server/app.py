@@ -293,8 +293,9 @@ def make_app(opts: Options) -> Starlette:
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         message = exc.detail if isinstance(exc, HTTPException) else "internal error"
+        headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else None  # a 405's Allow
         return error(status, f"{request.method} {request.url.path}: {message}", "not_found" if status == 404 else
-                     "http_error", headers=exc.headers if isinstance(exc, HTTPException) else None)  # a 405's Allow
+                     "http_error", headers=headers)
 
     routes = [Route("/healthz", healthz)]
     for prefix in ("", "/c/{campaign}"):
