@@ -396,3 +396,20 @@ def test_a_method_not_allowed_is_a_405_error_naming_the_allowed_ones(tmp_path, m
         r = httpx.request(method, f"{url}{path}", timeout=20)
     assert r.status_code == 405 and r.json()["error"]["code"] == "http_error"
     assert set(r.headers["allow"].split(", ")) == set(allow.split(", "))  # Starlette's order is a set's
+
+
+# -- 10. the pages show text that is not UTF-8 (a reply's receipts, a client's message in the last prompt)
+
+def test_the_pages_show_a_turn_with_lone_surrogates_not_a_500(tmp_path):
+    up = Raw(whole(ODD))
+    body = {"model": "m", "messages": [MESSAGES[0], {"role": "user", "content": "go\ud800"}]}
+    with serving(tmp_path, up) as url:
+        r = httpx.post(f"{url}/v1/chat/completions", content=json.dumps(body).encode(),
+                       headers={"content-type": "application/json"}, timeout=20)
+        assert r.status_code == 200
+        _stored(tmp_path / "data", (1, 1, 0))
+        sheet = httpx.get(f"{url}/ui/c/heist", timeout=20)
+        prompt = httpx.get(f"{url}/ui/c/heist/prompt", timeout=20)
+    assert sheet.status_code == 200 and sheet.text.count('class="receipt refused"') == 1
+    assert 'name="Bad?"' in sheet.text.replace("&#34;", '"').replace("&quot;", '"')  # shown replaced
+    assert prompt.status_code == 200 and "go?" in prompt.text

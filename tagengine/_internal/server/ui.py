@@ -93,7 +93,9 @@ def nav(name: str | None, here: str) -> list[dict[str, Any]]:
 
 
 def page(template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
-    return HTMLResponse(render_page(template, context), status_code=status, headers={"cache-control": "no-store"})
+    # a lone surrogate (a reply's or a client's text that was not UTF-8) is shown as "?", not a 500
+    html = render_page(template, context).encode("utf-8", "replace")
+    return HTMLResponse(html, status_code=status, headers={"cache-control": "no-store"})
 
 
 def problem_page(status: int, title: str, message: str) -> HTMLResponse:
