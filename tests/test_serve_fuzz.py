@@ -413,3 +413,26 @@ def test_the_pages_show_a_turn_with_lone_surrogates_not_a_500(tmp_path):
     assert sheet.status_code == 200 and sheet.text.count('class="receipt refused"') == 1
     assert 'name="Bad?"' in sheet.text.replace("&#34;", '"').replace("&quot;", '"')  # shown replaced
     assert prompt.status_code == 200 and "go?" in prompt.text
+
+
+# -- 11. an upstream status no HTTP server can answer with (600..999): uvicorn writes 100..599 only
+
+@pytest.mark.parametrize("status", [600, 999])
+@pytest.mark.parametrize(("path", "messages", "stream"), [("/v1/chat/completions", MESSAGES, False),
+                                                         ("/v1/chat/completions", MESSAGES, True),
+                                                         ("/v1/chat/completions", MESSAGES[1:], False),
+                                                         ("/v1/models", None, False)],
+                         ids=["campaign", "campaign-stream", "passthrough", "models"])
+def test_an_upstream_status_past_599_is_a_502_error_not_a_dropped_connection(tmp_path, status, path, messages,
+                                                                             stream):
+    body = b'{"error": {"message": "odd"}}'
+    answer = b"HTTP/1.1 %d Odd\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (
+        status, len(body)) + body
+    make_campaigns(tmp_path / "data")
+    with raw_upstream(answer) as up, Running(make_app(Options(upstream=up, data=tmp_path / "data"))) as srv:
+        if messages is None:
+            r = httpx.get(f"{srv.url}{path}", timeout=20)
+        else:
+            r = httpx.post(f"{srv.url}{path}", json={"model": "m", "messages": messages, "stream": stream}, timeout=20)
+    assert r.status_code == 502 and r.json()["error"] == {"message": f"the upstream model answered {status}: odd",
+                                                         "type": "upstream_error", "code": "upstream_error"}

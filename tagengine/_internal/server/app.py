@@ -115,6 +115,8 @@ def make_app(opts: Options) -> Starlette:
             got = await upstream.send(upstream.request("GET", "/models", request.headers))
         except httpx.HTTPError as e:
             return upstream_failure(e).response()
+        if got.status_code >= 600:  # no server can answer with it
+            return upstream_status(got.status_code, got.content).response()
         return Response(got.content, status_code=got.status_code,
                         media_type=media_type(got))
 
@@ -277,6 +279,13 @@ def make_app(opts: Options) -> Starlette:
             got = await upstream.send(req, stream=True)
         except httpx.HTTPError as e:
             return upstream_failure(e).response()
+        if got.status_code >= 600:  # no server can answer with it
+            try:
+                return upstream_status(got.status_code, await got.aread()).response()
+            except httpx.HTTPError as e:
+                return upstream_failure(e).response()
+            finally:
+                await got.aclose()
         media = media_type(got)
 
         async def pipe() -> AsyncIterator[bytes]:

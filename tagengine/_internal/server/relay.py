@@ -41,7 +41,8 @@ def upstream_failure(e: Exception) -> Refused:
 
 
 def upstream_status(status: int, body: bytes) -> Refused:
-    """An upstream 4xx/5xx as an error with the same status; the upstream's own message when it has one."""
+    """An upstream 4xx/5xx as an error with the same status; the upstream's own message when it has one. A
+    status past 599, which no server can answer with (uvicorn writes 100..599), is a 502."""
     message = f"the upstream model answered {status}"
     try:
         doc = loads(body)
@@ -51,7 +52,7 @@ def upstream_status(status: int, body: bytes) -> Refused:
             message += f": {detail[:500]}"
     except (ValueError, RecursionError):  # not JSON, or nested too deep to read
         pass
-    return Refused(status, message, "upstream_error", "upstream_error")
+    return Refused(status if status < 600 else 502, message, "upstream_error", "upstream_error")
 
 
 def first_content(doc: Any) -> str | None:
