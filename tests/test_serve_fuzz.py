@@ -7,6 +7,7 @@ The upstream in these tests answers exactly the bytes a test sets (`Raw`), so an
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from serve_kit import Running
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -436,3 +439,65 @@ def test_an_upstream_status_past_599_is_a_502_error_not_a_dropped_connection(tmp
             r = httpx.post(f"{srv.url}{path}", json={"model": "m", "messages": messages, "stream": stream}, timeout=20)
     assert r.status_code == 502 and r.json()["error"] == {"message": f"the upstream model answered {status}: odd",
                                                          "type": "upstream_error", "code": "upstream_error"}
+
+
+# -- what was tried and held: any upstream document or event stream, in each mode, with and without a prefill
+
+KEYS = st.sampled_from(["choices", "index", "delta", "message", "content", "finish_reason", "error", "role", "usage",
+                        "reasoning_content", "x"])
+ANY = st.recursive(st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=10),
+                   lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=4), max_leaves=14)
+TEXTS = st.sampled_from(['Hi [clock: name="Alarm raised" size="6"]', '[check: who="Cutter" skill="Finesse"] then',
+                         "plain", "[clock:", "", "\ud800", "][", 'x [sheet: who="Lurk" op="spend" pool="stress"'])
+
+
+class Errors(logging.Handler):
+    """The servers' ERROR records (a traceback out of a route or a stream is one)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(record.getMessage())
+
+
+def answered_well(url: str, prefill: str | None, stream: bool) -> None:
+    """The client gets an answer or an OpenAI-format error that is not the server's own fault; a stream is
+    made of data events, each JSON or [DONE]."""
+    messages = [*MESSAGES, *([{"role": "assistant", "content": prefill}] if prefill is not None else [])]
+    body = json.dumps({"model": "m", "messages": messages, "stream": stream}).encode()
+    with httpx.stream("POST", f"{url}/v1/chat/completions", content=body, timeout=20,
+                      headers={"content-type": "application/json"}) as r:
+        raw = r.read()
+    if r.status_code != 200:
+        error = json.loads(raw)["error"]
+        assert set(error) == {"message", "type", "code"} and r.status_code != 500, error
+        return
+    if stream:
+        for event in raw.decode().split("\n\n"):
+            if event and event != "data: [DONE]":
+                assert event.startswith("data: ")
+                json.loads(event.removeprefix("data: "))
+    else:
+        json.loads(raw)
+
+
+@pytest.mark.parametrize("opts", MODES)
+def test_no_upstream_answer_makes_the_server_fail(tmp_path, opts):
+    errors = Errors()
+    logging.getLogger().addHandler(errors)
+    up = Raw()
+    try:
+        with serving(tmp_path, up, **opts) as url:
+            @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+            @given(ANY, st.none() | TEXTS, st.booleans(), st.lists(ANY | TEXTS.map(piece), max_size=4))
+            def attack(doc: Any, prefill: str | None, stream: bool, events: list[Any]) -> None:
+                up.body = sse(*events, piece("", "stop"), b"[DONE]") if stream else json.dumps(doc).encode()
+                up.media = "text/event-stream" if stream else "application/json"
+                answered_well(url, prefill, stream)
+                assert not errors.seen, errors.seen
+
+            attack()
+    finally:
+        logging.getLogger().removeHandler(errors)
