@@ -501,3 +501,46 @@ def test_no_upstream_answer_makes_the_server_fail(tmp_path, opts):
             attack()
     finally:
         logging.getLogger().removeHandler(errors)
+
+
+# -- what was tried and held: any request a client sends (fields of any type, messages and parts of any shape)
+
+ODD_TEXT = st.sampled_from(["user", "assistant", "system", "Assistant", "tool", MARK["heist"],
+                            '[tagengine: campaign="x"]', '[clock: name="Alarm raised" tick="1" result="ok" now="1/6"]',
+                            "text", "\ud800", ""])
+VALUE = st.recursive(st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8)
+                     | ODD_TEXT,
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.sampled_from(["role", "content", "type", "text", "x"]), inner, max_size=3),
+                     max_leaves=10)
+MESSAGE = st.fixed_dictionaries({"role": VALUE, "content": VALUE}) | VALUE
+FIELDS = st.dictionaries(st.sampled_from(["stream", "max_tokens", "max_completion_tokens", "model", "n", "seed"]),
+                         VALUE, max_size=4)
+CHECK = st.dictionaries(st.sampled_from(["who", "skill", "ability", "save", "with", "dc", "difficulty", "x"]), VALUE,
+                        max_size=4)
+
+
+@pytest.mark.parametrize("opts", [pytest.param({}, id="plain"),
+                                  pytest.param({"hide_tags": True, "settle_checks": True}, id="hide-settle"),
+                                  pytest.param({"campaign": "heist"}, id="default-campaign")])
+def test_no_client_request_makes_the_server_fail(tmp_path, opts):
+    errors = Errors()
+    logging.getLogger().addHandler(errors)
+    up = Raw(sse(piece('Hi [clock: name="Alarm raised" size="6"]', "stop"), b"[DONE]"), media="text/event-stream")
+    try:
+        with serving(tmp_path, up, **opts) as url:
+            @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+            @given(st.lists(MESSAGE, max_size=4), FIELDS, CHECK, st.sampled_from(["", "/c/heist", "/c/nope"]))
+            def attack(messages: list[Any], fields: dict[str, Any], check: dict[str, Any], prefix: str) -> None:
+                for path, body in ((f"{prefix}/v1/chat/completions", {"messages": messages, **fields}),
+                                   (f"{prefix}/tagengine/checks", {"messages": messages, "check": check})):
+                    r = httpx.post(f"{url}{path}", content=json.dumps(body).encode(), timeout=20,
+                                   headers={"content-type": "application/json"})
+                    if r.status_code != 200:
+                        error = r.json()["error"]
+                        assert set(error) == {"message", "type", "code"} and r.status_code != 500, (error, body)
+                    assert not errors.seen, errors.seen
+
+            attack()
+    finally:
+        logging.getLogger().removeHandler(errors)
