@@ -544,3 +544,37 @@ def test_no_client_request_makes_the_server_fail(tmp_path, opts):
             attack()
     finally:
         logging.getLogger().removeHandler(errors)
+
+
+# -- 12. --settle-checks: an upstream's error message goes into x-tagengine-settle, and a header cannot hold any text
+
+def test_an_upstream_error_message_of_any_text_becomes_a_header_that_can_be_sent(tmp_path):
+    """The probe (streamed) or the continuation (not streamed) answered 500 with a message holding a line break
+    (a header injected, or uvicorn's "Invalid HTTP header value"), a euro sign (not latin-1) or a NUL: the
+    reply is settled at the end, and the header says why in printable ASCII."""
+    from tagengine._internal.server.settle import PROBE_USER
+
+    first = 'The lock. [check: who="Cutter" skill="Finesse"] The'
+    message = "boom \u20ac\r\nX-Injected: 1\x00"
+
+    async def chat(request: Request) -> Response:
+        raw = await request.body()
+        body = json.loads(raw)
+        if PROBE_USER.encode() in raw or body["messages"][-1]["role"] == "assistant":
+            return Response(json.dumps({"error": {"message": message}}), status_code=500, media_type="application/json")
+        if body.get("stream"):
+            events = sse(piece(first[:20]), piece(first[20:], "stop"), b"[DONE]")
+            return Response(events, media_type="text/event-stream")
+        return Response(whole(first), media_type="application/json")
+
+    make_campaigns(tmp_path / "data")
+    upstream = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with Running(upstream) as up, Running(make_app(Options(upstream=f"{up.url}/v1", data=tmp_path / "data",
+                                                           settle_checks=True))) as srv:
+        for stream in (False, True):
+            r = httpx.post(f"{srv.url}/v1/chat/completions", json={"model": "m", "messages": MESSAGES,
+                                                                   "stream": stream}, timeout=20)
+            assert r.status_code == 200 and "x-injected" not in r.headers
+            header = r.headers["x-tagengine-settle"]
+            assert header.startswith("at-end; ") and "the upstream model answered 500: boom ?" in header
+            assert all(" " <= c <= "~" for c in header)
