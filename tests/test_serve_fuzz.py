@@ -578,3 +578,31 @@ def test_an_upstream_error_message_of_any_text_becomes_a_header_that_can_be_sent
             header = r.headers["x-tagengine-settle"]
             assert header.startswith("at-end; ") and "the upstream model answered 500: boom ?" in header
             assert all(" " <= c <= "~" for c in header)
+
+
+# -- 13. a long event in many pieces (its pieces are joined once its line ends, FZ-11): the same events
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
+def test_a_long_event_in_many_pieces_reads_as_one(end):
+    import asyncio
+
+    from tagengine._internal.server.relay import events
+
+    long = b"data: " + json.dumps({"x": "a" * 100_000}).encode()
+    body = long + end + b"data: second" + end + end + b"data: [DONE]" + end + end
+    for size in (1, 7, 4096):
+        parts = [body[i:i + size] for i in range(0, len(body), size)] if size > 1 else \
+            [body[:-30], *[body[i:i + 1] for i in range(len(body) - 30, len(body))]]
+
+        class Chunks(httpx.AsyncByteStream):
+            def __init__(self, parts: list[bytes]) -> None:
+                self.parts = parts
+
+            async def __aiter__(self) -> Any:
+                for p in self.parts:
+                    yield p
+
+        async def read(parts: list[bytes]) -> list[str]:
+            return [e async for e in events(httpx.Response(200, stream=Chunks(parts)))]
+
+        assert asyncio.run(read(parts)) == [long[6:].decode() + "\nsecond", "[DONE]"]

@@ -143,12 +143,19 @@ async def events(response: httpx.Response) -> AsyncIterator[str]:
     """The `data` of each server-sent event (its data lines joined); other fields are dropped. Lines end
     with CRLF, LF or CR, and a leading byte order mark is ignored (the SSE format's rules); a last event
     with no blank line after it is still given (the format would drop it: a reply's end is kept, as
-    before). Split as bytes and decoded an event at a time (S-26)."""
+    before). Split as bytes and decoded an event at a time (S-26). A line's pieces with no line end in them
+    are kept apart and joined once its end comes: a long line (an event of megabytes) costs time linear in
+    its length, not quadratic (a 16 MB event took 3 s of the event loop in 16 KiB chunks, FZ-11)."""
     data: list[bytes] = []
     rest = b""
+    pieces: list[bytes] = []  # of a line whose end has not come yet; `rest` is their first
     head = True  # a leading byte order mark is ignored (the SSE format's rule)
     async for chunk in response.aiter_bytes():
-        rest += chunk
+        if not head and rest and b"\n" not in chunk and b"\r" not in chunk and not rest.endswith(b"\r"):
+            pieces.append(chunk)
+            continue
+        rest = b"".join([rest, *pieces, chunk]) if pieces else rest + chunk
+        pieces = []
         if head:
             if len(rest) < len(codecs.BOM_UTF8) and codecs.BOM_UTF8.startswith(rest):
                 continue  # maybe a mark split between chunks
@@ -164,7 +171,7 @@ async def events(response: httpx.Response) -> AsyncIterator[str]:
                     data = []
             elif line.startswith(b"data:"):
                 data.append(_value(line))
-    line = rest.removesuffix(b"\r")
+    line = b"".join([rest, *pieces]).removesuffix(b"\r")
     if line.startswith(b"data:"):
         data.append(_value(line))
     if data:
