@@ -36,7 +36,7 @@ from ..stream import StreamFilter
 from ..tags import narration
 from . import chain
 from .campaigns import Campaign, Campaigns
-from .chat_request import budget_of, parse_body, read_body, read_chat, with_replies
+from .chat_request import asked_response, budget_of, parse_body, read_body, read_chat, with_replies
 from .checks import check_routes
 from .errors import Refused, error, refusals_as_responses
 from .prefill import Continued, prefill_last, split_prefill
@@ -48,7 +48,7 @@ from .store import DEFAULT_KEEP, Store
 from .streamed import Streamed
 from .ui import Latest, ui_routes
 from .ui_auth import is_page, page_token, sign_in_routes, signed_in, to_sign_in
-from .upstream import Upstream
+from .upstream import Upstream, media_type
 from .upstream_count import fitter, tokens_header
 
 log = logging.getLogger("tagengine.serve")
@@ -122,8 +122,10 @@ def make_app(opts: Options) -> Starlette:
             got = await upstream.send(upstream.request("GET", "/models", request.headers))
         except httpx.HTTPError as e:
             return upstream_failure(e).response()
+        if got.status_code >= 600:  # no server can answer with it
+            return upstream_status(got.status_code, got.content).response()
         return Response(got.content, status_code=got.status_code,
-                        media_type=got.headers.get("content-type", "application/json"))
+                        media_type=media_type(got))
 
     async def completions(request: Request) -> Response:
         return error(400, "chat completions only: point the chat app at /v1/chat/completions",
@@ -168,7 +170,7 @@ def make_app(opts: Options) -> Starlette:
         out = dict(body)
         out["messages"] = prompt.messages
         for k in ("max_tokens", "max_completion_tokens"):
-            if isinstance(body.get(k), int):
+            if asked_response(body.get(k)) is not None:  # else not a budget: forwarded as it came
                 out[k] = prompt.report.response
         headers = {"x-tagengine-campaign": c.name,
                    "x-tagengine-tokens": tokens_header(prompt.report, fallback, whence)}
@@ -229,7 +231,7 @@ def make_app(opts: Options) -> Starlette:
             raise upstream_status(got.status_code, got.content)
         try:
             doc = loads(got.content)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a document nested too deep to read
             doc = None
         text = first_content(doc)
         if text is None:
@@ -284,7 +286,14 @@ def make_app(opts: Options) -> Starlette:
             got = await upstream.send(req, stream=True)
         except httpx.HTTPError as e:
             return upstream_failure(e).response()
-        media = got.headers.get("content-type", "application/json")
+        if got.status_code >= 600:  # no server can answer with it
+            try:
+                return upstream_status(got.status_code, await got.aread()).response()
+            except httpx.HTTPError as e:
+                return upstream_failure(e).response()
+            finally:
+                await got.aclose()
+        media = media_type(got)
 
         async def pipe() -> AsyncIterator[bytes]:
             try:
@@ -300,8 +309,9 @@ def make_app(opts: Options) -> Starlette:
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         message = exc.detail if isinstance(exc, HTTPException) else "internal error"
+        headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else None  # a 405's Allow
         return error(status, f"{request.method} {request.url.path}: {message}", "not_found" if status == 404 else
-                     "http_error")
+                     "http_error", headers=headers)
 
     routes = [Route("/healthz", healthz)]
     for prefix in ("", "/c/{campaign}"):

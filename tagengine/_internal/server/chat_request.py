@@ -133,10 +133,16 @@ def with_replies(history: list[dict[str, str]], replies: tuple[str, ...]) -> lis
             for m in history]
 
 
+def asked_response(value: Any) -> int | None:
+    """A response budget a client asked for (`max_completion_tokens` or `max_tokens`): a whole number above
+    zero; anything else (null, true, -1, a string) is not one, and goes upstream as it came."""
+    return value if type(value) is int and value > 0 else None
+
+
 def budget_of(body: dict[str, Any], context: int | None) -> Budget:
-    response = body.get("max_completion_tokens", body.get("max_tokens"))
-    if not isinstance(response, int) or isinstance(response, bool) or response <= 0:
-        response = DEFAULT_RESPONSE
+    # the first field that asks for one: `max_completion_tokens: null` beside `max_tokens: 300` asks for 300
+    asked = asked_response(body.get("max_completion_tokens"))
+    response = asked if asked is not None else asked_response(body.get("max_tokens")) or DEFAULT_RESPONSE
     model = body.get("model") if isinstance(body.get("model"), str) else None
     if model is not None and len(model) > MAX_MODEL_NAME:  # a model name keys caches: a long one names no family
         model = None

@@ -11,9 +11,10 @@ work stays linear in the reply however it is split.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..commands import Applied
-from ..commands.dispatch import apply_part
+from ..commands.dispatch import Receipt, apply_part
 from ..ruleset import Ruleset
 from ..state import GameState
 
@@ -28,11 +29,19 @@ class ReceiptStream:
         self._held: list[str] = []  # from an unclosed `[` on: not sent yet
         self._sent: list[str] = []  # the output so far
         self._commands = 0
+        self._receipts: list[Receipt] = []  # spans in the whole output, as apply_reply gives them
+        self._length = 0  # characters in the output so far
 
     def _apply(self, part: str) -> str:
         applied, self._commands = apply_part(self.rs, self.state, part, self._commands)
         self.state = applied.state
+        at = self._length  # the part's output goes right after what was sent
+        self._receipts += (replace(r, start=r.start + at, end=r.end + at) for r in applied.receipts)
         return applied.text
+
+    def _send(self, text: str) -> None:
+        self._sent.append(text)
+        self._length += len(text)
 
     def feed(self, chunk: str) -> str:
         if not chunk:
@@ -41,14 +50,14 @@ class ReceiptStream:
             if self._held:
                 self._held.append(chunk)
                 return ""
-            self._sent.append(chunk)  # prose outside any tag: as it is
+            self._send(chunk)  # prose outside any tag: as it is
             return chunk
         last_open = chunk.rfind("[")
         cut = last_open if last_open != -1 and "]" not in chunk[last_open:] else len(chunk)
         part = "".join(self._held) + chunk[:cut]
         self._held = [chunk[cut:]] if cut < len(chunk) else []
         out = self._apply(part) if part else ""
-        self._sent.append(out)
+        self._send(out)
         return out
 
     @property
@@ -59,5 +68,5 @@ class ReceiptStream:
     def finish(self) -> tuple[str, Applied]:
         rest = self._apply("".join(self._held)) if self._held else ""
         self._held = []
-        self._sent.append(rest)
-        return rest, Applied("".join(self._sent), self.state, ())
+        self._send(rest)
+        return rest, Applied("".join(self._sent), self.state, tuple(self._receipts))

@@ -49,6 +49,7 @@ PROBE_USER = "Count from one to six in words, separated by spaces."
 PROBE_PREFILL = "one two three"
 PROBE_TOKENS = 8
 UNASKED = "at-end; the upstream could not be asked"
+MAX_HEADER = 1024  # characters of x-tagengine-settle (its why quotes at most 500 of the upstream's message)
 
 
 class CheckCut:
@@ -118,7 +119,7 @@ def _json(data: str) -> Any:
     a NaN or 1e400 kept as written when a cut event is written back, SB-2); None when it is not JSON."""
     try:
         return loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to read
         return None
 
 
@@ -142,9 +143,9 @@ class Settler:
 
     def header(self, body: Mapping[str, Any], unasked: str | None = None) -> str:
         if unasked is not None:
-            return f"{UNASKED} ({unasked})"
+            return header_value(f"{UNASKED} ({unasked})")
         why = self.cannot.get(self.model(body))
-        return MID_REPLY if why is None else f"{AT_END} ({why})"
+        return MID_REPLY if why is None else header_value(f"{AT_END} ({why})")
 
     def _found_out(self, model: str, why: str) -> None:
         self.can.pop(model, None)  # passed the probe, failed a real continuation: the probe was wrong
@@ -207,7 +208,7 @@ class Settler:
             if cont is None:
                 if cannot:
                     self._found_out(self.model(body), why)
-                headers[HEADER] = f"{AT_END} ({why})" if cannot else f"at-end; {why}"
+                headers[HEADER] = header_value(f"{AT_END} ({why})" if cannot else f"at-end; {why}")
                 return text
             rest = cont
         return cut.raw
@@ -321,6 +322,13 @@ class Settler:
         choice["delta"]["content"] = content[:k]
         choice["finish_reason"] = None
         return dumps(doc).decode(), k
+
+
+def header_value(text: str) -> str:
+    """`text` as a header value: printable ASCII, at most MAX_HEADER characters. The why of a failure may quote
+    the upstream's error message, which may hold any character: a line break no header can carry (uvicorn
+    refused it: a dropped connection), or one beyond latin-1 (a UnicodeEncodeError: a 500)."""
+    return "".join(c if " " <= c <= "~" else "?" for c in text[:MAX_HEADER])
 
 
 def _remember(names: dict[str, Any], model: str, value: Any) -> None:

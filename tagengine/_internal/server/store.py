@@ -120,7 +120,10 @@ class Store:
 
     def campaign(self, name: str) -> CampaignRow:
         """Raises NotFoundError naming the campaign and the known ones."""
-        got = self.db.execute("SELECT * FROM campaigns WHERE name = ?", (name,)).fetchone()
+        try:
+            got = self.db.execute("SELECT * FROM campaigns WHERE name = ?", (name,)).fetchone()
+        except UnicodeEncodeError:  # a lone surrogate (a name that is not UTF-8): no campaign has such a name
+            got = None
         if got is None:
             raise NotFoundError("campaign", name, tuple(c.name for c in self.campaigns()))
         return CampaignRow(*got)
@@ -199,7 +202,11 @@ class Store:
     def put_narration(self, prev: str, shown: str, tagged: str) -> None:
         """--hide-tags: the player was shown `shown` (hashed) for the reply `tagged`, after chain key `prev`."""
         with self.lock:
-            self.db.execute("INSERT OR REPLACE INTO narrations VALUES (?, ?, ?)", (prev, shown, tagged))
+            try:
+                self.db.execute("INSERT OR REPLACE INTO narrations VALUES (?, ?, ?)", (prev, shown, tagged))
+            except UnicodeEncodeError:  # a lone surrogate (a reply's text that was not UTF-8): kept as its bytes
+                self.db.execute("INSERT OR REPLACE INTO narrations VALUES (?, ?, ?)",
+                                (prev, shown, tagged.encode("utf-8", "surrogatepass")))
 
     def narrations(self, shown: list[str]) -> dict[tuple[str, str], str]:
         """(prev, shown) -> tagged, for the given narration hashes."""
@@ -207,7 +214,7 @@ class Store:
         with self.lock:
             for _, rows in self._where_in("SELECT prev, shown, tagged FROM narrations WHERE shown IN ({})", shown):
                 for prev, h, tagged in rows:
-                    out[(prev, h)] = tagged
+                    out[(prev, h)] = tagged.decode("utf-8", "surrogatepass") if isinstance(tagged, bytes) else tagged
         return out
 
     def put_reply(self, content: str, key: str) -> None:

@@ -56,7 +56,9 @@ class Latest:
 
     def reply_done(self, campaign: str, key: str, applied: Applied) -> None:
         """A reply is complete and its snapshot kept under `key`: the sheet page shows it from now on."""
-        self.store.put_head(campaign, key, json.dumps([r.to_json() for r in applied.receipts], ensure_ascii=False))
+        # ASCII-escaped: a receipt may quote a lone surrogate (a reply's text that was not UTF-8), which SQLite
+        # cannot store as text
+        self.store.put_head(campaign, key, json.dumps([r.to_json() for r in applied.receipts]))
 
     def version(self, campaign: str) -> str:
         head = self.store.head(campaign)
@@ -91,7 +93,9 @@ def nav(name: str | None, here: str) -> list[dict[str, Any]]:
 
 
 def page(template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
-    return HTMLResponse(render_page(template, context), status_code=status, headers={"cache-control": "no-store"})
+    # a lone surrogate (a reply's or a client's text that was not UTF-8) is shown as "?", not a 500
+    html = render_page(template, context).encode("utf-8", "replace")
+    return HTMLResponse(html, status_code=status, headers={"cache-control": "no-store"})
 
 
 def problem_page(status: int, title: str, message: str) -> HTMLResponse:

@@ -89,7 +89,11 @@ class Upstream:
         url = self._urls.get(path)
         if url is None:  # parsed once: a URL is a third of the cost of a request object (SB-13)
             url = self._urls[path] = httpx.URL(f"{self.base}{path}")
-        return httpx.Request(method, url, headers=headers, content=body, extensions={"timeout": self._timeouts})
+        try:
+            return httpx.Request(method, url, headers=headers, content=body, extensions={"timeout": self._timeouts})
+        except UnicodeEncodeError:  # a client's header with bytes beyond ASCII (obs-text): httpx encodes as ASCII
+            return httpx.Request(method, url, headers=wire_headers(headers), content=body,
+                                 extensions={"timeout": self._timeouts})
 
     def forwarded(self, incoming: Mapping[str, str]) -> list[tuple[str, str]]:
         """A passthrough's headers: the client's, except the hop-by-hop ones (and those its Connection
@@ -108,6 +112,19 @@ class Upstream:
 
     async def close(self) -> None:
         await self.client.aclose()
+
+
+def wire_headers(headers: Mapping[str, str] | list[tuple[str, str]]) -> httpx.Headers:
+    """Headers whose values go out as the bytes they came as: Starlette reads a header as latin-1, so a
+    value with bytes beyond ASCII (HTTP's obs-text) is encoded back the same way."""
+    return httpx.Headers(headers, encoding="latin-1")
+
+
+def media_type(response: httpx.Response) -> str:
+    """The answer's Content-Type as the bytes it came as: httpx reads a header as UTF-8 where it can, and
+    Starlette writes one as latin-1, which a character beyond it (a euro sign) made a UnicodeEncodeError."""
+    raw = next((v for k, v in response.headers.raw if k.lower() == b"content-type"), None)
+    return "application/json" if raw is None else raw.decode("latin-1")
 
 
 def proxied(url: str) -> bool:

@@ -33,7 +33,7 @@ from ..prompt.registry import choose
 from ..prompt.upstream_tokens import NotCounted, UpstreamTokenizer
 from ..ruleset import Ruleset
 from ..state import GameState
-from .upstream import Upstream
+from .upstream import Upstream, wire_headers
 
 log = logging.getLogger("tagengine.serve")
 
@@ -82,7 +82,8 @@ def _kobold_ids(doc: Any) -> Sequence[int] | None:
         return None
     ids = _int_list(doc.get("ids"))
     value = doc.get("value")
-    if ids is None and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    # bounded as an id is: a range's length is a C integer (a count past it was an OverflowError, a 500)
+    if ids is None and isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31:
         return range(value)  # an older KoboldCpp gives the count alone: a count is all the budget needs
     return ids
 
@@ -140,7 +141,8 @@ class UpstreamCounts:
         self.asked += 1
         try:
             got = await self.upstream.client.post(f"{self.root}{ep.path}", content=json.dumps(ep.body(text, model)),
-                                                  headers=self.upstream.headers(incoming), timeout=self.timeout)
+                                                  headers=wire_headers(self.upstream.headers(incoming)),
+                                                  timeout=self.timeout)
         except httpx.HTTPError as e:
             raise CountFailed(f"{ep.kind} {ep.path}: {type(e).__name__}", reached=False) from None
         if got.status_code >= 400:
