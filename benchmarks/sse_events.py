@@ -21,20 +21,16 @@ from tagengine._internal.server.relay import events
 CHUNK = 16 * 1024
 
 
-class Chunks(httpx.AsyncByteStream):
-    def __init__(self, parts: list[bytes]) -> None:
-        self.parts = parts
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for p in self.parts:
-            yield p
+async def chunks(parts: list[bytes]) -> AsyncIterator[bytes]:
+    for p in parts:
+        yield p
 
 
 async def read(body: bytes) -> tuple[float, int]:
     parts = [body[i:i + CHUNK] for i in range(0, len(body), CHUNK)]
     start = time.process_time()
     got = 0
-    async for data in events(httpx.Response(200, stream=Chunks(parts))):
+    async for data in events(httpx.Response(200, content=chunks(parts))):
         got += len(data)
     return time.process_time() - start, got
 

@@ -14,6 +14,7 @@ import asyncio
 import json
 import random
 import re
+import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -29,6 +30,18 @@ from starlette.routing import Route
 from tagengine._internal.server.campaigns import Campaign, Campaigns, new_campaign
 from tagengine._internal.server.settle import PROBE_USER
 from tagengine._internal.server.store import Store
+
+
+def read_head(sock: socket.socket) -> bytes | None:
+    """What a raw loopback upstream reads first: the bytes up to the end of a request's head, and any that came
+    after it; None when the peer closed before its head ended."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        got = sock.recv(65536)
+        if not got:
+            return None
+        data += got
+    return data
 
 
 class Running:

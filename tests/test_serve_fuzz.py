@@ -19,7 +19,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from serve_kit import Running
+from serve_kit import Running, read_head
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -341,12 +341,9 @@ def raw_upstream(answer: bytes) -> Iterator[str]:
 
     class Handler(socketserver.BaseRequestHandler):
         def handle(self) -> None:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                got = self.request.recv(65536)
-                if not got:
-                    return
-                data += got
+            data = read_head(self.request)
+            if data is None:
+                return
             head, rest = data.split(b"\r\n\r\n", 1)
             length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
                            if line.lower().startswith(b"content-length:")), 0)

@@ -14,7 +14,7 @@ from contextlib import contextmanager, suppress
 
 import httpx
 import pytest
-from serve_kit import Running
+from serve_kit import Running, read_head
 from test_serve import MARK, make_campaigns, snapshots
 
 from tagengine._internal.server.app import Options, make_app
@@ -44,12 +44,9 @@ class Handler(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         srv = self.server
         assert isinstance(srv, Misbehaving)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            got = self.request.recv(65536)
-            if not got:
-                return
-            data += got
+        data = read_head(self.request)
+        if data is None:
+            return
         srv.lines.append(data.split(b"\r\n", 1)[0].decode())
         if srv.how == "garbage":
             self.request.sendall(b"garbage, not HTTP\r\n\r\n")
