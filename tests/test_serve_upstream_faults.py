@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 import httpx
+import openai
 import pytest
 from serve_kit import Running, read_head
 from test_serve import MARK, make_campaigns, snapshots
@@ -163,3 +164,18 @@ def test_an_environment_proxy_still_carries_the_upstream_calls(tmp_path, monkeyp
         r = turn("http://upstream.invalid/v1", tmp_path, False)
     assert proxy.lines == ["POST http://upstream.invalid/v1/chat/completions HTTP/1.1"]
     assert r.status_code == 502 and r.json()["error"]["code"] == "upstream_failed", r.text
+
+
+def test_a_passed_through_stream_cut_mid_answer_ends_with_an_error_event(tmp_path):
+    """S-31: with no campaign the upstream's bytes come back as they came; when the upstream fails mid-stream
+    an error event follows them, so a client can tell the answer was cut (before, the response just ended)."""
+    make_campaigns(tmp_path / "data")
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "TURN:one"}]}
+    with upstream("cut") as up, Running(make_app(Options(upstream=up.url, data=tmp_path / "data", timeout=5))) as srv:
+        with httpx.Client(timeout=30, trust_env=False) as h:
+            r = h.post(f"{srv.url}/v1/chat/completions", json=body)
+        assert r.text.startswith(EVENT.decode()) and error_event(r)["code"] == "upstream_failed"
+        c = openai.OpenAI(base_url=f"{srv.url}/v1", api_key="k", max_retries=0, timeout=30)
+        with pytest.raises(openai.APIError):
+            for _ in c.chat.completions.create(model="m", messages=body["messages"], stream=True):
+                pass

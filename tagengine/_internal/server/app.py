@@ -38,10 +38,10 @@ from . import chain
 from .campaigns import Campaign, Campaigns
 from .chat_request import asked_response, budget_of, parse_body, read_body, read_chat, with_replies
 from .checks import check_routes
-from .errors import Refused, error, refusals_as_responses
+from .errors import Refused, error, error_body, refusals_as_responses
 from .prefill import Continued, prefill_last, split_prefill
 from .receipts import ReceiptStream
-from .relay import Filter, dumps, first_content, loads, relay_stream, upstream_failure, upstream_status
+from .relay import Filter, dumps, first_content, loads, relay_stream, sse_data, upstream_failure, upstream_status
 from .settle import HEADER as SETTLE_HEADER
 from .settle import Settler
 from .store import DEFAULT_KEEP, Store
@@ -294,13 +294,18 @@ def make_app(opts: Options) -> Starlette:
             finally:
                 await got.aclose()
         media = media_type(got)
+        events = media.split(";")[0].strip().lower() == "text/event-stream"
 
         async def pipe() -> AsyncIterator[bytes]:
             try:
                 async for part in got.aiter_raw():
                     yield part
             except httpx.HTTPError as e:
-                log.warning("upstream failed mid-answer: %s", upstream_failure(e).message)
+                refused = upstream_failure(e)
+                log.warning("upstream failed mid-answer: %s", refused.message)
+                if events:  # a stream cut short ends with an error event, as a campaign's does (S-31); the
+                    # blank lines first end an event the cut left open
+                    yield b"\n\n" + sse_data({"error": error_body(refused.message, refused.code, refused.kind)})
             finally:
                 await got.aclose()
 
