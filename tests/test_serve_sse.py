@@ -7,9 +7,11 @@ import codecs
 from collections.abc import AsyncIterator
 
 import httpx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tagengine._internal.server import relay
 from tagengine._internal.server.relay import events
 
 
@@ -76,3 +78,15 @@ def test_a_crlf_split_between_two_chunks_ends_one_line():
 def test_a_leading_byte_order_mark_is_ignored_even_split():
     assert read([b"\xef", b"\xbb", b"\xbfdata: a\n\n"]) == ["a"]
     assert read([b"\xef\xbb\xbfdata: a\n\n\xef\xbb\xbfdata: b\n\n"]) == ["a"]  # only the first
+
+
+def test_an_event_past_max_event_is_a_protocol_error_and_many_small_ones_are_not(monkeypatch):
+    """FZ-13: what one upstream event can make the server hold is bounded: a line that never ends, or an
+    event of many data lines, past MAX_EVENT bytes is a RemoteProtocolError (the relay's error event)."""
+    monkeypatch.setattr(relay, "MAX_EVENT", 1000)
+    with pytest.raises(httpx.RemoteProtocolError, match="more than 1000 bytes"):
+        read([b"data: " + b"x" * 300, *[b"x" * 300] * 4])
+    with pytest.raises(httpx.RemoteProtocolError):
+        read([b"data: " + b"y" * 50 + b"\n"] * 30)
+    assert read([b"data: " + b"y" * 50 + b"\n\n"] * 300) == ["y" * 50] * 300
+    assert read([b"data: " + b"z" * 900, b"\n\n", b"data: " + b"z" * 900, b"\n\n"]) == ["z" * 900] * 2

@@ -73,6 +73,7 @@ def first_choice(doc: dict[str, Any]) -> dict[str, Any] | None:
     return next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
 
 
+MAX_EVENT = 32 * 1024 * 1024  # bytes of one server-sent event from the upstream (as MAX_BODY for a request)
 DRAIN_SECONDS = 0.25  # the most a finished stream waits for the upstream's body to end
 _BIG = 2.0 ** 63  # orjson reads an integer beyond 64 bits as a float, of at least this size: json reads it
 
@@ -145,12 +146,17 @@ async def events(response: httpx.Response) -> AsyncIterator[str]:
     with no blank line after it is still given (the format would drop it: a reply's end is kept, as
     before). Split as bytes and decoded an event at a time (S-26). A line's pieces with no line end in them
     are kept apart and joined once its end comes: a long line (an event of megabytes) costs time linear in
-    its length, not quadratic (a 16 MB event took 3 s of the event loop in 16 KiB chunks, FZ-11)."""
+    its length, not quadratic (a 16 MB event took 3 s of the event loop in 16 KiB chunks, FZ-11). An event of
+    more than MAX_EVENT bytes is a RemoteProtocolError: the stream ends with an error event (FZ-13)."""
     data: list[bytes] = []
     rest = b""
     pieces: list[bytes] = []  # of a line whose end has not come yet; `rest` is their first
     head = True  # a leading byte order mark is ignored (the SSE format's rule)
+    held = 0  # bytes of the event not given yet: its data lines and the open line
     async for chunk in response.aiter_bytes():
+        held += len(chunk)
+        if held > MAX_EVENT:  # what one upstream event can make the server hold is bounded
+            raise httpx.RemoteProtocolError(f"the upstream sent an event of more than {MAX_EVENT} bytes")
         if not head and rest and b"\n" not in chunk and b"\r" not in chunk and not rest.endswith(b"\r"):
             pieces.append(chunk)
             continue
@@ -171,6 +177,7 @@ async def events(response: httpx.Response) -> AsyncIterator[str]:
                     data = []
             elif line.startswith(b"data:"):
                 data.append(_value(line))
+        held = len(rest) + sum(map(len, data))
     line = b"".join([rest, *pieces]).removesuffix(b"\r")
     if line.startswith(b"data:"):
         data.append(_value(line))
