@@ -12,7 +12,7 @@ from test_serve import SCRIPT, ask, client, expected, history, serving
 
 from conftest import load_sample
 from tagengine import apply_reply
-from tagengine._internal.prompt import build
+from tagengine._internal.prompt import build, tokens
 from tagengine._internal.server import chain
 
 
@@ -63,3 +63,32 @@ def test_remembered_chain_steps_are_the_sha256_steps():
         assert chain.next_key("a" * 64, " reply ") == direct("a" * 64, "reply")
         assert chain.next_key("b" * 64, " reply ") == direct("b" * 64, "reply")
         assert chain.next_key("a" * 64, "other") == direct("a" * 64, "other")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_reply_s_tokens_are_counted_before_the_next_turn_comes(tmp_path, monkeypatch, stream):
+    """S-32: the reply the chat app sends back on the next turn is counted once its answer has gone, so the
+    next turn's fit finds it known (and the prompts, so the receipts, are as before)."""
+    tokens.counter.cache_clear()  # a new memo: earlier tests counted the same script's replies
+    fake = Fake(SCRIPT)
+    events: list[tuple[str, str]] = []
+    text, state_of = tokens.TokenCounter.text, chain.state_of
+
+    def text_spy(self, t):
+        events.append(("count", t))
+        return text(self, t)
+
+    def state_spy(*args, **kw):
+        events.append(("request", ""))  # the server has begun a turn's prompt
+        return state_of(*args, **kw)
+
+    monkeypatch.setattr(tokens.TokenCounter, "text", text_spy)
+    monkeypatch.setattr(chain, "state_of", state_spy)
+    with serving(tmp_path, fake) as srv:
+        c = client(srv)
+        stored = [ask(c, history("heist", ["one"], []), stream)]
+        stored.append(ask(c, history("heist", ["one", "two"], stored), stream))
+    assert stored == expected("heist", [SCRIPT["one"], SCRIPT["two"]])[0]
+    turn_two = [i for i, e in enumerate(events) if e[0] == "request"][1]
+    counts = [i for i, e in enumerate(events) if e == ("count", stored[0])]
+    assert len(counts) == 1 and counts[0] < turn_two  # once, before turn 2's request began

@@ -104,6 +104,15 @@ class Report:
                 "tokenizer": self.encoding, "exact": self.exact, "chat": self.chat, "family": self.family}
 
 
+def count_ahead(budget: Budget, role: str, text: str) -> None:
+    """Count a message the next turn will carry, before it comes: a server's reply, which the chat app sends
+    back as it is or trimmed (SillyTavern trims it), is then known to the fit (S-32)."""
+    c = get_counter(budget)
+    c.message(role, text)
+    if text.strip() != text:
+        c.message(role, text.strip())
+
+
 def get_counter(budget: Budget, chosen: TokenizerChoice | None = None) -> TokenCounter:
     """The counter for this budget; `chosen`: its choice(), when the caller has made it already (choosing
     looks for the user's tokenizers.toml)."""

@@ -30,7 +30,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..commands import Applied, apply_reply
 from ..errors import HistoryError, NotFoundError, TagengineError
-from ..prompt import BudgetError, reminder
+from ..prompt import Budget, BudgetError, reminder
+from ..prompt.budget import count_ahead
 from ..prompt.contexts import context_of
 from ..stream import StreamFilter
 from ..tags import narration
@@ -189,8 +190,8 @@ def make_app(opts: Options) -> Starlette:
             headers[SETTLE_HEADER] = settler.header(out, unasked) if prefill is None and not opts.hide_tags else \
                 "at-end; a continued reply or --hide-tags"
         if body.get("stream") is True:
-            return await streamed(request, req, c, before, headers, prefill, out if settle else None)
-        return await whole(request, req, c, before, headers, prefill, out if settle else None)
+            return await streamed(request, req, c, before, headers, prefill, out if settle else None, counted=counted)
+        return await whole(request, req, c, before, headers, prefill, out if settle else None, counted=counted)
 
     def reply_filter(c: Campaign, before: chain.Replayed, prefill: str | None) -> Filter:
         filt: Filter = StreamFilter(c.rs, before.state) if opts.hide_tags else ReceiptStream(c.rs, before.state)
@@ -215,14 +216,18 @@ def make_app(opts: Options) -> Starlette:
         return before.consistent
 
     async def after_reply(c: Campaign, before: chain.Replayed, applied: Applied, filt: Filter | None,
-                          raw: str) -> None:
-        """After the answer has gone (S-24): keep the snapshot, then render the new state's reminder, so the
-        next turn finds both. Nothing here awaits, so it is done before the event loop reads another request."""
+                          raw: str, counted: Budget) -> None:
+        """After the answer has gone (S-24): keep the snapshot, then render the new state's reminder and count
+        the reply's tokens (S-32), so the next turn finds all three. Nothing here awaits, so it is done before
+        the event loop reads another request."""
         if keep(c, before, applied, filt, raw):  # else the next turn replays: its state is another object
             reminder(c.rs, applied.state)
+        if counted.tokenizer is None:  # counted here, not by the upstream's tokenize endpoint (K-9)
+            count_ahead(counted, "assistant", applied.text)
 
     async def whole(request: Request, req: httpx.Request, c: Campaign, before: chain.Replayed,
-                    headers: dict[str, str], prefill: str | None, settle: dict[str, Any] | None = None) -> Response:
+                    headers: dict[str, str], prefill: str | None, settle: dict[str, Any] | None = None, *,
+                    counted: Budget) -> Response:
         try:
             got = await upstream.send(req)
         except httpx.HTTPError as e:
@@ -242,18 +247,18 @@ def make_app(opts: Options) -> Starlette:
         if prefill is None:
             applied = apply_reply(c.rs, before.state, text)
             doc["choices"][0]["message"]["content"] = narration(text) if opts.hide_tags else applied.text
-            after = BackgroundTask(after_reply, c, before, applied, None, text)
+            after = BackgroundTask(after_reply, c, before, applied, None, text, counted)
         else:
             filt = reply_filter(c, before, prefill)
             out = filt.feed(text)
             rest, applied = filt.finish()
             doc["choices"][0]["message"]["content"] = out + rest
-            after = BackgroundTask(after_reply, c, before, applied, filt, prefill + text)
+            after = BackgroundTask(after_reply, c, before, applied, filt, prefill + text, counted)
         return Response(dumps(doc), media_type="application/json", headers=headers, background=after)
 
     async def streamed(request: Request, req: httpx.Request, c: Campaign, before: chain.Replayed,
                        headers: dict[str, str], prefill: str | None,
-                       settle: dict[str, Any] | None = None) -> Response:
+                       settle: dict[str, Any] | None = None, *, counted: Budget) -> Response:
         try:
             got = await upstream.send(req, stream=True)
         except httpx.HTTPError as e:
@@ -271,7 +276,7 @@ def make_app(opts: Options) -> Starlette:
 
         async def done(applied: Applied) -> None:
             raw = filt.text if isinstance(filt, StreamFilter) else ""  # --hide-tags: the player saw its narration
-            await after_reply(c, before, applied, filt, raw)
+            await after_reply(c, before, applied, filt, raw, counted)
 
         source = None
         if settler is not None and settle is not None and isinstance(filt, ReceiptStream):
