@@ -16,6 +16,17 @@ from tagengine._internal.prompt import build, tokens
 from tagengine._internal.server import chain
 
 
+def two_turns(tmp_path, fake: Fake, stream: bool) -> list[str]:
+    """Two turns of the heist campaign through a server; the replies as the chat app stored them (the
+    receipts are those a replay gives)."""
+    with serving(tmp_path, fake) as srv:
+        c = client(srv)
+        stored = [ask(c, history("heist", ["one"], []), stream)]
+        stored.append(ask(c, history("heist", ["one", "two"], stored), stream))
+    assert stored == expected("heist", [SCRIPT["one"], SCRIPT["two"]])[0]
+    return stored
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_next_turns_reminder_is_rendered_before_its_request_comes(tmp_path, monkeypatch, stream):
     """The reminder of the state after a reply is rendered once that reply's answer has gone, so the next
@@ -35,11 +46,7 @@ def test_the_next_turns_reminder_is_rendered_before_its_request_comes(tmp_path, 
 
     monkeypatch.setattr(build, "render", render_spy)
     monkeypatch.setattr(chain, "state_of", state_spy)
-    with serving(tmp_path, fake) as srv:
-        c = client(srv)
-        stored = [ask(c, history("heist", ["one"], []), stream)]
-        stored.append(ask(c, history("heist", ["one", "two"], stored), stream))
-    assert stored == expected("heist", [SCRIPT["one"], SCRIPT["two"]])[0]
+    two_turns(tmp_path, fake, stream)
     assert events[:3] == [("request", 0), ("render", 0), ("render", 1)]  # turn 1: its own, then turn 2's
     assert events[3:] == [("request", 1), ("render", 2)]  # turn 2: none until its answer, then turn 3's
 
@@ -84,11 +91,7 @@ def test_the_reply_s_tokens_are_counted_before_the_next_turn_comes(tmp_path, mon
 
     monkeypatch.setattr(tokens.TokenCounter, "text", text_spy)
     monkeypatch.setattr(chain, "state_of", state_spy)
-    with serving(tmp_path, fake) as srv:
-        c = client(srv)
-        stored = [ask(c, history("heist", ["one"], []), stream)]
-        stored.append(ask(c, history("heist", ["one", "two"], stored), stream))
-    assert stored == expected("heist", [SCRIPT["one"], SCRIPT["two"]])[0]
+    stored = two_turns(tmp_path, fake, stream)
     turn_two = [i for i, e in enumerate(events) if e[0] == "request"][1]
     counts = [i for i, e in enumerate(events) if e == ("count", stored[0])]
     assert len(counts) == 1 and counts[0] < turn_two  # once, before turn 2's request began
