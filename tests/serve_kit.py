@@ -87,8 +87,9 @@ def toy_tokens(text: str) -> list[int]:
     return [ord(c) for c in text[::2]]
 
 
-def sse(doc: Any) -> bytes:
-    return b"data: " + json.dumps(doc).encode() + b"\n\n"
+def sse(*docs: Any) -> bytes:
+    """Server-sent events, one per doc (bytes go as they are: `b"[DONE]"`, or what is not JSON)."""
+    return b"".join(b"data: " + (d if isinstance(d, bytes) else json.dumps(d).encode()) + b"\n\n" for d in docs)
 
 
 @dataclass

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from serve_kit import Running, read_head
+from serve_kit import Running, chunk, read_head, sse
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -70,15 +70,6 @@ def serving(tmp_path: Path, up: Raw, **kw: Any) -> Iterator[str]:
         yield srv.url
 
 
-def sse(*events: Any) -> bytes:
-    return b"".join(b"data: " + (e if isinstance(e, bytes) else json.dumps(e).encode()) + b"\n\n" for e in events)
-
-
-def piece(text: str, finish: str | None = None) -> dict[str, Any]:
-    return {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
-
-
 def whole(text: str) -> bytes:
     return json.dumps({"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
                        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
@@ -120,7 +111,7 @@ def test_an_upstream_error_whose_body_is_deeply_nested_keeps_its_status(tmp_path
 
 @pytest.mark.parametrize("opts", MODES)
 def test_a_deeply_nested_streamed_event_ends_the_stream_with_an_error_event(tmp_path, opts):
-    up = Raw(sse(piece("The door "), DEEP, piece("opens.", "stop"), b"[DONE]"), media="text/event-stream")
+    up = Raw(sse(chunk("The door "), DEEP, chunk("opens.", "stop"), b"[DONE]"), media="text/event-stream")
     with serving(tmp_path, up, **opts) as url:
         events = streamed_events(url, {"model": "m", "messages": MESSAGES})
     assert events[-1] == {"error": {"message": "the upstream model sent a malformed event stream",
@@ -219,7 +210,7 @@ def _stored(data: Path, want: tuple[int, int, int]) -> tuple[int, int, int]:
 def test_a_reply_with_a_lone_surrogate_is_kept_and_the_next_turn_follows_it(tmp_path, stream, hide):
     """The reply is answered (its receipts, or its narration), its snapshot and the sheet page's head are
     kept, and with --hide-tags the narration the player got maps back to the tagged reply next turn."""
-    up = Raw(sse(piece(ODD[:20]), piece(ODD[20:], "stop"), b"[DONE]") if stream else whole(ODD),
+    up = Raw(sse(chunk(ODD[:20]), chunk(ODD[20:], "stop"), b"[DONE]") if stream else whole(ODD),
              media="text/event-stream" if stream else "application/json")
     with serving(tmp_path, up, hide_tags=hide) as url:
         body = {"model": "m", "messages": MESSAGES}
@@ -296,7 +287,7 @@ def test_a_streamed_reply_gives_the_receipts_apply_reply_gives_however_it_is_spl
 
 def test_a_streamed_turn_s_receipts_reach_the_sheet_page(tmp_path):
     reply = 'In. [clock: name="Alarm raised" size="6"] [sheet: who="Lurk" op="spend" pool="stress" amount="99"]'
-    up = Raw(sse(piece(reply[:30]), piece(reply[30:], "stop"), b"[DONE]"), media="text/event-stream")
+    up = Raw(sse(chunk(reply[:30]), chunk(reply[30:], "stop"), b"[DONE]"), media="text/event-stream")
     with serving(tmp_path, up) as url:
         assert streamed_events(url, {"model": "m", "messages": MESSAGES})[-1] == "[DONE]"
         _stored(tmp_path / "data", (1, 1, 0))
@@ -488,9 +479,9 @@ def test_no_upstream_answer_makes_the_server_fail(tmp_path, opts):
     try:
         with serving(tmp_path, up, **opts) as url:
             @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-            @given(ANY, st.none() | TEXTS, st.booleans(), st.lists(ANY | TEXTS.map(piece), max_size=4))
+            @given(ANY, st.none() | TEXTS, st.booleans(), st.lists(ANY | TEXTS.map(chunk), max_size=4))
             def attack(doc: Any, prefill: str | None, stream: bool, events: list[Any]) -> None:
-                up.body = sse(*events, piece("", "stop"), b"[DONE]") if stream else json.dumps(doc).encode()
+                up.body = sse(*events, chunk("", "stop"), b"[DONE]") if stream else json.dumps(doc).encode()
                 up.media = "text/event-stream" if stream else "application/json"
                 answered_well(url, prefill, stream)
                 assert not errors.seen, errors.seen
@@ -523,7 +514,7 @@ CHECK = st.dictionaries(st.sampled_from(["who", "skill", "ability", "save", "wit
 def test_no_client_request_makes_the_server_fail(tmp_path, opts):
     errors = Errors()
     logging.getLogger().addHandler(errors)
-    up = Raw(sse(piece('Hi [clock: name="Alarm raised" size="6"]', "stop"), b"[DONE]"), media="text/event-stream")
+    up = Raw(sse(chunk('Hi [clock: name="Alarm raised" size="6"]', "stop"), b"[DONE]"), media="text/event-stream")
     try:
         with serving(tmp_path, up, **opts) as url:
             @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
@@ -560,7 +551,7 @@ def test_an_upstream_error_message_of_any_text_becomes_a_header_that_can_be_sent
         if PROBE_USER.encode() in raw or body["messages"][-1]["role"] == "assistant":
             return Response(json.dumps({"error": {"message": message}}), status_code=500, media_type="application/json")
         if body.get("stream"):
-            events = sse(piece(first[:20]), piece(first[20:], "stop"), b"[DONE]")
+            events = sse(chunk(first[:20]), chunk(first[20:], "stop"), b"[DONE]")
             return Response(events, media_type="text/event-stream")
         return Response(whole(first), media_type="application/json")
 

@@ -39,7 +39,7 @@ from . import chain
 from .campaigns import Campaign, Campaigns
 from .chat_request import asked_response, budget_of, parse_body, read_body, read_chat, with_replies
 from .checks import check_routes
-from .errors import Refused, error, error_body, refusals_as_responses
+from .errors import Refused, error, refusals_as_responses
 from .prefill import Continued, prefill_last, split_prefill
 from .receipts import ReceiptStream
 from .relay import Filter, dumps, first_content, loads, relay_stream, sse_data, upstream_failure, upstream_status
@@ -310,7 +310,7 @@ def make_app(opts: Options) -> Starlette:
                 log.warning("upstream failed mid-answer: %s", refused.message)
                 if events:  # a stream cut short ends with an error event, as a campaign's does (S-31); the
                     # blank lines first end an event the cut left open
-                    yield b"\n\n" + sse_data({"error": error_body(refused.message, refused.code, refused.kind)})
+                    yield b"\n\n" + sse_data(refused.doc())
             finally:
                 await got.aclose()
 

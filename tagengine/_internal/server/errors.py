@@ -26,8 +26,12 @@ class Refused(Exception):
         super().__init__(message)
         self.status, self.message, self.code, self.kind = status, message, code, kind
 
+    def doc(self) -> dict[str, Any]:
+        """The error as the wire has it, for a stream's error event."""
+        return {"error": error_body(self.message, self.code, self.kind)}
+
     def response(self) -> JSONResponse:
-        return error(self.status, self.message, self.code, self.kind)
+        return JSONResponse(self.doc(), status_code=self.status)
 
 
 def refusals_as_responses(route: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:

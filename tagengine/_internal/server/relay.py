@@ -256,7 +256,7 @@ async def relay_stream(response: httpx.Response, filt: Filter, done: Callable[[A
     except httpx.HTTPError as e:
         refused = upstream_failure(e)
         log.warning("upstream failed mid-stream: %s", refused.message)
-        yield sse_data({"error": error_body(refused.message, refused.code, refused.kind)})
+        yield sse_data(refused.doc())
     finally:
         if source is not None:
             await source.aclose()

@@ -31,7 +31,6 @@ from ..commands.reasons import COMMAND_LIMIT
 from ..ruleset import Ruleset
 from ..state import GameState
 from ..tags import scan
-from .errors import error_body
 from .receipts import ReceiptStream
 from .relay import dumps, events, first_choice, first_content, loads, upstream_failure, upstream_status
 from .upstream import Upstream
@@ -288,7 +287,7 @@ class Settler:
                                                         stream=True)
                 except httpx.HTTPError as e:
                     refused = upstream_failure(e)
-                    yield json.dumps({"error": error_body(refused.message, refused.code, refused.kind)})
+                    yield json.dumps(refused.doc())
                     return
                 if response.status_code >= 400:
                     body_bytes = await response.aread()
@@ -300,7 +299,7 @@ class Settler:
                             yield out
                         return
                     refused = upstream_status(response.status_code, body_bytes)
-                    yield json.dumps({"error": error_body(refused.message, refused.code, refused.kind)})
+                    yield json.dumps(refused.doc())
                     return
         finally:
             await response.aclose()
