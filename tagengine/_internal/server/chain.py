@@ -158,11 +158,14 @@ class Pending:
         if consistent:  # a guess from an incomplete history is never kept: the next request says it again
             if snaps or known:  # else no transaction: a warm turn commits nothing before its request leaves
                 docs = [(key, canonical(snap.to_json())) for key, snap in snaps]  # outside the lock
-                with store.batch():
+
+                def write() -> None:
                     for key, doc in docs:
                         store.put_snapshot(key, doc, c.name)
                     for content, key in known:
                         store.put_reply(content, key)
+
+                store.keeping("snapshots", write)
             _keep(store, keys[-1], state)
         else:
             self.notes.append(INCOMPLETE)
@@ -260,13 +263,16 @@ def remember(c: Campaign, store: Store, key: str, reply: str, state: GameState, 
     state before was rebuilt from an incomplete history): only the narration map, which is a fact."""
     new = next_key(key, reply)
     doc = canonical(state.to_json()) if consistent else ""
-    with store.batch():
+
+    def write() -> None:
         if consistent:
             store.put_snapshot(new, doc, c.name)
             if has_receipts(reply):
                 store.put_reply(content_key(c, reply), new)
         if shown is not None:
             store.put_narration(key, shown_key(shown), reply)
+
+    store.keeping("snapshots", write)
     if consistent:
         _keep(store, new, state)
     return new

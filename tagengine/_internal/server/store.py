@@ -4,24 +4,32 @@ The store is only a cache for snapshots (deleting it changes no result, only spe
 one thing it keeps that cannot be rebuilt, and with `--hide-tags` the tagged text behind each narration
 the player was shown (`narrations`: lost with the file, then said in a header). One connection, guarded
 by `lock` (an RLock): the event loop and a worker thread replaying a long history (S-19) may both call.
+
+So a fault of the file (a full disk, an I/O error, a lock another process holds too long) costs the cache,
+never a turn (S-33): what a turn reads of it (`snapshot`, `known`, `replies`, `narrations`, `head`) is then
+"not known", and what it writes (`keeping`, `put_head`) is dropped; each fault is logged. The campaigns'
+own rows still raise: without them there is no campaign.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sqlite3
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import NotFoundError
 
+log = logging.getLogger("tagengine.serve")
+T = TypeVar("T")
 DB_NAME = "tagengine.sqlite3"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -109,6 +117,19 @@ class Store:
                 raise
             self.db.execute("COMMIT")
 
+    def keeping(self, what: str, writes: Callable[[], T]) -> T | None:
+        """`writes()` as one batch of cache writes (snapshots, replies, narrations, the pages' head); a fault
+        of the file drops them, logged, instead of raising into the turn (S-33): then None."""
+        try:
+            with self.batch():
+                return writes()
+        except sqlite3.Error as e:
+            log.warning("the store cannot keep %s (%s); the turn goes on, and the next one replays", what, e)
+            return None
+
+    def _unread(self, what: str, e: sqlite3.Error) -> None:
+        log.warning("the store cannot read %s (%s); the turn goes on without them", what, e)
+
     # -- campaigns
     def add_campaign(self, row: CampaignRow) -> None:
         """Raises ValueError when the name is taken (a campaign is never overwritten by accident)."""
@@ -137,10 +158,15 @@ class Store:
         return self._clock
 
     def snapshot(self, key: str) -> str | None:
+        """The snapshot's JSON, or None; its use is marked as `touch` marks it (with the next batch)."""
         with self.lock:
-            got = self.db.execute("SELECT state FROM snapshots WHERE key = ?", (key,)).fetchone()
+            try:
+                got = self.db.execute("SELECT state FROM snapshots WHERE key = ?", (key,)).fetchone()
+            except sqlite3.Error as e:
+                self._unread("snapshots", e)
+                return None
             if got is not None:
-                self.db.execute("UPDATE snapshots SET used = ? WHERE key = ?", (self._tick(), key))
+                self._touched[key] = self._tick()
         return None if got is None else str(got[0])
 
     def touch(self, key: str) -> None:
@@ -159,11 +185,14 @@ class Store:
     def known(self, keys: list[str]) -> str | None:
         """The newest of `keys` (oldest first) that has a snapshot, one query per 500 keys."""
         with self.lock:
-            for chunk, rows in self._where_in("SELECT key FROM snapshots WHERE key IN ({})", keys):
-                found = {r[0] for r in rows}
-                for k in reversed(chunk):
-                    if k in found:
-                        return k
+            try:
+                for chunk, rows in self._where_in("SELECT key FROM snapshots WHERE key IN ({})", keys):
+                    found = {r[0] for r in rows}
+                    for k in reversed(chunk):
+                        if k in found:
+                            return k
+            except sqlite3.Error as e:
+                self._unread("snapshots", e)
         return None
 
     def put_snapshot(self, key: str, state: str, campaign: str = "") -> None:
@@ -212,9 +241,14 @@ class Store:
         """(prev, shown) -> tagged, for the given narration hashes."""
         out: dict[tuple[str, str], str] = {}
         with self.lock:
-            for _, rows in self._where_in("SELECT prev, shown, tagged FROM narrations WHERE shown IN ({})", shown):
-                for prev, h, tagged in rows:
-                    out[(prev, h)] = tagged.decode("utf-8", "surrogatepass") if isinstance(tagged, bytes) else tagged
+            try:
+                for _, rows in self._where_in("SELECT prev, shown, tagged FROM narrations WHERE shown IN ({})",
+                                              shown):
+                    for prev, h, tagged in rows:
+                        out[(prev, h)] = tagged.decode("utf-8", "surrogatepass") if isinstance(tagged, bytes) \
+                            else tagged
+            except sqlite3.Error as e:
+                self._unread("narrations", e)
         return out
 
     def put_reply(self, content: str, key: str) -> None:
@@ -225,21 +259,32 @@ class Store:
     def replies(self, content: str) -> list[str]:
         """The chain keys after the replies known by this content hash that still have a snapshot."""
         with self.lock:
-            return [r[0] for r in self.db.execute(
-                "SELECT r.key FROM replies r JOIN snapshots s ON s.key = r.key WHERE r.content = ?", (content,))]
+            try:
+                return [r[0] for r in self.db.execute(
+                    "SELECT r.key FROM replies r JOIN snapshots s ON s.key = r.key WHERE r.content = ?", (content,))]
+            except sqlite3.Error as e:
+                self._unread("replies", e)
+                return []
 
     # -- heads (issue 14): the newest chain key a campaign's reply reached, for the game sheet page
     def head(self, campaign: str) -> tuple[str, int, str] | None:
         """(chain key, turns handled, receipts as JSON) of the campaign's last completed reply, or None."""
         with self.lock:
-            got = self.db.execute("SELECT key, turn, receipts FROM heads WHERE campaign = ?", (campaign,)).fetchone()
+            try:
+                got = self.db.execute("SELECT key, turn, receipts FROM heads WHERE campaign = ?",
+                                      (campaign,)).fetchone()
+            except sqlite3.Error as e:
+                self._unread("the pages' newest turn", e)
+                return None
         return None if got is None else (str(got[0]), int(got[1]), str(got[2]))
 
-    def put_head(self, campaign: str, key: str, receipts: str) -> int:
-        """Record a completed reply's chain key and receipts; the campaign's turn count after it."""
-        with self.lock:
+    def put_head(self, campaign: str, key: str, receipts: str) -> int | None:
+        """Record a completed reply's chain key and receipts; the campaign's turn count after it (None when
+        the file cannot take it: the pages then show the turn before)."""
+        def write() -> int:
             self.db.execute("INSERT INTO heads VALUES (?, ?, 1, ?) ON CONFLICT(campaign) DO UPDATE SET "
                             "key = excluded.key, turn = heads.turn + 1, receipts = excluded.receipts",
                             (campaign, key, receipts))
-            got = self.db.execute("SELECT turn FROM heads WHERE campaign = ?", (campaign,)).fetchone()
-        return int(got[0])
+            return int(self.db.execute("SELECT turn FROM heads WHERE campaign = ?", (campaign,)).fetchone()[0])
+
+        return self.keeping("the pages' newest turn", write)

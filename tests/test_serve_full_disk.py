@@ -1,0 +1,62 @@
+"""Issue 12: the store is a cache (deleting it changes no result, only speed), so a store that cannot write
+or read (a full disk, an I/O error) costs speed, never a turn: the answer goes out whole, the fault is
+logged, and the next turn replays what the chat app kept (S-33)."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+import pytest
+from serve_kit import Fake
+from test_serve import SCRIPT, ask, client, expected, history, serving
+
+from tagengine._internal.server import store as store_module
+
+CACHE = {"snapshots", "replies", "narrations", "heads"}  # the campaigns stay readable: they are not a cache
+WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
+
+
+def failing(monkeypatch, actions):
+    """Every Store the server opens refuses `actions` on the cache's tables, by SQLite's own authorizer (the
+    statement fails as a full disk's or a bad sector's would: a sqlite3.DatabaseError)."""
+    real = store_module.Store.__init__
+
+    def opened(self, folder):
+        real(self, folder)
+        self.db.set_authorizer(lambda action, table, *_: sqlite3.SQLITE_DENY if action in actions and table in CACHE
+                               else sqlite3.SQLITE_OK)
+
+    monkeypatch.setattr(store_module.Store, "__init__", opened)
+
+
+def play(tmp_path, stream, got):
+    """The next turn of the three, on a new server (its memory empty: what it knows comes from the file)."""
+    with serving(tmp_path, Fake(SCRIPT)) as srv:
+        got.append(ask(client(srv), history("heist", ["one", "two", "three"][:len(got) + 1], got), stream))
+    return got
+
+
+WANT = expected("heist", [SCRIPT["one"], SCRIPT["two"], SCRIPT["three"]])[0]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_s_33_a_store_that_cannot_write_costs_no_turn(tmp_path, monkeypatch, caplog, stream):
+    failing(monkeypatch, WRITES)
+    with caplog.at_level(logging.WARNING, "tagengine"):
+        with serving(tmp_path, Fake(SCRIPT)) as srv:  # one server: the turns after the first come from memory
+            got: list[str] = []
+            for _ in range(3):
+                got.append(ask(client(srv), history("heist", ["one", "two", "three"][:len(got) + 1], got), stream))
+        assert got == WANT
+        assert play(tmp_path, stream, got[:2]) == WANT  # a new server: nothing was kept, all replayed
+    assert any("cannot keep snapshots" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_s_33_a_store_that_cannot_read_costs_no_turn(tmp_path, monkeypatch, caplog, stream):
+    got = play(tmp_path, stream, play(tmp_path, stream, []))  # two turns kept in the file
+    failing(monkeypatch, WRITES | {sqlite3.SQLITE_READ})
+    with caplog.at_level(logging.WARNING, "tagengine"):
+        assert play(tmp_path, stream, got) == WANT  # the file unreadable: replayed from the start
+    assert any("cannot read snapshots" in r.getMessage() for r in caplog.records)
