@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 
+import httpx
 import pytest
 from serve_kit import Fake
 from test_serve import SCRIPT, ask, client, expected, history, serving
@@ -60,3 +61,27 @@ def test_s_33_a_store_that_cannot_read_costs_no_turn(tmp_path, monkeypatch, capl
     with caplog.at_level(logging.WARNING, "tagengine"):
         assert play(tmp_path, stream, got) == WANT  # the file unreadable: replayed from the start
     assert any("cannot read snapshots" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_s_33_a_fault_in_the_work_after_an_answer_never_reaches_the_client(tmp_path, monkeypatch, caplog, stream):
+    """Whatever fails once the answer has gone (keeping it, rendering the next reminder, counting it ahead),
+    the client's answer is already whole: the fault is logged, and the next turn replays."""
+    from tagengine._internal.server import app as app_module
+
+    calls = []
+
+    def broken(*args, **kwargs):
+        calls.append(args)
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(app_module, "count_ahead", broken)
+    with caplog.at_level(logging.WARNING, "tagengine"):
+        got = play(tmp_path, stream, play(tmp_path, stream, []))
+        assert play(tmp_path, stream, got) == WANT
+    assert len(calls) == 3
+    assert sum("failed after its answer had gone" in r.getMessage() for r in caplog.records) == 3
+    with httpx.Client(timeout=30, trust_env=False) as h, serving(tmp_path, Fake(SCRIPT)) as srv:
+        r = h.post(f"{srv.url}/v1/chat/completions", json={"model": "m", "stream": stream,
+                                                           "messages": history("heist", ["one"], [])})
+    assert r.status_code == 200 and (r.text.endswith("data: [DONE]\n\n") if stream else r.json()["choices"])

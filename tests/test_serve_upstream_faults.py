@@ -23,12 +23,14 @@ from tagengine._internal.server.app import Options, make_app
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 EVENT = b'data: {"choices":[{"index":0,"delta":{"content":"The door"},"finish_reason":null}]}\n\n'
 FIRST = b"%x\r\n%s\r\n" % (len(EVENT), EVENT)
+JSON_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 400\r\n\r\n"
 
 
 class Misbehaving(socketserver.ThreadingTCPServer):
     """A loopback 'upstream' that reads a request, then does `how`: silent (never answers), drop (closes at
     once), garbage (answers bytes that are not HTTP), stall (headers and one event, then nothing), cut
-    (headers and one event, then closes mid-body)."""
+    (headers and one event, then closes mid-body), cut-json (a JSON answer's headers and its first bytes, then
+    closes)."""
 
     daemon_threads = True
 
@@ -53,6 +55,8 @@ class Handler(socketserver.BaseRequestHandler):
             self.request.sendall(b"garbage, not HTTP\r\n\r\n")
         elif srv.how in ("stall", "cut"):
             self.request.sendall(HEAD + FIRST)
+        elif srv.how == "cut-json":
+            self.request.sendall(JSON_HEAD + b'{"choices": [{"index": 0, "mess')
         if srv.how in ("silent", "stall"):
             srv.release.wait(10)  # bounded; set when the test ends
 
@@ -179,3 +183,18 @@ def test_a_passed_through_stream_cut_mid_answer_ends_with_an_error_event(tmp_pat
         with pytest.raises(openai.APIError):
             for _ in c.chat.completions.create(model="m", messages=body["messages"], stream=True):
                 pass
+
+
+def test_a_passed_through_answer_cut_mid_body_is_cut_for_the_client_too(tmp_path):
+    """S-34: with no campaign a whole (non-SSE) answer comes back as it came; when the upstream fails mid-body
+    the client's answer ends without its end too (the connection closes), so no client takes a truncated
+    document for a whole one (before, it ended cleanly: a 200 with half a JSON document)."""
+    make_campaigns(tmp_path / "data")
+    body = {"model": "m", "messages": [{"role": "user", "content": "TURN:one"}]}
+    with upstream("cut-json") as up, Running(make_app(Options(upstream=up.url, data=tmp_path / "data",
+                                                               timeout=5))) as srv:
+        with httpx.Client(timeout=30, trust_env=False) as h, pytest.raises(httpx.RemoteProtocolError):
+            h.post(f"{srv.url}/v1/chat/completions", json=body)
+        c = openai.OpenAI(base_url=f"{srv.url}/v1", api_key="k", max_retries=0, timeout=30)
+        with pytest.raises(openai.APIConnectionError):
+            c.chat.completions.create(model="m", messages=body["messages"])

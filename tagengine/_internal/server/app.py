@@ -46,7 +46,7 @@ from .relay import Filter, dumps, first_content, loads, relay_stream, sse_data, 
 from .settle import HEADER as SETTLE_HEADER
 from .settle import Settler
 from .store import DEFAULT_KEEP, Store
-from .streamed import Streamed
+from .streamed import Cut, Streamed
 from .ui import Latest, ui_routes
 from .ui_auth import is_page, page_token, sign_in_routes, signed_in, to_sign_in
 from .upstream import Upstream, media_type
@@ -219,11 +219,15 @@ def make_app(opts: Options) -> Starlette:
                           raw: str, counted: Budget) -> None:
         """After the answer has gone (S-24): keep the snapshot, then render the new state's reminder and count
         the reply's tokens (S-32), so the next turn finds all three. Nothing here awaits, so it is done before
-        the event loop reads another request."""
-        if keep(c, before, applied, filt, raw):  # else the next turn replays: its state is another object
-            reminder(c.rs, applied.state)
-        if counted.tokenizer is None:  # counted here, not by the upstream's tokenize endpoint (K-9)
-            count_ahead(counted, "assistant", applied.text)
+        the event loop reads another request. A fault here is logged, never raised: the answer has gone
+        whole, and the next turn replays what this one did not keep (S-33)."""
+        try:
+            if keep(c, before, applied, filt, raw):  # else the next turn replays: its state is another object
+                reminder(c.rs, applied.state)
+            if counted.tokenizer is None:  # counted here, not by the upstream's tokenize endpoint (K-9)
+                count_ahead(counted, "assistant", applied.text)
+        except Exception:
+            log.exception("campaign %s: a turn failed after its answer had gone; the next turn replays it", c.name)
 
     async def whole(request: Request, req: httpx.Request, c: Campaign, before: chain.Replayed,
                     headers: dict[str, str], prefill: str | None, settle: dict[str, Any] | None = None, *,
@@ -308,9 +312,11 @@ def make_app(opts: Options) -> Starlette:
             except httpx.HTTPError as e:
                 refused = upstream_failure(e)
                 log.warning("upstream failed mid-answer: %s", refused.message)
-                if events:  # a stream cut short ends with an error event, as a campaign's does (S-31); the
-                    # blank lines first end an event the cut left open
-                    yield b"\n\n" + sse_data(refused.doc())
+                if not events:  # a document cut short: the client's answer is cut too (S-34)
+                    raise Cut from None
+                # a stream cut short ends with an error event, as a campaign's does (S-31); the blank lines
+                # first end an event the cut left open
+                yield b"\n\n" + sse_data(refused.doc())
             finally:
                 await got.aclose()
 

@@ -6,6 +6,9 @@ byte on the benchmark machine, SB-13). Here the head goes out at once and the bo
 a watcher task waits for the client to leave and then cancels the stream (the upstream request is closed
 by the stream's own clean-up, as before: nothing is kept). Holding the head back to send it with the first
 piece was slower: the client then read the head only after the piece came.
+
+A body that raises `Cut` ends the response without its end (no last chunk: uvicorn closes the connection), so
+the client knows the answer is incomplete instead of taking what came for all of it (S-34).
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ from collections.abc import AsyncIterator, Mapping
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
+
+
+class Cut(Exception):
+    """Raised by a Streamed body: the answer is incomplete, and the client must be able to tell."""
 
 
 class Streamed(Response):
@@ -44,6 +51,8 @@ class Streamed(Response):
             async for chunk in self.body_iterator:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except Cut:
+            return  # the response is left without its end: the server closes the connection
         except asyncio.CancelledError:
             if not gone:
                 raise
