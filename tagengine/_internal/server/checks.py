@@ -23,7 +23,7 @@ from ..tags import Tag
 from ..tags.render import canonical
 from . import chain
 from .campaigns import Campaign, Campaigns
-from .chat_request import read_body, read_chat
+from .chat_request import read_body, read_marked
 from .errors import Refused, refusals_as_responses
 from .relay import dumps, loads
 from .store import Store
@@ -49,17 +49,17 @@ def check_routes(campaigns: Campaigns, store: Store, default: str | None, hidden
         messages = body.get("messages", [])
         if not isinstance(messages, list):
             raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
-        chat = read_chat(messages)  # each message checked here (S-27)
+        marked = read_marked(messages)  # each message checked here (S-27)
         tag = check_tag(body.get("check"))
         named = body.get("campaign")
         if named is not None and not isinstance(named, str):
             raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
-        name = named or chat.campaign or request.path_params.get("campaign") or default
+        name = named or marked.campaign or request.path_params.get("campaign") or default
         if name is None:
             raise Refused(400, "no campaign: name it in `campaign`, in a [tagengine: campaign=\"NAME\"] marker, "
                           "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
         c = load(campaigns, name)
-        found = chain.state_of(c, store, chat.plain(), hidden=hidden, defer=chain.THREAD_MIN)
+        found = chain.state_of(c, store, marked.plain(), hidden=hidden, defer=chain.THREAD_MIN)
         before = await run_in_threadpool(found.run) if isinstance(found, chain.Pending) else found
         done = settle(c.rs, before.state, tag)
         headers = {"x-tagengine-campaign": c.name}
