@@ -362,7 +362,7 @@ def write_states(replayed: str, folder: str, err: TextIO | None = None) -> int:
     """Each chat's final state as a state file, ready for `tagengine preview` or `apply`; the number of
     files written. Two chats with one id (or ids a case-blind file system takes for one) both keep their
     state: the later one's name gets its line number, and a warning says so."""
-    from .batch import loads
+    from .batch import line_doc
     from .files import write_atomic
 
     target = Path(folder)
@@ -370,7 +370,7 @@ def write_states(replayed: str, folder: str, err: TextIO | None = None) -> int:
     used: dict[str, int] = {}
     with open(replayed, "rb") as f:
         for number, line in enumerate(f, 1):
-            doc = loads(line)  # the output keeps bytes that are not UTF-8 as they came (F-4)
+            doc = line_doc(line)  # the output keeps bytes that are not UTF-8 as they came (F-4)
             if not isinstance(doc, dict) or "state" not in doc or doc.get("id") is None:
                 continue
             name = state_file_name(doc["id"])
