@@ -521,7 +521,7 @@ def add_st_commands(sub: Any) -> None:
     add_chat_commands(st_sub)
 
 
-def parser() -> argparse.ArgumentParser:
+def arg_parser() -> argparse.ArgumentParser:
     from .sillytavern.chat_commands import add_replay_options
 
     p = _Parser(prog="tagengine", description="Apply Game Master tags to game state; build GM prompts.")
@@ -662,7 +662,7 @@ def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextI
     out = cast(TextIO, NamedStream(out or sys.stdout or _Closed(), "<stdout>"))
     err = cast(TextIO, NamedStream(err or sys.stderr or io.StringIO(), "<stderr>"))
     try:
-        args = parser().parse_args(list(argv) if argv is not None else None)
+        args = arg_parser().parse_args(list(argv) if argv is not None else None)
     except Usage as e:
         err.write(f"{e}\n")
         return 2
