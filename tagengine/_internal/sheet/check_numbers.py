@@ -48,7 +48,9 @@ def with_modifiers(ev: Eval, sheet: int, ability: str | None) -> tuple[int, int,
     return pen, adj, max(raw, min(sheet, floor), 0)
 
 
-def target(ev: Eval, harder: bool) -> int | None:
+def pool_target(ev: Eval, harder: bool) -> int | None:
+    """The number each die of a dice pool must meet (`resolution.pool.target`), one step harder when told (UNTR-7);
+    None without one (dice-sum, or a pool with no target)."""
     res = ev.rs.file.resolution
     if not ev.rs.dice_pool or res is None or res.pool is None or res.pool.target is None:
         return None
@@ -71,7 +73,7 @@ def _ability(ev: Eval, aid: str) -> CheckNumber:
     base = ability_part(ev, aid)
     pen, adj, total = with_modifiers(ev, base, aid)
     return CheckNumber("ability", aid, a.label if a else aid, aid, None, True, base, 0, 0, "normal", None, base,
-                       pen, adj, total, target(ev, False), a.section if a else None)
+                       pen, adj, total, pool_target(ev, False), a.section if a else None)
 
 
 def _skill(ev: Eval, kind: str, sid: str, with_ability: str | None) -> CheckNumber:
@@ -105,4 +107,4 @@ def _skill(ev: Eval, kind: str, sid: str, with_ability: str | None) -> CheckNumb
     if cap is not None:
         total = min(total, cap)  # CAP-1: the highest number the check can ever reach
     return CheckNumber(kind, sid, sk.label, ability, level.id if level else None, trained, base, bonus, by, rule,
-                       cap, sheet, pen, adj, total, target(ev, rule == "harder"), sk.section)
+                       cap, sheet, pen, adj, total, pool_target(ev, rule == "harder"), sk.section)
