@@ -169,7 +169,7 @@ def ref_heal(t, marks, overflow, count, kind=None):
 
 @st.composite
 def tracks_and_marks(draw):
-    """A track as the ruleset allows it (distinct severities, WOUND-7) and marks as `settle` leaves them."""
+    """A track as the ruleset allows it (distinct severities, WOUND-7) and marks as `fit_marks` leaves them."""
     kinds = draw(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=6, unique=True))
     sevs = draw(st.lists(st.integers(-50, 50), min_size=len(kinds), max_size=len(kinds), unique=True))
     indexed = draw(st.booleans())
@@ -177,7 +177,7 @@ def tracks_and_marks(draw):
                       indexed or draw(st.booleans()))
     raw = draw(st.lists(st.one_of(st.none(), st.sampled_from(kinds)) if indexed else st.sampled_from(kinds),
                         max_size=12))
-    marks, overflow = marking.settle(t, raw, draw(st.integers(0, 6)))
+    marks, overflow = marking.fit_marks(t, raw, draw(st.integers(0, 6)))
     return t, marks, overflow, kinds
 
 

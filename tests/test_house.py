@@ -211,3 +211,52 @@ def test_nothing_a_caller_keeps_reaches_a_state():
     assert tagengine.WoundMarks(["cut"]).marks == ("cut",)  # type: ignore[arg-type]
     with pytest.raises(StateError):
         tagengine.GameState(cards=cards, live={"mira": {"pools": {}}})  # type: ignore[dict-item]
+
+
+
+def top_level_names(path: Path) -> list[str]:
+    """The public functions and classes a module defines at its top level."""
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return [n.name for n in ast.parse(path.read_text()).body if isinstance(n, kinds) and not n.name.startswith("_")]
+
+
+# Names each command family module defines by protocol: its `op_of` (which op a tag names) and `teach` (what the
+# reminder teaches of it) go into its `Family` (commands/family.py), which the dispatcher and the prompt read, as
+# markdown-it reads one rule per module. The same idea under the same name in each family, not a clash.
+FAMILY_PROTOCOL = {
+    "op_of": {"check", "clock", "sheet"},
+    "teach": {"check", "clock", "sheet"},
+}
+
+
+def test_one_public_name_means_one_thing():
+    """The developers' brief: one name means one thing across the package. A public top-level function or
+    class (not `_name`) is defined in one module of `tagengine/` only, the family protocol above aside."""
+    defined: dict[str, list[str]] = {}
+    for name, path in modules().items():
+        for n in top_level_names(path):
+            defined.setdefault(n, []).append(name)
+    allowed = {(n, f"tagengine._internal.commands.{m}") for n, ms in FAMILY_PROTOCOL.items() for m in ms}
+    clashes = {n: ms for n, ms in defined.items() if len(ms) > 1 and not {(n, m) for m in ms} <= allowed}
+    assert not clashes, "\n".join(f"{n}: {', '.join(ms)}" for n, ms in sorted(clashes.items()))
+    for n, ms in FAMILY_PROTOCOL.items():  # the allow-list stays true: each family still defines its protocol
+        assert {f"tagengine._internal.commands.{m}" for m in ms} <= set(defined.get(n, [])), n
+
+
+# A function named as another module that means the same: `cli.main` and `server/main.py` (an entry point),
+# `commands/check.settle` and `server/settle.py` (a check settled), `prompt/render.render` and `tags/render.py`
+# (text rendered), `sheet/evaluate.party` and `ruleset/checks/party.py` (the party sheet), `chatreplay.load` and
+# `ruleset/load.py` (a file read into a checked object).
+SAME_AS_A_MODULE = {"main", "settle", "render", "party", "load"}
+
+
+def test_no_public_name_is_another_modules_name_for_another_thing():
+    """What the test above cannot see: a function or class named as another module of the package (`store`,
+    a state with new marks, beside `server/store.py`), the allow-list above aside."""
+    mods = modules()
+    stems: dict[str, set[str]] = {}
+    for name in mods:
+        stems.setdefault(name.rpartition(".")[2], set()).add(name)
+    found = [f"{name}.{n} <-> {m}" for name, path in mods.items() for n in top_level_names(path)
+             if n not in SAME_AS_A_MODULE for m in sorted(stems.get(n, set()) - {name})]
+    assert not found, "\n".join(found)

@@ -7,7 +7,7 @@ import pytest
 from serve_kit import Fake
 from test_serve import SCRIPT, client, history, serving
 
-from tagengine._internal.prompt.contexts import context_of, table
+from tagengine._internal.prompt.contexts import context_of, context_table
 
 
 @pytest.mark.parametrize(("model", "context", "pattern"), [
@@ -27,7 +27,7 @@ def test_the_table_gives_a_window_per_model(model, context, pattern):
 
 
 def test_every_row_states_its_source_and_a_window():
-    default, rows = table()
+    default, rows = context_table()
     assert default == 8192 and rows
     for row in rows:
         assert row.context > 0 and row.patterns and row.source.strip()

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from conftest import load_sample
 from tagengine import apply_reply
 from tagengine._internal.commands import Applied
-from tagengine._internal.server.chat_request import MAX_MODEL_NAME, budget_of, read_chat
+from tagengine._internal.server.chat_request import MAX_MODEL_NAME, budget_of, read_marked
 from tagengine._internal.server.errors import Refused
 from tagengine._internal.server.receipts import ReceiptStream
 from tagengine._internal.server.relay import dumps, relay_stream
@@ -80,7 +80,7 @@ def test_text_that_is_not_utf8_is_escaped_not_an_error():
 def test_only_system_and_user_messages_name_the_campaign():
     messages = [{"role": "system", "content": '[tagengine: campaign="heist"]'},
                 {"role": "assistant", "content": '[tagengine: campaign="other"]'}]
-    assert read_chat(messages).campaign == "heist"
+    assert read_marked(messages).campaign == "heist"
 
 
 def test_a_model_name_past_the_limit_names_no_family():
@@ -108,33 +108,33 @@ def test_s_13_campaigns_roll_their_own_dice_unless_given_a_seed(tmp_path):
 def test_f_10_roles_without_case_in_the_history_a_chat_app_sends():
     """A reply sent back as `Assistant` is a reply: its tags replay (F-10), not a system message."""
 
-    history = read_chat([{"role": "User", "content": "go"}, {"role": "Assistant", "content": REPLY},
-                         {"role": "tool", "content": "x"}]).plain()
+    history = read_marked([{"role": "User", "content": "go"}, {"role": "Assistant", "content": REPLY},
+                           {"role": "tool", "content": "x"}]).plain()
     assert [m["role"] for m in history] == ["user", "assistant", "system"]
 
 
-def test_read_chat_reads_the_marker_the_history_and_what_is_not_text_in_one_pass():
+def test_read_marked_reads_the_marker_the_history_and_what_is_not_text_in_one_pass():
     """S-27: the marker in a system or user message (the last one wins), stripped from every message; a
     message its marker leaves empty dropped; a content that is not text names its message, but only when
     the history is asked for (a request passed through may carry one)."""
-    chat = read_chat([{"role": "system", "content": '[tagengine: campaign="a"]'},
-                      {"role": "user", "content": [{"type": "text", "text": 'go [tagengine: campaign="b"]'}]},
-                      {"role": "assistant", "content": 'x [tagengine: campaign="c"]'},
-                      {"role": "assistant", "content": None, "tool_calls": []}])
-    assert chat.campaign == "b"
-    assert chat.plain() == [{"role": "user", "content": "go "}, {"role": "assistant", "content": "x "}]
-    image = read_chat([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]},
-                       {"role": "user", "content": 7}, {"role": "user", "content": '[tagengine: campaign="d"]'}])
+    marked = read_marked([{"role": "system", "content": '[tagengine: campaign="a"]'},
+                          {"role": "user", "content": [{"type": "text", "text": 'go [tagengine: campaign="b"]'}]},
+                          {"role": "assistant", "content": 'x [tagengine: campaign="c"]'},
+                          {"role": "assistant", "content": None, "tool_calls": []}])
+    assert marked.campaign == "b"
+    assert marked.plain() == [{"role": "user", "content": "go "}, {"role": "assistant", "content": "x "}]
+    image = read_marked([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]},
+                         {"role": "user", "content": 7}, {"role": "user", "content": '[tagengine: campaign="d"]'}])
     assert image.campaign == "d" and image.problem is not None
     with pytest.raises(Refused) as e:
         image.plain()
     assert e.value.status == 400 and "messages[1].content must be text" in e.value.message
     with pytest.raises(Refused) as e:
-        read_chat([{"role": "user", "content": "a"}, {"content": "b"}])
+        read_marked([{"role": "user", "content": "a"}, {"content": "b"}])
     assert "messages[1] is not a message" in e.value.message
     for role in (["user"], {"r": 1}, 7, None):  # any JSON value: a 400 naming it, never a TypeError (a 500)
         with pytest.raises(Refused) as e:
-            read_chat([{"role": role, "content": "a"}])
+            read_marked([{"role": role, "content": "a"}])
         assert e.value.status == 400 and "messages[0] is not a message" in e.value.message
 
 

@@ -68,11 +68,11 @@ def test_a_request_that_is_not_json_is_still_a_400_naming_why():
 
 
 def test_a_chat_body_is_exact_outside_its_messages_which_the_engine_rebuilds_from_their_texts():
-    from tagengine._internal.server.chat_request import parse_body, read_chat
+    from tagengine._internal.server.chat_request import parse_body, read_marked
 
     raw = (b'{"seed": 123456789012345678901, "logit_bias": {"50256": -100}, "messages": [{"role": "user", '
            b'"content": "hi", "n": 123456789012345678901}]}')
     body = parse_body(raw)
     assert body["seed"] == 123456789012345678901 and type(body["seed"]) is int  # top level: as json reads it
-    assert read_chat(body["messages"]).history == [{"role": "user", "content": "hi"}]  # only role and text go on
+    assert read_marked(body["messages"]).history == [{"role": "user", "content": "hi"}]  # only role and text go on
     assert loads(raw) == json.loads(raw)  # without `rebuilt`, everything as json reads it

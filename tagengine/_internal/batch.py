@@ -53,9 +53,10 @@ def _init(ruleset_path: str) -> None:
         _LOADED_FROM = ruleset_path
 
 
-def loads(raw: bytes | str) -> Any:
-    """orjson when it can (replay spends a fifth of its time on JSON), the standard library otherwise:
-    orjson refuses lone surrogates, which a transcript that is not clean UTF-8 may hold."""
+def line_doc(raw: bytes | str) -> Any:
+    """A JSONL line's document: orjson when it can (replay spends a fifth of its time on JSON), the standard
+    library otherwise: orjson refuses lone surrogates, which a transcript that is not clean UTF-8 may hold
+    (its bytes read with surrogateescape)."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -63,7 +64,9 @@ def loads(raw: bytes | str) -> Any:
         return json.loads(text)
 
 
-def dumps(doc: Any) -> bytes:
+def line_bytes(doc: Any) -> bytes:
+    """A document as a JSONL line's bytes (no newline): what `line_doc` read as text that was not UTF-8
+    (surrogateescape) goes back out as the bytes it came as."""
     try:
         return orjson.dumps(doc)
     except TypeError:  # a lone surrogate carried over from a transcript that is not clean UTF-8
@@ -77,7 +80,7 @@ def dumps(doc: Any) -> bytes:
 def replay_line(rs: Ruleset, line: bytes | str, number: int) -> dict[str, Any]:
     """One chat: its output object, or `{"id", "error"}` naming what is wrong. Never raises (F-4)."""
     try:
-        chat = loads(line)
+        chat = line_doc(line)
     except (RecursionError, ValueError) as e:  # JSONDecodeError, and integers of thousands of digits
         return {"id": None, "error": f"line {number}: not JSON: {json_problem(e)}"}
     if not isinstance(chat, dict):
@@ -155,10 +158,10 @@ def replay_batch(rs: Ruleset, batch: list[tuple[int, bytes | None]]) -> tuple[by
         else:
             doc = replay_line(rs, raw, number)
         try:
-            data = dumps(doc)
-        except Exception as e:  # pragma: no cover - dumps falls back to ASCII JSON; this is the last guard
+            data = line_bytes(doc)
+        except Exception as e:  # pragma: no cover - line_bytes falls back to ASCII JSON; this is the last guard
             doc = {"id": None, "error": f"line {number}: the output could not be written: {e}"}
-            data = dumps(doc)
+            data = line_bytes(doc)
         if "error" in doc:
             errors.append(doc["error"])
         for k, v in (doc.get("receipts") or {}).items():

@@ -27,7 +27,7 @@ import fsspec
 from distributed import Client, LocalCluster, as_completed
 from fsspec.implementations.local import LocalFileSystem
 
-from .batch import BATCH_BYTES, BATCH_MAX, MAX_CHAT_BYTES, Summary, dumps, replay_batch
+from .batch import BATCH_BYTES, BATCH_MAX, MAX_CHAT_BYTES, Summary, line_bytes, replay_batch
 from .files import atomic_writer, strip_bom
 from .ruleset import Ruleset
 
@@ -367,7 +367,7 @@ def replay_dask(ruleset_path: str, inputs: list[str], out_dir: str, client: Clie
             for leftover in out_fs.glob(posixpath.join(out_root, "*", pattern)):
                 out_fs.rm(leftover)
     with _atomic(out_fs, posixpath.join(out_root, SUMMARY)) as f:
-        f.write(dumps(summary.doc()) + b"\n")
+        f.write(line_bytes(summary.doc()) + b"\n")
     return summary
 
 

@@ -362,7 +362,7 @@ def write_states(replayed: str, folder: str, err: TextIO | None = None) -> int:
     """Each chat's final state as a state file, ready for `tagengine preview` or `apply`; the number of
     files written. Two chats with one id (or ids a case-blind file system takes for one) both keep their
     state: the later one's name gets its line number, and a warning says so."""
-    from .batch import loads
+    from .batch import line_doc
     from .files import write_atomic
 
     target = Path(folder)
@@ -370,7 +370,7 @@ def write_states(replayed: str, folder: str, err: TextIO | None = None) -> int:
     used: dict[str, int] = {}
     with open(replayed, "rb") as f:
         for number, line in enumerate(f, 1):
-            doc = loads(line)  # the output keeps bytes that are not UTF-8 as they came (F-4)
+            doc = line_doc(line)  # the output keeps bytes that are not UTF-8 as they came (F-4)
             if not isinstance(doc, dict) or "state" not in doc or doc.get("id") is None:
                 continue
             name = state_file_name(doc["id"])
@@ -521,7 +521,7 @@ def add_st_commands(sub: Any) -> None:
     add_chat_commands(st_sub)
 
 
-def parser() -> argparse.ArgumentParser:
+def arg_parser() -> argparse.ArgumentParser:
     from .sillytavern.chat_commands import add_replay_options
 
     p = _Parser(prog="tagengine", description="Apply Game Master tags to game state; build GM prompts.")
@@ -662,7 +662,7 @@ def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextI
     out = cast(TextIO, NamedStream(out or sys.stdout or _Closed(), "<stdout>"))
     err = cast(TextIO, NamedStream(err or sys.stderr or io.StringIO(), "<stderr>"))
     try:
-        args = parser().parse_args(list(argv) if argv is not None else None)
+        args = arg_parser().parse_args(list(argv) if argv is not None else None)
     except Usage as e:
         err.write(f"{e}\n")
         return 2

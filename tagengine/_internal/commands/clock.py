@@ -47,7 +47,8 @@ def bad_name(name: str) -> bool:
     return not 1 <= len(name) <= 100 or prompt_unsafe(name, label=True) is not None
 
 
-def find(state: GameState, name: str) -> int | None:
+def clock_index(state: GameState, name: str) -> int | None:
+    """The index of the clock named `name` (DEC-8: case and spacing aside) in the state's clocks, or None."""
     key = normalise(name)
     for i, c in enumerate(state.clocks):
         if normalise(c.name) == key:
@@ -70,7 +71,7 @@ def create(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
         return refuse(state, "invalid-amount")
     if size not in cfg.sizes:
         return refuse(state, "bad-size")
-    if find(state, name) is not None:
+    if clock_index(state, name) is not None:
         return refuse(state, "clock-exists")
     if len(state.clocks) >= cfg.max:  # complete clocks count until cleared (CLOCK-13)
         return refuse(state, "clock-limit")
@@ -84,7 +85,7 @@ def tick(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     by = parse_int(tag.get("tick"))
     if by is None:
         return refuse(state, "invalid-amount")
-    i = find(state, name_of(tag))
+    i = clock_index(state, name_of(tag))
     if i is None:
         return refuse(state, "unknown-clock")
     c = state.clocks[i]
@@ -98,7 +99,7 @@ def clear(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     """CLOCK-15: remove the named clock; `clear` is a bare flag word (DEC-1)."""
     if tag.get("clear") is not None:
         return refuse(state, "invalid-value")
-    i = find(state, name_of(tag))
+    i = clock_index(state, name_of(tag))
     if i is None:
         return refuse(state, "unknown-clock")
     return Outcome(ok("cleared"), state.with_clocks(state.clocks[:i] + state.clocks[i + 1:]))

@@ -14,7 +14,9 @@ from .result import Outcome, Result, ok, refuse
 from .target import Subject, character_op, find
 
 
-def store(state: GameState, subj: Subject, t: TrackDef, marks: tuple[str | None, ...], overflow: int) -> GameState:
+def with_marks(state: GameState, subj: Subject, t: TrackDef, marks: tuple[str | None, ...],
+               overflow: int) -> GameState:
+    """The state with the subject's marks of track `t` replaced."""
     return subj.with_live(state, subj.live.but(marks={**subj.live.marks, t.id: WoundMarks(marks, overflow)}))
 
 
@@ -64,4 +66,4 @@ def damage(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
             return refuse(state, "track-full")  # WOUND-52, WOUND-53: the whole command
     filled = sum(1 for m in marks if m is not None)
     now = now_text(t.boxes is not None, levels, model.length, filled, overflow)  # DEC-11
-    return Outcome(ok(now), store(state, subj, t, marks, overflow))
+    return Outcome(ok(now), with_marks(state, subj, t, marks, overflow))

@@ -18,7 +18,9 @@ REFRESH_SCRIPT = "refresh.js"
 
 
 @cache
-def env() -> Environment:
+def html_env() -> Environment:
+    """The pages' environment: every value autoescaped (UI-3), unlike the prompts' plain-text one
+    (prompt/render.env)."""
     return Environment(
         loader=FileSystemLoader(str(resource_dir("pages"))),
         undefined=StrictUndefined,
@@ -43,4 +45,4 @@ def render_page(template: str, context: dict[str, Any], *, inline: bool = False)
     """A whole page. `inline`: the stylesheet goes into the page (one self-contained file, no server)."""
     base = {"inline_css": stylesheet() if inline else None, "css_href": None if inline else "/ui/" + STYLESHEET,
             "refresh": None}
-    return env().get_template(template).render(**{**base, **context})
+    return html_env().get_template(template).render(**{**base, **context})

@@ -21,7 +21,7 @@ class ContextRow:
 
 
 @cache
-def table() -> tuple[int, tuple[ContextRow, ...]]:
+def context_table() -> tuple[int, tuple[ContextRow, ...]]:
     """(the default, the rows in order). A broken table is a bug of the package: it raises."""
     import tomllib  # here: only `serve` reads the table
 
@@ -33,7 +33,7 @@ def table() -> tuple[int, tuple[ContextRow, ...]]:
 @lru_cache(maxsize=1024)  # model names come from requests: bounded
 def context_of(model: str | None) -> tuple[int, str]:
     """(the context window, the pattern that gave it, or "default")."""
-    default, rows = table()
+    default, rows = context_table()
     if model:
         for row in rows:
             for p in row.patterns:

@@ -37,7 +37,7 @@ from ..stream import StreamFilter
 from ..tags import narration
 from . import chain
 from .campaigns import Campaign, Campaigns
-from .chat_request import asked_response, budget_of, parse_body, read_body, read_chat, with_replies
+from .chat_request import asked_response, budget_of, parse_body, read_body, read_marked, with_replies
 from .checks import check_routes
 from .errors import Refused, error, refusals_as_responses
 from .prefill import Continued, prefill_last, split_prefill
@@ -136,8 +136,8 @@ def make_app(opts: Options) -> Starlette:
     async def chat_completions(request: Request) -> Response:
         raw = await read_body(request)
         body = parse_body(raw)
-        chat = read_chat(body["messages"])
-        name = chat.campaign or request.path_params.get("campaign") or opts.campaign
+        marked = read_marked(body["messages"])
+        name = marked.campaign or request.path_params.get("campaign") or opts.campaign
         if name is None:
             return await passthrough(request, raw, body.get("stream") is True)
         try:
@@ -147,7 +147,7 @@ def make_app(opts: Options) -> Starlette:
         except (TagengineError, OSError) as e:
             raise Refused(500, f"campaign {name!r}: its ruleset cannot be loaded: {e}", "campaign_broken",
                           "server_error") from None
-        history = chat.plain()
+        history = marked.plain()
         earlier, prefill = split_prefill(history)  # continue: the state from before the prefill (S-17)
         found = chain.state_of(c, store, earlier, hidden=opts.hide_tags, defer=chain.THREAD_MIN)
         before = await run_in_threadpool(found.run) if isinstance(found, chain.Pending) else found

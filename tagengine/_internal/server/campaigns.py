@@ -45,12 +45,14 @@ def new_campaign(store: Store, name: str, ruleset: str, characters: Sequence[str
     data = read_file(path, MAX_RULESET_BYTES)
     rs = Ruleset.from_json(data, str(path))  # the same bytes as the digest: an edit in between cannot split them
     state = GameState.new(rs, characters, seed=seed or secrets.token_hex(8))  # its own dice, unless told (S-13)
-    row = CampaignRow(name, str(path), digest_of(data), canonical(state.to_json()), ", ".join(state.characters))
+    row = CampaignRow(name, str(path), digest_of(data), canonical_json(state.to_json()), ", ".join(state.characters))
     store.add_campaign(row)
     return row
 
 
-def canonical(doc: object) -> str:
+def canonical_json(doc: object) -> str:
+    """A JSON document as one text: keys sorted, no spaces, not ASCII-escaped (a campaign's start state,
+    part of the chain's first key, and the snapshots the store keeps)."""
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
@@ -72,6 +74,6 @@ class Campaigns:
         data = read_file(row.ruleset, MAX_RULESET_BYTES)
         rs = Ruleset.from_json(data, row.ruleset)  # the same bytes as the digest
         start = from_json(rs, json.loads(row.start), f"campaign {name}")
-        c = Campaign(name, rs, digest_of(data), start, canonical(start.to_json()))
+        c = Campaign(name, rs, digest_of(data), start, canonical_json(start.to_json()))
         self._loaded[name] = (stamp, c, row)
         return c

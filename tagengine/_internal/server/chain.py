@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from ..commands import apply_reply
 from ..prefix_memo import PrefixMemo
 from ..state import GameState, from_json
-from .campaigns import Campaign, canonical
+from .campaigns import Campaign, canonical_json
 from .store import Store
 
 log = logging.getLogger("tagengine.serve")
@@ -157,7 +157,7 @@ class Pending:
             i += 1
         if consistent:  # a guess from an incomplete history is never kept: the next request says it again
             if snaps or known:  # else no transaction: a warm turn commits nothing before its request leaves
-                docs = [(key, canonical(snap.to_json())) for key, snap in snaps]  # outside the lock
+                docs = [(key, canonical_json(snap.to_json())) for key, snap in snaps]  # outside the lock
 
                 def write() -> None:
                     for key, doc in docs:
@@ -262,7 +262,7 @@ def remember(c: Campaign, store: Store, key: str, reply: str, state: GameState, 
     the player got instead (--hide-tags), mapped back to `reply` by the next request. Not `consistent` (the
     state before was rebuilt from an incomplete history): only the narration map, which is a fact."""
     new = next_key(key, reply)
-    doc = canonical(state.to_json()) if consistent else ""
+    doc = canonical_json(state.to_json()) if consistent else ""
 
     def write() -> None:
         if consistent:

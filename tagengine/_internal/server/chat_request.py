@@ -42,7 +42,7 @@ async def read_body(request: Request) -> bytes:
 
 def parse_body(raw: bytes) -> dict[str, Any]:
     """The request as JSON; a body that is not an object with a list of messages is a 400 naming why (each
-    message is checked by `read_chat`)."""
+    message is checked by `read_marked`)."""
     try:
         body = loads(raw, rebuilt="messages")  # the engine sends plain role/content messages on
     except (ValueError, RecursionError) as e:
@@ -70,7 +70,7 @@ _ROLE = {r: r for r in ROLES}  # a role as most chat apps send it: one look-up, 
 
 
 @dataclass(frozen=True)
-class Chat:
+class MarkedHistory:
     """A request's messages, read in one pass (the history is read on every turn, S-27).
 
     `campaign`: the last `[tagengine: campaign="NAME"]` marker in a system or user message (the Author's
@@ -90,7 +90,7 @@ class Chat:
         return self.history
 
 
-def read_chat(messages: list[Any]) -> Chat:
+def read_marked(messages: list[Any]) -> MarkedHistory:
     """Raises Refused (400) for an item that is not a message: an object with a string role."""
     found = None
     out: list[dict[str, str]] = []
@@ -123,7 +123,7 @@ def read_chat(messages: list[Any]) -> Chat:
                 continue
             text = stripped
         out.append({"role": low if low in _ROLE else "system", "content": text})
-    return Chat(found, out, problem)
+    return MarkedHistory(found, out, problem)
 
 
 def with_replies(history: list[dict[str, str]], replies: tuple[str, ...]) -> list[dict[str, str]]:

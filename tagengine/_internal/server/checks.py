@@ -23,7 +23,7 @@ from ..tags import Tag
 from ..tags.render import canonical
 from . import chain
 from .campaigns import Campaign, Campaigns
-from .chat_request import read_body, read_chat
+from .chat_request import read_body, read_marked
 from .errors import Refused, refusals_as_responses
 from .relay import dumps, loads
 from .store import Store
@@ -45,21 +45,21 @@ def check_routes(campaigns: Campaigns, store: Store, default: str | None, hidden
 
     @refusals_as_responses
     async def endpoint(request: Request) -> Response:
-        body = parse(await read_body(request))
+        body = parse_checks_body(await read_body(request))
         messages = body.get("messages", [])
         if not isinstance(messages, list):
             raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
-        chat = read_chat(messages)  # each message checked here (S-27)
+        marked = read_marked(messages)  # each message checked here (S-27)
         tag = check_tag(body.get("check"))
         named = body.get("campaign")
         if named is not None and not isinstance(named, str):
             raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
-        name = named or chat.campaign or request.path_params.get("campaign") or default
+        name = named or marked.campaign or request.path_params.get("campaign") or default
         if name is None:
             raise Refused(400, "no campaign: name it in `campaign`, in a [tagengine: campaign=\"NAME\"] marker, "
                           "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
-        c = load(campaigns, name)
-        found = chain.state_of(c, store, chat.plain(), hidden=hidden, defer=chain.THREAD_MIN)
+        c = campaign_or_refused(campaigns, name)
+        found = chain.state_of(c, store, marked.plain(), hidden=hidden, defer=chain.THREAD_MIN)
         before = await run_in_threadpool(found.run) if isinstance(found, chain.Pending) else found
         done = settle(c.rs, before.state, tag)
         headers = {"x-tagengine-campaign": c.name}
@@ -72,7 +72,8 @@ def check_routes(campaigns: Campaigns, store: Store, default: str | None, hidden
     return [Route(f"{prefix}{PATH}", endpoint, methods=["POST"]) for prefix in ("", "/c/{campaign}")]
 
 
-def parse(raw: bytes) -> dict[str, Any]:
+def parse_checks_body(raw: bytes) -> dict[str, Any]:
+    """The body as JSON: an object of `campaign`, `messages` and `check` only, else a 400 naming why."""
     try:
         body = loads(raw)  # as chat completions read a body (chat_request.parse_body): a long history fast
     except (ValueError, RecursionError) as e:
@@ -111,7 +112,8 @@ def check_tag(check: Any) -> Tag:
     return Tag("check", tuple((k, str(check[k])) for k in KEYS if k in check))
 
 
-def load(campaigns: Campaigns, name: str) -> Campaign:
+def campaign_or_refused(campaigns: Campaigns, name: str) -> Campaign:
+    """The campaign `name`, else a 404 (unknown) or a 500 (its ruleset cannot be loaded)."""
     try:
         return campaigns.get(name)
     except NotFoundError:  # names the one asked for, never the others

@@ -36,8 +36,9 @@ def adjust(ev: Eval, ability: str | None) -> int:
     return sum(ev.read(a.value) for a in res.adjust if a.abilities is None or ability in a.abilities)
 
 
-def roll(ev: Eval, sheet: int, ability: str | None) -> tuple[int, int, int]:
-    """(penalty, adjust, total): under dice-pool, dice removed but never below pool.min (PEN-3, ADJ-6)."""
+def with_modifiers(ev: Eval, sheet: int, ability: str | None) -> tuple[int, int, int]:
+    """The sheet's number with the wound penalty and the adjustments: (penalty, adjust, total); under
+    dice-pool, dice removed but never below pool.min (PEN-3, ADJ-6)."""
     pen, adj = penalty(ev), adjust(ev, ability)
     raw = sheet + pen + adj
     if not ev.rs.dice_pool:
@@ -47,7 +48,9 @@ def roll(ev: Eval, sheet: int, ability: str | None) -> tuple[int, int, int]:
     return pen, adj, max(raw, min(sheet, floor), 0)
 
 
-def target(ev: Eval, harder: bool) -> int | None:
+def pool_target(ev: Eval, harder: bool) -> int | None:
+    """The number each die of a dice pool must meet (`resolution.pool.target`), one step harder when told (UNTR-7);
+    None without one (dice-sum, or a pool with no target)."""
     res = ev.rs.file.resolution
     if not ev.rs.dice_pool or res is None or res.pool is None or res.pool.target is None:
         return None
@@ -68,9 +71,9 @@ def check_number(ev: Eval, kind: str, cid: str, with_ability: str | None = None)
 def _ability(ev: Eval, aid: str) -> CheckNumber:
     a = ev.idx.abilities.get(aid)
     base = ability_part(ev, aid)
-    pen, adj, total = roll(ev, base, aid)
+    pen, adj, total = with_modifiers(ev, base, aid)
     return CheckNumber("ability", aid, a.label if a else aid, aid, None, True, base, 0, 0, "normal", None, base,
-                       pen, adj, total, target(ev, False), a.section if a else None)
+                       pen, adj, total, pool_target(ev, False), a.section if a else None)
 
 
 def _skill(ev: Eval, kind: str, sid: str, with_ability: str | None) -> CheckNumber:
@@ -100,8 +103,8 @@ def _skill(ev: Eval, kind: str, sid: str, with_ability: str | None) -> CheckNumb
     sheet = base + bonus + by  # UNTR-6: `by` before the cap
     if cap is not None:
         sheet = min(sheet, cap)  # CAP-2, CAP-3: with= is computed first, then capped again
-    pen, adj, total = roll(ev, sheet, ability)
+    pen, adj, total = with_modifiers(ev, sheet, ability)
     if cap is not None:
         total = min(total, cap)  # CAP-1: the highest number the check can ever reach
     return CheckNumber(kind, sid, sk.label, ability, level.id if level else None, trained, base, bonus, by, rule,
-                       cap, sheet, pen, adj, total, target(ev, rule == "harder"), sk.section)
+                       cap, sheet, pen, adj, total, pool_target(ev, rule == "harder"), sk.section)

@@ -27,7 +27,7 @@ def character(rs: Ruleset, state: GameState, name: str) -> SheetView:
     if card_name is None:
         raise NotFoundError("character", name, state.characters)
     card, live = state.cards[card_name], state.live_of(card_name)
-    return _cached((rs, card, live), lambda: build(Eval(rs, card, live), card_name))
+    return _cached((rs, card, live), lambda: view_of(Eval(rs, card, live), card_name))
 
 
 def party(rs: Ruleset, state: GameState) -> SheetView | None:
@@ -36,16 +36,17 @@ def party(rs: Ruleset, state: GameState) -> SheetView | None:
         return None
     live = state.live_of(PARTY)
     return _cached((rs, state.party_sheet, live, state.cards),
-                   lambda: build(Eval(rs, state.party_sheet, live, party=True, members=state.cards),
+                   lambda: view_of(Eval(rs, state.party_sheet, live, party=True, members=state.cards),
                                  rs.file.party.label if rs.file.party else "Party"))
 
 
 def sheet_of(rs: Ruleset, card: Mapping[str, Any], live: LiveValues | None, name: str = "") -> SheetView:
     """Evaluate a card directly: with live=None, live reads take the start of the game (REF-12)."""
-    return build(Eval(rs, card, live), name)
+    return view_of(Eval(rs, card, live), name)
 
 
-def build(ev: Eval, name: str) -> SheetView:
+def view_of(ev: Eval, name: str) -> SheetView:
+    """The whole `SheetView` of an evaluation, titled `name`; each element a `hideWhen` hides is noted with why."""
     party_def = ev.rs.file.party if ev.party else None
     s = ev.rs.file.sheet
     hidden: dict[str, str] = {}

@@ -251,7 +251,7 @@ class Eval:
             length = len(levels)
         model = marking.TrackShape(length, wounds.severity_of(track), track.fill == "indexed", track.onFull == "refuse")
         stored = self.live.marks.get(track.id) or WoundMarks()
-        marks, overflow = marking.settle(model, stored.marks, stored.overflow)
+        marks, overflow = marking.fit_marks(model, stored.marks, stored.overflow)
         return model, WoundMarks(marks, overflow), levels
 
     def row_cells(self, list_id: str) -> list[tuple[int, int]] | None:

@@ -9,7 +9,9 @@ from ..ruleset.sheet import ColumnDef, FieldDef
 from ..state import default_value
 
 
-def shown(f: FieldDef | ColumnDef, raw: Any) -> Any:
+def read_value(f: FieldDef | ColumnDef, raw: Any) -> Any:
+    """A field's or cell's stored value as the sheet reads it: unset, of the wrong type or no longer offered, its
+    default; a number beyond its bounds, the bound."""
     if raw is None:
         return default_value(f)
     t = f.type
@@ -29,7 +31,7 @@ def shown(f: FieldDef | ColumnDef, raw: Any) -> Any:
 
 
 def field_values(defs: list[FieldDef], stored: Mapping[str, Any]) -> dict[str, Any]:
-    return {f.id: shown(f, stored.get(f.id)) for f in defs}
+    return {f.id: read_value(f, stored.get(f.id)) for f in defs}
 
 
 def rows(columns: list[ColumnDef], stored: list[Any]) -> list[dict[str, Any]]:
@@ -37,5 +39,5 @@ def rows(columns: list[ColumnDef], stored: list[Any]) -> list[dict[str, Any]]:
     out = []
     for row in stored:
         r = row if isinstance(row, Mapping) else {}
-        out.append({c.id: shown(c, r.get(c.id)) for c in columns})
+        out.append({c.id: read_value(c, r.get(c.id)) for c in columns})
     return out

@@ -37,7 +37,7 @@ class TrackFull(Exception):
     """No free box for a mark on a track that refuses when full (WOUND-52, WOUND-53)."""
 
 
-def settle(t: TrackShape, marks: Sequence[str | None], overflow: int) -> tuple[Slots, int]:
+def fit_marks(t: TrackShape, marks: Sequence[str | None], overflow: int) -> tuple[Slots, int]:
     """Marks that no longer fit the track's length are overflow (WOUND-60); severity order (WOUND-15)."""
     kept = list(marks[: t.length])
     overflow = min(OVERFLOW_MAX, overflow + sum(1 for m in marks[t.length:] if m is not None))
@@ -60,7 +60,7 @@ def mark(t: TrackShape, marks: Slots, overflow: int, kind: str, amount: int,
          box: int | None = None) -> tuple[Slots, int]:
     """Add `amount` marks of `kind`, as if one at a time (WOUND-19). Raises TrackFull, having changed nothing.
 
-    `marks` are as `settle` leaves them (every caller reads them through it). The cost depends on the
+    `marks` are as `fit_marks` leaves them (every caller reads them through it). The cost depends on the
     track's length and its number of kinds, never on `amount`: the marks that fit are inserted at once,
     then each further mark raises the lightest mark one step (WOUND-20) until every mark is at the
     highest severity, and whatever is left is overflow (WOUND-21), capped at OVERFLOW_MAX (docs/decisions.md H-1)."""

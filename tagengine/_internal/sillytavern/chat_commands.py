@@ -107,7 +107,7 @@ def _usage(err: TextIO, command: str, message: str) -> int:
 
 def cmd_st_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Exit 1 when a chat file was bad: it is named, left out, and the others are written."""
-    from ..batch import dumps
+    from ..batch import line_bytes
     from .chatfile import ChatFileError
     from .chatreplay import load, transcript
 
@@ -120,7 +120,7 @@ def cmd_st_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     lines, errors = [], []
     for path in args.chats:
         try:
-            lines.append(dumps(transcript(load(path, stdin), given)) + b"\n")
+            lines.append(line_bytes(transcript(load(path, stdin), given)) + b"\n")
         except ChatFileError as e:
             errors += e.lines()
         except Exception as e:  # a bug, but this file's: name it and go on (F-4)

@@ -137,7 +137,7 @@ def parse_chat(data: bytes, path: str, prefix: bytes = b"") -> ChatFile:
         if not raw.strip():
             continue
         number = index + 1
-        doc = _line_doc(raw, number, problems)
+        doc = _chat_line_doc(raw, number, problems)
         if doc is None:
             first = False
             continue
@@ -180,7 +180,8 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _line_doc(raw: bytes, number: int, problems: list[LineProblem]) -> dict[str, Any] | None:
+def _chat_line_doc(raw: bytes, number: int, problems: list[LineProblem]) -> dict[str, Any] | None:
+    """A chat file line's JSON object, read strictly (UTF-8, no NaN or Infinity), or None with its problem noted."""
     try:
         text = raw.decode("utf-8")
         doc = json.loads(text, parse_constant=_refuse_constant)

@@ -99,7 +99,7 @@ def replay_file(rs: Any, path: str, given: Start | None, opener: Callable[[], An
                 ) -> tuple[bytes, list[str], dict[str, int]]:
     """One chat file replayed: (its output line, errors, receipt counts). Never raises (F-4). `opener` opens
     the file elsewhere (`replay_on_fs`)."""
-    from ..batch import dumps, replay_chat
+    from ..batch import line_bytes, replay_chat
 
     try:
         chat = load(path) if opener is None else read_chat(path, opener)
@@ -109,7 +109,7 @@ def replay_file(rs: Any, path: str, given: Start | None, opener: Callable[[], An
     except Exception as e:  # a bug, but this file's: name it and go on
         doc = {"id": path, "error": f"{path}: {type(e).__name__}: {e}"}
     errors = [doc["error"]] if "error" in doc else []
-    return dumps(doc) + b"\n", errors, dict(doc.get("receipts") or {})
+    return line_bytes(doc) + b"\n", errors, dict(doc.get("receipts") or {})
 
 
 def replay_on_fs(rs: Any, fs: Any, fspath: str, url: str, given: Start | None = None,

@@ -7,7 +7,7 @@ from ..top import SummaryDef
 from .inspection import Inspection, count_problem
 
 
-def summary(ctx: Inspection, sm: SummaryDef | None, path: str, idx: SheetIndex) -> None:
+def summary_def(ctx: Inspection, sm: SummaryDef | None, path: str, idx: SheetIndex) -> None:
     """`gm.sheetSummary` or `party.summary`: every name exists; list columns fit (GM-13..17)."""
     if sm is None:
         return
@@ -47,7 +47,7 @@ def check_gm(ctx: Inspection) -> None:
     if rs.gm is not None:
         for key in ("checkGuidance", "sheetGuidance", "worldGuidance"):
             ctx.safe_text(f"gm.{key}", getattr(rs.gm, key), 1500, "GMREF-3")
-        summary(ctx, rs.gm.sheetSummary, "gm.sheetSummary", ctx.sheet)
+        summary_def(ctx, rs.gm.sheetSummary, "gm.sheetSummary", ctx.sheet)
     ctx.safe_text("gmReference", rs.gmReference, 16000, "GMREF-1, GMREF-7")
     if rs.clocks is not None:
         c = rs.clocks

@@ -43,7 +43,7 @@ def check_party(ctx: Inspection) -> None:
                         "number, text and longtext fields advance (PARTY-11)", fid)
         ctx.safe_text("party.advancement.text", party.advancement.text, 400, "PARTY-12")
     ctx.safe_text("party.text", party.text, 400, "PARTY-12")
-    gm.summary(ctx, party.summary, "party.summary", idx)
+    gm.summary_def(ctx, party.summary, "party.summary", idx)
     from_members(ctx, idx)
     if party.builder is not None:
         for i, step in enumerate(party.builder.steps):

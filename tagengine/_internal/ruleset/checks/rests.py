@@ -7,7 +7,9 @@ from ..sheet import FractionOfMaxDef, RestStepDef
 from .inspection import Inspection
 
 
-def step(ctx: Inspection, st: RestStepDef, path: str) -> None:
+def rest_step(ctx: Inspection, st: RestStepDef, path: str) -> None:
+    """One step of a rest (`sheet.rests[i].steps[j]`): one target that exists, `to` or `by` as its target takes them
+    (REST-2..8, WOUND-40..43, STATE-16)."""
     s = ctx.sheet
     targets = st.targets
     if len(targets) != 1:
@@ -81,4 +83,4 @@ def check_rests(ctx: Inspection) -> None:
         if not rest.steps:
             ctx.add(f"sheet.rests[{i}].steps", "bad-count", "a rest lists at least one step (REST-1)", 0)
         for j, st in enumerate(rest.steps):
-            step(ctx, st, f"sheet.rests[{i}].steps[{j}]")
+            rest_step(ctx, st, f"sheet.rests[{i}].steps[{j}]")
