@@ -213,7 +213,6 @@ def test_nothing_a_caller_keeps_reaches_a_state():
         tagengine.GameState(cards=cards, live={"mira": {"pools": {}}})  # type: ignore[dict-item]
 
 
-
 def top_level_names(path: Path) -> list[str]:
     """The public functions and classes a module defines at its top level."""
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
