@@ -365,3 +365,23 @@ def test_st_export_on_dask_writes_the_local_export_byte_for_byte(tmp_path, clien
     err = io.StringIO()
     assert run(["st", "export", RULES, *paths, *CREW, "--in-place", "--dask", client.scheduler.address],
                io.StringIO(), err) == 2 and "--in-place" in err.getvalue()
+
+
+def test_dk_15_states_dir_on_dask_writes_what_the_local_replay_writes(tmp_path, client):
+    """--states-dir on Dask: each chat's final state read back from the parts in order, so the folder is the
+    local replay's of the same lines, file for file, byte for byte; an id met twice (here: in both inputs)
+    keeps both states, the later named by its line in the whole output (F-11)."""
+    a, b = make_corpus(tmp_path / "a.jsonl", 6), make_corpus(tmp_path / "b.jsonl", 6)
+    both = tmp_path / "both.jsonl"
+    both.write_bytes(a.read_bytes() + b.read_bytes())
+    assert run(["replay", RULES, str(both), "-o", str(tmp_path / "local.jsonl"), "--states-dir",
+                str(tmp_path / "local-states")], io.StringIO(), io.StringIO()) == 0
+    err = io.StringIO()
+    assert run(["replay", RULES, str(a), str(b), "--dask", client.scheduler.address, "-o", str(tmp_path / "out"),
+                "--partition-size", "2000", "--states-dir", str(tmp_path / "states")], io.StringIO(), err) == 0, \
+        err.getvalue()
+    want = {p.name: p.read_bytes() for p in (tmp_path / "local-states").iterdir()}
+    got = {p.name: p.read_bytes() for p in (tmp_path / "states").iterdir()}
+    assert got == want and any("~" in name for name in got)
+    assert f"wrote {len(want)} final state(s)" in err.getvalue()
+    assert "was on " in err.getvalue()  # the second of each id is named, with where the first was

@@ -30,6 +30,7 @@ from fsspec.implementations.local import LocalFileSystem
 from .batch import BATCH_BYTES, BATCH_MAX, MAX_CHAT_BYTES, Summary, line_bytes, replay_batch
 from .files import atomic_writer, strip_bom
 from .ruleset import Ruleset
+from .states_dir import lines_of, write_states
 
 PARTITION_MAX = 64 * 1024 * 1024  # bytes of input per partition, at most (DK-2)
 PARTITION_MIN = 1024 * 1024  # ...and at least, unless `partition_bytes` says otherwise
@@ -444,9 +445,11 @@ def out_dir_problem(out_dir: str) -> str | None:
 
 
 def replay_command(ruleset_path: str, inputs: list[str], out_dir: str, address: str,
-                   partition_bytes: int | None, err: Any, per_file: PerFile | None = None) -> int:
+                   partition_bytes: int | None, err: Any, per_file: PerFile | None = None,
+                   states_dir: str | None = None) -> int:
     """The CLI's `replay --dask`: exit 1 when a line or an input was bad, else 0. ValueError for an output
-    directory that holds files or a `local:N` out of range."""
+    directory that holds files or a `local:N` out of range. `states_dir`: each chat's final state written
+    there too, read back from the parts in the summary's order (as from a local replay's one output, DK-15)."""
     from .progress import progress_bar
 
     Ruleset.load(ruleset_path)  # RulesetError naming every problem, before a cluster starts
@@ -466,4 +469,15 @@ def replay_command(ruleset_path: str, inputs: list[str], out_dir: str, address: 
         if cluster is not None:
             cluster.close()
     err.write(f"{summary}\nwrote {len(summary.partitions)} part(s) and {SUMMARY} to {out_dir}\n")
+    if states_dir is not None:
+        written = write_states(part_lines([p["output"] for p in summary.partitions if "output" in p]), states_dir,
+                               err)
+        err.write(f"wrote {written} final state(s) to {states_dir}/\n")
     return 1 if summary.errors or summary.bad_inputs else 0
+
+
+def part_lines(outputs: list[str]) -> Iterator[tuple[str, int, bytes]]:
+    """The lines of the parts (paths or fsspec URLs), one part after the other."""
+    for output in outputs:
+        with fsspec.open(output, "rb") as f:
+            yield from lines_of(output, f)

@@ -314,7 +314,10 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             source.close()
     err.write(f"{summary}\n")
     if args.states_dir:
-        written = write_states(args.output, args.states_dir, err)
+        from .states_dir import lines_of, write_states
+
+        with open(args.output, "rb") as f:
+            written = write_states(lines_of(args.output, f), args.states_dir, err)
         err.write(f"wrote {written} final state(s) to {args.states_dir}/\n")
     return 1 if summary.errors else 0
 
@@ -324,8 +327,8 @@ def _replay_dask(args: argparse.Namespace, err: TextIO) -> int:
     cluster (`batch_dask.py`, imported only here). Exit 1 when a line or an input was bad."""
     if not args.output:
         raise Usage("tagengine replay --dask: -o OUTDIR is needed (one file per partition, and summary.json)")
-    if args.states_dir or args.workers != 1:
-        raise Usage("tagengine replay --dask: --states-dir and --workers are for the local replay")
+    if args.workers != 1:
+        raise Usage("tagengine replay --dask: --workers is for the local replay (the cluster's workers do it)")
     if "-" in [args.transcripts, *args.more]:
         raise Usage("tagengine replay --dask: the transcripts are files or URLs, not stdin")
     try:
@@ -337,54 +340,11 @@ def _replay_dask(args: argparse.Namespace, err: TextIO) -> int:
     try:
         per_file = st_dask(args)  # SillyTavern chat files: one task each (DK-10)
         return replay_command(args.ruleset, [args.transcripts, *args.more], args.output, args.dask,
-                              args.partition_size, err, per_file=per_file)
+                              args.partition_size, err, per_file=per_file, states_dir=args.states_dir)
     except StUsage as e:
         raise Usage(f"tagengine replay --dask: {e}") from None
     except ValueError as e:  # the output directory or the --dask address
         raise Usage(f"tagengine replay --dask: {e}") from None
-
-
-def state_file_name(cid: Any) -> str:
-    """A file name for a chat id that no other id shares (F-11): the id itself when it is a safe name,
-    else its safe characters plus 8 hex digits of the id's SHA-256 (`a/b` -> `a_b-c14cddc0.json`)."""
-    import hashlib
-    import re
-
-    text = cid if isinstance(cid, str) else json.dumps(cid, ensure_ascii=False)
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:100]
-    if name == text and name and not name.startswith(".") and isinstance(cid, str):
-        return name
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{name.lstrip('.') or 'chat'}-{digest}"
-
-
-def write_states(replayed: str, folder: str, err: TextIO | None = None) -> int:
-    """Each chat's final state as a state file, ready for `tagengine preview` or `apply`; the number of
-    files written. Two chats with one id (or ids a case-blind file system takes for one) both keep their
-    state: the later one's name gets its line number, and a warning says so."""
-    from .batch import line_doc
-    from .files import write_atomic
-
-    target = Path(folder)
-    target.mkdir(parents=True, exist_ok=True)
-    used: dict[str, int] = {}
-    with open(replayed, "rb") as f:
-        for number, line in enumerate(f, 1):
-            doc = line_doc(line)  # the output keeps bytes that are not UTF-8 as they came (F-4)
-            if not isinstance(doc, dict) or "state" not in doc or doc.get("id") is None:
-                continue
-            name = state_file_name(doc["id"])
-            if name.casefold() in used:
-                first = used[name.casefold()]
-                name = f"{name}~{number}"
-                if err is not None:
-                    err.write(f"{replayed}: line {number}: chat id {doc['id']!r} was on line {first} too; "
-                              f"this state goes to {name}.json\n")
-            used[name.casefold()] = number
-            write_atomic(target / f"{name}.json",
-                         (json.dumps(doc["state"], ensure_ascii=False, indent=2) + "\n").encode("utf-8",
-                                                                                             "surrogateescape"))
-    return len(used)
 
 
 def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
