@@ -85,3 +85,21 @@ def test_s_33_a_fault_in_the_work_after_an_answer_never_reaches_the_client(tmp_p
         r = h.post(f"{srv.url}/v1/chat/completions", json={"model": "m", "stream": stream,
                                                            "messages": history("heist", ["one"], [])})
     assert r.status_code == 200 and (r.text.endswith("data: [DONE]\n\n") if stream else r.json()["choices"])
+
+
+def test_s_33_a_fault_sqlite_rolled_back_itself_is_logged_as_itself(tmp_path, caplog):
+    """A full disk or an I/O error mid-batch: SQLite has rolled the transaction back already, so the batch
+    does not ROLLBACK again ("no transaction is active" would hide the fault in the log), and none stays open."""
+    store = store_module.Store(tmp_path)
+
+    def faulty() -> None:
+        store.put_snapshot("k", "{}", "heist")
+        store.db.execute("ROLLBACK")  # what SQLite does itself on SQLITE_FULL or SQLITE_IOERR
+        raise sqlite3.OperationalError("database or disk is full")
+
+    with caplog.at_level(logging.WARNING, "tagengine"):
+        assert store.keeping("snapshots", faulty) is None
+    assert [r.getMessage() for r in caplog.records] == [
+        "the store cannot keep snapshots (database or disk is full); the turn goes on, and the next one replays"]
+    assert not store.db.in_transaction and store.snapshot("k") is None
+    store.close()

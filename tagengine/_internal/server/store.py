@@ -112,10 +112,11 @@ class Store:
                                         [(n, k) for k, n in self._touched.items()])
                     self._touched.clear()
                 yield
+                self.db.execute("COMMIT")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                if self.db.in_transaction:  # SQLite rolls back by itself on some faults (a full disk, I/O)
+                    self.db.execute("ROLLBACK")
                 raise
-            self.db.execute("COMMIT")
 
     def keeping(self, what: str, writes: Callable[[], T]) -> T | None:
         """`writes()` as one batch of cache writes (snapshots, replies, narrations, the pages' head); a fault
