@@ -279,13 +279,9 @@ class Store:
                 return None
         return None if got is None else (str(got[0]), int(got[1]), str(got[2]))
 
-    def put_head(self, campaign: str, key: str, receipts: str) -> int | None:
-        """Record a completed reply's chain key and receipts; the campaign's turn count after it (None when
-        the file cannot take it: the pages then show the turn before)."""
-        def write() -> int:
-            self.db.execute("INSERT INTO heads VALUES (?, ?, 1, ?) ON CONFLICT(campaign) DO UPDATE SET "
-                            "key = excluded.key, turn = heads.turn + 1, receipts = excluded.receipts",
-                            (campaign, key, receipts))
-            return int(self.db.execute("SELECT turn FROM heads WHERE campaign = ?", (campaign,)).fetchone()[0])
-
-        return self.keeping("the pages' newest turn", write)
+    def put_head(self, campaign: str, key: str, receipts: str) -> None:
+        """Record a completed reply's chain key and receipts (dropped when the file cannot take it: the pages
+        then show the turn before)."""
+        self.keeping("the pages' newest turn", lambda: self.db.execute(
+            "INSERT INTO heads VALUES (?, ?, 1, ?) ON CONFLICT(campaign) DO UPDATE SET "
+            "key = excluded.key, turn = heads.turn + 1, receipts = excluded.receipts", (campaign, key, receipts)))
