@@ -24,12 +24,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ..errors import NotFoundError
 
 log = logging.getLogger("tagengine.serve")
-T = TypeVar("T")
 DB_NAME = "tagengine.sqlite3"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -118,15 +117,14 @@ class Store:
                     self.db.execute("ROLLBACK")
                 raise
 
-    def keeping(self, what: str, writes: Callable[[], T]) -> T | None:
+    def keeping(self, what: str, writes: Callable[[], object]) -> None:
         """`writes()` as one batch of cache writes (snapshots, replies, narrations, the pages' head); a fault
-        of the file drops them, logged, instead of raising into the turn (S-33): then None."""
+        of the file drops them, logged, instead of raising into the turn (S-33)."""
         try:
             with self.batch():
-                return writes()
+                writes()
         except sqlite3.Error as e:
             log.warning("the store cannot keep %s (%s); the turn goes on, and the next one replays", what, e)
-            return None
 
     def _unread(self, what: str, e: sqlite3.Error) -> None:
         log.warning("the store cannot read %s (%s); the turn goes on without them", what, e)
