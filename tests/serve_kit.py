@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tagengine._internal.server.campaigns import Campaign, Campaigns, new_campaign
+from tagengine._internal.server.head_join import HeadJoiningProtocol
 from tagengine._internal.server.settle import PROBE_USER
 from tagengine._internal.server.store import Store
 
@@ -45,11 +46,12 @@ def read_head(sock: socket.socket) -> bytes | None:
 
 
 class Running:
-    """An ASGI app served by uvicorn on 127.0.0.1, port 0, in a thread; stopped on exit."""
+    """An ASGI app served by uvicorn on 127.0.0.1, port 0, in a thread, over the HTTP protocol `tagengine
+    serve` runs (a head and its body in one write, SB-16); stopped on exit."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, http: Any = HeadJoiningProtocol) -> None:
         config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
-                                timeout_graceful_shutdown=2)  # a hung upstream is cut off
+                                timeout_graceful_shutdown=2, http=http)  # a hung upstream is cut off
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

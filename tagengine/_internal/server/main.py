@@ -9,6 +9,7 @@ import uvicorn
 
 from .access_log import AccessLog
 from .app import Options, make_app
+from .head_join import HeadJoiningProtocol
 
 KEEP_ALIVE = 75  # seconds an idle client connection is kept (nginx's default)
 
@@ -25,5 +26,5 @@ def serve(opts: Options, host: str, port: int, err: TextIO) -> int:
     # client reuses a connection just as the server closes it (a ReadError now and then); a chat app's turns
     # come seconds apart, and each then opens no new connection (S-29)
     uvicorn.run(AccessLog(app), host=host, port=port, log_level="info", access_log=False,
-                timeout_keep_alive=KEEP_ALIVE)
+                timeout_keep_alive=KEEP_ALIVE, http=HeadJoiningProtocol)  # a head and its body in one write
     return 0
