@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tagengine._internal.server.head_join import HeadJoiner
+from tagengine._internal.server.streamed import Cut, Streamed
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"
 
@@ -110,3 +111,37 @@ def test_sb_16_a_whole_answer_over_uvicorn_comes_whole_in_one_read(path):
             head, _, body = got.partition(b"\r\n\r\n")
             size = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
             assert head.startswith(b"HTTP/1.1 200") and len(body) == size > 0, got[:200]
+
+
+def sent_by(document: bool, cut: bool = False) -> list[tuple[str, bytes, bool]]:
+    """The ASGI messages a Streamed of three pieces sends (its body cut after two, with `cut`)."""
+    async def pieces():
+        yield b"a"
+        yield b"b"
+        if cut:
+            raise Cut
+        yield b"c"
+
+    async def run():
+        sent: list[tuple[str, bytes, bool]] = []
+
+        async def receive():
+            await asyncio.Event().wait()  # the client never leaves
+
+        async def send(m):
+            sent.append((m["type"].rpartition(".")[2], m.get("body", b""), m.get("more_body", False)))
+
+        await Streamed(pieces(), media_type="application/json", document=document)({"type": "http"}, receive, send)
+        return sent
+    return asyncio.run(run())
+
+
+def test_sb_16_a_document_sends_its_last_piece_with_its_end():
+    """A passed-through document (Streamed's `document`): each piece goes once the next is known, so the last
+    goes with the body's end, and uvicorn writes the two (and, through HeadJoiner, the head) at once; a stream of
+    events sends each piece as it comes."""
+    assert sent_by(True) == [("start", b"", False), ("body", b"a", True), ("body", b"b", True), ("body", b"c", False)]
+    assert sent_by(False) == [("start", b"", False), ("body", b"a", True), ("body", b"b", True),
+                              ("body", b"c", True), ("body", b"", False)]
+    # cut short (S-34): what came goes out, and no end
+    assert sent_by(True, cut=True) == [("start", b"", False), ("body", b"a", True), ("body", b"b", True)]

@@ -25,9 +25,14 @@ class Cut(Exception):
 
 
 class Streamed(Response):
+    """`document`: the body is one document, not a stream of events (a passed-through JSON answer): each piece
+    goes once the next is known, so the last goes with the body's end, in one write with the head when the
+    answer came whole (SB-16); a client reads a document whole anyway."""
+
     def __init__(self, body: AsyncIterator[bytes], headers: Mapping[str, str] | None = None,
-                 status_code: int = 200, media_type: str = "text/event-stream") -> None:
+                 status_code: int = 200, media_type: str = "text/event-stream", document: bool = False) -> None:
         self.body_iterator = body
+        self.document = document
         self.status_code = status_code
         self.media_type = media_type
         self.background = None
@@ -48,11 +53,21 @@ class Streamed(Response):
         watcher = asyncio.get_running_loop().create_task(watch())
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-            async for chunk in self.body_iterator:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except Cut:
-            return  # the response is left without its end: the server closes the connection
+            last = b""
+            try:
+                async for chunk in self.body_iterator:
+                    if not self.document:
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                        continue
+                    if last:
+                        await send({"type": "http.response.body", "body": last, "more_body": True})
+                    last = chunk
+            except Cut:
+                # what came goes out; the response is left without its end, so the server closes the connection
+                if last:
+                    await send({"type": "http.response.body", "body": last, "more_body": True})
+                return
+            await send({"type": "http.response.body", "body": last, "more_body": False})
         except asyncio.CancelledError:
             if not gone:
                 raise
