@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tagengine._internal.server.head_join import HeadJoiner
+from tagengine._internal.server.head_join import HeadJoiner, HeadJoiningProtocol
 from tagengine._internal.server.streamed import Cut, Streamed
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"
@@ -99,18 +99,47 @@ def first_read(url: str, path: str) -> bytes:
         return s.recv(65536)
 
 
+class Spy:
+    """The socket's transport under a HeadJoiner: records every write uvicorn's protocol makes, then makes it."""
+
+    writes: list[tuple[str, tuple[bytes, ...]]] = []
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(("write", (data,)))
+        self._transport.write(data)
+
+    def writelines(self, parts) -> None:
+        parts = tuple(parts)
+        self.writes.append(("writelines", parts))
+        self._transport.writelines(parts)
+
+    def __getattr__(self, name):
+        return getattr(self._transport, name)
+
+
+class SpiedProtocol(HeadJoiningProtocol):
+    def connection_made(self, transport):
+        super().connection_made(Spy(transport))
+
+
 @pytest.mark.parametrize("path", ["/json", "/text"])
 def test_sb_16_a_whole_answer_over_uvicorn_comes_whole_in_one_read(path):
     """The protocol under uvicorn itself (the test kit serves every test's app over it, as `tagengine serve`
-    does): a whole answer's head and body come in the client's first read, every time."""
+    does): a whole answer's head and body come in the client's first read, every time, and went to the socket
+    in one call (on loopback the client's first read holds both even when they went in two)."""
     app = Starlette(routes=[Route("/json", lambda r: JSONResponse({"reply": "x" * 3000})),
                             Route("/text", lambda r: Response("y" * 500))])
-    with Running(app) as srv:
+    with Running(app, http=SpiedProtocol) as srv:
         for _ in range(20):
+            Spy.writes.clear()
             got = first_read(srv.url, path)
             head, _, body = got.partition(b"\r\n\r\n")
             size = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
             assert head.startswith(b"HTTP/1.1 200") and len(body) == size > 0, got[:200]
+            assert Spy.writes == [("writelines", (head + b"\r\n\r\n", body))]
 
 
 def sent_by(document: bool, cut: bool = False) -> list[tuple[str, bytes, bool]]:
