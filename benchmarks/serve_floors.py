@@ -1,4 +1,4 @@
-"""Serve floors (issue 12, SB-15): what each layer of an HTTP hop adds to a streamed turn's first byte.
+"""Serve floors (issue 12, SB-15): what each layer of an HTTP hop adds to a turn's first byte and whole answer.
 
 `benchmarks/serve.py` measures what `tagengine serve` adds; this measures what a hop of each kind adds, on the
 same machine, against the same fake upstream (serve.py's), interleaved in one run, so that the share of the
@@ -12,8 +12,9 @@ minimal passthrough of the chat's bytes:
   starlette  the same under Starlette, answered with the server's `Streamed` (as the server)
 
 then `tagengine serve` itself: the chat passed through (no campaign; it still reads the JSON, to find one)
-and served (a campaign: the engine's work too). Each figure is the median over `--runs` requests of each
-kind (first byte, and the whole answer) minus the same request sent straight to the upstream.
+and served (a campaign: the engine's work too). Each figure is the median of the rounds' figures, each the
+median over `--runs` requests of one kind (first byte, and the whole answer) minus that of the same request
+sent straight to the upstream in the same round.
 """
 
 from __future__ import annotations
