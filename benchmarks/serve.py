@@ -12,9 +12,10 @@ Targets (issue 12):
   (d) 32 concurrent chats for --soak-seconds (default 60): no error, flat memory (the server's RSS)
 
 What a request follows changes its time on this kind of machine: one sent right after a streamed answer
-comes 0.2-0.45 ms later than one sent right after a whole answer (SB-16). So the direct request and the
-server take turns at going first, each request's time is kept by what the request before it was, and (a)
-and (b) compare the server with the direct request in the same case, the larger of the two cases counting.
+comes 0.2-0.45 ms later than one sent right after a whole answer, and a server that has just answered is
+warm (SB-16). So every timed request, straight or through the server, follows an untimed request straight
+to the upstream, of one kind (a whole answer, or a streamed one) by turns; (a) and (b) compare the server
+with the direct request after the same kind, the larger of the two cases counting.
 
 The machine may be shared: every figure is taken in several rounds and the median printed; the load
 average is printed beside it, and so is the server's CPU time per request, which the load tilts less
@@ -42,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -276,6 +277,14 @@ async def first_byte(c: Any, url: str, body: dict[str, Any]) -> float:
     return first
 
 
+def _primed(c: Any, up: str, body: dict[str, Any], after: str) -> Callable[..., Awaitable[float]]:
+    """A timed request that follows an untimed one straight to the upstream: a whole answer, or a stream."""
+    async def primed(request: Callable[..., Awaitable[float]], url: str, doc: dict[str, Any]) -> float:
+        await (post(c, up, body) if after == "whole" else first_byte(c, up, body))
+        return await request(c, url, doc)
+    return primed
+
+
 async def cpu_per_request(c: Any, s: Server, body: dict[str, Any], runs: int, stream: bool) -> float:
     """The server's CPU time per request, in ms: steadier than wall time on a shared machine."""
     before = s.proc.cpu_seconds()
@@ -302,26 +311,27 @@ async def warm(c: Any, up: str, servers: list[Server], rounds: int, runs: int) -
             await first_byte(c, up, body), await first_byte(c, s.url, body)
     figures: dict[str, dict[str, list[float]]] = {s.code.label: {} for s in servers}
     for n in range(rounds):
-        # every request's time, by what the request before it was: a whole answer or a streamed one (SB-16)
+        # every timed request follows an untimed direct request of one kind, a whole answer or a streamed one,
+        # by turns (SB-16): what a request follows changes its time, so the server's and the direct one's follow
+        # the same thing, and no request follows the server's own (warm, or its work after an answer running)
         direct: dict[str, list[float]] = {"whole": [], "stream": []}
         direct_first: dict[str, list[float]] = {"whole": [], "stream": []}
         got = {s.code.label: {"served": {"whole": [], "stream": []}, "first": {"whole": [], "stream": []},
                               "passed": {"whole": [], "stream": []}} for s in servers}
-        after = "stream"  # the warm-up ended with one
         for i in range(runs):
-            # the direct request and each version first in turn, so each follows each other kind as often
-            turn: list[Server | None] = [None, *servers]
+            after = ("whole", "stream")[i % 2]
+            primed = _primed(c, up, body, after)
+
+            turn: list[Server | None] = [None, *servers]  # and each first in turn
             turn = turn[i % len(turn):] + turn[:i % len(turn)]
             for s in turn:
-                took = await post(c, up if s is None else s.url, body)
+                took = await primed(post, up if s is None else s.url, body)
                 (direct if s is None else got[s.code.label]["served"])[after].append(took)
-                after = "whole"
             for s in servers:
-                got[s.code.label]["passed"][after].append(await post(c, s.url, plain))
+                got[s.code.label]["passed"][after].append(await primed(post, s.url, plain))
             for s in turn:
-                took = await first_byte(c, up if s is None else s.url, body)
+                took = await primed(first_byte, up if s is None else s.url, body)
                 (direct_first if s is None else got[s.code.label]["first"])[after].append(took)
-                after = "stream"
         for s in servers:
             g, f = got[s.code.label], figures[s.code.label]
             served = every(g["served"])
@@ -333,7 +343,7 @@ async def warm(c: Any, up: str, servers: list[Server], rounds: int, runs: int) -
                    "p99": (pct(served, 0.99) - pct(every(direct), 0.99)) * 1e3,
                    "p99_all": (pct(served, 0.99) - statistics.median(every(direct))) * 1e3,
                    "ttfb": max(ttfb.values()), "ttfb_whole": ttfb["whole"], "ttfb_stream": ttfb["stream"],
-                   "hop": ms(every(g["passed"])) - ms(direct["whole"]),
+                   "hop": max(ms(g["passed"][k]) - ms(direct[k]) for k in ("whole", "stream")),
                    "direct": ms(every(direct)), "direct_p99": pct(every(direct), 0.99) * 1e3,
                    "direct_ttfb": ms(every(direct_first))}
             for k, v in row.items():

@@ -14,7 +14,9 @@ minimal passthrough of the chat's bytes:
 then `tagengine serve` itself: the chat passed through (no campaign; it still reads the JSON, to find one)
 and served (a campaign: the engine's work too). Each figure is the median of the rounds' figures, each the
 median over `--runs` requests of one kind (first byte, and the whole answer) minus that of the same request
-sent straight to the upstream in the same round.
+sent straight to the upstream in the same round. Every floor writes as `tagengine serve` does (a response's
+head with the first piece of its body, a document's last piece with its end, SB-16), and every timed request
+follows an untimed one straight to the upstream, so none follows another process's work or its own.
 """
 
 from __future__ import annotations
@@ -91,12 +93,13 @@ def run_proxy(sock: socket.socket, port: int) -> None:
                 ur, uw = await ups.open()
                 uw.writelines([head, body])
                 answer = await ur.readuntil(b"\r\n\r\n")
-                cw.write(answer)
                 framed = b"chunked" in answer.lower()
+                out = [answer]  # the head goes with the first piece, as `tagengine serve` sends it (SB-16)
                 async for piece in body_of(ur, answer):
-                    cw.write(b"%x\r\n%s\r\n" % (len(piece), piece) if framed else piece)
-                if framed:
-                    cw.write(b"0\r\n\r\n")
+                    out.append(b"%x\r\n%s\r\n" % (len(piece), piece) if framed else piece)
+                    cw.writelines(out)
+                    out = []
+                cw.writelines([*out, b"0\r\n\r\n"] if framed else out)
                 ups.idle.append((ur, uw))
         cw.close()
 
@@ -128,10 +131,15 @@ def floor_app(mode: str, port: int) -> Any:
     headers = [("content-type", "application/json")]
 
     async def answer(send: Any, status: int, media: bytes, pieces: AsyncIterator[bytes]) -> None:
+        """As `tagengine serve` answers: a document's last piece with its end (Streamed's `document`)."""
         await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", media)]})
+        document, last = not media.startswith(b"text/event-stream"), b""
         async for piece in pieces:
-            await send({"type": "http.response.body", "body": piece, "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
+            if document:
+                piece, last = last, piece
+            if piece:
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+        await send({"type": "http.response.body", "body": last})
 
     async def over_streams(body: bytes) -> tuple[int, bytes, AsyncIterator[bytes]]:
         ur, uw = await ups.open()
@@ -178,7 +186,8 @@ def floor_app(mode: str, port: int) -> Any:
 
         async def chat(request: Request) -> Streamed:
             status, media, pieces = await over_httpx(await request.body())
-            return Streamed(pieces, status_code=status, media_type=media.decode())
+            return Streamed(pieces, status_code=status, media_type=media.decode(),
+                            document=not media.startswith(b"text/event-stream"))
         return Starlette(routes=[Route(PATH, chat, methods=["POST"])])
 
     call = {"asgi": over_streams, "connection": over_connection, "httpx": over_httpx}[mode]
@@ -204,8 +213,11 @@ def floor(mode: str, port: int) -> None:
             run_proxy(sock, port)
         else:
             import uvicorn
+
+            from tagengine._internal.server.head_join import HeadJoiningProtocol
+
             uvicorn.Server(uvicorn.Config(floor_app(mode, port), log_level="warning", access_log=False,
-                                          loop="uvloop", http="httptools")).run(sockets=[sock])
+                                          loop="uvloop", http=HeadJoiningProtocol)).run(sockets=[sock])
 
 
 # -- the measurement -----------------------------------------------------------------------------------
@@ -253,9 +265,14 @@ async def run(args: argparse.Namespace) -> None:
                         await first_byte(c, url, doc), await post(c, url, doc)
                 for n in range(args.rounds):
                     got: dict[str, list[list[float]]] = {k: [[], []] for k, _, _ in targets}
-                    for _ in range(args.runs):
+                    for i in range(args.runs):
+                        # each timed request follows an untimed one straight to the upstream, a whole answer or
+                        # a stream by turns, so none follows another's (or its own) work (SB-16)
+                        prime = post if i % 2 else first_byte
                         for k, url, doc in targets:
+                            await prime(c, up, body)
                             got[k][0].append(await first_byte(c, url, doc))
+                            await prime(c, up, body)
                             got[k][1].append(await post(c, url, doc))
                     medians = {k: (statistics.median(f), statistics.median(w)) for k, (f, w) in got.items()}
                     for k, (f, w) in medians.items():

@@ -73,6 +73,11 @@ def test_sb_16_other_writes_go_out_at_once_and_in_order():
                                ("write", (b"0\r\n\r\n",))]
 
 
+def test_sb_16_writelines_go_after_a_held_head():
+    within, _ = joined(lambda j: (j.write(HEAD), j.writelines((b"o", b"k"))))
+    assert within == [("writelines", (HEAD, b"ok"))]
+
+
 def test_sb_16_closing_sends_a_held_head_first_and_a_closed_transport_gets_none():
     within, _ = joined(lambda j: (j.write(HEAD), j.close()))
     assert within == [("write", (HEAD,)), ("close", ())]

@@ -320,7 +320,7 @@ def make_app(opts: Options) -> Starlette:
             finally:
                 await got.aclose()
 
-        return Streamed(pipe(), status_code=got.status_code, media_type=media, document=not events)
+        return Streamed(pipe(), status_code=got.status_code, media_type=media, document=not (events or stream))
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500

@@ -36,6 +36,9 @@ class HeadJoiner:
         else:
             self._transport.write(data)
 
+    def writelines(self, parts: tuple[bytes, ...] | list[bytes]) -> None:  # after a held head, never before it
+        self.write(b"".join(parts))
+
     def flush(self) -> None:
         """The held head, if any, goes out now."""
         head, self._head = self._head, None
