@@ -103,3 +103,23 @@ def test_s_33_a_fault_sqlite_rolled_back_itself_is_logged_as_itself(tmp_path, ca
         "the store cannot keep snapshots (database or disk is full); the turn goes on, and the next one replays"]
     assert not store.db.in_transaction and store.snapshot("k") is None
     store.close()
+
+
+def test_s_33_a_batch_that_fails_keeps_the_use_marks_and_they_stay_bounded(tmp_path, monkeypatch):
+    """A snapshot's use mark waits for the next batch; a batch that cannot be written keeps the marks for the one
+    after (they order the pruning), and while none can be written they stay bounded."""
+    store = store_module.Store(tmp_path)
+    store.put_snapshot("a", "{}", "heist")
+    used = store.db.execute("SELECT used FROM snapshots").fetchone()[0]
+    store.touch("a")
+    store.db.set_authorizer(lambda action, table, *_: sqlite3.SQLITE_DENY if action in WRITES and table in CACHE
+                            else sqlite3.SQLITE_OK)
+    store.keeping("snapshots", lambda: None)  # the marks' UPDATE is refused: logged, kept
+    assert "a" in store._touched
+    store.db.set_authorizer(None)
+    store.keeping("snapshots", lambda: None)
+    assert store._touched == {} and store.db.execute("SELECT used FROM snapshots").fetchone()[0] > used
+    monkeypatch.setattr(store_module, "MARKS_MAX", 3)
+    for k in "bcde":
+        store.touch(k)
+    assert list(store._touched) == ["c", "d", "e"]

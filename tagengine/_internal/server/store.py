@@ -46,6 +46,7 @@ CREATE TABLE IF NOT EXISTS replies (content TEXT NOT NULL, key TEXT NOT NULL, PR
 _SNAPSHOT_COLUMNS = {"campaign": "TEXT NOT NULL DEFAULT ''", "used": "INTEGER NOT NULL DEFAULT 0"}
 DEFAULT_KEEP = 10000  # snapshots per campaign (S-20)
 PRUNE_EVERY = 64  # new snapshots of a campaign between two counts of its rows
+MARKS_MAX = 4096  # snapshot uses waiting for a batch to be written
 _CHUNK = 500  # keys per `IN (...)` query
 
 
@@ -105,17 +106,19 @@ class Store:
                 yield
                 return
             self.db.execute("BEGIN")
+            marks = list(self._touched.items())
             try:
-                if self._touched:
-                    self.db.executemany("UPDATE snapshots SET used = ? WHERE key = ?",
-                                        [(n, k) for k, n in self._touched.items()])
-                    self._touched.clear()
+                if marks:
+                    self.db.executemany("UPDATE snapshots SET used = ? WHERE key = ?", [(n, k) for k, n in marks])
                 yield
                 self.db.execute("COMMIT")
             except BaseException:
                 if self.db.in_transaction:  # SQLite rolls back by itself on some faults (a full disk, I/O)
                     self.db.execute("ROLLBACK")
                 raise
+            for k, n in marks:  # written: the marks made since stay for the next batch
+                if self._touched.get(k) == n:
+                    del self._touched[k]
 
     def keeping(self, what: str, writes: Callable[[], object]) -> None:
         """`writes()` as one batch of cache writes (snapshots, replies, narrations, the pages' head); a fault
@@ -165,14 +168,21 @@ class Store:
                 self._unread("snapshots", e)
                 return None
             if got is not None:
-                self._touched[key] = self._tick()
+                self._mark(key)
         return None if got is None else str(got[0])
+
+    def _mark(self, key: str) -> None:
+        """A snapshot's use, written with the next batch. While no batch can be written (a full disk), the marks
+        are capped: they only order the pruning."""
+        if len(self._touched) >= MARKS_MAX and key not in self._touched:
+            self._touched.pop(next(iter(self._touched)))
+        self._touched[key] = self._tick()
 
     def touch(self, key: str) -> None:
         """A snapshot was used from memory: it is recent for the pruning too (written with the next batch,
         so a warm turn adds no commit of its own)."""
         with self.lock:
-            self._touched[key] = self._tick()
+            self._mark(key)
 
     def _where_in(self, sql: str, keys: list[str]) -> Iterator[tuple[list[str], sqlite3.Cursor]]:
         """`sql` run for `keys` 500 at a time (under SQLite's limit on parameters), the list's end first:

@@ -2,10 +2,11 @@
 
 Starlette's StreamingResponse (under an ASGI server of spec 2.3, as uvicorn is) starts a task group and
 streams from a new task: the first byte waited for that task's turn (0.15 ms of a streamed turn's first
-byte on the benchmark machine, SB-13). Here the head goes out at once and the body follows from this task;
+byte on the benchmark machine, SB-13). Here the head is sent at once and the body follows from this task;
 a watcher task waits for the client to leave and then cancels the stream (the upstream request is closed
-by the stream's own clean-up, as before: nothing is kept). Holding the head back to send it with the first
-piece was slower: the client then read the head only after the piece came.
+by the stream's own clean-up, as before: nothing is kept). Holding the head back until the first piece came
+was slower (the client then read the head only after the piece); under `tagengine serve` the head leaves
+with the first piece only when that piece is ready in the same turn of the event loop (head_join.py).
 
 A body that raises `Cut` ends the response without its end (no last chunk: uvicorn closes the connection), so
 the client knows the answer is incomplete instead of taking what came for all of it (S-34).
