@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from serve import ROOT, Code, Proc, first_byte, history, load, new_data, post, start_serve, start_upstream
+from serve import ROOT, Code, Proc, count, first_byte, history, load, new_data, post, start_serve, start_upstream
 
 FLOORS = ("proxy", "asgi", "connection", "httpx", "starlette")
 PATH = "/v1/chat/completions"
@@ -289,13 +289,6 @@ async def run(args: argparse.Namespace) -> None:
                 proc.stop()
 
 
-def count(text: str) -> int:
-    value = int(text)
-    if not 1 <= value <= 10000:
-        raise argparse.ArgumentTypeError("from 1 to 10000")
-    return value
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rounds", type=count, default=3, help="rounds (default 3)")
@@ -306,6 +299,8 @@ def main() -> None:
     if args.floor:
         floor(args.floor[0], int(args.floor[1]))
         return
+    if args.rounds < 1 or args.runs < 1:
+        p.error("--rounds and --runs must be at least 1")
     started = time.perf_counter()
     asyncio.run(run(args))
     print(f"({time.perf_counter() - started:.0f} s)")
