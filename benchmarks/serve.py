@@ -178,14 +178,19 @@ def code_at(ref: str, tmp: Path) -> Code:
     return Code(ref, root)
 
 
-def start_upstream(tmp: Path) -> tuple[Proc, str]:
-    proc = Proc([sys.executable, __file__, "--fake-upstream"], tmp / "upstream.log", pipe=True)
+def start_listener(argv: list[str], log: Path, what: str) -> tuple[Proc, str]:
+    """A child that prints the loopback port it listens on as its first line of output; its URL."""
+    proc = Proc(argv, log, pipe=True)
     assert proc.p.stdout is not None
     port = proc.p.stdout.readline().strip()
     if not port:
         proc.stop()
-        raise SystemExit(f"the fake upstream did not start: {proc.log.read_text()}")
+        raise SystemExit(f"{what} did not start: {proc.log.read_text()}")
     return proc, f"http://127.0.0.1:{int(port)}"
+
+
+def start_upstream(tmp: Path) -> tuple[Proc, str]:
+    return start_listener([sys.executable, __file__, "--fake-upstream"], tmp / "upstream.log", "the fake upstream")
 
 
 def start_serve(tmp: Path, code: Code, data: Path, upstream: str, profile: str | None) -> Server:

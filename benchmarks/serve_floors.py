@@ -33,7 +33,20 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from serve import ROOT, Code, Proc, count, first_byte, history, load, new_data, post, start_serve, start_upstream
+from serve import (
+    ROOT,
+    Code,
+    Proc,
+    count,
+    first_byte,
+    history,
+    load,
+    new_data,
+    post,
+    start_listener,
+    start_serve,
+    start_upstream,
+)
 
 FLOORS = ("proxy", "asgi", "connection", "httpx", "starlette")
 PATH = "/v1/chat/completions"
@@ -223,14 +236,8 @@ def floor(mode: str, port: int) -> None:
 # -- the measurement -----------------------------------------------------------------------------------
 
 def start_floor(tmp: Path, mode: str, upstream: str) -> tuple[Proc, str]:
-    proc = Proc([sys.executable, __file__, "--floor", mode, upstream.rsplit(":", 1)[1]], tmp / f"{mode}.log",
-                pipe=True)
-    assert proc.p.stdout is not None
-    port = proc.p.stdout.readline().strip()
-    if not port:
-        proc.stop()
-        raise SystemExit(f"the {mode} floor did not start: {proc.log.read_text()}")
-    return proc, f"http://127.0.0.1:{int(port)}"
+    return start_listener([sys.executable, __file__, "--floor", mode, upstream.rsplit(":", 1)[1]],
+                          tmp / f"{mode}.log", f"the {mode} floor")
 
 
 async def run(args: argparse.Namespace) -> None:

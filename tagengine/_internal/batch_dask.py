@@ -470,9 +470,7 @@ def replay_command(ruleset_path: str, inputs: list[str], out_dir: str, address: 
             cluster.close()
     err.write(f"{summary}\nwrote {len(summary.partitions)} part(s) and {SUMMARY} to {out_dir}\n")
     if states_dir is not None:
-        written = write_states(part_lines([p["output"] for p in summary.partitions if "output" in p]), states_dir,
-                               err)
-        err.write(f"wrote {written} final state(s) to {states_dir}/\n")
+        write_states(part_lines([p["output"] for p in summary.partitions if "output" in p]), states_dir, err)
     return 1 if summary.errors or summary.bad_inputs else 0
 
 

@@ -317,8 +317,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from .states_dir import lines_of, write_states
 
         with open(args.output, "rb") as f:
-            written = write_states(lines_of(args.output, f), args.states_dir, err)
-        err.write(f"wrote {written} final state(s) to {args.states_dir}/\n")
+            write_states(lines_of(args.output, f), args.states_dir, err)
     return 1 if summary.errors else 0
 
 

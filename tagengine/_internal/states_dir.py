@@ -36,9 +36,10 @@ def lines_of(name: str, f: BinaryIO) -> Iterator[tuple[str, int, bytes]]:
 
 def write_states(lines: Iterable[tuple[str, int, bytes]], folder: str, err: TextIO | None = None) -> int:
     """Each chat's final state as a state file, ready for `tagengine preview` or `apply`; the number of files
-    written. `lines`: the output's lines in order, each with its file and line number (a Dask replay's output
-    is several files). Two chats with one id (or ids a case-blind file system takes for one) both keep their
-    state: the later one's name gets its line number in the whole output, and a warning says so (F-11)."""
+    written, also said on `err`. `lines`: the output's lines in order, each with its file and line number (a
+    Dask replay's output is several files). Two chats with one id (or ids a case-blind file system takes for
+    one) both keep their state: the later one's name gets its line number in the whole output, and a warning
+    says so (F-11)."""
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
     used: dict[str, tuple[str, int]] = {}  # the name's case-folded form -> the file and line that took it
@@ -57,4 +58,6 @@ def write_states(lines: Iterable[tuple[str, int, bytes]], folder: str, err: Text
         used[name.casefold()] = (source, number)
         write_atomic(target / f"{name}.json",
                      (json.dumps(doc["state"], ensure_ascii=False, indent=2) + "\n").encode("utf-8", "surrogateescape"))
+    if err is not None:
+        err.write(f"wrote {len(used)} final state(s) to {folder}/\n")
     return len(used)

@@ -7,7 +7,7 @@ by `lock` (an RLock): the event loop and a worker thread replaying a long histor
 
 So a fault of the file (a full disk, an I/O error, a lock another process holds too long) costs the cache,
 never a turn (S-33): what a turn reads of it (`snapshot`, `known`, `replies`, `narrations`, `head`) is then
-"not known", and what it writes (`keeping`, `put_head`) is dropped; each fault is logged. The campaigns'
+"not known" (`reading`), and what it writes (`keeping`, `put_head`) is dropped; each fault is logged. The campaigns'
 own rows still raise: without them there is no campaign.
 """
 
@@ -129,8 +129,15 @@ class Store:
         except sqlite3.Error as e:
             log.warning("the store cannot keep %s (%s); the turn goes on, and the next one replays", what, e)
 
-    def _unread(self, what: str, e: sqlite3.Error) -> None:
-        log.warning("the store cannot read %s (%s); the turn goes on without them", what, e)
+    @contextmanager
+    def reading(self, what: str) -> Iterator[None]:
+        """Cache reads under the lock; a fault of the file ends them, logged, and the caller's "not known"
+        follows instead of an error in the turn (S-33)."""
+        with self.lock:
+            try:
+                yield
+            except sqlite3.Error as e:
+                log.warning("the store cannot read %s (%s); the turn goes on without them", what, e)
 
     # -- campaigns
     def add_campaign(self, row: CampaignRow) -> None:
@@ -161,12 +168,9 @@ class Store:
 
     def snapshot(self, key: str) -> str | None:
         """The snapshot's JSON, or None; its use is marked as `touch` marks it (with the next batch)."""
-        with self.lock:
-            try:
-                got = self.db.execute("SELECT state FROM snapshots WHERE key = ?", (key,)).fetchone()
-            except sqlite3.Error as e:
-                self._unread("snapshots", e)
-                return None
+        got = None
+        with self.reading("snapshots"):
+            got = self.db.execute("SELECT state FROM snapshots WHERE key = ?", (key,)).fetchone()
             if got is not None:
                 self._mark(key)
         return None if got is None else str(got[0])
@@ -193,15 +197,12 @@ class Store:
 
     def known(self, keys: list[str]) -> str | None:
         """The newest of `keys` (oldest first) that has a snapshot, one query per 500 keys."""
-        with self.lock:
-            try:
-                for chunk, rows in self._where_in("SELECT key FROM snapshots WHERE key IN ({})", keys):
-                    found = {r[0] for r in rows}
-                    for k in reversed(chunk):
-                        if k in found:
-                            return k
-            except sqlite3.Error as e:
-                self._unread("snapshots", e)
+        with self.reading("snapshots"):
+            for chunk, rows in self._where_in("SELECT key FROM snapshots WHERE key IN ({})", keys):
+                found = {r[0] for r in rows}
+                for k in reversed(chunk):
+                    if k in found:
+                        return k
         return None
 
     def put_snapshot(self, key: str, state: str, campaign: str = "") -> None:
@@ -249,15 +250,10 @@ class Store:
     def narrations(self, shown: list[str]) -> dict[tuple[str, str], str]:
         """(prev, shown) -> tagged, for the given narration hashes."""
         out: dict[tuple[str, str], str] = {}
-        with self.lock:
-            try:
-                for _, rows in self._where_in("SELECT prev, shown, tagged FROM narrations WHERE shown IN ({})",
-                                              shown):
-                    for prev, h, tagged in rows:
-                        out[(prev, h)] = tagged.decode("utf-8", "surrogatepass") if isinstance(tagged, bytes) \
-                            else tagged
-            except sqlite3.Error as e:
-                self._unread("narrations", e)
+        with self.reading("narrations"):
+            for _, rows in self._where_in("SELECT prev, shown, tagged FROM narrations WHERE shown IN ({})", shown):
+                for prev, h, tagged in rows:
+                    out[(prev, h)] = tagged.decode("utf-8", "surrogatepass") if isinstance(tagged, bytes) else tagged
         return out
 
     def put_reply(self, content: str, key: str) -> None:
@@ -267,24 +263,17 @@ class Store:
 
     def replies(self, content: str) -> list[str]:
         """The chain keys after the replies known by this content hash that still have a snapshot."""
-        with self.lock:
-            try:
-                return [r[0] for r in self.db.execute(
-                    "SELECT r.key FROM replies r JOIN snapshots s ON s.key = r.key WHERE r.content = ?", (content,))]
-            except sqlite3.Error as e:
-                self._unread("replies", e)
-                return []
+        with self.reading("replies"):
+            return [r[0] for r in self.db.execute(
+                "SELECT r.key FROM replies r JOIN snapshots s ON s.key = r.key WHERE r.content = ?", (content,))]
+        return []
 
     # -- heads (issue 14): the newest chain key a campaign's reply reached, for the game sheet page
     def head(self, campaign: str) -> tuple[str, int, str] | None:
         """(chain key, turns handled, receipts as JSON) of the campaign's last completed reply, or None."""
-        with self.lock:
-            try:
-                got = self.db.execute("SELECT key, turn, receipts FROM heads WHERE campaign = ?",
-                                      (campaign,)).fetchone()
-            except sqlite3.Error as e:
-                self._unread("the pages' newest turn", e)
-                return None
+        got = None
+        with self.reading("the pages' newest turn"):
+            got = self.db.execute("SELECT key, turn, receipts FROM heads WHERE campaign = ?", (campaign,)).fetchone()
         return None if got is None else (str(got[0]), int(got[1]), str(got[2]))
 
     def put_head(self, campaign: str, key: str, receipts: str) -> None:
