@@ -66,7 +66,7 @@ def enum_table(ctx: Inspection, d: DerivedDef, path: str) -> None:
                     "(ENUM-3)", key)
 
 
-def check_derived(ctx: Inspection) -> None:
+def inspect_derived(ctx: Inspection) -> None:
     derived = ctx.rs.sheet.derived
     count_problem(ctx, "sheet.derived", derived, 0, 800, "derived values", "SHEET-20")
     for i, d in enumerate(derived):
