@@ -122,7 +122,7 @@ def roll_check(rs: Ruleset, state: GameState, tag: Tag) -> RolledCheck:
         record += _modifiers(number)
         record.append(("outcome", outcome))
         return RolledCheck(Result("ok", record=tuple(record)), state.with_dice(dice), names[0], number, faces,
-                       rs.die, target, None, outcome)
+                           rs.die, target, None, outcome)
     if tag.has("difficulty"):
         return RolledCheck(refused("no-difficulty"), state, names[0], number)
     dc = None
@@ -137,7 +137,7 @@ def roll_check(rs: Ruleset, state: GameState, tag: Tag) -> RolledCheck:
     if verdict is not None:
         summed.append(("outcome", verdict))
     return RolledCheck(Result("ok", record=tuple(summed)), state.with_dice(dice), names[0], number, faces, rs.die,
-                   None, dc, verdict)
+                       None, dc, verdict)
 
 
 def _modifiers(number: CheckNumber) -> list[tuple[str, str]]:
