@@ -10,7 +10,7 @@ import statistics
 import time
 
 from tagengine import GameState, Ruleset
-from tagengine._internal.sheet import character, sheet_of
+from tagengine._internal.sheet import view_card, view_character
 
 
 def ruleset() -> Ruleset:
@@ -55,11 +55,11 @@ def main() -> None:
     rs = ruleset()
     state = GameState.new(rs, ["Mira"])
     card = {**state.cards["Mira"], "lists": {"gear": [{"bulk": 2}] * 20}}
-    cold = timed(lambda: sheet_of(rs, card, None), 50)
+    cold = timed(lambda: view_card(rs, card, None), 50)
     print(f"800 derived values: full evaluation median {statistics.median(cold) * 1e3:.2f} ms, "
           f"max {max(cold) * 1e3:.2f} ms (target <= 5 ms)")
-    character(rs, state, "Mira")
-    warm = timed(lambda: character(rs, state, "Mira"), 2000)
+    view_character(rs, state, "Mira")
+    warm = timed(lambda: view_character(rs, state, "Mira"), 2000)
     print(f"second evaluation of an unchanged snapshot: median {statistics.median(warm) * 1e6:.1f} us "
           f"(target: cached, <= 50 us)")
 

@@ -144,10 +144,10 @@ def test_adj_11_the_receipt_reports_what_the_sheet_added():
     assert one(EMBER, st, '[check: who="X" ability="Brawn"]')[1] == pool_record(4 - 2, 4, [("adjust", "-2")])
     assert one(EMBER, st, '[check: who="X" ability="Wits"]')[1] == pool_record(2, 4)  # not a Brawn check
     # ...and as a line on the dice card
-    from tagengine._internal.commands.check import card, settle
+    from tagengine._internal.commands.check import card, roll_check
     from tagengine._internal.tags import Tag
 
-    done = settle(EMBER, st, Tag("check", (("who", "X"), ("ability", "Brawn"))))
+    done = roll_check(EMBER, st, Tag("check", (("who", "X"), ("ability", "Brawn"))))
     assert "  sheet adjust: -2 (resolution.adjust, ADJ-11)" in card(EMBER, done)
 
 

@@ -412,14 +412,14 @@ def test_every_sample_sheet_renders_what_the_text_sheet_shows(sample: str):
     """Every sample's characters through the page template: each pool, wound track and check of the
     evaluated sheet is on the page, and nothing hidden is (HIDE-1)."""
     from tagengine._internal.pages import sheet_html
-    from tagengine._internal.sheet import character
+    from tagengine._internal.sheet import view_character
     from tagengine._internal.state import GameState
 
     rs = load_sample(sample)
     state = GameState.load(rs, SAMPLES / "states" / f"{sample}.json")
     html = sheet_html(rs, state)
     for name in state.characters:
-        view = character(rs, state, name)
+        view = view_character(rs, state, name)
         assert f'<h2 class="who">{name}</h2>' in html
         for p in view.pools:
             assert (f'<span class="label">{p.label}</span><span class="value">{p.now}</span>' in html) == (

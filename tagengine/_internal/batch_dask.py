@@ -92,7 +92,7 @@ def connect(address: str) -> tuple[Client, LocalCluster | None]:
 # --- on the workers --------------------------------------------------------------------------------------
 
 
-def _ruleset(text: bytes, digest: str) -> Ruleset:
+def _worker_ruleset(text: bytes, digest: str) -> Ruleset:
     """The ruleset travels as its text (a worker may not see the client's files), loaded once per process."""
     rs = _RULESETS.get(digest)
     if rs is None:
@@ -195,7 +195,7 @@ def replay_partition(text: bytes, digest: str, part: Partition, newlines_before:
     where = f"{part.url} (partition {part.index}, bytes {part.start}-{part.end}, to {part.output})"
     if newlines_before < 0:
         return {"unreadable": f"{where}: its lines could not be counted (the input could not be read)"}
-    rs = _ruleset(text, digest)
+    rs = _worker_ruleset(text, digest)
     done = Summary()
     try:
         with part.fs.open(part.path, "rb") as f, _atomic(out_fs, part.output) as out:
@@ -224,7 +224,7 @@ def replay_whole_file(text: bytes, digest: str, part: Partition, out_fs: Any, pe
                       ) -> dict[str, Any]:
     """One input that is one chat (`replay --format st --dask`, DK-10) replayed into its one part, written as
     `replay_partition` writes (DK-4); a malformed chat is an error line and an error, a failed write is named."""
-    data, errors, receipts = per_file(_ruleset(text, digest), part.fs, part.path, part.url)
+    data, errors, receipts = per_file(_worker_ruleset(text, digest), part.fs, part.path, part.url)
     try:
         out_fs.makedirs(posixpath.dirname(part.output), exist_ok=True)
         with _atomic(out_fs, part.output) as out:
@@ -396,7 +396,7 @@ def _replay_ranges(client: Client, text: bytes, digest: str, parts: list[Partiti
 
 
 def _run_item(text: bytes, digest: str, item: tuple[Any, ...], fn: Callable[..., Any]) -> Any:
-    return fn(_ruleset(text, digest), *item)
+    return fn(_worker_ruleset(text, digest), *item)
 
 
 def map_chats(ruleset_path: str, address: str, items: list[tuple[Any, ...]], fn: Callable[..., Any],

@@ -18,7 +18,7 @@ from .history import read_messages
 from .ruleset import Ruleset
 from .state import GameState, clocks_json, dice_json, from_json, live_json, name_problems, thaw
 
-FORMAT = "tagengine.chat/1"
+CHAT_FORMAT = "tagengine.chat/1"
 
 
 @dataclass
@@ -55,7 +55,7 @@ class Chat:
                 return m.snapshot
         return self.start
 
-    def _settle(self, before: GameState) -> None:
+    def _bump_revision(self, before: GameState) -> None:
         """A restore that changes the party sheet is a story change: the revision moves on (PARTY-36)."""
         after = self.state
         if after.party_sheet != before.party_sheet or after.party_revision != before.party_revision:
@@ -88,7 +88,7 @@ class Chat:
         m = self.messages[i]
         m.swipes.append(applied)
         m.selected, m.content = len(m.swipes) - 1, applied.text
-        self._settle(before)
+        self._bump_revision(before)
         return applied
 
     def select_swipe(self, k: int) -> GameState:
@@ -99,7 +99,7 @@ class Chat:
         if not 0 <= k < len(m.swipes):
             raise NotFoundError("swipe", k, tuple(str(i) for i in range(len(m.swipes))))
         m.selected, m.content = k, m.swipes[k].text
-        self._settle(before)
+        self._bump_revision(before)
         return self.state
 
     def delete_swipe(self, k: int) -> GameState:
@@ -116,7 +116,7 @@ class Chat:
         else:
             m.selected = min(m.selected if m.selected < k else max(0, m.selected - 1), len(m.swipes) - 1)
             m.content = m.swipes[m.selected].text
-        self._settle(before)
+        self._bump_revision(before)
         return self.state
 
     def delete_message(self, index: int) -> GameState:
@@ -126,7 +126,7 @@ class Chat:
         if not -len(self.messages) <= index < len(self.messages):
             raise NotFoundError("message", index, tuple(str(i) for i in range(len(self.messages))))
         del self.messages[index]
-        self._settle(before)
+        self._bump_revision(before)
         return self.state
 
     def save_party(self, draft: Mapping[str, Any], opened_at: int) -> GameState:
@@ -162,7 +162,7 @@ class Chat:
         """Chat metadata as the spec stores it, and per snapshot `rulesetLive`, `rulesetClocks`, `rulesetDice`."""
         current = self.state.to_json()
         doc: dict[str, Any] = {
-            "format": FORMAT,
+            "format": CHAT_FORMAT,
             "metadata": {k: current[k] for k in ("gameCharacterCards", "gamePartySheet", "gamePartySheetRevision")},
             "start": self.start.to_json(),
             "messages": [],
@@ -179,8 +179,8 @@ class Chat:
     def from_json(cls, rs: Ruleset, doc: Any) -> Chat:
         """A chat from its JSON document. Any malformed document is a StateError listing every problem
         with its path (`messages[3].swipes[0].text`); nothing else comes out (docs/decisions.md H-5)."""
-        if not isinstance(doc, Mapping) or doc.get("format") != FORMAT:
-            raise StateError([Problem("format", "not-chat", f"expected format {FORMAT!r}", None)], "chat")
+        if not isinstance(doc, Mapping) or doc.get("format") != CHAT_FORMAT:
+            raise StateError([Problem("format", "not-chat", f"expected format {CHAT_FORMAT!r}", None)], "chat")
         problems: list[Problem] = []
         meta = _part(doc, "metadata", Mapping, {}, "metadata", problems)
         cards = meta.get("gameCharacterCards")
@@ -196,7 +196,7 @@ class Chat:
             problems.append(Problem("metadata.gamePartySheetRevision", "wrong-type",
                                     "the revision is a whole number, 0 or more", revision))
             revision = None
-        start = _state(rs, doc.get("start"), "start", problems)
+        start = _read_state(rs, doc.get("start"), "start", problems)
         base = start.to_json() if start is not None else {}
         messages: list[Message] = []
         for i, entry in enumerate(_part(doc, "messages", list, [], "messages", problems)):
@@ -218,7 +218,7 @@ class Chat:
                 snap = {**base, **snapshot}
                 if cards is not None:
                     snap["gameCharacterCards"] = cards
-                state = _state(rs, snap, f"{sp}.snapshot", problems)
+                state = _read_state(rs, snap, f"{sp}.snapshot", problems)
                 if state is not None:
                     m.swipes.append(Applied(text, state, ()))
             selected = entry.get("selected", 0)
@@ -250,7 +250,7 @@ def _part(doc: Mapping[str, Any], key: str, kind: type[Any], default: Any, path:
     return value
 
 
-def _state(rs: Ruleset, raw: Any, path: str, problems: list[Problem]) -> GameState | None:
+def _read_state(rs: Ruleset, raw: Any, path: str, problems: list[Problem]) -> GameState | None:
     """A state inside the chat; its problems are reported under `path`."""
     try:
         return from_json(rs, raw, "chat")

@@ -169,7 +169,8 @@ def cmd_narrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_sheet(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .sheet import character, party
+    from .sheet import view_character as character
+    from .sheet import view_party as party
     from .sheet.show import render_party, render_sheet, to_json
 
     rs, state = load_pair(args, err)
@@ -583,9 +584,10 @@ def arg_parser() -> argparse.ArgumentParser:
 def cmd_roll(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """A player-side check (issue 13): the same roll a check tag makes, printed as a dice card. Exit 1 when
     the check is refused (`untrained`: the character cannot attempt it, UNTR-9)."""
-    from .commands.check import card, settle
+    from .commands.check import card
+    from .commands.check import roll_check as settle
     from .commands.result import Result
-    from .commands.target import find
+    from .commands.subject import find
     from .tags import Tag
 
     if args.state_out:

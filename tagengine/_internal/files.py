@@ -48,7 +48,7 @@ def _named(e: OSError, path: str) -> OSError:
     return type(e)(e.errno, e.strerror or str(e), path)
 
 
-def check_target(path: str | Path) -> None:
+def refuse_symlink(path: str | Path) -> None:
     """Refuse a symbolic link as an output path (F-2): replacing it would silently break the link, and
     writing through it would change a file the user never named."""
     if os.path.islink(path):
@@ -62,7 +62,7 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
     `path` keeps its old content (or stays absent). A failed or interrupted write removes the
     temporary file; a process killed with SIGKILL leaves `.NAME.<random>.tmp` beside the target."""
     target = os.fspath(path)
-    check_target(target)
+    refuse_symlink(target)
     folder = os.path.dirname(target) or "."
     base = os.path.basename(target)
     mode = None
@@ -91,7 +91,7 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
             except OSError as e:
                 raise _named(e, target) from None
         try:
-            check_target(target)  # a link may have appeared while we wrote
+            refuse_symlink(target)  # a link may have appeared while we wrote
             os.replace(tmp, target)
         except OSError as e:
             raise _named(e, target) from None

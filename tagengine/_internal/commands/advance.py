@@ -11,7 +11,7 @@ from ..text import prompt_unsafe
 from .numbers import parse_int
 from .pools import clamp_maxima
 from .result import Outcome, Result, ok, refuse
-from .target import Subject, character_op, find
+from .subject import Subject, character_op, find
 
 
 @character_op("advance", required=["field"], choose_one=["by", "to"], party=True, character=False)

@@ -20,7 +20,7 @@ from ..text import normalise
 from .family import Family, Op
 from .numbers import parse_int
 from .result import Outcome, Result, refused
-from .target import find, subject, who
+from .subject import find, subject, who
 
 KINDS = ("skill", "ability", "save")  # what a check rolls: exactly one of them (CK-2)
 ORDER = ("who", *KINDS, "with", "dc", "difficulty")  # a check's attributes (server/checks.py orders a tag so)
@@ -48,8 +48,8 @@ def op_of(rs: Ruleset, tag: Tag) -> str | Result:
 
 
 @dataclass(frozen=True, slots=True)
-class Settled:
-    """One check settled: its result (the receipt's record), the state after it (the dice moved on), and for
+class RolledCheck:
+    """One check rolled (or refused): its result (the receipt's record), the state after it (the dice moved on), and for
     the dice card the number rolled (`number`), the faces, the target or dc, and the outcome."""
 
     result: Result
@@ -70,50 +70,50 @@ def _pick(items: Iterable[Any], name: str | None, what: str) -> str | Result:
     return hit if isinstance(hit, Result) else str(hit.id)
 
 
-def settle(rs: Ruleset, state: GameState, tag: Tag) -> Settled:
+def roll_check(rs: Ruleset, state: GameState, tag: Tag) -> RolledCheck:
     """Roll the check `tag` asks for against `state`; the state given is never changed. Never raises."""
     op = op_of(rs, tag)
     if isinstance(op, Result):
-        return Settled(op, state)
+        return RolledCheck(op, state)
     name = tag.get("who")
     if name is not None and normalise(name) == "party":
-        return Settled(refused("invalid-value"), state)  # a check is one character's roll (CK-2)
+        return RolledCheck(refused("invalid-value"), state)  # a check is one character's roll (CK-2)
     names = who(state, tag)
     if isinstance(names, Result):
-        return Settled(names, state)
+        return RolledCheck(names, state)
     ev = subject(rs, state, names[0]).ev
     kind = next(k for k in tag.keys if k in KINDS)
     items: tuple[Any, ...] = (ev.idx.skills.items if kind == "skill" else ev.idx.saves.items if kind == "save"
                               else ev.idx.abilities.items)
     cid = _pick(items, tag.get(kind), kind)
     if isinstance(cid, Result):
-        return Settled(cid, state, names[0])
+        return RolledCheck(cid, state, names[0])
     swap: str | None = None
     if tag.has("with"):
         got = _pick(ev.idx.abilities, tag.get("with"), "ability")
         if isinstance(got, Result):
-            return Settled(got, state, names[0])
+            return RolledCheck(got, state, names[0])
         swap = got
     number = check_number(ev, kind, cid, swap)
     if number.total is None:  # UNTR-9: not rolled at all; the dice stay where they were
-        return Settled(refused("untrained"), state, names[0], number)
+        return RolledCheck(refused("untrained"), state, names[0], number)
     res = rs.file.resolution
     if rs.dice_pool:
         if tag.has("dc"):
-            return Settled(refused("no-difficulty"), state, names[0], number)
+            return RolledCheck(refused("no-difficulty"), state, names[0], number)
         target = number.target if number.target is not None else DEFAULT_TARGET
         if tag.has("difficulty"):
             t = res.pool.target if res is not None and res.pool is not None else None
             if t is None or t.min == t.max:
-                return Settled(refused("no-difficulty"), state, names[0], number)  # UNTR-8: a fixed target
+                return RolledCheck(refused("no-difficulty"), state, names[0], number)  # UNTR-8: a fixed target
             asked = parse_int(tag.get("difficulty"))
             if asked is None:
-                return Settled(refused("invalid-amount"), state, names[0], number)
+                return RolledCheck(refused("invalid-amount"), state, names[0], number)
             if not t.min <= asked <= t.max:
-                return Settled(refused("invalid-value"), state, names[0], number)
+                return RolledCheck(refused("invalid-value"), state, names[0], number)
             target = min(t.max, asked + 1) if number.rule == "harder" else asked  # UNTR-7
         if number.total > MAX_POOL:  # work bounded by the text, not by the numbers in a sheet (issue 17)
-            return Settled(refused("too-many-dice"), state, names[0], number)
+            return RolledCheck(refused("too-many-dice"), state, names[0], number)
         faces, dice = state.dice.roll(number.total, rs.die)  # PEN-3: no dice, no roll, a failure
         hits = sum(1 for f in faces if f >= target)
         outcome = "success" if hits >= 1 else "failure"
@@ -121,23 +121,23 @@ def settle(rs: Ruleset, state: GameState, tag: Tag) -> Settled:
                   ("successes", str(hits))]
         record += _modifiers(number)
         record.append(("outcome", outcome))
-        return Settled(Result("ok", record=tuple(record)), state.with_dice(dice), names[0], number, faces,
-                       rs.die, target, None, outcome)
+        return RolledCheck(Result("ok", record=tuple(record)), state.with_dice(dice), names[0], number, faces,
+                           rs.die, target, None, outcome)
     if tag.has("difficulty"):
-        return Settled(refused("no-difficulty"), state, names[0], number)
+        return RolledCheck(refused("no-difficulty"), state, names[0], number)
     dc = None
     if tag.has("dc"):
         dc = parse_int(tag.get("dc"))
         if dc is None:
-            return Settled(refused("invalid-amount"), state, names[0], number)
+            return RolledCheck(refused("invalid-amount"), state, names[0], number)
     faces, dice = state.dice.roll(1, rs.die)
     total = faces[0] + number.total
     verdict = None if dc is None else ("success" if total >= dc else "failure")
     summed = [("roll", str(faces[0])), ("total", signed(number.total)), ("sum", str(total)), *_modifiers(number)]
     if verdict is not None:
         summed.append(("outcome", verdict))
-    return Settled(Result("ok", record=tuple(summed)), state.with_dice(dice), names[0], number, faces, rs.die,
-                   None, dc, verdict)
+    return RolledCheck(Result("ok", record=tuple(summed)), state.with_dice(dice), names[0], number, faces, rs.die,
+                       None, dc, verdict)
 
 
 def _modifiers(number: CheckNumber) -> list[tuple[str, str]]:
@@ -151,7 +151,7 @@ def _modifiers(number: CheckNumber) -> list[tuple[str, str]]:
 
 
 def roll(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
-    done = settle(rs, state, tag)
+    done = roll_check(rs, state, tag)
     return Outcome(done.result, done.state)
 
 
@@ -159,7 +159,7 @@ def _dice(n: int) -> str:
     return f"{n} {'die' if abs(n) == 1 else 'dice'}"
 
 
-def card(rs: Ruleset, done: Settled) -> list[str]:
+def card(rs: Ruleset, done: RolledCheck) -> list[str]:
     """The dice card for people (ADJ-11, PEN-6): the number, every modifier with where it came from, the
     dice and the outcome; for a refused check, why it could not be attempted (UNTR-10)."""
     n = done.number

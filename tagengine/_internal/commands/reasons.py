@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 COMMAND_LIMIT = 40  # DEC-6, CLOCK-22: commands applied per reply; later ones are refused `command-limit`
 
-REASONS: dict[str, tuple[str, str]] = {
+# read-only: `tagengine.REASONS` is this table, and nothing may add a reason to it at run time
+REASONS: Mapping[str, tuple[str, str]] = MappingProxyType({
     # any tag
     "malformed": ("any tag", "opens like a tag but does not parse (DEC-2, DEC-3)"),
     "unknown-attribute": ("any tag", "an attribute this command does not take (DEC-7)"),
@@ -51,4 +55,4 @@ REASONS: dict[str, tuple[str, str]] = {
     "unknown-save": ("checks", "no such save (CK-8)"),
     "too-many-dice": ("checks", "the sheet gives the check more than 100 dice to roll (CK-13)"),
     "no-difficulty": ("checks", "`dc` outside dice-sum, or `difficulty` where the target per die cannot move (CK-5)"),
-}
+})

@@ -11,7 +11,7 @@ from ..tags import Tag
 from .numbers import parse_int
 from .pools import amount_of, damage_pool
 from .result import Outcome, Result, ok, refuse
-from .target import Subject, character_op, find
+from .subject import Subject, character_op, find
 
 
 def with_marks(state: GameState, subj: Subject, t: TrackDef, marks: tuple[str | None, ...],

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..commands.reasons import REASONS
 from ..ruleset import Ruleset
-from ..sheet import CheckNumber, PoolView, SheetView, character, party
+from ..sheet import CheckNumber, PoolView, SheetView, view_character, view_party
 from ..sheet.show import check_parts, party_summary
 from ..state import Clock, GameState
 from .templates import render_page
@@ -155,8 +155,9 @@ def receipt_context(r: Mapping[str, Any]) -> dict[str, Any]:
 def sheet_context(rs: Ruleset, state: GameState, *, names: Sequence[str] | None = None,
                   receipts: Sequence[Mapping[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
     """Plain values for `sheet.html.j2`: the characters (all, or `names`), the party, clocks, receipts."""
-    chars = [character_context(rs, character(rs, state, n)) for n in (state.characters if names is None else names)]
-    pv = party(rs, state)
+    chars = [character_context(rs, view_character(rs, state, n))
+             for n in (state.characters if names is None else names)]
+    pv = view_party(rs, state)
     return {"ruleset": rs.name, "characters": chars,
             "party": party_context(rs, pv, state.party_revision) if pv is not None else None,
             "clocks": [clock_context(c) for c in state.clocks], "clocks_enabled": rs.file.clocks is not None,

@@ -5,8 +5,9 @@ Names are imported on first use: `prompt/tokens.py` alone must stay light, becau
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from ..lazy import attribute
 
 if TYPE_CHECKING:
     from .budget import Budget, BudgetError, Report
@@ -14,17 +15,16 @@ if TYPE_CHECKING:
     from .registry import for_model
     from .tokens import TiktokenTokenizer, Tokenizer, encoding
 
-_HOME = {"Budget": "budget", "BudgetError": "budget", "Report": "budget", "Prompt": "build", "SystemPrompt": "build",
-         "build_prompt": "build", "reminder": "build", "system_prompt": "build", "world_prompt": "build",
-         "TiktokenTokenizer": "tokens", "Tokenizer": "tokens", "encoding": "tokens", "for_model": "registry"}
+# name -> the module that defines it, imported on first use (`lazy.py`, as for the public modules)
+_HOME = {"Budget": "prompt.budget", "BudgetError": "prompt.budget", "Report": "prompt.budget",
+         "Prompt": "prompt.build", "SystemPrompt": "prompt.build", "build_prompt": "prompt.build",
+         "reminder": "prompt.build", "system_prompt": "prompt.build", "world_prompt": "prompt.build",
+         "TiktokenTokenizer": "prompt.tokens", "Tokenizer": "prompt.tokens", "encoding": "prompt.tokens",
+         "for_model": "prompt.registry"}
 
 __all__ = ["Budget", "BudgetError", "Prompt", "Report", "SystemPrompt", "TiktokenTokenizer", "Tokenizer",
            "build_prompt", "encoding", "for_model", "reminder", "system_prompt", "world_prompt"]
 
 
 def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = globals()[name] = getattr(import_module(f".{module}", __name__), name)
-    return value
+    return attribute(__name__, name, _HOME, globals())

@@ -73,14 +73,14 @@ def _fit_system(rs: Ruleset, budget: Budget, c: TokenCounter) -> SystemPrompt:
     full = rs.file.gmReference
     if tokens > allowance and full:  # GMREF-8: the reference first, with a marked cut
         ref_tokens = c.text(full)
-        keep = ref_tokens - (tokens - allowance) - c.text(CUT_MARKER.format(kept=len(full), total=len(full))) - 2
+        keep_tokens = ref_tokens - (tokens - allowance) - c.text(CUT_MARKER.format(kept=len(full), total=len(full))) - 2
         kept = len(full)
         for _ in range(4):
-            reference, kept = cut_reference(c, full, keep)
+            reference, kept = cut_reference(c, full, keep_tokens)
             text, tokens = make()
-            if tokens <= allowance or keep <= 0:
+            if tokens <= allowance or keep_tokens <= 0:
                 break
-            keep -= tokens - allowance + 4
+            keep_tokens -= tokens - allowance + 4
         cuts.append({"part": "gmReference", "action": "cut", "kept_chars": kept, "total_chars": len(full),
                      "tokens_removed": ref_tokens - c.text(reference or "")})
     texts = guidance(rs)
@@ -137,7 +137,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     costs = c.messages(hist)
     tail_tokens = sum(c.message(m["role"], m["content"]) for m in tail)
     fixed = system.tokens + tail_tokens + c.priming
-    keep = [True] * len(hist)
+    in_prompt = [True] * len(hist)
     used = fixed + sum(costs)
     dropped = dropped_tokens = 0
     for i in range(len(hist)):  # DEC-32: the oldest history first, never the last user message
@@ -145,7 +145,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
             break
         if i == last_user:
             continue
-        keep[i] = False
+        in_prompt[i] = False
         used -= costs[i]
         dropped += 1
         dropped_tokens += costs[i]
@@ -156,7 +156,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     if used + response > usable:  # then the response budget, down to its minimum
         response = max(budget.response_min, usable - used)
         report.cuts.append({"part": "response", "action": "lowered", "from": budget.response, "to": response})
-    kept = [m for m, k in zip(hist, keep, strict=True) if k] if dropped else hist
+    kept = [m for m, k in zip(hist, in_prompt, strict=True) if k] if dropped else hist
     messages = [{"role": "system", "content": system.text}, *kept, *tail]
     report.response = response
     report.parts = {"system": system.tokens, "history": used - fixed, "reminder": tail_tokens, "priming": c.priming,

@@ -17,7 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..commands.check import KINDS, ORDER, Settled, card, settle
+from ..commands.check import KINDS, ORDER, card
+from ..commands.check import RolledCheck as Settled
+from ..commands.check import roll_check as settle
 from ..errors import NotFoundError, TagengineError
 from ..tags import Tag
 from ..tags.render import canonical

@@ -23,7 +23,8 @@ from starlette.routing import Route
 
 from ..commands import Applied
 from ..errors import NotFoundError, TagengineError
-from ..pages import check_context, prompt_context, render_page, sheet_context
+from ..pages import inspection_context as check_context
+from ..pages import prompt_context, render_page, sheet_context
 from ..pages.templates import REFRESH_SCRIPT, STYLESHEET, refresh_script, stylesheet
 from ..prompt import Budget
 from ..prompt.build import Prompt

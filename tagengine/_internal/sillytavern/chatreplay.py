@@ -88,7 +88,7 @@ _RULESET: Any = None  # a worker's ruleset, loaded once per process
 _GIVEN: Start | None = None
 
 
-def _init(ruleset_path: str, given: Start | None) -> None:
+def _start_worker(ruleset_path: str, given: Start | None) -> None:
     global _RULESET, _GIVEN
     from ..ruleset import Ruleset
 
@@ -119,7 +119,7 @@ def replay_on_fs(rs: Any, fs: Any, fspath: str, url: str, given: Start | None = 
     return replay_file(rs, url, given, opener=lambda: fs.open(fspath, "rb"))
 
 
-def _work(path: str) -> tuple[bytes, list[str], dict[str, int]]:
+def _replay_path(path: str) -> tuple[bytes, list[str], dict[str, int]]:
     return replay_file(_RULESET, path, _GIVEN)
 
 
@@ -146,17 +146,17 @@ def replay_files(ruleset_path: str, paths: Iterable[str], sink: TextIO | BinaryI
             progress.write(f"\rreplayed {summary.chats} chats, {len(summary.errors)} bad")
             progress.flush()
 
-    _init(ruleset_path, given)
+    _start_worker(ruleset_path, given)
     paths = list(paths)
     if workers <= 1 or len(paths) <= 1:
         for path in paths:
-            emit(_work(path))
+            emit(_replay_path(path))
     else:
         import multiprocessing as mp
 
         ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-        with ctx.Pool(min(workers, len(paths)), initializer=_init, initargs=(ruleset_path, given)) as pool:
-            for result in pool.imap(_work, paths, chunksize=1):  # in order, a few files in flight
+        with ctx.Pool(min(workers, len(paths)), initializer=_start_worker, initargs=(ruleset_path, given)) as pool:
+            for result in pool.imap(_replay_path, paths, chunksize=1):  # in order, a few files in flight
                 emit(result)
     if progress is not None:
         progress.write("\n")

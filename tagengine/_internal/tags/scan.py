@@ -16,14 +16,14 @@ from .model import RAW_KEY, Found
 from .parse import Malformed, parse
 from .vocabulary import VOCABULARY, Vocabulary
 
-_SPACES = re.compile(r"[\x00-\x20\x7f]+")
+_CONTROLS_AND_SPACES = re.compile(r"[\x00-\x20\x7f]+")
 UNCLOSED = "no closing ] before the end of the tag"
 CUT = "no closing ] on its own line, and it does not parse across lines"
 
 
 def _raw(body: str) -> str:
     """The malformed body as one prompt-friendly line (kept in the receipt's `raw`)."""
-    return _SPACES.sub(" ", body).strip() if body else ""
+    return _CONTROLS_AND_SPACES.sub(" ", body).strip() if body else ""
 
 
 def judge(text: str, m: re.Match[str]) -> Found:

@@ -1,4 +1,5 @@
-"""Evaluate a whole sheet into a `SheetView`; cached per snapshot, since snapshots never change."""
+"""The `SheetView`s of a game state: a whole sheet evaluated for people (a character, the party, a bare card),
+cached per snapshot, since snapshots never change. `evaluator.py` holds the evaluation itself (`Eval`)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def _cached(key_objs: tuple[Any, ...], build: Any) -> SheetView:
     return _SHEETS.get(key_objs, build)
 
 
-def character(rs: Ruleset, state: GameState, name: str) -> SheetView:
+def view_character(rs: Ruleset, state: GameState, name: str) -> SheetView:
     """The evaluated sheet of the character `name` (matched as DEC-8). Raises NotFoundError when none is."""
     card_name = state.character(name)
     if card_name is None:
@@ -30,7 +31,7 @@ def character(rs: Ruleset, state: GameState, name: str) -> SheetView:
     return _cached((rs, card, live), lambda: view_of(Eval(rs, card, live), card_name))
 
 
-def party(rs: Ruleset, state: GameState) -> SheetView | None:
+def view_party(rs: Ruleset, state: GameState) -> SheetView | None:
     """The party sheet, with `fromMembers` read from the characters as they are (PARTY-31)."""
     if rs.file.party is None:
         return None
@@ -40,7 +41,7 @@ def party(rs: Ruleset, state: GameState) -> SheetView | None:
                                  rs.file.party.label if rs.file.party else "Party"))
 
 
-def sheet_of(rs: Ruleset, card: Mapping[str, Any], live: LiveValues | None, name: str = "") -> SheetView:
+def view_card(rs: Ruleset, card: Mapping[str, Any], live: LiveValues | None, name: str = "") -> SheetView:
     """Evaluate a card directly: with live=None, live reads take the start of the game (REF-12)."""
     return view_of(Eval(rs, card, live), name)
 

@@ -98,8 +98,8 @@ def value_def(ctx: Inspection, f: FieldDef | ColumnDef, path: str, what: str) ->
                 None)
 
 
-def check_fields(ctx: Inspection) -> None:
-    sheet_check(ctx, ctx.sheet, ctx.rs.sheet.fields, ctx.rs.sheet.lists, "sheet")
+def inspect_fields(ctx: Inspection) -> None:
+    inspect_sheet_fields(ctx, ctx.sheet, ctx.rs.sheet.fields, ctx.rs.sheet.lists, "sheet")
     idx = ctx.sheet
     for i, d in enumerate(ctx.rs.sheet.derived):
         hide_when(ctx, d.hideWhen, f"sheet.derived[{i}].hideWhen", idx)
@@ -111,7 +111,8 @@ def check_fields(ctx: Inspection) -> None:
         hide_when(ctx, st.hideWhen, f"sheet.live.states[{i}].hideWhen", idx)
 
 
-def sheet_check(ctx: Inspection, idx: SheetIndex, fields: list[FieldDef], lists: list[ListDef], base: str) -> None:
+def inspect_sheet_fields(ctx: Inspection, idx: SheetIndex, fields: list[FieldDef], lists: list[ListDef],
+                         base: str) -> None:
     """Fields and lists of a character or party sheet (PARTY-2: the same schema)."""
     for i, f in enumerate(fields):
         value_def(ctx, f, f"{base}.fields[{i}]", "field")

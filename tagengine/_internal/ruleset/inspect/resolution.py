@@ -32,7 +32,7 @@ def untrained_rules(ctx: Inspection) -> None:
                     "harder")
 
 
-def check_resolution(ctx: Inspection) -> None:
+def inspect_resolution(ctx: Inspection) -> None:
     untrained_rules(ctx)
     s = ctx.rs.sheet
     for name in ("skills", "saves"):

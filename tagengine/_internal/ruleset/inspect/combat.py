@@ -5,7 +5,7 @@ from __future__ import annotations
 from .inspection import Inspection
 
 
-def check_combat(ctx: Inspection) -> None:
+def inspect_combat(ctx: Inspection) -> None:
     combat = ctx.rs.combat
     if combat is None:
         return

@@ -14,7 +14,7 @@ OPERANDS = {
     "stepTable": ({"from_", "table"}, {"default"}),
     "enumTable": ({"from_", "table"}, {"default"}),
 }
-COMMON = {"id", "label", "op", "section", "hideWhen"}
+SHARED_KEYS = {"id", "label", "op", "section", "hideWhen"}
 
 
 def step_table(ctx: Inspection, path: str, table: object, *, penalties: bool = False) -> None:
@@ -66,13 +66,13 @@ def enum_table(ctx: Inspection, d: DerivedDef, path: str) -> None:
                     "(ENUM-3)", key)
 
 
-def check_derived(ctx: Inspection) -> None:
+def inspect_derived(ctx: Inspection) -> None:
     derived = ctx.rs.sheet.derived
     count_problem(ctx, "sheet.derived", derived, 0, 800, "derived values", "SHEET-20")
     for i, d in enumerate(derived):
         path = f"sheet.derived[{i}]"
         needed, optional = OPERANDS[d.op]
-        written = d.model_fields_set - COMMON
+        written = d.model_fields_set - SHARED_KEYS
         for key in sorted(needed - written):
             name = "from" if key == "from_" else key
             ctx.add(f"{path}.{name}", "missing-key", f"op {d.op!r} needs `{name}` (SHEET-23)", None)

@@ -93,7 +93,7 @@ def extra(ctx: Inspection, t: TrackDef, path: str) -> None:
                     cid)
 
 
-def check_tracks(ctx: Inspection) -> None:
+def inspect_tracks(ctx: Inspection) -> None:
     for i, t in enumerate(ctx.rs.sheet.live.tracks):
         path = f"sheet.live.tracks[{i}]"
         if t.is_wound:

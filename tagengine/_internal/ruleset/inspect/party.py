@@ -11,7 +11,7 @@ from . import fields, gm, ids, refs
 from .inspection import Inspection, count_problem
 
 
-def check_party(ctx: Inspection) -> None:
+def inspect_party(ctx: Inspection) -> None:
     party, idx = ctx.rs.party, ctx.party
     if party is None or idx is None:
         return
@@ -28,7 +28,7 @@ def check_party(ctx: Inspection) -> None:
                 seen[item.id] = f"party.{kind}[{i}]"
     ids.unique(ctx, "party.lists", party.lists, "list", "PARTY-27")
     count_problem(ctx, "party.lists", party.lists, 0, 12, "lists", "PARTY-27")
-    fields.sheet_check(ctx, idx, party.fields, party.lists, "party")
+    fields.inspect_sheet_fields(ctx, idx, party.fields, party.lists, "party")
     for i, p in enumerate(party.pools):
         refs.resolve(ctx, p.max, f"party.pools[{i}].max", idx)
         fields.hide_when(ctx, p.hideWhen, f"party.pools[{i}].hideWhen", idx)

@@ -1,4 +1,4 @@
-"""The one object every import check reads and reports into."""
+"""The one object every import inspection reads and reports into."""
 
 from __future__ import annotations
 

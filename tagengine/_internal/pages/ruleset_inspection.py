@@ -1,5 +1,6 @@
-"""The ruleset checker page: every problem of a pasted or uploaded file, grouped by section, and the
-Capability API version the file (and each feature at a problem's path) needs. Nothing is stored."""
+"""The ruleset checker page (`/ui/check`, as `tagengine check`): the inspection of a pasted or uploaded file,
+every problem grouped by section, and the Capability API version the file (and each feature at a problem's
+path) needs. Nothing is stored."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pydantic import ValidationError
 from ..errors import Problem, RulesetError
 from ..ruleset import Ruleset
 from ..ruleset.capability import Use, fmt, uses
-from ..ruleset.checks.inspection import Inspection
+from ..ruleset.inspect.inspection import Inspection
 from ..ruleset.load import MAX_BYTES, index_of
 from ..ruleset.top import RulesetDef
 
@@ -50,10 +51,10 @@ def problem_row(p: Problem, found: list[Use]) -> dict[str, Any]:
             "needs": fmt(max(u.version for u in here)) if here else None}
 
 
-def check_context(data: bytes | None, source: str) -> dict[str, Any]:
-    """Plain values for `check.html.j2`; `data` None: the empty form."""
+def inspection_context(data: bytes | None, source: str) -> dict[str, Any]:
+    """Plain values for `check.html.j2` (the page of `/ui/check`); `data` None: the empty form."""
     if data is None:
-        return {"checked": False, "source": None}
+        return {"inspected": False, "source": None}
     problems: list[Problem]
     warnings: list[Problem] = []
     name = None
@@ -79,7 +80,7 @@ def check_context(data: bytes | None, source: str) -> dict[str, Any]:
     for p in problems:
         groups.setdefault(section_of(p.path), []).append(problem_row(p, found or []))
     needs = fmt(max(u.version for u in found)) if found else None
-    return {"checked": True, "source": source, "name": name, "valid": not problems, "count": len(problems),
+    return {"inspected": True, "source": source, "name": name, "valid": not problems, "count": len(problems),
             "groups": sorted(groups.items(), key=lambda kv: kv[0]), "warnings": [problem_row(w, found or [])
                                                                            for w in warnings],
             "needs": needs, "shape_known": found is not None,

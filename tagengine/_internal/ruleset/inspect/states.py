@@ -5,7 +5,7 @@ from __future__ import annotations
 from .inspection import Inspection, count_problem
 
 
-def check_states(ctx: Inspection) -> None:
+def inspect_states(ctx: Inspection) -> None:
     live = ctx.rs.sheet.live
     count_problem(ctx, "sheet.live.states", live.states, 0, 12, "live states", "STATE-6")
     for i, st in enumerate(live.states):

@@ -78,7 +78,7 @@ def rest_step(ctx: Inspection, st: RestStepDef, path: str) -> None:
                     st.to)
 
 
-def check_rests(ctx: Inspection) -> None:
+def inspect_rests(ctx: Inspection) -> None:
     for i, rest in enumerate(ctx.rs.sheet.rests):
         if not rest.steps:
             ctx.add(f"sheet.rests[{i}].steps", "bad-count", "a rest lists at least one step (REST-1)", 0)

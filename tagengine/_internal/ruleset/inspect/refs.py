@@ -17,7 +17,7 @@ NUMERIC_COLUMNS = ("number",)
 def resolve(ctx: Inspection, ref: ValueRefDef, path: str, idx: SheetIndex, *, enum_source: bool = False) -> None:
     """Report a reference whose target does not exist or cannot give a number.
 
-    An enumTable's `from` is checked by the derived-value checks (ENUM-2), not here.
+    An enumTable's `from` is inspected with the derived values (ENUM-2), not here.
     """
     key, target = ref.key, ref.target
     if enum_source and key in ("field", "liveState"):
@@ -139,9 +139,9 @@ def derived_refs(d: DerivedDef) -> list[ValueRefDef]:
 class LiveReads:
     """Which values reach live state, and through what (REF-14).
 
-    Derived values read only values declared above them (the order check reports the rest), so one
+    Derived values read only values declared above them (the order inspection reports the rest), so one
     pass in declaration order settles every derived value without deep recursion, however long the
-    chain (SHEET-20 allows 800); a forward read, refused by the order check, still names its live read.
+    chain (SHEET-20 allows 800); a forward read, refused by the order inspection, still names its live read.
     """
 
     def __init__(self, ctx: Inspection) -> None:
@@ -149,7 +149,7 @@ class LiveReads:
         self.idx = ctx.sheet
         self._derived: dict[str, list[str] | None] = {}
         self._skill: dict[tuple[str, str], list[str] | None] = {}
-        for _ in range(4):  # a second pass resolves a forward read (refused by the order check anyway)
+        for _ in range(4):  # a second pass resolves a forward read (refused by the order inspection anyway)
             before = dict(self._derived)
             for d in ctx.rs.sheet.derived:
                 self._skill.clear()
@@ -226,7 +226,7 @@ BEFORE_LIVE = (
 )
 
 
-def check_refs(ctx: Inspection) -> None:
+def inspect_refs(ctx: Inspection) -> None:
     idx = ctx.sheet
     for ref, path, enum_source in sheet_refs(ctx):
         resolve(ctx, ref, path, idx, enum_source=enum_source)

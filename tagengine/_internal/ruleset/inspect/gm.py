@@ -42,7 +42,7 @@ def summary_def(ctx: Inspection, sm: SummaryDef | None, path: str, idx: SheetInd
                 ctx.add(f"{lp}.columns[{j}]", "unknown-ref", f"list {sl.list!r} has no column {cid!r} (GM-16)", cid)
 
 
-def check_gm(ctx: Inspection) -> None:
+def inspect_gm(ctx: Inspection) -> None:
     rs = ctx.rs
     if rs.gm is not None:
         for key in ("checkGuidance", "sheetGuidance", "worldGuidance"):

@@ -35,7 +35,7 @@ def walk_labels(ctx: Inspection, node: Any, path: str) -> None:
             walk_labels(ctx, item, f"{path}[{i}]")
 
 
-def check_ids(ctx: Inspection) -> None:
+def inspect_ids(ctx: Inspection) -> None:
     sheet = ctx.rs.sheet
     for name in ("sections", "abilities", "training", "skills", "saves", "fields", "derived", "lists", "rests"):
         unique(ctx, f"sheet.{name}", getattr(sheet, name), name)
