@@ -40,8 +40,9 @@ def _run(argv: Sequence[str] | None, out: TextIO | None, err: TextIO | None, *, 
     # write errors name the stream (F-12); NamedStream has every method the commands use of a TextIO
     out = cast(TextIO, NamedStream(out or sys.stdout or _Closed(), "<stdout>"))
     err = cast(TextIO, NamedStream(err or sys.stderr or io.StringIO(), "<stderr>"))
+    words = list(argv) if argv is not None else sys.argv[1:]
     try:
-        args = arg_parser().parse_args(list(argv) if argv is not None else None)
+        args = arg_parser(words).parse_args(words)
     except Usage as e:
         err.write(f"{e}\n")
         return 2

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .conventions import not_an_input, print_json
 from .inputs import load_pair, read_reply
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
 
-def add_apply(sub: Any) -> None:
-    a = sub.add_parser("apply", help="apply the tags of a reply; print the rewritten reply")
+def add_apply(a: ArgumentParser) -> None:
     a.add_argument("ruleset")
     a.add_argument("state")
     a.add_argument("reply", nargs="?", default="-", help="a reply file, or - for stdin (the default)")
@@ -21,8 +20,7 @@ def add_apply(sub: Any) -> None:
     a.set_defaults(func=cmd_apply)
 
 
-def add_narrate(sub: Any) -> None:
-    n = sub.add_parser("narrate", help="print a reply with every tag hidden")
+def add_narrate(n: ArgumentParser) -> None:
     n.add_argument("reply", nargs="?", default="-", help="a reply file, or - for stdin (the default)")
     n.set_defaults(func=cmd_narrate)
 

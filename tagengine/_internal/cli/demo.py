@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples"  # a source checkout's; a wheel has none
 
 
-def add_demo(sub: Any) -> None:
-    d = sub.add_parser("demo", help="the bundled walkthrough")
+def add_demo(d: ArgumentParser) -> None:
     d.set_defaults(func=cmd_demo)
 
 

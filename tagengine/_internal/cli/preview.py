@@ -9,15 +9,14 @@ from .conventions import Usage, int_at_least, print_json
 from .inputs import load_pair
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from ..prompt.budget import Budget
 
 MAX_HISTORY_BYTES = 64 * 1024 * 1024  # a `preview --history` file
 
 
-def add_preview(sub: Any) -> None:
-    pv = sub.add_parser("preview", help="the prompt the GM would get, with a token report")
+def add_preview(pv: ArgumentParser) -> None:
     pv.add_argument("ruleset")
     pv.add_argument("state")
     pv.add_argument("--history", metavar="FILE", help='JSONL of {"role", "content"} messages, oldest first')

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..files import STDIN, same_file
 from .conventions import Usage, int_at_least, not_an_input
@@ -29,8 +29,7 @@ def workers(text: str) -> int:
     return value
 
 
-def add_replay(sub: Any) -> None:
-    rp = sub.add_parser("replay", help="reprocess transcripts (JSONL, one chat per line)")
+def add_replay(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("ruleset")
     rp.add_argument("transcripts", help="a JSONL file, or - for stdin")
     rp.add_argument("more", nargs="*", metavar="TRANSCRIPTS", help="more inputs: SillyTavern chat files "

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .conventions import print_json
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
 
-def add_check(sub: Any) -> None:
-    c = sub.add_parser("check", help="validate a ruleset file; every problem as `path: code: message`")
+def add_check(c: ArgumentParser) -> None:
     c.add_argument("ruleset")
     c.add_argument("--json", action="store_true", help="print the result as JSON")
     c.set_defaults(func=cmd_check)
 
 
-def add_schema(sub: Any) -> None:
-    sc = sub.add_parser("schema", help="JSON Schema of the file formats")
+def add_schema(sc: ArgumentParser) -> None:
     sc.add_argument("kind", choices=["ruleset", "state"])
     sc.set_defaults(func=cmd_schema)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .conventions import ArgParser, int_at_least, print_json
 
@@ -17,10 +17,9 @@ if TYPE_CHECKING:
     from ..server.store import Store
 
 
-def add_campaign(sub: Any) -> None:
-    cp = sub.add_parser("campaign", help="campaigns for `tagengine serve`: a ruleset and its start state")
+def add_campaign(cp: argparse.ArgumentParser) -> None:
     cp_sub = cp.add_subparsers(dest="campaign_command", required=True, parser_class=ArgParser)
-    data = argparse.ArgumentParser(add_help=False)
+    data = ArgParser(add_help=False)
     data.add_argument("--data", metavar="DIR", help="the server's data folder (default: the user data folder)")
     cn = cp_sub.add_parser("new", parents=[data], help="a new campaign: characters at their start values")
     cn.add_argument("name")
@@ -36,8 +35,7 @@ def add_campaign(sub: Any) -> None:
     cs.set_defaults(func=cmd_campaign_show)
 
 
-def add_serve(sub: Any) -> None:
-    sv = sub.add_parser("serve", help="the OpenAI-compatible middleware a chat app points at")
+def add_serve(sv: argparse.ArgumentParser) -> None:
     sv.add_argument("--upstream", required=True, metavar="URL",
                     help="the model's OpenAI-compatible base URL (http://host:port/v1), or `demo`")
     sv.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine)")

@@ -3,17 +3,16 @@ rolled with the state's dice: the player's side of a `[check:]` tag, issue 13)."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .conventions import Usage, not_an_input, print_json
 from .inputs import load_pair
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
 
-def add_sheet(sub: Any) -> None:
-    sh = sub.add_parser("sheet", help="print a character's evaluated sheet")
+def add_sheet(sh: ArgumentParser) -> None:
     sh.add_argument("ruleset")
     sh.add_argument("state")
     sh.add_argument("name", nargs="?", help="the character (matched case-insensitively)")
@@ -23,8 +22,7 @@ def add_sheet(sub: Any) -> None:
     sh.set_defaults(func=cmd_sheet)
 
 
-def add_roll(sub: Any) -> None:
-    ro = sub.add_parser("roll", help="roll a character's check with the state's dice; print the dice card")
+def add_roll(ro: ArgumentParser) -> None:
     ro.add_argument("ruleset")
     ro.add_argument("state")
     ro.add_argument("name", help="the character")

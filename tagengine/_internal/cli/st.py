@@ -20,8 +20,7 @@ if TYPE_CHECKING:
     from ..sillytavern.chatreplay import Start
 
 
-def add_st(sub: Any) -> None:
-    st = sub.add_parser("st", help="the SillyTavern kit (docs/sillytavern.md)")
+def add_st(st: ArgumentParser) -> None:
     st_sub = st.add_subparsers(dest="st_command", required=True, parser_class=ArgParser)
     rx = st_sub.add_parser("regex", help="a regex script for SillyTavern that hides the tags in the display only")
     rx.set_defaults(func=cmd_st_regex)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .conventions import ArgParser, not_an_input
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
 
-def add_state(sub: Any) -> None:
-    st = sub.add_parser("state", help="state files")
+def add_state(st: ArgumentParser) -> None:
     st_sub = st.add_subparsers(dest="state_command", required=True, parser_class=ArgParser)
     new = st_sub.add_parser("new", help="a new state: characters at their start values")
     new.add_argument("ruleset")
