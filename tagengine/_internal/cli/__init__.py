@@ -5,9 +5,10 @@ Exit 0 ok; 1 bad input, a bad replay line, a file or stream that cannot be read 
 
 One module per group of commands (`ruleset.py`: check, schema; `state.py`; `apply.py`: apply, narrate;
 `sheet.py`: sheet, roll; `preview.py`; `replay.py`; `serve.py`: campaign, serve; `st.py`; `demo.py`), each
-command an `add_<command>(sub)` that declares its arguments and a `cmd_<command>(args, out, err) -> int`
-that runs it; `arguments.py` lists them in order. A command imports the engine when it runs, so
-`--help`, `--version` and each command load only what they use (CL-1..CL-4).
+command an `add_<command>(parser)` that declares its arguments and a `cmd_<command>(args, out, err) -> int`
+that runs it; `arguments.py` lists them in `--help`'s order and imports only the module of the command named.
+A command imports the engine when it runs, so `--help`, `--version` and each command load only what they
+use (CL-1..CL-5).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """`tagengine replay RULESET TRANSCRIPTS...`: transcripts reprocessed. The input is our transcript JSONL or
 SillyTavern chat files (`--format`, else told from the first line), replayed here or on a Dask cluster
-(`--dask`); each of the four is one engine function, chosen by `cmd_replay` in plain sight.
+(`--dask`); each of the four is one engine function, chosen in plain sight by `cmd_replay` or
+`replay_on_dask` (CL-2).
 
 Exit 1 when any line, chat or input was bad (F-4): the output holds `{"id", "error"}` for it, the rest went on.
 """
@@ -63,13 +64,13 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     rs = Ruleset.load(args.ruleset)  # fail early, once, with every problem named
     paths = [args.transcripts, *args.more]
     source = None
-    run: Callable[..., Summary]
+    replay_into: Callable[..., Summary]  # (sink, progress=, tick=)
     if _local_format(args) == "st":  # each chat file one chat, one output line
         from ..sillytavern.chatbatch import given_start
         from ..sillytavern.chatreplay import replay_files
 
         _check_chat_inputs(args, paths)
-        run = functools.partial(replay_files, args.ruleset, paths, workers=args.workers,
+        replay_into = functools.partial(replay_files, args.ruleset, paths, workers=args.workers,
                                 given=given_start(args.st_characters, args.st_start, rs))
     else:
         from ..batch import replay
@@ -80,9 +81,9 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                         "are SillyTavern chats (--format st)")
         _no_start_options(args)
         source = stdin_of(None) if args.transcripts == STDIN else open(args.transcripts, "rb")  # noqa: SIM115
-        run = functools.partial(replay, args.ruleset, source, workers=args.workers)
+        replay_into = functools.partial(replay, args.ruleset, source, workers=args.workers)
     try:
-        summary = _with_progress(run, args.output, out, err)
+        summary = _with_progress(replay_into, args.output, out, err)
     finally:
         if source is not None and args.transcripts != STDIN:
             source.close()
@@ -95,8 +96,8 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1 if summary.errors else 0
 
 
-def _with_progress(run: Callable[..., Summary], output: str | None, out: TextIO, err: TextIO) -> Summary:
-    """`run(sink, progress=, tick=)` into `output` (atomically: the old output stays until the new one is
+def _with_progress(replay_into: Callable[..., Summary], output: str | None, out: TextIO, err: TextIO) -> Summary:
+    """`replay_into(sink, progress=, tick=)` into `output` (atomically: the old output stays until the new one is
     complete, F-1) or `out`, with a progress bar on a terminal (tqdm, DK-6)."""
     from ..files import atomic_writer
     from ..progress import progress_bar
@@ -107,8 +108,8 @@ def _with_progress(run: Callable[..., Summary], output: str | None, out: TextIO,
     try:
         if output:
             with atomic_writer(output) as sink:
-                return run(sink, progress=progress, tick=tick)
-        return run(out, progress=progress, tick=tick)
+                return replay_into(sink, progress=progress, tick=tick)
+        return replay_into(out, progress=progress, tick=tick)
     finally:
         if bar is not None:
             bar.close()

@@ -140,7 +140,7 @@ def _named(rs: Ruleset, state: GameState, who: str | None, kind: str, name: str 
 
 
 def _rolled(rs: Ruleset, state: GameState, named: tuple[str, Eval, str], kind: str, swap: str | None,
-            dc_text: str | None, difficulty: str | None) -> Settled:
+            dc_given: str | None, difficulty_given: str | None) -> Settled:
     """The named check rolled with the state's dice: the dice pool's successes or the dice sum."""
     card, ev, cid = named
     swapped: str | None = None
@@ -154,14 +154,14 @@ def _rolled(rs: Ruleset, state: GameState, named: tuple[str, Eval, str], kind: s
         return Settled(refused("untrained"), state, card, number)
     res = rs.file.resolution
     if rs.dice_pool:
-        if dc_text is not None:
+        if dc_given is not None:
             return Settled(refused("no-difficulty"), state, card, number)
         target = number.target if number.target is not None else DEFAULT_TARGET
-        if difficulty is not None:
+        if difficulty_given is not None:
             t = res.pool.target if res is not None and res.pool is not None else None
             if t is None or t.min == t.max:
                 return Settled(refused("no-difficulty"), state, card, number)  # UNTR-8: a fixed target
-            asked = parse_int(difficulty)
+            asked = parse_int(difficulty_given)
             if asked is None:
                 return Settled(refused("invalid-amount"), state, card, number)
             if not t.min <= asked <= t.max:
@@ -178,11 +178,11 @@ def _rolled(rs: Ruleset, state: GameState, named: tuple[str, Eval, str], kind: s
         record.append(("outcome", outcome))
         return Settled(Result("ok", record=tuple(record)), state.with_dice(dice), card, number, faces,
                        rs.die, target, None, outcome)
-    if difficulty is not None:
+    if difficulty_given is not None:
         return Settled(refused("no-difficulty"), state, card, number)
     dc = None
-    if dc_text is not None:
-        dc = parse_int(dc_text)
+    if dc_given is not None:
+        dc = parse_int(dc_given)
         if dc is None:
             return Settled(refused("invalid-amount"), state, card, number)
     faces, dice = state.dice.roll(1, rs.die)
