@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..ruleset import Ruleset
-from ..sheet import CheckNumber
+from ..sheet import CheckNumber, Eval
 from ..sheet.check_numbers import check_number
 from ..state import GameState
 from ..tags import Tag
@@ -20,7 +20,7 @@ from ..text import normalise
 from .family import Family, Op
 from .numbers import parse_int
 from .result import Outcome, Result, refused
-from .subject import find, subject, who
+from .subject import find, subject
 
 KINDS = ("skill", "ability", "save")  # what a check rolls: exactly one of them (CK-2)
 ORDER = ("who", *KINDS, "with", "dc", "difficulty")  # a check's attributes (server/checks.py orders a tag so)
@@ -49,7 +49,7 @@ def op_of(rs: Ruleset, tag: Tag) -> str | Result:
 
 @dataclass(frozen=True, slots=True)
 class RolledCheck:
-    """One check rolled (or refused): its result (the receipt's record), the state after it (the dice moved on), and for
+    """One check rolled: its result (the receipt's record), the state after it (the dice moved on), and for
     the dice card the number rolled (`number`), the faces, the target or dc, and the outcome."""
 
     result: Result
@@ -70,50 +70,105 @@ def _pick(items: Iterable[Any], name: str | None, what: str) -> str | Result:
     return hit if isinstance(hit, Result) else str(hit.id)
 
 
-def roll_check(rs: Ruleset, state: GameState, tag: Tag) -> RolledCheck:
+def kind_named(rs: Ruleset, name: str) -> str:
+    """What a bare name rolls (CK-10): a skill of that name, else a save, else an ability; `skill` when none
+    matches, so the roll is refused `unknown-skill`."""
+    for kind, items in (("skill", rs.sheet.skills.items), ("save", rs.sheet.saves.items),
+                        ("ability", rs.sheet.abilities.items)):
+        if not isinstance(find(items, name, kind), Result):
+            return kind
+    return "skill"
+
+
+def roll_tag(rs: Ruleset, state: GameState, tag: Tag) -> RolledCheck:
     """Roll the check `tag` asks for against `state`; the state given is never changed. Never raises."""
     op = op_of(rs, tag)
     if isinstance(op, Result):
         return RolledCheck(op, state)
-    name = tag.get("who")
-    if name is not None and normalise(name) == "party":
-        return RolledCheck(refused("invalid-value"), state)  # a check is one character's roll (CK-2)
-    names = who(state, tag)
-    if isinstance(names, Result):
-        return RolledCheck(names, state)
-    ev = subject(rs, state, names[0]).ev
     kind = next(k for k in tag.keys if k in KINDS)
+    named = _roller_and_item(rs, state, tag.get("who"), kind, tag.get(kind))
+    if isinstance(named, RolledCheck):
+        return named
+    if tag.has("with") and tag.get("with") is None:  # a bare `with` flag names no ability
+        return RolledCheck(refused("missing-attribute"), state, named[0])
+    return _rolled(rs, state, named, kind, tag.get("with"), _number(tag, "dc"), _number(tag, "difficulty"))
+
+
+def _number(tag: Tag, key: str) -> str | None:
+    """`dc` or `difficulty` as written; "" for a bare flag (a number left out: `invalid-amount`)."""
+    value = tag.get(key)
+    return "" if value is None and tag.has(key) else value
+
+
+def roll_check(rs: Ruleset, state: GameState, who: str | None, kind: str, name: str, *, swap: str | None = None,
+               dc: str | None = None, difficulty: str | None = None) -> RolledCheck:
+    """One named check rolled for one character, from plain arguments: the roll a `[check:]` tag with these
+    attributes makes (`tagengine roll`). `who` None: the game's one character; `kind` one of KINDS; `swap`
+    the `with=` ability; `dc` (dice sum) and `difficulty` (dice pool) as a tag writes them. Refusals are a
+    tag's (`missing-attribute`, `unknown-skill`, `untrained`...). The state given is never changed."""
+    if kind not in KINDS:
+        return RolledCheck(refused("unknown-attribute"), state)
+    if kind == "ability" and swap is not None:
+        return RolledCheck(refused("unknown-attribute"), state)  # `with=` swaps a skill's or save's ability (CAP-3)
+    named = _roller_and_item(rs, state, who, kind, name)
+    if isinstance(named, RolledCheck):
+        return named
+    return _rolled(rs, state, named, kind, swap, dc, difficulty)
+
+
+def _roller_and_item(rs: Ruleset, state: GameState, who: str | None, kind: str, name: str | None
+           ) -> tuple[str, Eval, str] | RolledCheck:
+    """The character who rolls (its card name and sheet) and the id of the skill, save or ability it rolls;
+    else the refusal. `name` None: the kind was named without a value."""
+    if who is not None and normalise(who) == "party":
+        return RolledCheck(refused("invalid-value"), state)  # a check is one character's roll (CK-2)
+    if who is None:
+        card = next(iter(state.cards)) if len(state.cards) == 1 else None  # DESIGN.md section 5
+        if card is None:
+            return RolledCheck(refused("missing-attribute"), state)
+    else:
+        card = state.character(who)
+        if card is None:
+            return RolledCheck(refused("unknown-character"), state)
+    ev = subject(rs, state, card).ev
     items: tuple[Any, ...] = (ev.idx.skills.items if kind == "skill" else ev.idx.saves.items if kind == "save"
                               else ev.idx.abilities.items)
-    cid = _pick(items, tag.get(kind), kind)
+    cid = _pick(items, name, kind)
     if isinstance(cid, Result):
-        return RolledCheck(cid, state, names[0])
-    swap: str | None = None
-    if tag.has("with"):
-        got = _pick(ev.idx.abilities, tag.get("with"), "ability")
+        return RolledCheck(cid, state, card)
+    return card, ev, cid
+
+
+def _rolled(rs: Ruleset, state: GameState, named: tuple[str, Eval, str], kind: str, swap: str | None,
+            dc_given: str | None, difficulty_given: str | None) -> RolledCheck:
+    """The named check rolled with the state's dice: the dice pool's successes or the dice sum."""
+    card, ev, cid = named
+    swapped: str | None = None
+    if swap is not None:
+        got = _pick(ev.idx.abilities, swap, "ability")
         if isinstance(got, Result):
-            return RolledCheck(got, state, names[0])
-        swap = got
-    number = check_number(ev, kind, cid, swap)
+            return RolledCheck(got, state, card)
+        swapped = got
+    number = check_number(ev, kind, cid, swapped)
     if number.total is None:  # UNTR-9: not rolled at all; the dice stay where they were
-        return RolledCheck(refused("untrained"), state, names[0], number)
+        return RolledCheck(refused("untrained"), state, card, number)
     res = rs.file.resolution
     if rs.dice_pool:
-        if tag.has("dc"):
-            return RolledCheck(refused("no-difficulty"), state, names[0], number)
+        if dc_given is not None:
+            return RolledCheck(refused("no-difficulty"), state, card, number)
         target = number.target if number.target is not None else DEFAULT_TARGET
-        if tag.has("difficulty"):
+        if difficulty_given is not None:
             t = res.pool.target if res is not None and res.pool is not None else None
             if t is None or t.min == t.max:
-                return RolledCheck(refused("no-difficulty"), state, names[0], number)  # UNTR-8: a fixed target
-            asked = parse_int(tag.get("difficulty"))
+                return RolledCheck(refused("no-difficulty"), state, card, number)  # UNTR-8: a fixed target
+            asked = parse_int(difficulty_given)
             if asked is None:
-                return RolledCheck(refused("invalid-amount"), state, names[0], number)
+                return RolledCheck(refused("invalid-amount"), state, card, number)
             if not t.min <= asked <= t.max:
-                return RolledCheck(refused("invalid-value"), state, names[0], number)
+                return RolledCheck(refused("invalid-value"), state, card, number)
             target = min(t.max, asked + 1) if number.rule == "harder" else asked  # UNTR-7
         if number.total > MAX_POOL:  # work bounded by the text, not by the numbers in a sheet (issue 17)
-            return RolledCheck(refused("too-many-dice"), state, names[0], number)
+            return RolledCheck(refused("too-many-dice"), state, card, number)
         faces, dice = state.dice.roll(number.total, rs.die)  # PEN-3: no dice, no roll, a failure
         hits = sum(1 for f in faces if f >= target)
         outcome = "success" if hits >= 1 else "failure"
@@ -121,23 +176,23 @@ def roll_check(rs: Ruleset, state: GameState, tag: Tag) -> RolledCheck:
                   ("successes", str(hits))]
         record += _modifiers(number)
         record.append(("outcome", outcome))
-        return RolledCheck(Result("ok", record=tuple(record)), state.with_dice(dice), names[0], number, faces,
-                           rs.die, target, None, outcome)
-    if tag.has("difficulty"):
-        return RolledCheck(refused("no-difficulty"), state, names[0], number)
+        return RolledCheck(Result("ok", record=tuple(record)), state.with_dice(dice), card, number, faces,
+                       rs.die, target, None, outcome)
+    if difficulty_given is not None:
+        return RolledCheck(refused("no-difficulty"), state, card, number)
     dc = None
-    if tag.has("dc"):
-        dc = parse_int(tag.get("dc"))
+    if dc_given is not None:
+        dc = parse_int(dc_given)
         if dc is None:
-            return RolledCheck(refused("invalid-amount"), state, names[0], number)
+            return RolledCheck(refused("invalid-amount"), state, card, number)
     faces, dice = state.dice.roll(1, rs.die)
     total = faces[0] + number.total
     verdict = None if dc is None else ("success" if total >= dc else "failure")
     summed = [("roll", str(faces[0])), ("total", signed(number.total)), ("sum", str(total)), *_modifiers(number)]
     if verdict is not None:
         summed.append(("outcome", verdict))
-    return RolledCheck(Result("ok", record=tuple(summed)), state.with_dice(dice), names[0], number, faces, rs.die,
-                       None, dc, verdict)
+    return RolledCheck(Result("ok", record=tuple(summed)), state.with_dice(dice), card, number, faces, rs.die,
+                   None, dc, verdict)
 
 
 def _modifiers(number: CheckNumber) -> list[tuple[str, str]]:
@@ -151,7 +206,7 @@ def _modifiers(number: CheckNumber) -> list[tuple[str, str]]:
 
 
 def roll(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
-    done = roll_check(rs, state, tag)
+    done = roll_tag(rs, state, tag)
     return Outcome(done.result, done.state)
 
 

@@ -17,9 +17,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..commands.check import KINDS, ORDER, card
+from ..commands.check import KINDS, ORDER, card, roll_tag
 from ..commands.check import RolledCheck as Settled
-from ..commands.check import roll_check as settle
 from ..errors import NotFoundError, TagengineError
 from ..tags import Tag
 from ..tags.render import canonical
@@ -63,7 +62,7 @@ def check_routes(campaigns: Campaigns, store: Store, default: str | None, hidden
         c = campaign_or_refused(campaigns, name)
         found = chain.state_of(c, store, marked.plain(), hidden=hidden, defer=chain.THREAD_MIN)
         before = await run_in_threadpool(found.run) if isinstance(found, chain.Pending) else found
-        done = settle(c.rs, before.state, tag)
+        done = roll_tag(c.rs, before.state, tag)
         headers = {"x-tagengine-campaign": c.name}
         if before.notes:
             headers["x-tagengine-history"] = "; ".join(before.notes)

@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from .commands import apply_reply
-from .errors import RulesetError
-from .prompt import Budget, build_prompt
-from .ruleset import Ruleset
-from .state import GameState
-from .tags import narration
+if TYPE_CHECKING:
+    from argparse import ArgumentParser, Namespace
+
+SAMPLES = Path(__file__).resolve().parents[3] / "samples"  # a source checkout's; a wheel has none
 
 
-def demo(out: TextIO, samples: Path) -> int:
+def add_demo(d: ArgumentParser) -> None:
+    d.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args: Namespace, out: TextIO, err: TextIO) -> int:
+    return walkthrough(out, SAMPLES)
+
+
+def walkthrough(out: TextIO, samples: Path) -> int:
+    """Check every sample ruleset, replay a sample chat, show its last reply three ways and the next prompt."""
+    import json
+
+    from ..commands import apply_reply
+    from ..errors import RulesetError
+    from ..prompt import Budget, build_prompt
+    from ..ruleset import Ruleset
+    from ..state import GameState
+    from ..tags import narration
+
     if not samples.is_dir():
         raise FileNotFoundError(f"the bundled samples are not at {samples}; run the demo from a source checkout")
     out.write("== tagengine check, on every sample ruleset\n")

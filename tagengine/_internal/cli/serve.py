@@ -1,0 +1,118 @@
+"""`tagengine serve` (the OpenAI-compatible middleware, issue 12) and `tagengine campaign new|list|show` (what it
+serves). The server's packages (Starlette, uvicorn, httpx) are imported only when one of these runs.
+
+Every option of `serve` is in `add_serve`, and `cmd_serve` passes each to `server.app.Options`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from .conventions import ArgParser, int_at_least, print_json
+
+if TYPE_CHECKING:
+    from ..server.store import Store
+
+
+def add_campaign(cp: argparse.ArgumentParser) -> None:
+    cp_sub = cp.add_subparsers(dest="campaign_command", required=True, parser_class=ArgParser)
+    data = ArgParser(add_help=False)
+    data.add_argument("--data", metavar="DIR", help="the server's data folder (default: the user data folder)")
+    cn = cp_sub.add_parser("new", parents=[data], help="a new campaign: characters at their start values")
+    cn.add_argument("name")
+    cn.add_argument("ruleset")
+    cn.add_argument("characters", nargs="+", metavar="CHARACTER")
+    cn.add_argument("--seed", help="the dice's seed (default: a random one; give one to make the campaign again "
+                    "exactly)")
+    cn.set_defaults(func=cmd_campaign_new)
+    cl = cp_sub.add_parser("list", parents=[data], help="the campaigns: name, ruleset, characters")
+    cl.set_defaults(func=cmd_campaign_list)
+    cs = cp_sub.add_parser("show", parents=[data], help="one campaign as JSON: ruleset, digest, start state")
+    cs.add_argument("name")
+    cs.set_defaults(func=cmd_campaign_show)
+
+
+def add_serve(sv: argparse.ArgumentParser) -> None:
+    sv.add_argument("--upstream", required=True, metavar="URL",
+                    help="the model's OpenAI-compatible base URL (http://host:port/v1), or `demo`")
+    sv.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine)")
+    sv.add_argument("--port", type=int_at_least(0), default=5005, help="the port (default 5005)")
+    sv.add_argument("--data", metavar="DIR", help="the data folder (default: the user data folder)")
+    sv.add_argument("--campaign", metavar="NAME", help="the campaign of a request that names none")
+    sv.add_argument("--api-key", metavar="KEY", help="require `Authorization: Bearer KEY` from clients")
+    sv.add_argument("--context", type=int_at_least(1),
+                    help="the model's context window in tokens (default: by the model's name, else 8192)")
+    sv.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the upstream (default 300)")
+    sv.add_argument("--count-with-upstream", action="store_true",
+                    help="count tokens with the upstream's tokenize endpoint (llama.cpp, vLLM, KoboldCpp): exact "
+                         "for the model it has loaded")
+    sv.add_argument("--hide-tags", action="store_true",
+                    help="the player gets the narration; the tagged replies stay in the server's store")
+    sv.add_argument("--keep", type=int_at_least(1), default=10000,
+                    help="state snapshots kept per campaign, the least recently used pruned (default 10000)")
+    sv.add_argument("--settle-checks", action="store_true", help="settle checks mid-reply: stop the model at a "
+                    "check tag and have it continue after the dice (docs/checks-in-serve.md)")
+    sv.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..server.app import Options
+    from ..server.main import serve
+    from ..server.store import default_data_dir
+
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        err.write(f"tagengine serve: listening on {args.host}, beyond this machine\n")
+    opts = Options(upstream=args.upstream, data=Path(args.data) if args.data else default_data_dir(),
+                   campaign=args.campaign, api_key=args.api_key, context=args.context, timeout=args.timeout,
+                   count_with_upstream=args.count_with_upstream, hide_tags=args.hide_tags, keep=args.keep,
+                   settle_checks=args.settle_checks)
+    return serve(opts, args.host, args.port, err)
+
+
+def _open_store(args: argparse.Namespace) -> Store:
+    from ..server.store import Store, default_data_dir
+
+    return Store(args.data or default_data_dir())
+
+
+def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..server.campaigns import new_campaign
+
+    store = _open_store(args)
+    try:
+        row = new_campaign(store, args.name, args.ruleset, args.characters, args.seed)
+    except ValueError as e:
+        err.write(f"tagengine campaign new: {e}\n")
+        return 1
+    finally:
+        store.close()
+    out.write(f"campaign {row.name}: {row.ruleset} (sha256 {row.digest[:12]}), {row.characters}\n")
+    return 0
+
+
+def cmd_campaign_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    store = _open_store(args)
+    try:
+        for row in store.campaigns():
+            out.write(f"{row.name}\t{row.ruleset}\t{row.characters}\n")
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_campaign_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..errors import NotFoundError
+
+    store = _open_store(args)
+    try:
+        row = store.campaign(args.name)
+    except NotFoundError as e:
+        err.write(f"tagengine campaign show: {e}\n")
+        return 1
+    finally:
+        store.close()
+    print_json({"name": row.name, "ruleset": row.ruleset, "sha256": row.digest, "start": json.loads(row.start)}, out)
+    return 0
