@@ -1,5 +1,5 @@
 """Reading a chat request: the bounded body, its JSON, the campaign marker, the plain history the engine
-replays, the token budget. Shared by the chat completions route (app.py) and the checks endpoint (checks.py)."""
+replays, the token budget. Shared by the chat turn (turn.py) and the checks endpoint (routes/checks.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ..history import ROLES
 from ..prompt import Budget
 from ..prompt.contexts import context_of
 from .errors import Refused
-from .relay import loads
+from .wire.json_codec import loads
 
 MAX_MODEL_NAME = 256  # characters
 MAX_BODY = 32 * 1024 * 1024  # one request: far above any context window's worth of chat

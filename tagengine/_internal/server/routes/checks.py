@@ -1,7 +1,7 @@
 """`POST /tagengine/checks` (issue 13, UNTR-11, U-7; docs/checks-in-serve.md, CK-15..CK-17): one check rolled
 against the state a chat's history gives, the way the next `[check:]` tag in that chat would roll it.
 
-The state comes from the same chain replay as chat completions (`chain.state_of` over the same plain
+The state comes from the same chain replay as chat completions (`ServerContext.replayed` over the same plain
 history), so a check here and a check tag in the next reply see the very same sheet and dice. Nothing is
 stored but the chain's own snapshots: the roll is an answer, not a reply, so it cannot join the chat's
 history, and the dice do not move (CK-16).
@@ -12,21 +12,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..commands.check import KINDS, ORDER, Settled, card, settle
-from ..errors import NotFoundError, TagengineError
-from ..tags import Tag
-from ..tags.render import canonical
-from . import chain
-from .campaigns import Campaign, Campaigns
-from .chat_request import read_body, read_marked
-from .errors import Refused, refusals_as_responses
-from .relay import dumps, loads
-from .store import Store
+from ...commands.check import KINDS, ORDER, Settled, card, settle
+from ...tags import Tag
+from ...tags.render import canonical
+from ..campaigns import Campaign
+from ..chat_request import read_body, read_marked
+from ..context import ServerContext
+from ..errors import Refused, refusals_as_responses
+from ..wire.json_codec import dumps, loads
 
 PATH = "/tagengine/checks"
 KEYS = ORDER  # the tag's attributes, in the order its receipt writes them
@@ -38,10 +35,9 @@ NOT_FOUND = {"unknown-character": ("who", "character_not_found", "character"),
              "unknown-ability": ("ability", "ability_not_found", "ability")}
 
 
-def check_routes(campaigns: Campaigns, store: Store, default: str | None, hidden: bool = False) -> list[Route]:
-    """The endpoint under both prefixes: `/tagengine/checks` and `/c/{campaign}/tagengine/checks`. `hidden`:
-    the server runs with --hide-tags, so the history's replies are narrations mapped back as chat completions
-    map them."""
+def check_routes(ctx: ServerContext) -> list[Route]:
+    """The endpoint under both prefixes: `/tagengine/checks` and `/c/{campaign}/tagengine/checks`. With
+    --hide-tags the history's replies are narrations, mapped back as chat completions map them."""
 
     @refusals_as_responses
     async def endpoint(request: Request) -> Response:
@@ -54,13 +50,12 @@ def check_routes(campaigns: Campaigns, store: Store, default: str | None, hidden
         named = body.get("campaign")
         if named is not None and not isinstance(named, str):
             raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
-        name = named or marked.campaign or request.path_params.get("campaign") or default
+        name = named or marked.campaign or request.path_params.get("campaign") or ctx.options.campaign
         if name is None:
             raise Refused(400, "no campaign: name it in `campaign`, in a [tagengine: campaign=\"NAME\"] marker, "
                           "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
-        c = campaign_or_refused(campaigns, name)
-        found = chain.state_of(c, store, marked.plain(), hidden=hidden, defer=chain.THREAD_MIN)
-        before = await run_in_threadpool(found.run) if isinstance(found, chain.Pending) else found
+        c = ctx.campaign(name)
+        before = await ctx.replayed(c, marked.plain())
         done = settle(c.rs, before.state, tag)
         headers = {"x-tagengine-campaign": c.name}
         if before.notes:
@@ -110,17 +105,6 @@ def check_tag(check: Any) -> Tag:
         raise Refused(400, "check.with rolls a skill or a save with another ability, not an ability (CAP-3)",
                       "invalid_check")
     return Tag("check", tuple((k, str(check[k])) for k in KEYS if k in check))
-
-
-def campaign_or_refused(campaigns: Campaigns, name: str) -> Campaign:
-    """The campaign `name`, else a 404 (unknown) or a 500 (its ruleset cannot be loaded)."""
-    try:
-        return campaigns.get(name)
-    except NotFoundError:  # names the one asked for, never the others
-        raise Refused(404, f"unknown campaign {name!r}", "campaign_not_found") from None
-    except (TagengineError, OSError) as e:
-        raise Refused(500, f"campaign {name!r}: its ruleset cannot be loaded: {e}", "campaign_broken",
-                      "server_error") from None
 
 
 def refusal(tag: Tag, done: Settled) -> Refused:
