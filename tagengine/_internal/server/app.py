@@ -49,8 +49,10 @@ def make_app(opts: Options) -> Starlette:
         await ctx.close()
 
     routes = [route for group in ROUTE_GROUPS for route in group(ctx)]
-    return Starlette(routes=routes, middleware=middleware(ctx), exception_handlers=exception_handlers(),
-                     lifespan=lifespan)
+    app = Starlette(routes=routes, middleware=middleware(ctx), exception_handlers=exception_handlers(),
+                    lifespan=lifespan)
+    app.state.context = ctx  # the server's parts, for a test or a tool that holds the app
+    return app
 
 
 def middleware(ctx: ServerContext) -> list[Middleware]:
