@@ -133,10 +133,10 @@ class Chain:
             raw = store.snapshot(hit) if hit is not None else None
             if hit is not None and raw is not None:
                 state, start, found = from_json(c.rs, json.loads(raw), "snapshot"), keys.index(hit), True
-        plan = Pending(self, c, replies, keys, start, state, found, notes)
-        if defer is not None and plan.pending > defer:
-            return plan
-        return plan.run()
+        replay = Pending(self, c, replies, keys, start, state, found, notes)
+        if defer is not None and replay.pending > defer:
+            return replay
+        return replay.run()
 
     def record(self, c: Campaign, key: str, reply: str, state: GameState, shown: str | None = None,
                *, consistent: bool = True) -> str:

@@ -61,14 +61,14 @@ class CheckStop:
     its end), and the reply is kept in pieces: the work stays linear in the reply, as ReceiptStream's."""
 
     def __init__(self) -> None:
-        self._done: list[str] = []  # the reply up to its last `]`
+        self._through_bracket: list[str] = []  # the reply up to its last `]`
         self._tail: list[str] = []  # the reply after its last `]`
         self.tags = 0
 
     @property
     def raw(self) -> str:
         """The reply so far, as the model wrote it, up to the last check it stopped at."""
-        return "".join(self._done) + "".join(self._tail)
+        return "".join(self._through_bracket) + "".join(self._tail)
 
     def feed(self, chunk: str) -> int | None:
         if "]" not in chunk:
@@ -82,11 +82,11 @@ class CheckStop:
             if f.tag is not None:
                 self.tags += 1
                 if f.name == "check" and self.tags <= COMMAND_LIMIT:
-                    self._done.append(text[:f.end])  # a well-formed tag ends with its `]`
+                    self._through_bracket.append(text[:f.end])  # a well-formed tag ends with its `]`
                     self._tail = []
                     return f.end - len(tail)
         last = text.rfind("]") + 1
-        self._done.append(text[:last])
+        self._through_bracket.append(text[:last])
         self._tail = [text[last:]]
         return None
 

@@ -32,12 +32,12 @@ async def passthrough(upstream: Upstream, incoming: Mapping[str, str], raw: byte
         finally:
             await got.aclose()
     media = media_type(got)
-    events = media.split(";")[0].strip().lower() == "text/event-stream"
-    return Streamed(_piped(got, events), status_code=got.status_code, media_type=media,
-                    document=not (events or stream))
+    is_sse = media.split(";")[0].strip().lower() == "text/event-stream"
+    return Streamed(_piped(got, is_sse), status_code=got.status_code, media_type=media,
+                    document=not (is_sse or stream))
 
 
-async def _piped(got: httpx.Response, events: bool) -> AsyncIterator[bytes]:
+async def _piped(got: httpx.Response, is_sse: bool) -> AsyncIterator[bytes]:
     """The answer's bytes as they came; a fault mid-answer ends it as the client can tell."""
     try:
         async for part in got.aiter_raw():
@@ -45,7 +45,7 @@ async def _piped(got: httpx.Response, events: bool) -> AsyncIterator[bytes]:
     except httpx.HTTPError as e:
         refused = upstream_failure(e)
         log.warning("upstream failed mid-answer: %s", refused.message)
-        if not events:  # a document cut short: the client's answer is cut too (S-34)
+        if not is_sse:  # a document cut short: the client's answer is cut too (S-34)
             raise Incomplete from None
         # a stream cut short ends with an error event, as a campaign's does (S-31); the blank lines first end
         # an event the cut left open

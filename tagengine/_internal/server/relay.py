@@ -41,11 +41,11 @@ async def _drain(rest: AsyncIterator[str]) -> None:
 
 
 async def relay_stream(response: httpx.Response, events: AsyncGenerator[str, None], filt: Filter,
-                       done: Callable[[Applied], Awaitable[None]], disconnected: Callable[[], Any], *,
+                       completed: Callable[[Applied], Awaitable[None]], disconnected: Callable[[], Any], *,
                        continued: bool = False) -> AsyncIterator[bytes]:
     """The client's SSE stream, from `events` (the data of each event: the upstream's own, or with
     `continued` the mid-reply checks' continuations, mid_reply.py, which read and close their own
-    generations). `done(applied)` runs once the upstream said [DONE] and the client, still there, has been
+    generations). `completed(applied)` runs once the upstream said [DONE] and the client, still there, has been
     sent its own [DONE]; a fault sends an error event and ends the stream with nothing kept."""
     applied: Applied | None = None
     last: dict[str, Any] = {}
@@ -59,7 +59,7 @@ async def relay_stream(response: httpx.Response, events: AsyncGenerator[str, Non
                 gone = await disconnected()
                 yield DONE_EVENT
                 if not gone:  # after [DONE] has gone out: the client does not wait for the snapshot (S-24)
-                    await done(applied)
+                    await completed(applied)
                 if not continued:
                     await _drain(events)
                 return

@@ -204,16 +204,16 @@ async def answer_streamed(ctx: ServerContext, turn: Turn, fitted: Fitted, resend
         raise upstream_status(got.status_code, content)
     filt = reply_filter(ctx, turn)
 
-    async def done(applied: Applied) -> None:
+    async def completed(applied: Applied) -> None:
         raw = filt.text if isinstance(filt, StreamFilter) else ""  # --hide-tags: the player saw its narration
         await after_reply(ctx, turn, fitted.counted, applied, filt, raw)
 
     if resend is not None and ctx.mid_reply is not None and isinstance(filt, ReceiptStream):
         events = ctx.mid_reply.continued_events(got, resend, incoming, filt)
-        stream = relay_stream(got, events, filt, done, disconnected, continued=True)
+        body = relay_stream(got, events, filt, completed, disconnected, continued=True)
     else:
-        stream = relay_stream(got, ctx.upstream.events(got), filt, done, disconnected)
-    return Streamed(stream, {**fitted.headers, "cache-control": "no-cache"})
+        body = relay_stream(got, ctx.upstream.events(got), filt, completed, disconnected)
+    return Streamed(body, {**fitted.headers, "cache-control": "no-cache"})
 
 
 def record_reply(ctx: ServerContext, turn: Turn, applied: Applied, filt: Filter | None, raw: str) -> bool:

@@ -56,13 +56,13 @@ def check_routes(ctx: ServerContext) -> list[Route]:
                           "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
         c = ctx.campaign(name)
         before = await ctx.replayed(c, marked.plain())
-        done = settle(c.rs, before.state, tag)
+        rolled = settle(c.rs, before.state, tag)
         headers = {"x-tagengine-campaign": c.name}
         if before.notes:
             headers["x-tagengine-history"] = "; ".join(before.notes)
-        if done.result.result != "ok":
-            raise refusal(tag, done)
-        return Response(dumps(answer(c, tag, done)), media_type="application/json", headers=headers)
+        if rolled.result.result != "ok":
+            raise refusal(tag, rolled)
+        return Response(dumps(answer(c, tag, rolled)), media_type="application/json", headers=headers)
 
     return [Route(f"{prefix}{PATH}", endpoint, methods=["POST"]) for prefix in ("", "/c/{campaign}")]
 
@@ -107,37 +107,37 @@ def check_tag(check: Any) -> Tag:
     return Tag("check", tuple((k, str(check[k])) for k in KEYS if k in check))
 
 
-def refusal(tag: Tag, done: Settled) -> Refused:
+def refusal(tag: Tag, rolled: Settled) -> Refused:
     """UNTR-11: an untrained check the character cannot attempt is `skill_check_untrained`; a name the
     campaign does not know is a 404 naming it; any other refusal a 400 with its reason (docs/reasons.md)."""
-    reason = done.result.reason or "refused"
-    label = done.number.label if done.number is not None else None
+    reason = rolled.result.reason or "refused"
+    label = rolled.number.label if rolled.number is not None else None
     if reason == "untrained":
-        return Refused(400, f"{done.who} cannot attempt {label}: untrained, and its untrained rule is `refuse`; "
+        return Refused(400, f"{rolled.who} cannot attempt {label}: untrained, and its untrained rule is `refuse`; "
                        "no dice were rolled (UNTR-9, UNTR-11)", "skill_check_untrained")
     if reason in NOT_FOUND:
         key, code, what = NOT_FOUND[reason]
         asked = tag.get(key) if tag.has(key) else tag.get("with")  # an unknown `with` ability
-        where = f" for {done.who}" if done.who else ""
+        where = f" for {rolled.who}" if rolled.who else ""
         return Refused(404, f"unknown {what} {asked!r}{where}", code, "not_found_error")
     return Refused(400, f"the check was refused: {reason} (docs/reasons.md)", f"check_{reason.replace('-', '_')}")
 
 
-def answer(c: Campaign, tag: Tag, done: Settled) -> dict[str, Any]:
-    n = done.number
+def answer(c: Campaign, tag: Tag, rolled: Settled) -> dict[str, Any]:
+    n = rolled.number
     assert n is not None  # an ok check has its number
     return {
         "campaign": c.name,
-        "who": done.who,
+        "who": rolled.who,
         "check": {"kind": n.kind, "id": n.id, "label": n.label, "with": tag.get("with")},
-        "result": done.result.result,
-        "record": dict(done.result.record),
-        "receipt": canonical("check", tag.attrs, done.result.attrs()),
-        "dice": {"sides": done.sides, "faces": list(done.faces)},
-        "target": done.target,
-        "dc": done.dc,
-        "outcome": done.outcome,
+        "result": rolled.result.result,
+        "record": dict(rolled.result.record),
+        "receipt": canonical("check", tag.attrs, rolled.result.attrs()),
+        "dice": {"sides": rolled.sides, "faces": list(rolled.faces)},
+        "target": rolled.target,
+        "dc": rolled.dc,
+        "outcome": rolled.outcome,
         "number": n.to_json(),
-        "card": card(c.rs, done),
+        "card": card(c.rs, rolled),
         "stored": False,
     }
