@@ -126,3 +126,19 @@ def test_long_replays_in_threads_beside_turns_on_the_loop_do_not_cross(tmp_path)
 
 def history_one():
     return [{"role": "system", "content": '[tagengine: campaign="heist"]'}, {"role": "user", "content": "TURN:tick"}]
+
+
+def test_the_snapshot_cache_holds_the_most_recently_used_within_its_size(heist):
+    """SV-4: the states in memory, by chain key: `newest` finds the last key held (never key 0, the start) and
+    marks it used; past its size the least recently used goes; `drop_gone` follows the file."""
+    _, c = heist
+    cache = SnapshotCache(size=3)
+    for k in "abc":
+        cache.put(k, c.start)
+    assert cache.newest(["a", "b", "x"]) == (1, c.start)  # b: now the most recently used
+    assert cache.newest(["c", "x"]) is None  # keys[0] is a campaign's start, never looked up
+    cache.put("d", c.start)  # a goes: the least recently used
+    assert cache.keys() == ["c", "b", "d"] and cache.get("a") is None
+    assert cache.get("c") is c.start and cache.keys() == ["c", "b", "d"]  # a page's look moves nothing
+    cache.drop_gone(lambda keys: {"b"})
+    assert cache.keys() == ["b"]

@@ -1,5 +1,6 @@
 """What `tagengine serve` was started with: one field per option of the command, named as the option, so the
-command line and the server read the same names (the flags are an interface, DESIGN.md)."""
+command line and the server read the same names (the flags are an interface, DESIGN.md, SV-1); `transport`
+and `samples` are for tests and the demo."""
 
 from __future__ import annotations
 

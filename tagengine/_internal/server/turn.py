@@ -133,13 +133,13 @@ async def plan_mid_reply(ctx: ServerContext, turn: Turn, fitted: Fitted, stream:
         return None
     out = fitted.body
     eligible = turn.prefill is None and not ctx.options.hide_tags
-    rolled = eligible and mid.applies(out)
+    continued = eligible and mid.applies(out)
     unasked = None
-    if rolled and stream:
+    if continued and stream:
         unasked = await mid.probe(out, incoming)
-        rolled = unasked is None and mid.applies(out)
+        continued = unasked is None and mid.applies(out)
     fitted.headers[CHECKS_HEADER] = mid.header(out, unasked) if eligible else NOT_MID_REPLY
-    return out if rolled else None
+    return out if continued else None
 
 
 def reply_filter(ctx: ServerContext, turn: Turn) -> Filter:
