@@ -35,7 +35,14 @@ from .errors import upstream_failure, upstream_status
 from .receipts import ReceiptStream
 from .upstream import Upstream
 from .wire.json_codec import dumps, loads_or_none
-from .wire.openai import chunk_content, first_choice, first_content, stop_chunk
+from .wire.openai import (
+    chunk_content,
+    first_choice,
+    first_content,
+    set_delta_content,
+    set_unfinished,
+    stop_chunk,
+)
 from .wire.sse import DONE, is_done
 
 log = logging.getLogger("tagengine.serve")
@@ -305,11 +312,11 @@ class _Generation:
     def _judge(self, data: str, seen: str) -> tuple[bool | None, str]:
         """Whether the continuation answers anew, by what it said so far (None: too little yet)."""
         assert self.prefill is not None
-        done = is_done(data)
-        doc = None if done else loads_or_none(data)
+        ended = is_done(data)
+        doc = None if ended else loads_or_none(data)
         content, finished = chunk_content(doc)
         seen += content or ""
-        final = finished or done or not isinstance(doc, dict) or "error" in doc
+        final = finished or ended or not isinstance(doc, dict) or "error" in doc
         return restarts(seen, self.start, self.prefill, final), seen
 
 
@@ -326,8 +333,8 @@ def _stop_event(data: str, stop: CheckStop) -> tuple[str, int | None]:
         return data, None
     choice = first_choice(doc)
     assert choice is not None  # chunk_content found its content
-    choice["delta"]["content"] = content[:k]
-    choice["finish_reason"] = None
+    set_delta_content(choice, content[:k])
+    set_unfinished(choice)
     return dumps(doc).decode(), k
 
 

@@ -67,6 +67,11 @@ def set_delta_content(choice: dict[str, Any], text: str) -> None:
     delta["content"] = text
 
 
+def set_unfinished(choice: dict[str, Any]) -> None:
+    """Mark a streamed choice as going on (a continuation of the reply follows it)."""
+    choice["finish_reason"] = None
+
+
 def chunk_content(doc: Any) -> tuple[str | None, bool]:
     """A streamed chunk's choice 0: its delta text, and whether the choice finished."""
     if not isinstance(doc, dict):
