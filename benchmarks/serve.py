@@ -20,7 +20,8 @@ with the direct request after the same kind, the larger of the two cases countin
 The machine may be shared: every figure is taken in several rounds and the median printed; the load
 average is printed beside it, and so is the server's CPU time per request, which the load tilts less
 than wall time. `--against REF` serves the same requests, interleaved, with the code of another commit
-too (unpacked with `git archive`): a before/after that a change in the load cannot fake. `--profile
+too (unpacked with `git archive`): a before/after that a change in the load cannot fake; `--httpx-transport`
+serves them with this tree over httpx's own upstream transport too (`serve --upstream-transport httpx`). `--profile
 FILE` runs the server under cProfile (its figures are then not the server's own: use it to find where
 time goes, not to judge a target). Linux: the RSS and CPU figures read /proc.
 """
@@ -155,10 +156,12 @@ class Proc:
 
 @dataclass(frozen=True)
 class Code:
-    """A version of tagengine to serve with: this tree, or `--against REF` unpacked with `git archive`."""
+    """A version of tagengine to serve with: this tree, or `--against REF` unpacked with `git archive`; `args`:
+    more `serve` options (`--httpx-transport`: this tree with `--upstream-transport httpx`)."""
 
     label: str
     root: Path
+    args: tuple[str, ...] = ()
 
 
 @dataclass
@@ -198,7 +201,7 @@ def start_serve(tmp: Path, code: Code, data: Path, upstream: str, profile: str |
     prof = ["-c", "import cProfile, sys; from tagengine._internal.cli import run; "
             f"cProfile.run('run(sys.argv[1:])', {profile!r})"] if profile else ["-m", "tagengine"]
     argv = [sys.executable, *prof, "serve", "--upstream", f"{upstream}/v1", "--port", "0",
-            "--data", str(data), "--context", "200000"]
+            "--data", str(data), "--context", "200000", *code.args]
     env = {**os.environ, "PYTHONPATH": str(code.root)}  # ahead of the installed (editable) package
     proc = Proc(argv, tmp / f"serve-{data.name}.log", cwd=code.root, env=env)
     for _ in range(600):  # bounded: 60 s
@@ -481,6 +484,8 @@ async def run(args: argparse.Namespace) -> None:
     procs: list[Proc] = []
     try:
         codes = [Code("this tree", ROOT)] + ([code_at(args.against, tmp)] if args.against else [])
+        if args.httpx_transport:  # SV-6: the server's own transport against httpx's, side by side
+            codes.append(Code("httpx's", ROOT, ("--upstream-transport", "httpx")))
         up_proc, up = start_upstream(tmp)
         procs.append(up_proc)
         async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=64,
@@ -559,6 +564,8 @@ def main() -> None:
     p.add_argument("--against", metavar="REF", help="also serve with the code at this git commit (git archive), "
                                                     "side by side: a before/after that the machine's load "
                                                     "cannot tilt")
+    p.add_argument("--httpx-transport", action="store_true",
+                   help="also serve this tree with `--upstream-transport httpx`, side by side (SV-6)")
     p.add_argument("--profile", metavar="FILE", help="run the server under cProfile, its stats to FILE")
     p.add_argument("--fake-upstream", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()

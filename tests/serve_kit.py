@@ -29,7 +29,7 @@ from starlette.routing import Route
 
 from tagengine._internal.server.campaigns import Campaign, Campaigns, new_campaign
 from tagengine._internal.server.head_join import HeadJoiningProtocol
-from tagengine._internal.server.settle import PROBE_USER
+from tagengine._internal.server.mid_reply import PROBE_USER
 from tagengine._internal.server.store import Store
 
 

@@ -10,7 +10,7 @@ import pytest
 from serve_kit import Running
 
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.ui_auth import COOKIE, page_token
+from tagengine._internal.server.auth import COOKIE, page_token
 
 KEY = "sk-pages-only"
 

@@ -340,12 +340,12 @@ def test_tagengine_serve_runs_from_the_command_line(tmp_path):
 
 
 def test_a_bug_is_a_500_in_openai_format_not_a_traceback(tmp_path, monkeypatch):
-    from tagengine._internal.server import chain
+    from tagengine._internal.server.chain import Chain
 
     def broken(*a, **k):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(chain, "state_of", broken)
+    monkeypatch.setattr(Chain, "state_of", broken)
     with serving(tmp_path, Fake(SCRIPT), campaign="heist") as srv, httpx.Client(timeout=30) as h:
         r = h.post(f"{srv.url}/v1/chat/completions", json={"messages": [{"role": "user", "content": "TURN:one"}]})
     assert r.status_code == 500 and r.json()["error"]["code"] == "internal_error"

@@ -18,7 +18,9 @@ from tagengine._internal.commands import Applied
 from tagengine._internal.server.chat_request import MAX_MODEL_NAME, budget_of, read_marked
 from tagengine._internal.server.errors import Refused
 from tagengine._internal.server.receipts import ReceiptStream
-from tagengine._internal.server.relay import dumps, relay_stream
+from tagengine._internal.server.relay import relay_stream
+from tagengine._internal.server.wire.json_codec import dumps
+from tagengine._internal.server.wire.sse import MAX_EVENT, read_events
 
 REPLY = 'Hello [clock: name="Alarm raised" size="6"]'
 
@@ -37,7 +39,8 @@ def relayed(chunks: list[object]) -> tuple[str, list[Applied]]:
         async def keep(applied: Applied) -> None:
             kept.append(applied)
 
-        return [b async for b in relay_stream(response, ReceiptStream(rs, state), keep, connected)]
+        events = read_events(response.aiter_bytes(), MAX_EVENT)
+        return [b async for b in relay_stream(response, events, ReceiptStream(rs, state), keep, connected)]
 
     sent = asyncio.run(run())
     text = ""

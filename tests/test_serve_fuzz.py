@@ -120,7 +120,7 @@ def test_a_deeply_nested_streamed_event_ends_the_stream_with_an_error_event(tmp_
 
 
 def test_settle_reads_a_deeply_nested_continuation_as_no_json():
-    from tagengine._internal.server.settle import _json
+    from tagengine._internal.server.wire.json_codec import loads_or_none as _json
 
     assert _json((b'{"choices": ' + DEEP + b"}").decode()) is None
     assert _json('{"a": 1}') == {"a": 1}
@@ -540,7 +540,7 @@ def test_an_upstream_error_message_of_any_text_becomes_a_header_that_can_be_sent
     """The probe (streamed) or the continuation (not streamed) answered 500 with a message holding a line break
     (a header injected, or uvicorn's "Invalid HTTP header value"), a euro sign (not latin-1) or a NUL: the
     reply is settled at the end, and the header says why in printable ASCII."""
-    from tagengine._internal.server.settle import PROBE_USER
+    from tagengine._internal.server.mid_reply import PROBE_USER
 
     first = 'The lock. [check: who="Cutter" skill="Finesse"] The'
     message = "boom \u20ac\r\nX-Injected: 1\x00"
@@ -574,7 +574,7 @@ def test_an_upstream_error_message_of_any_text_becomes_a_header_that_can_be_sent
 def test_a_long_event_in_many_pieces_reads_as_one(end):
     import asyncio
 
-    from tagengine._internal.server.relay import events
+    from tagengine._internal.server.wire.sse import MAX_EVENT, read_events
 
     long = b"data: " + json.dumps({"x": "a" * 100_000}).encode()
     body = long + end + b"data: second" + end + end + b"data: [DONE]" + end + end
@@ -591,6 +591,6 @@ def test_a_long_event_in_many_pieces_reads_as_one(end):
                     yield p
 
         async def read(parts: list[bytes]) -> list[str]:
-            return [e async for e in events(httpx.Response(200, stream=Chunks(parts)))]
+            return [e async for e in read_events(httpx.Response(200, stream=Chunks(parts)).aiter_bytes(), MAX_EVENT)]
 
         assert asyncio.run(read(parts)) == [long[6:].decode() + "\nsecond", "[DONE]"]

@@ -18,9 +18,9 @@ from st_kit import SillyTavern, generate, generate_stream, sillytavern
 
 from conftest import SAMPLES
 from tagengine._internal.commands import apply_reply
-from tagengine._internal.server import chain
 from tagengine._internal.server.app import Options, make_app
 from tagengine._internal.server.campaigns import Campaign, Campaigns, new_campaign
+from tagengine._internal.server.chain import Chain
 from tagengine._internal.server.store import Store
 from tagengine._internal.state import GameState
 
@@ -126,8 +126,8 @@ def test_sillytavern_plays_turns_and_a_swipe_through_tagengine_serve(st: SillyTa
     # the state right after the swipe is the one the server keeps for that history: a snapshot, nothing replayed
     store = Store(data)
     try:
-        after = chain.state_of(Campaigns(store).get("heist"), store,
-                               [{"role": "assistant", "content": t} for t in [GREETING, *stored[:2], swiped]])
+        after = Chain(store).state_of(Campaigns(store).get("heist"),
+                                      [{"role": "assistant", "content": t} for t in [GREETING, *stored[:2], swiped]])
     finally:
         store.close()
     assert after.replayed == 0 and after.consistent

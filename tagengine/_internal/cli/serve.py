@@ -55,12 +55,15 @@ def add_serve(sv: argparse.ArgumentParser) -> None:
                     help="state snapshots kept per campaign, the least recently used pruned (default 10000)")
     sv.add_argument("--settle-checks", action="store_true", help="settle checks mid-reply: stop the model at a "
                     "check tag and have it continue after the dice (docs/checks-in-serve.md)")
+    sv.add_argument("--upstream-transport", choices=["own", "httpx"], default="own",
+                    help="how the upstream is reached: the server's own HTTP/1.1 transport (default, faster) "
+                         "or httpx's")
     sv.set_defaults(func=cmd_serve)
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ..server.app import Options
     from ..server.main import serve
+    from ..server.options import Options
     from ..server.store import default_data_dir
 
     if args.host not in ("127.0.0.1", "localhost", "::1"):
@@ -68,7 +71,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     opts = Options(upstream=args.upstream, data=Path(args.data) if args.data else default_data_dir(),
                    campaign=args.campaign, api_key=args.api_key, context=args.context, timeout=args.timeout,
                    count_with_upstream=args.count_with_upstream, hide_tags=args.hide_tags, keep=args.keep,
-                   settle_checks=args.settle_checks)
+                   settle_checks=args.settle_checks, upstream_transport=args.upstream_transport)
     return serve(opts, args.host, args.port, err)
 
 

@@ -1,5 +1,10 @@
 """Reading a chat request: the bounded body, its JSON, the campaign marker, the plain history the engine
-replays, the token budget. Shared by the chat completions route (app.py) and the checks endpoint (checks.py)."""
+replays, the token budget. Shared by the chat turn (turn.py) and the checks endpoint (routes/checks.py).
+
+A request's messages are read here, not by `history.py` (the engine's reader, which refuses what is not a
+message): a chat app sends what it sends, so an unknown role is read as system, content given as parts is
+read as its text parts, and a tool-call turn with no content is dropped (S-6, S-27); the plain history that
+comes out is what `history.py`'s rules accept."""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from ..history import ROLES
 from ..prompt import Budget
 from ..prompt.contexts import context_of
 from .errors import Refused
-from .relay import loads
+from .wire.json_codec import loads
 
 MAX_MODEL_NAME = 256  # characters
 MAX_BODY = 32 * 1024 * 1024  # one request: far above any context window's worth of chat

@@ -8,8 +8,9 @@ from typing import TextIO
 import uvicorn
 
 from .access_log import AccessLog
-from .app import Options, make_app
+from .app import make_app
 from .head_join import HeadJoiningProtocol
+from .options import Options
 
 KEEP_ALIVE = 75  # seconds an idle client connection is kept (nginx's default)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from array import array
 from collections import OrderedDict
@@ -34,6 +33,7 @@ from ..prompt.upstream_tokens import NotCounted, UpstreamTokenizer
 from ..ruleset import Ruleset
 from ..state import GameState
 from .upstream import Upstream, wire_headers
+from .wire.json_codec import dumps, loads
 
 log = logging.getLogger("tagengine.serve")
 
@@ -140,7 +140,7 @@ class UpstreamCounts:
     async def _ask(self, ep: Endpoint, text: str, model: str | None, incoming: Mapping[str, str]) -> Sequence[int]:
         self.asked += 1
         try:
-            got = await self.upstream.client.post(f"{self.root}{ep.path}", content=json.dumps(ep.body(text, model)),
+            got = await self.upstream.client.post(f"{self.root}{ep.path}", content=dumps(ep.body(text, model)),
                                                   headers=wire_headers(self.upstream.headers(incoming)),
                                                   timeout=self.timeout)
         except httpx.HTTPError as e:
@@ -148,7 +148,7 @@ class UpstreamCounts:
         if got.status_code >= 400:
             raise CountFailed(f"{ep.kind} {ep.path}: HTTP {got.status_code}")
         try:
-            ids = ep.ids(json.loads(got.content))
+            ids = ep.ids(loads(got.content))
         except (ValueError, RecursionError):
             ids = None
         if ids is None:
@@ -194,7 +194,7 @@ class UpstreamCounts:
 
         return ids
 
-    def _keep(self, model: str | None, text: str, ids: Sequence[int]) -> None:
+    def _put(self, model: str | None, text: str, ids: Sequence[int]) -> None:
         old = self._known.pop((model or "", text), None)  # two requests may fetch the same text at once
         self._tokens += len(ids) - (len(old) if old is not None else 0)
         self._known[(model or "", text)] = ids
@@ -210,7 +210,7 @@ class UpstreamCounts:
 
         async def one(text: str) -> None:
             async with gate:
-                self._keep(model, text, await self._ask(ep, text, model, incoming))
+                self._put(model, text, await self._ask(ep, text, model, incoming))
 
         failed = [r for r in await asyncio.gather(*(one(t) for t in missing), return_exceptions=True)
                   if isinstance(r, BaseException)]

@@ -1,5 +1,6 @@
-"""Checks settled mid-reply: `tagengine serve --settle-checks` (issue 13 item 6; docs/checks-in-serve.md,
-docs/decisions.md CK-17..CK-21).
+"""Checks rolled mid-reply: `tagengine serve --settle-checks` (issue 13 item 6; docs/checks-in-serve.md,
+docs/decisions.md CK-17..CK-21). The flag and the `x-tagengine-settle` header keep their names; inside the
+server "settle" is only the engine's roll of one check (`commands/check.settle`), so this is "mid-reply".
 
 When a reply closes a well-formed `[check:]` tag, the server stops that generation there, applies the
 tag, and asks the upstream to continue the assistant message with the receipt in place: the request
@@ -19,9 +20,8 @@ stream passes, the narration as the model wrote it), and the `x-tagengine-settle
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
 import httpx
@@ -31,18 +31,28 @@ from ..commands.reasons import COMMAND_LIMIT
 from ..ruleset import Ruleset
 from ..state import GameState
 from ..tags import scan
+from .errors import upstream_failure, upstream_status
 from .receipts import ReceiptStream
-from .relay import dumps, events, first_choice, first_content, loads, upstream_failure, upstream_status
 from .upstream import Upstream
+from .wire.json_codec import dumps, loads_or_none
+from .wire.openai import (
+    chunk_content,
+    first_choice,
+    first_content,
+    set_delta_content,
+    set_unfinished,
+    stop_chunk,
+)
+from .wire.sse import DONE, is_done
 
 log = logging.getLogger("tagengine.serve")
 
-HEADER = "x-tagengine-settle"
+CHECKS_HEADER = "x-tagengine-settle"  # an interface: its name stays
 MID_REPLY = "mid-reply"
 AT_END = "at-end; the upstream cannot continue an assistant message"
 SAME_START = 24  # characters: a continuation that starts as the reply did is a new answer, not a continuation
 MIN_SAME = 8  # a shorter whole continuation is never taken for a repeat
-MAX_REMEMBERED = 1024  # model names remembered as unable to continue (a model name is at most 256 characters)
+MAX_MODELS = 1024  # model names remembered as able or unable to continue (a model name is at most 256 characters)
 # the probe (CK-21): a prefill any chat model continues in a few tokens; one that answers anew repeats it
 PROBE_USER = "Count from one to six in words, separated by spaces."
 PROBE_PREFILL = "one two three"
@@ -51,21 +61,21 @@ UNASKED = "at-end; the upstream could not be asked"
 MAX_HEADER = 1024  # characters of x-tagengine-settle (its why quotes at most 500 of the upstream's message)
 
 
-class CheckCut:
+class CheckStop:
     """The raw reply fed chunk by chunk; `feed` says where in the chunk a well-formed `[check:]` tag closes
     (the text after it is dropped: that generation stops there). Counts the reply's tags (DEC-6). Only the
     text after the reply's last `]` is scanned again with a chunk (a tag closing in it holds no `]` before
     its end), and the reply is kept in pieces: the work stays linear in the reply, as ReceiptStream's."""
 
     def __init__(self) -> None:
-        self._done: list[str] = []  # the reply up to its last `]`
+        self._through_bracket: list[str] = []  # the reply up to its last `]`
         self._tail: list[str] = []  # the reply after its last `]`
         self.tags = 0
 
     @property
     def raw(self) -> str:
-        """The reply so far, as the model wrote it, cut after the last settled check."""
-        return "".join(self._done) + "".join(self._tail)
+        """The reply so far, as the model wrote it, up to the last check it stopped at."""
+        return "".join(self._through_bracket) + "".join(self._tail)
 
     def feed(self, chunk: str) -> int | None:
         if "]" not in chunk:
@@ -79,11 +89,11 @@ class CheckCut:
             if f.tag is not None:
                 self.tags += 1
                 if f.name == "check" and self.tags <= COMMAND_LIMIT:
-                    self._done.append(text[:f.end])  # a well-formed tag ends with its `]`
+                    self._through_bracket.append(text[:f.end])  # a well-formed tag ends with its `]`
                     self._tail = []
                     return f.end - len(tail)
         last = text.rfind("]") + 1
-        self._done.append(text[:last])
+        self._through_bracket.append(text[:last])
         self._tail = [text[last:]]
         return None
 
@@ -101,29 +111,9 @@ def restarts(cont: str, start: str, prefill: str, final: bool) -> bool | None:
     return any(got[:need] == r[:need] for r in refs)
 
 
-def _content(doc: Any) -> tuple[str | None, bool]:
-    """choices[0]'s delta content and whether the choice finished."""
-    if not isinstance(doc, dict):
-        return None, False
-    choice = first_choice(doc)
-    if choice is None:
-        return None, False
-    delta = choice.get("delta")
-    content = delta.get("content") if isinstance(delta, dict) else None
-    return (content if isinstance(content, str) else None), choice.get("finish_reason") is not None
-
-
-def _json(data: str) -> Any:
-    """An event or a body read as the relay reads it (`relay.loads`: orjson where it gives json's values, and
-    a NaN or 1e400 kept as written when a cut event is written back, SB-2); None when it is not JSON."""
-    try:
-        return loads(data)
-    except (ValueError, RecursionError):  # not JSON, or nested too deep to read
-        return None
-
-
-class Settler:
-    """Per server: settles checks mid-reply through `upstream`; remembers the models that cannot continue."""
+class MidReplyChecks:
+    """Per server: rolls each check of a reply where the model wrote it and has `upstream` continue after
+    the dice; remembers the models that can and cannot continue an assistant message."""
 
     def __init__(self, upstream: Upstream) -> None:
         self.upstream = upstream
@@ -137,7 +127,7 @@ class Settler:
         return m if isinstance(m, str) else ""
 
     def applies(self, body: Mapping[str, Any]) -> bool:
-        """Settle this request mid-reply: one choice, and a model not known to be unable to continue."""
+        """Roll this request's checks mid-reply: one choice, and a model not known to be unable to continue."""
         return body.get("n") in (None, 1) and self.model(body) not in self.cannot
 
     def header(self, body: Mapping[str, Any], unasked: str | None = None) -> str:
@@ -150,7 +140,7 @@ class Settler:
         self.can.pop(model, None)  # passed the probe, failed a real continuation: the probe was wrong
         log.warning("model %r cannot continue an assistant message (%s): its checks are settled at the end "
                     "from now on", model[:80], why)
-        _remember(self.cannot, model, why)
+        _bounded_put(self.cannot, model, why)
 
     async def probe(self, body: Mapping[str, Any], incoming: Mapping[str, str]) -> str | None:
         """Before a model's first streamed request: ask the upstream once whether it continues a prefill
@@ -179,7 +169,7 @@ class Settler:
         elif restarts(cont, PROBE_PREFILL, PROBE_PREFILL, True):
             self._found_out(model, "its continuation repeated the reply's start")
         else:
-            _remember(self.can, model, None)
+            _bounded_put(self.can, model, None)
         return None
 
     def _request(self, body: Mapping[str, Any], prefill: str, incoming: Mapping[str, str],
@@ -189,28 +179,28 @@ class Settler:
         out["stream"] = stream
         return self.upstream.request("POST", "/chat/completions", incoming, dumps(out))
 
-    async def whole(self, text: str, body: Mapping[str, Any], incoming: Mapping[str, str], rs: Ruleset,
-                    state: GameState, headers: dict[str, str]) -> str:
-        """The raw reply with its checks settled: cut after each check, continued by the upstream. When a
-        continuation fails, the first answer as it came (settled at the end), said in `headers`."""
-        cut, rest, start = CheckCut(), text, ""
-        headers[HEADER] = MID_REPLY
-        for _ in range(COMMAND_LIMIT + 1):  # each turn settles one more tag of the reply, at most the limit
-            k = cut.feed(rest)
-            if k is None:
-                return cut.raw
-            start = start or cut.raw
-            prefill = apply_reply(rs, state, cut.raw).text
+    async def continue_whole(self, text: str, body: Mapping[str, Any], incoming: Mapping[str, str], rs: Ruleset,
+                             state: GameState, headers: dict[str, str]) -> str:
+        """The raw reply with its checks rolled where they stand: stopped after each check, continued by the
+        upstream. When a continuation fails, the first answer as it came (settled at the end), said in
+        `headers`."""
+        stop, rest, start = CheckStop(), text, ""
+        headers[CHECKS_HEADER] = MID_REPLY
+        for _ in range(COMMAND_LIMIT + 1):  # each turn rolls one more check of the reply, at most the limit
+            if stop.feed(rest) is None:
+                return stop.raw
+            start = start or stop.raw
+            prefill = apply_reply(rs, state, stop.raw).text
             cont, why, cannot = await self._continue_whole(body, prefill, incoming)
             if cont is not None and restarts(cont, start, prefill, True):
                 cont, why, cannot = None, "its continuation repeated the reply's start", True
             if cont is None:
                 if cannot:
                     self._found_out(self.model(body), why)
-                headers[HEADER] = header_value(f"{AT_END} ({why})" if cannot else f"at-end; {why}")
+                headers[CHECKS_HEADER] = header_value(f"{AT_END} ({why})" if cannot else f"at-end; {why}")
                 return text
             rest = cont
-        return cut.raw
+        return stop.raw
 
     async def _continue_whole(self, body: Mapping[str, Any], prefill: str,
                               incoming: Mapping[str, str]) -> tuple[str | None, str, bool]:
@@ -233,94 +223,119 @@ class Settler:
             return None, f"it answered {got.status_code} to a trailing assistant message", True
         if got.status_code >= 400:
             return None, upstream_status(got.status_code, got.content).message, False
-        cont = first_content(_json(got.text))
+        cont = first_content(loads_or_none(got.text))
         if cont is None:
             return None, "its continuation had no message content", True
         return cont, "", False
 
-    async def source(self, first: httpx.Response, body: Mapping[str, Any], incoming: Mapping[str, str],
-                     filt: ReceiptStream) -> AsyncGenerator[str, None]:
+    async def continued_events(self, first: httpx.Response, body: Mapping[str, Any], incoming: Mapping[str, str],
+                               filt: ReceiptStream) -> AsyncGenerator[str, None]:
         """The `data` of each event the client's stream is made from (relay.relay_stream reads it in place
         of the upstream's own): the first generation up to its first check, then each continuation."""
-        cut, response, start = CheckCut(), first, ""
+        stop, response, start = CheckStop(), first, ""
         prefill: str | None = None  # set while a continuation is not yet known to continue
         try:
-            while True:  # one turn per generation: at most 1 + COMMAND_LIMIT (CheckCut stops at the limit)
-                held: list[str] = []
-                seen = ""
-                cut_at: int | None = None
-                async for data in events(response):
-                    if prefill is not None:
-                        held.append(data)
-                        doc = _json(data) if data.strip() != "[DONE]" else None
-                        content, finished = _content(doc)
-                        seen += content or ""
-                        final = finished or data.strip() == "[DONE]" or not isinstance(doc, dict) or "error" in doc
-                        verdict = restarts(seen, start, prefill, final)
-                        if verdict is None:
-                            continue
-                        if verdict:
-                            self._found_out(self.model(body), "its continuation repeated the reply's start")
-                            for out in _stop():
-                                yield out
-                            return
-                        prefill, pending = None, held
-                    else:
-                        pending = [data]
-                    for item in pending:
-                        out, cut_at = self._cut(item, cut)
-                        yield out
-                        if cut_at is not None:
-                            break
-                    if cut_at is not None:
-                        break
-                else:
-                    if prefill is not None:  # the continuation ended before saying anything: pass it on
-                        for item in held:
-                            yield item
+            while True:  # one turn per generation: at most 1 + COMMAND_LIMIT (CheckStop stops at the limit)
+                generation = _Generation(stop, start, prefill)
+                async for data in generation.events(self.upstream.events(response)):
+                    yield data
+                if generation.restarted:
+                    self._found_out(self.model(body), "its continuation repeated the reply's start")
+                    for data in _end_here():
+                        yield data
+                    return
+                if not generation.stopped:
                     return
                 await response.aclose()  # that generation stops here
-                start = start or cut.raw
+                start = start or stop.raw
                 prefill = filt.sent  # the reply so far with the check's receipt: relay fed it before asking again
-                try:
-                    response = await self.upstream.send(self._request(body, prefill, incoming, True),
-                                                        stream=True)
-                except httpx.HTTPError as e:
-                    refused = upstream_failure(e)
-                    yield json.dumps(refused.doc())
+                got = await self._next_generation(body, prefill, incoming)
+                if isinstance(got, list):  # it failed: the stream ends with these events
+                    for data in got:
+                        yield data
                     return
-                if response.status_code >= 400:
-                    body_bytes = await response.aread()
-                    await response.aclose()
-                    if response.status_code < 500:
-                        self._found_out(self.model(body),
-                                        f"it answered {response.status_code} to a trailing assistant message")
-                        for out in _stop():
-                            yield out
-                        return
-                    refused = upstream_status(response.status_code, body_bytes)
-                    yield json.dumps(refused.doc())
-                    return
+                response = got
         finally:
             await response.aclose()
 
-    @staticmethod
-    def _cut(data: str, cut: CheckCut) -> tuple[str, int | None]:
-        """The event, cut after a check that closes in it (then the index), else as it came."""
-        if data.strip() == "[DONE]":
-            return data, None
-        doc = _json(data)
-        content, _ = _content(doc)
-        if content is None:
-            return data, None
-        k = cut.feed(content)
-        if k is None:
-            return data, None
-        choice = first_choice(doc)
-        assert choice is not None  # _content found its content
-        choice["delta"]["content"] = content[:k]
-        choice["finish_reason"] = None
-        return dumps(doc).decode(), k
+    async def _next_generation(self, body: Mapping[str, Any], prefill: str,
+                               incoming: Mapping[str, str]) -> httpx.Response | list[str]:
+        """The continuation after `prefill`, streamed; or the events that end the client's stream when it
+        cannot be had."""
+        try:
+            response = await self.upstream.send(self._request(body, prefill, incoming, True), stream=True)
+        except httpx.HTTPError as e:
+            return [dumps(upstream_failure(e).doc()).decode()]
+        if response.status_code < 400:
+            return response
+        content = await response.aread()
+        await response.aclose()
+        if response.status_code < 500:
+            self._found_out(self.model(body), f"it answered {response.status_code} to a trailing assistant message")
+            return _end_here()
+        return [dumps(upstream_status(response.status_code, content).doc()).decode()]
+
+
+class _Generation:
+    """One generation's events as the client's stream takes them: passed on up to a check that closes in them
+    (then `stopped`); a continuation's held back until it is known not to answer anew (else `restarted`)."""
+
+    def __init__(self, stop: CheckStop, start: str, prefill: str | None) -> None:
+        self.stop, self.start, self.prefill = stop, start, prefill
+        self.stopped = self.restarted = False
+
+    async def events(self, upstream: AsyncIterator[str]) -> AsyncIterator[str]:
+        held: list[str] = []
+        seen = ""
+        async for data in upstream:
+            if self.prefill is not None:
+                held.append(data)
+                verdict, seen = self._judge(data, seen)
+                if verdict is None:
+                    continue
+                if verdict:
+                    self.restarted = True
+                    return
+                self.prefill, pending = None, held
+            else:
+                pending = [data]
+            for item in pending:
+                out, at = _stop_event(item, self.stop)
+                yield out
+                if at is not None:
+                    self.stopped = True
+                    return
+        if self.prefill is not None:  # the continuation ended before saying anything: pass it on
+            for item in held:
+                yield item
+
+    def _judge(self, data: str, seen: str) -> tuple[bool | None, str]:
+        """Whether the continuation answers anew, by what it said so far (None: too little yet)."""
+        assert self.prefill is not None
+        ended = is_done(data)
+        doc = None if ended else loads_or_none(data)
+        content, finished = chunk_content(doc)
+        seen += content or ""
+        final = finished or ended or not isinstance(doc, dict) or "error" in doc
+        return restarts(seen, self.start, self.prefill, final), seen
+
+
+def _stop_event(data: str, stop: CheckStop) -> tuple[str, int | None]:
+    """The event, ended after a check that closes in it (then the index), else as it came."""
+    if is_done(data):
+        return data, None
+    doc = loads_or_none(data)
+    content, _ = chunk_content(doc)
+    if content is None:
+        return data, None
+    k = stop.feed(content)
+    if k is None:
+        return data, None
+    choice = first_choice(doc)
+    assert choice is not None  # chunk_content found its content
+    set_delta_content(choice, content[:k])
+    set_unfinished(choice)
+    return dumps(doc).decode(), k
 
 
 def header_value(text: str) -> str:
@@ -330,14 +345,13 @@ def header_value(text: str) -> str:
     return "".join(c if " " <= c <= "~" else "?" for c in text[:MAX_HEADER])
 
 
-def _remember(names: dict[str, Any], model: str, value: Any) -> None:
-    """Remember `model` in an insertion-ordered table of at most MAX_REMEMBERED names (the oldest goes)."""
-    if len(names) >= MAX_REMEMBERED:
+def _bounded_put(names: dict[str, Any], model: str, value: Any) -> None:
+    """Put `model` in an insertion-ordered table of at most MAX_MODELS names (the oldest goes)."""
+    if len(names) >= MAX_MODELS:
         names.pop(next(iter(names)))
     names[model] = value
 
 
-def _stop() -> list[str]:
+def _end_here() -> list[str]:
     """The reply ends at the receipt: nothing written without the dice reaches the client (CK-19)."""
-    return [json.dumps({"object": "chat.completion.chunk", "choices": [
-        {"index": 0, "delta": {}, "finish_reason": "stop"}]}), "[DONE]"]
+    return [dumps(stop_chunk()).decode(), DONE]

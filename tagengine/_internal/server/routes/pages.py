@@ -1,18 +1,15 @@
 """The pages under /ui/ (issue 14): the game sheet, the prompt preview, the ruleset checker.
 
-`Latest` is what the pages read of the chat routes: each completed reply's chain key and receipts
-(kept in the store, so the sheet survives a restart) and the last prompt sent upstream per campaign
-(kept in memory). The chat routes call it at two points and nothing else changes for them. Like the
-other routes, these run on the event loop's one thread (docs/architecture.md).
+The sheet and the prompt read `ServerContext.latest` (what the chat turns left there). Their handlers run on
+the event loop's thread, as the chat routes do; the ruleset checker parses a form and checks a ruleset of up
+to 4 MB in a worker thread, so chat requests are not held up meanwhile.
 """
 
 from __future__ import annotations
 
 import email.parser
 import email.policy
-import json
-import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -21,67 +18,16 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from ..commands import Applied
-from ..errors import NotFoundError, TagengineError
-from ..pages import inspection_context as check_context
-from ..pages import prompt_context, render_page, sheet_context
-from ..pages.templates import REFRESH_SCRIPT, STYLESHEET, refresh_script, stylesheet
-from ..prompt import Budget
-from ..prompt.build import Prompt
-from ..prompt.upstream_tokens import NotCounted
-from ..ruleset.load import MAX_BYTES
-from ..state import GameState, from_json
-from .campaigns import Campaign, Campaigns
-from .chat_request import body_within
-from .store import Store
+from ...pages import inspection_context, prompt_context, render_page, sheet_context
+from ...pages.templates import REFRESH_SCRIPT, STYLESHEET, refresh_script, stylesheet
+from ...prompt.upstream_tokens import NotCounted
+from ...ruleset.load import MAX_BYTES
+from ..campaigns import Campaign
+from ..chat_request import body_within
+from ..context import ServerContext
+from ..errors import Refused
 
-log = logging.getLogger("tagengine.serve")
 MAX_FORM = 2 * MAX_BYTES + 64 * 1024  # a pasted ruleset and an uploaded one, with the form's own bytes
-
-
-@dataclass(frozen=True)
-class Sent:
-    prompt: Prompt
-    budget: Budget
-
-
-class Latest:
-    """The newest chain head per campaign (the store's `heads`) and the last prompt sent (memory)."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.prompts: dict[str, Sent] = {}
-
-    def prompt_sent(self, campaign: str, prompt: Prompt, budget: Budget) -> None:
-        self.prompts[campaign] = Sent(prompt, budget)
-
-    def reply_done(self, campaign: str, key: str, applied: Applied) -> None:
-        """A reply is complete and its snapshot kept under `key`: the sheet page shows it from now on."""
-        # ASCII-escaped: a receipt may quote a lone surrogate (a reply's text that was not UTF-8), which SQLite
-        # cannot store as text
-        self.store.put_head(campaign, key, json.dumps([r.to_json() for r in applied.receipts]))
-
-    def version(self, campaign: str) -> str:
-        head = self.store.head(campaign)
-        return "0" if head is None else f"{head[1]}-{head[0][:16]}"
-
-    def state(self, c: Campaign) -> tuple[GameState, int | None, list[dict[str, Any]] | None, str | None]:
-        """The state after the last reply handled, its turn count, its receipts, and a note when the
-        snapshot could not be read (then the campaign's start)."""
-        head = self.store.head(c.name)
-        if head is None:
-            return c.start, None, None, "No turn has been played yet: this is the campaign's start."
-        key, turn, receipts = head
-        state = self.store.recent.get(key)
-        if state is None:
-            raw = self.store.snapshot(key)
-            try:
-                state = None if raw is None else from_json(c.rs, json.loads(raw), "snapshot")
-            except (TagengineError, ValueError) as e:
-                log.warning("campaign %s: the last snapshot cannot be read: %s", c.name, e)
-        if state is None:
-            return c.start, turn, None, "The last turn's snapshot is gone from the store: this is the start."
-        return state, turn, json.loads(receipts), None
 
 
 def nav(name: str | None, here: str) -> list[dict[str, Any]]:
@@ -132,17 +78,20 @@ def form_ruleset(content_type: str, body: bytes) -> tuple[bytes | None, str, str
     return (got.encode("utf-8"), "pasted ruleset", got) if got.strip() else (None, "", None)
 
 
-def ui_routes(campaigns: Campaigns, latest: Latest) -> list[Route]:
+def page_routes(ctx: ServerContext) -> list[Route]:
+    latest = ctx.latest
+
     def campaign(name: str) -> Campaign | HTMLResponse:
+        """The campaign, or the page that says why there is none (`ServerContext.campaign`'s 404 or 500)."""
         try:
-            return campaigns.get(name)
-        except NotFoundError:
-            return problem_page(404, "Unknown campaign", f"There is no campaign named {name!r}.")
-        except (TagengineError, OSError) as e:
-            return problem_page(500, f"Campaign {name}", f"Its ruleset cannot be loaded: {e}")
+            return ctx.campaign(name)
+        except Refused as r:
+            if r.status == 404:
+                return problem_page(404, "Unknown campaign", f"There is no campaign named {name!r}.")
+            return problem_page(r.status, f"Campaign {name}", r.message)
 
     async def index(request: Request) -> Response:
-        rows = [{"name": r.name, "characters": r.characters} for r in campaigns.store.campaigns()]
+        rows = [{"name": r.name, "characters": r.characters} for r in ctx.store.campaigns()]
         return page("index.html.j2", {"campaigns": rows, "nav": nav(None, "index")})
 
     async def css(request: Request) -> Response:
@@ -152,21 +101,19 @@ def ui_routes(campaigns: Campaigns, latest: Latest) -> list[Route]:
         return Response(refresh_script(), media_type="text/javascript")
 
     async def sheet(request: Request) -> Response:
-        name = request.path_params["campaign"]
-        c = campaign(name)
+        c = campaign(request.path_params["campaign"])
         if isinstance(c, HTMLResponse):
             return c
         state, turn, receipts, note = latest.state(c)
         version = latest.version(c.name)
-        ctx = sheet_context(c.rs, state, receipts=receipts, title=f"{c.name} — {c.rs.name}", campaign=c.name,
-                            turn=turn, note=note, nav=nav(c.name, "sheet"),
-                            refresh={"version": version, "url": f"/ui/c/{quote(c.name, safe='')}/version",
-                                     "script": "/ui/" + REFRESH_SCRIPT})
-        return page("sheet.html.j2", ctx)
+        values = sheet_context(c.rs, state, receipts=receipts, title=f"{c.name} — {c.rs.name}", campaign=c.name,
+                             turn=turn, note=note, nav=nav(c.name, "sheet"),
+                             refresh={"version": version, "url": f"/ui/c/{quote(c.name, safe='')}/version",
+                                      "script": "/ui/" + REFRESH_SCRIPT})
+        return page("sheet.html.j2", values)
 
     async def version(request: Request) -> Response:
-        name = request.path_params["campaign"]
-        c = campaign(name)
+        c = campaign(request.path_params["campaign"])
         if isinstance(c, HTMLResponse):
             return Response("unknown campaign", status_code=c.status_code, media_type="text/plain")
         v = latest.version(c.name)
@@ -177,19 +124,18 @@ def ui_routes(campaigns: Campaigns, latest: Latest) -> list[Route]:
         return Response(v, media_type="text/plain", headers=headers)
 
     async def prompt(request: Request) -> Response:
-        name = request.path_params["campaign"]
-        c = campaign(name)
+        c = campaign(request.path_params["campaign"])
         if isinstance(c, HTMLResponse):
             return c
         sent = latest.prompts.get(c.name)
         try:
-            ctx = prompt_context(sent.prompt, sent.budget) if sent is not None else None
+            shown = prompt_context(sent.prompt, sent.budget) if sent is not None else None
         except NotCounted:  # the upstream's counts of that prompt have left the bounded table since: count locally
-            ctx = prompt_context(sent.prompt, replace(sent.budget, tokenizer=None)) if sent is not None else None
-        return page("prompt.html.j2", {"title": c.name, "campaign": c.name, "ruleset": c.rs.name, "prompt": ctx,
+            shown = prompt_context(sent.prompt, replace(sent.budget, tokenizer=None)) if sent is not None else None
+        return page("prompt.html.j2", {"title": c.name, "campaign": c.name, "ruleset": c.rs.name, "prompt": shown,
                                        "nav": nav(c.name, "prompt")})
 
-    async def check(request: Request) -> Response:
+    async def ruleset_check(request: Request) -> Response:
         data: bytes | None = None
         source, pasted = "", None
         if request.method == "POST":
@@ -199,10 +145,10 @@ def ui_routes(campaigns: Campaigns, latest: Latest) -> list[Route]:
             data, source, pasted = await run_in_threadpool(form_ruleset, request.headers.get("content-type", ""),
                                                            form)
         # up to 4 MB parsed and validated: in a worker thread, so chat requests are not held up meanwhile
-        ctx = await run_in_threadpool(check_context, data, source)
-        return page("check.html.j2", {**ctx, "pasted": pasted, "nav": nav(None, "check")})
+        inspected = await run_in_threadpool(inspection_context, data, source)
+        return page("check.html.j2", {**inspected, "pasted": pasted, "nav": nav(None, "check")})
 
     return [Route("/ui", index), Route("/ui/", index), Route("/ui/" + STYLESHEET, css),
-            Route("/ui/" + REFRESH_SCRIPT, script), Route("/ui/check", check, methods=["GET", "POST"]),
+            Route("/ui/" + REFRESH_SCRIPT, script), Route("/ui/check", ruleset_check, methods=["GET", "POST"]),
             Route("/ui/c/{campaign}", sheet), Route("/ui/c/{campaign}/version", version),
             Route("/ui/c/{campaign}/prompt", prompt)]

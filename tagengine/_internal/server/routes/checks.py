@@ -1,7 +1,7 @@
 """`POST /tagengine/checks` (issue 13, UNTR-11, U-7; docs/checks-in-serve.md, CK-15..CK-17): one check rolled
 against the state a chat's history gives, the way the next `[check:]` tag in that chat would roll it.
 
-The state comes from the same chain replay as chat completions (`chain.state_of` over the same plain
+The state comes from the same chain replay as chat completions (`ServerContext.replayed` over the same plain
 history), so a check here and a check tag in the next reply see the very same sheet and dice. Nothing is
 stored but the chain's own snapshots: the roll is an answer, not a reply, so it cannot join the chat's
 history, and the dice do not move (CK-16).
@@ -12,22 +12,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..commands.check import KINDS, ORDER, card, roll_tag
-from ..commands.check import RolledCheck as Settled
-from ..errors import NotFoundError, TagengineError
-from ..tags import Tag
-from ..tags.render import canonical
-from . import chain
-from .campaigns import Campaign, Campaigns
-from .chat_request import read_body, read_marked
-from .errors import Refused, refusals_as_responses
-from .relay import dumps, loads
-from .store import Store
+from ...commands.check import KINDS, ORDER, RolledCheck, card, roll_tag
+from ...tags import Tag
+from ...tags.render import canonical
+from ..campaigns import Campaign
+from ..chat_request import read_body, read_marked
+from ..context import ServerContext
+from ..errors import Refused, refusals_as_responses
+from ..wire.json_codec import dumps, loads
 
 PATH = "/tagengine/checks"
 KEYS = ORDER  # the tag's attributes, in the order its receipt writes them
@@ -39,10 +35,9 @@ NOT_FOUND = {"unknown-character": ("who", "character_not_found", "character"),
              "unknown-ability": ("ability", "ability_not_found", "ability")}
 
 
-def check_routes(campaigns: Campaigns, store: Store, default: str | None, hidden: bool = False) -> list[Route]:
-    """The endpoint under both prefixes: `/tagengine/checks` and `/c/{campaign}/tagengine/checks`. `hidden`:
-    the server runs with --hide-tags, so the history's replies are narrations mapped back as chat completions
-    map them."""
+def check_routes(ctx: ServerContext) -> list[Route]:
+    """The endpoint under both prefixes: `/tagengine/checks` and `/c/{campaign}/tagengine/checks`. With
+    --hide-tags the history's replies are narrations, mapped back as chat completions map them."""
 
     @refusals_as_responses
     async def endpoint(request: Request) -> Response:
@@ -55,20 +50,19 @@ def check_routes(campaigns: Campaigns, store: Store, default: str | None, hidden
         named = body.get("campaign")
         if named is not None and not isinstance(named, str):
             raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
-        name = named or marked.campaign or request.path_params.get("campaign") or default
+        name = named or marked.campaign or request.path_params.get("campaign") or ctx.options.campaign
         if name is None:
             raise Refused(400, "no campaign: name it in `campaign`, in a [tagengine: campaign=\"NAME\"] marker, "
                           "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
-        c = campaign_or_refused(campaigns, name)
-        found = chain.state_of(c, store, marked.plain(), hidden=hidden, defer=chain.THREAD_MIN)
-        before = await run_in_threadpool(found.run) if isinstance(found, chain.Pending) else found
-        done = roll_tag(c.rs, before.state, tag)
+        c = ctx.campaign(name)
+        before = await ctx.replayed(c, marked.plain())
+        rolled = roll_tag(c.rs, before.state, tag)
         headers = {"x-tagengine-campaign": c.name}
         if before.notes:
             headers["x-tagengine-history"] = "; ".join(before.notes)
-        if done.result.result != "ok":
-            raise refusal(tag, done)
-        return Response(dumps(answer(c, tag, done)), media_type="application/json", headers=headers)
+        if rolled.result.result != "ok":
+            raise refusal(tag, rolled)
+        return Response(dumps(answer(c, tag, rolled)), media_type="application/json", headers=headers)
 
     return [Route(f"{prefix}{PATH}", endpoint, methods=["POST"]) for prefix in ("", "/c/{campaign}")]
 
@@ -113,48 +107,37 @@ def check_tag(check: Any) -> Tag:
     return Tag("check", tuple((k, str(check[k])) for k in KEYS if k in check))
 
 
-def campaign_or_refused(campaigns: Campaigns, name: str) -> Campaign:
-    """The campaign `name`, else a 404 (unknown) or a 500 (its ruleset cannot be loaded)."""
-    try:
-        return campaigns.get(name)
-    except NotFoundError:  # names the one asked for, never the others
-        raise Refused(404, f"unknown campaign {name!r}", "campaign_not_found") from None
-    except (TagengineError, OSError) as e:
-        raise Refused(500, f"campaign {name!r}: its ruleset cannot be loaded: {e}", "campaign_broken",
-                      "server_error") from None
-
-
-def refusal(tag: Tag, done: Settled) -> Refused:
+def refusal(tag: Tag, rolled: RolledCheck) -> Refused:
     """UNTR-11: an untrained check the character cannot attempt is `skill_check_untrained`; a name the
     campaign does not know is a 404 naming it; any other refusal a 400 with its reason (docs/reasons.md)."""
-    reason = done.result.reason or "refused"
-    label = done.number.label if done.number is not None else None
+    reason = rolled.result.reason or "refused"
+    label = rolled.number.label if rolled.number is not None else None
     if reason == "untrained":
-        return Refused(400, f"{done.who} cannot attempt {label}: untrained, and its untrained rule is `refuse`; "
+        return Refused(400, f"{rolled.who} cannot attempt {label}: untrained, and its untrained rule is `refuse`; "
                        "no dice were rolled (UNTR-9, UNTR-11)", "skill_check_untrained")
     if reason in NOT_FOUND:
         key, code, what = NOT_FOUND[reason]
         asked = tag.get(key) if tag.has(key) else tag.get("with")  # an unknown `with` ability
-        where = f" for {done.who}" if done.who else ""
+        where = f" for {rolled.who}" if rolled.who else ""
         return Refused(404, f"unknown {what} {asked!r}{where}", code, "not_found_error")
     return Refused(400, f"the check was refused: {reason} (docs/reasons.md)", f"check_{reason.replace('-', '_')}")
 
 
-def answer(c: Campaign, tag: Tag, done: Settled) -> dict[str, Any]:
-    n = done.number
+def answer(c: Campaign, tag: Tag, rolled: RolledCheck) -> dict[str, Any]:
+    n = rolled.number
     assert n is not None  # an ok check has its number
     return {
         "campaign": c.name,
-        "who": done.who,
+        "who": rolled.who,
         "check": {"kind": n.kind, "id": n.id, "label": n.label, "with": tag.get("with")},
-        "result": done.result.result,
-        "record": dict(done.result.record),
-        "receipt": canonical("check", tag.attrs, done.result.attrs()),
-        "dice": {"sides": done.sides, "faces": list(done.faces)},
-        "target": done.target,
-        "dc": done.dc,
-        "outcome": done.outcome,
+        "result": rolled.result.result,
+        "record": dict(rolled.result.record),
+        "receipt": canonical("check", tag.attrs, rolled.result.attrs()),
+        "dice": {"sides": rolled.sides, "faces": list(rolled.faces)},
+        "target": rolled.target,
+        "dc": rolled.dc,
+        "outcome": rolled.outcome,
         "number": n.to_json(),
-        "card": card(c.rs, done),
+        "card": card(c.rs, rolled),
         "stored": False,
     }

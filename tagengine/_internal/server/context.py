@@ -1,0 +1,61 @@
+"""`ServerContext`: everything one server holds, made once by `make_app` and handed to each route group.
+
+Two servers in one process (two apps, as the tests make) share nothing through it: each has its own store,
+campaigns, upstream client, snapshot cache, chain memos, token counts and mid-reply memory (SV-4).
+"""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import NotFoundError, TagengineError
+from .campaigns import Campaign, Campaigns
+from .chain import THREAD_MIN, Chain, Pending, Replayed
+from .errors import Refused
+from .latest import Latest
+from .mid_reply import MidReplyChecks
+from .options import Options
+from .snapshots import SnapshotCache
+from .store import Store
+from .upstream_count import fitter
+from .upstreams.kinds import reach_upstream
+
+
+class ServerContext:
+    """One server's parts: `options` (as started), `store` (the SQLite file), `campaigns`, `snapshots` (the
+    states held in memory), `chain` (state from a history), `latest` (what the pages show), `upstream`,
+    `fit` (the prompt fitted, counted as --count-with-upstream says) and `mid_reply` (--settle-checks, else
+    None)."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.snapshots = SnapshotCache()
+        self.store = Store(options.data, per_campaign=options.keep, pruned=self.snapshots.drop_gone)
+        self.campaigns = Campaigns(self.store)
+        self.chain = Chain(self.store, self.snapshots)
+        self.latest = Latest(self.store, self.snapshots)
+        self.upstream = reach_upstream(options)
+        self.fit = fitter(self.upstream, options.count_with_upstream)
+        self.mid_reply = MidReplyChecks(self.upstream) if options.settle_checks else None
+
+    def campaign(self, name: str) -> Campaign:
+        """The campaign `name`, else a 404 naming only the one asked for (a client may not list campaigns),
+        or a 500 when its ruleset cannot be loaded."""
+        try:
+            return self.campaigns.get(name)
+        except NotFoundError:
+            raise Refused(404, f"unknown campaign {name!r}", "campaign_not_found") from None
+        except (TagengineError, OSError) as e:
+            raise Refused(500, f"campaign {name!r}: its ruleset cannot be loaded: {e}", "campaign_broken",
+                          "server_error") from None
+
+    async def replayed(self, c: Campaign, history: list[dict[str, str]]) -> Replayed:
+        """The state after `history` (plain role/content messages), read as the server reads replies
+        (--hide-tags: narrations mapped back). A history with more than THREAD_MIN replies to replay runs in
+        a worker thread, so a long replay never stalls other requests (S-19)."""
+        found = self.chain.state_of(c, history, hidden=self.options.hide_tags, defer=THREAD_MIN)
+        return await run_in_threadpool(found.run) if isinstance(found, Pending) else found
+
+    async def close(self) -> None:
+        await self.upstream.close()
+        self.store.close()
