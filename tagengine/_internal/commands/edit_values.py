@@ -12,11 +12,10 @@ from typing import Any
 
 from ..errors import Problem
 from ..ruleset.sheet import ColumnDef, FieldDef
+from ..sheet.edit_paths import text_limit
 from ..text import normalise, prompt_unsafe, writable
 from .numbers import parse_int
 
-TEXT_MAX = 400  # a `text` field or column without `maxLength`: one line of a few sentences
-LONGTEXT_MAX = 4000  # a `longtext` field without `maxLength`
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")  # control characters but tab and line feed
 # U-19: a `dice` value is NdS with an optional +M or -M: `1d8`, `d20`, `2d6+1` (ED-3)
 DICE = re.compile(r"(?:[1-9][0-9]{0,2})?[dD][1-9][0-9]{0,3}(?:[+-][0-9]{1,4})?")
@@ -119,5 +118,4 @@ def field_value(f: FieldDef | ColumnDef, raw: Any, path: str) -> Any:
         if not DICE.fullmatch(value.strip()):
             return Problem(path, "bad-dice", f"{_shown(raw)} is not dice such as 1d8, d20 or 2d6+1", raw)
         return value.strip().lower()
-    limit = f.maxLength if f.maxLength is not None else (LONGTEXT_MAX if t == "longtext" else TEXT_MAX)
-    return typed_text(raw, path, limit, lines=t == "longtext")
+    return typed_text(raw, path, text_limit(f) or 0, lines=t == "longtext")

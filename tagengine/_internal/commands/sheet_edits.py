@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import Problem
 from ..ruleset import Ruleset
 from ..ruleset.sheet import ColumnDef, ColumnRefDef, ListDef
-from ..sheet.edit_paths import Change, EditPath, change_of, read_path
+from ..sheet.edit_paths import LIST_ROWS_MAX, Change, EditPath, change_of, read_path
 from ..sheet.fields import read_value
 from ..state import PARTY, GameState, thaw
 from . import edit_values
@@ -28,7 +28,6 @@ from .pools import clamp_maxima
 from .subject import subject
 
 MAX_CHANGES = 1000  # changes in one edit: a whole sheet's form is far fewer
-LIST_ROWS_MAX = 200  # rows a list may hold (the spec sets no bound; a sheet is read by people and by the model)
 SIDES_MAX = 1000  # the most sides a rolled die has
 _SIDES = re.compile(r"[0-9]*[dD]([0-9]{1,4})")
 

@@ -17,11 +17,16 @@ from typing import Any
 
 from ..errors import Problem
 from ..ruleset import Ruleset
+from ..ruleset.sheet import ColumnDef, FieldDef
 
 CARD_AREAS = ("abilities", "skills", "saves", "fields", "derived", "lists")  # what a card keeps
 LIVE_AREAS = ("pools", "temp", "rows", "tracks", "marks", "states", "conditions", "text")  # what play changes
 PARTY_AREAS = ("fields", "lists", "pools", "rows")  # what the party sheet has (PARTY-2, PARTY-3, PARTY-27)
 OPS = ("set", "add", "move", "delete", "roll")
+# Bounds of what an edit stores where the ruleset sets none (ED-3): the form shows them, the edit holds to them
+TEXT_MAX = 400  # a `text` field or column without `maxLength`: one line of a few sentences
+LONGTEXT_MAX = 4000  # a `longtext` field without `maxLength`
+LIST_ROWS_MAX = 200  # rows a list may hold (the spec sets no bound; a sheet is read by people and by the model)
 _INDEX = re.compile(r"[0-9]{1,9}")
 
 # (area, op) -> what follows the id: "" nothing, "row" a row or box number, "cell" a row and a column
@@ -157,3 +162,11 @@ def read_path(rs: Ruleset, change: Change, *, party: bool = False) -> EditPath |
             return problem(f"list {id_!r} has no column {column!r}")
         return EditPath(area, id_, int(number), column)
     return EditPath(area, id_, int(number))
+
+
+def text_limit(f: FieldDef | ColumnDef) -> int | None:
+    """The most characters a text field or column holds: its `maxLength`, else the edit's bound; None for a
+    field that holds no text."""
+    if f.type not in ("text", "longtext"):
+        return None
+    return f.maxLength if f.maxLength is not None else LONGTEXT_MAX if f.type == "longtext" else TEXT_MAX
