@@ -25,7 +25,7 @@ from urllib.parse import quote, unquote
 from ..ruleset import Ruleset
 from ..sheet.edit_paths import Change, change_text, parse_change
 from ..state import GameState
-from ..tags import Tag, canonical
+from ..tags import Tag, canonical, scan
 from ..text import normalise
 from .family import Family, Op
 from .result import Outcome, Result, ok, refuse, refused
@@ -160,6 +160,17 @@ def edit_receipts(rs: Ruleset, state: GameState, edits: Sequence[PlayerEdit]) ->
         lines.append(canonical("edit", tag, ok(now_of(edited)).attrs()) + "\n")
         state = edited.state
     return Receipted("".join(lines), state, tuple(dropped))
+
+
+def opening_of(text: str) -> str:
+    """The edit receipts a reply opens with (what `edit_receipts` put there), each with its line end: a chat
+    keeps them when the reply is regenerated (ED-6)."""
+    end = 0
+    for found in scan(text):
+        if found.name != "edit" or found.tag is None or text[end:found.start].strip():
+            break
+        end = found.end + (text[found.end:found.end + 1] == "\n")
+    return text[:end]
 
 
 FAMILY = Family.of("edit", op_of, (Op("character", _made_edit), Op("party", _made_edit)))
