@@ -111,7 +111,7 @@ class Chat:
         state = self.state
         edited = edit_sheet(self.rs, state, who, changes)
         name = state.character(who)
-        if edited.ok and edited.changes and name is not None:
+        if edited.ok and name is not None and edited.state.to_json() != state.to_json():
             self._keep(PlayerEdit(name, edited.changes), state, edited.state)
         return edited
 
@@ -120,7 +120,7 @@ class Chat:
         revision that is no longer the chat's (PARTY-37)."""
         state = self.state
         edited = edit_party(self.rs, state, changes, opened_at=opened_at)
-        if edited.ok and edited.changes:
+        if edited.ok and edited.state.to_json() != state.to_json():
             self._keep(PlayerEdit(None, edited.changes), state, edited.state)
             self.revision = max(self.revision, edited.state.party_revision)
         return edited
@@ -277,7 +277,7 @@ class Chat:
                 if start is None:
                     continue
                 snap = {**base, **snapshot}
-                if cards is not None:
+                if cards is not None and "gameCharacterCards" not in snapshot:  # a document from before ED-6
                     snap["gameCharacterCards"] = cards
                 state = _read_state(rs, snap, f"{sp}.snapshot", problems)
                 if state is not None:
@@ -334,9 +334,10 @@ def _read_state(rs: Ruleset, raw: Any, path: str, problems: list[Problem]) -> Ga
 
 
 def snapshot_json(state: GameState) -> dict[str, Any]:
-    """What one snapshot keeps: live values, clocks, the party sheet as it stood (PARTY-25), and the dice
-    (a reloaded chat rolls on where it stopped, decision CK-12)."""
+    """What one snapshot keeps: live values, clocks, the party sheet as it stood (PARTY-25), the dice (a reloaded
+    chat rolls on where it stopped, decision CK-12), and the cards, which a player's edit receipt changes (ED-6)."""
     return {
+        "gameCharacterCards": {n: thaw(c) for n, c in state.cards.items()},
         "rulesetLive": {k: doc for k, v in state.live.items() if (doc := live_json(v))},
         "rulesetClocks": clocks_json(state.clocks),
         "gamePartySheet": thaw(state.party_sheet),

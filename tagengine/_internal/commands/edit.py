@@ -146,7 +146,8 @@ def edit_receipts(rs: Ruleset, state: GameState, edits: Sequence[PlayerEdit]) ->
     """The receipts of `edits`, made in this order on `state` (the snapshot the next reply starts from), for the
     server or a chat to put at the start of that reply: `apply_reply(rs, state, text + reply)` then makes the
     edits, then the reply's tags (DEC-5: the receipts apply as written). An edit that no longer applies to what
-    the ones before it left (its sheet changed under it) is dropped and named."""
+    the ones before it left (its sheet changed under it) is dropped and named; one that changes nothing is not
+    written."""
     lines: list[str] = []
     dropped: list[PlayerEdit] = []
     for e in edits:
@@ -156,6 +157,8 @@ def edit_receipts(rs: Ruleset, state: GameState, edits: Sequence[PlayerEdit]) ->
         if not edited.ok or not e.changes:
             dropped.append(e)
             continue
+        if edited.state.to_json() == state.to_json():
+            continue  # it changes nothing (a value set to what it was): nothing to write
         tag = (*attrs, ("mac", edit_mac(state, attrs)))
         lines.append(canonical("edit", tag, ok(now_of(edited)).attrs()) + "\n")
         state = edited.state

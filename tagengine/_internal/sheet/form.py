@@ -373,9 +373,10 @@ def _pools(view: SheetView, ev: Eval, found: _Problems) -> tuple[InputView, ...]
     out = []
     for p in view.pools:
         own = found.on(f"pools.{p.id}")
+        pool = ev.idx.pools.by_id[p.id]
         out.append(InputView(f"pools.{p.id}", p.label, "pool", _typed(p.cur, own), 0, p.max, hidden=p.hidden,
-                             problems=own))
-        if ev.idx.pools.by_id[p.id].allowTemp:
+                             hide_when=_hide(pool.hideWhen), problems=own))
+        if pool.allowTemp:
             own = found.on(f"temp.{p.id}")
             out.append(InputView(f"temp.{p.id}", f"{p.label} (temporary)", "temp", _typed(p.temp, own), 0,
                                  hidden=p.hidden, problems=own))
