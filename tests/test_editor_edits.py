@@ -276,6 +276,24 @@ def test_a_lowered_maximum_clamps_its_pool_as_an_advance_does():
     assert view_party(BLADES, edit_party(BLADES, low.state, {"fields.vault": 8}).state).pools[0].cur == 3
 
 
+def test_ref_12_a_pool_at_its_start_follows_its_maximum_through_edits():
+    """ED-5: before play no live state exists, so a full pool stays full whatever the editor does to its max."""
+    s = GameState.new(FIFTH, ["Ada"])
+    for level in ("5", "2", "5"):
+        s = edit_sheet(FIFTH, s, "Ada", {"fields.level": level}).state
+    hp = next(p for p in view_character(FIFTH, s, "Ada").pools if p.id == "hp")
+    assert hp.cur == hp.max and s.live_of("Ada").pools == {}
+
+
+def test_a_stored_pool_above_its_lowered_maximum_is_written_down():
+    """R-5 for a card edit: Mira's Resolve 5 of 5, then Nerve 1 (max 3), then Nerve 3 again: 3 of 5."""
+    s = edit_sheet(GRAVE, mira(), "Mira", {"pools.resolve": 5}).state
+    low = edit_sheet(GRAVE, s, "Mira", {"abilities.nerve": 1}).state
+    assert low.live_of("Mira").pools["resolve"] == 3
+    back = edit_sheet(GRAVE, low, "Mira", {"abilities.nerve": 3}).state
+    assert next(p for p in view_character(GRAVE, back, "Mira").pools if p.id == "resolve").cur == 3
+
+
 # -- hostile input ------------------------------------------------------------------------------------------
 def test_hostile_input_is_refused_with_clear_problems_and_nothing_stored():
     s = mira()

@@ -4,9 +4,9 @@
 An edit is a list of changes, each named by its path (`sheet/edit_paths.py`) and checked as the form checks it
 (`edit_values.py`): all of them are checked, every problem is reported with what was typed, and nothing is
 applied when any change is refused. Changes apply in order, each to the state the ones before it left, so a
-row added can be filled in the same edit. After them the sheet is settled as the engine settles a command:
-a pool above its lowered maximum is written down to it (R-5), and wound marks that no longer fit a track
-that got shorter are kept as overflow (WOUND-60: editing the sheet does not undo damage).
+row added can be filled in the same edit. After them the sheet is settled (`_settled`, ED-5): a stored pool
+above its lowered maximum is written down to it (R-5), and wound marks that no longer fit a track that got
+shorter are kept as overflow (WOUND-60: editing the sheet does not undo damage).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from ..sheet.fields import read_value
 from ..state import PARTY, GameState, thaw
 from . import edit_values
 from .live_edits import Step, set_live
-from .pools import clamp_maxima
 from .subject import subject
 
 MAX_CHANGES = 1000  # changes in one edit: a whole sheet's form is far fewer
@@ -116,29 +115,38 @@ def _changed(rs: Ruleset, state: GameState, name: str, changes: Changes, *, part
             rolled.append((c.path, step.rolled))
     if problems:
         return Edited(state, problems=tuple(problems))
-    return Edited(_settled(rs, state, current, name, party), tuple(applied), (), tuple(rolled))
+    return Edited(_settled(rs, current, name, party), tuple(applied), (), tuple(rolled))
 
 
 def _from_members(rs: Ruleset) -> set[str]:
     return {fm.field for fm in rs.file.party.fromMembers} if rs.file.party else set()
 
 
-def _settled(rs: Ruleset, before: GameState, after: GameState, name: str, party: bool) -> GameState:
-    """R-5: pools above a lowered maximum written down to it; WOUND-60: marks past a shortened track kept as
-    overflow in the state, as the sheet already reads them (E-6)."""
-    state = clamp_maxima(rs, before, after, [name])
-    if party:
+def _settled(rs: Ruleset, state: GameState, name: str, party: bool) -> GameState:
+    """The sheet after an edit, settled as the engine keeps a sheet (ED-5). A stored pool or row's uses above its
+    maximum is written down to it (R-5: a lowered maximum never gives points back when it rises again); a pool
+    or row at its start stays at its start and follows its maximum (REF-12: before play, the editor has no live
+    state). Marks past a shortened wound track are kept as overflow in the state, as the sheet already reads
+    them (WOUND-60, E-6). Nothing is evaluated for a sheet with nothing stored."""
+    live = state.live_of(name)
+    if not (live.pools or live.rows or live.marks):
         return state
-    subj = subject(rs, state, name)
-    marks = dict(subj.live.marks)
-    for t in rs.file.sheet.live.tracks:
-        stored = subj.live.marks.get(t.id)
-        if stored is not None and t.is_wound:
-            _, fitted, _ = subj.ev.wound_marks(t)
-            marks[t.id] = fitted
-    if marks != dict(subj.live.marks):
-        state = subj.with_live(state, subj.live.but(marks=marks))
-    return state
+    subj = subject(rs, state, name, party=party)
+    ev = subj.ev
+    pools = {k: min(v, ev.pool_max(ev.idx.pools.by_id[k])) if k in ev.idx.pools.by_id else v
+             for k, v in live.pools.items()}
+    rows = {}
+    for list_id, stored in live.rows.items():
+        tops = [top for _, top in ev.row_cells(list_id) or []]
+        rows[list_id] = tuple(None if v is None else min(v, tops[i]) if i < len(tops) else v
+                              for i, v in enumerate(stored))
+    marks = dict(live.marks)
+    for t in (() if party else rs.file.sheet.live.tracks):
+        if t.id in marks and t.is_wound:
+            marks[t.id] = ev.wound_marks(t)[1]
+    if (pools, rows, marks) == (dict(live.pools), dict(live.rows), dict(live.marks)):
+        return state
+    return subj.with_live(state, live.but(pools=pools, rows=rows, marks=marks))
 
 
 # -- permanent values: abilities, training, fields, list rows --------------------------------------------------
