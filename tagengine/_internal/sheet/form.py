@@ -213,7 +213,7 @@ def _typed(value: Any, problems: tuple[Problem, ...]) -> Any:
     return problems[0].value if problems and problems[0].value is not None else value
 
 
-def _hide(hw: HideWhenDef | None) -> HideRuleView | None:
+def _hide_rule(hw: HideWhenDef | None) -> HideRuleView | None:
     return None if hw is None else HideRuleView(f"fields.{hw.field}", hw.form, tuple(hw.values))
 
 
@@ -261,7 +261,7 @@ def _roll_text(ev: Eval, col: ColumnDef, lst: ListDef, row: Mapping[str, Any] | 
     return f"{count}d{ev.read(sides)}"
 
 
-def _table(ev: Eval, lst: ListDef, stored: Sequence[Any], problems: _Problems, hidden: str | None) -> TableView:
+def _table_view(ev: Eval, lst: ListDef, stored: Sequence[Any], problems: _Problems, hidden: str | None) -> TableView:
     base = f"lists.{lst.id}"
     columns = tuple(ColumnView(c.id, c.label, c.type, c.min, c.max, text_limit(c),
                                tuple((v, (c.valueLabels or {}).get(v, v)) for v in c.values or ()),
@@ -275,7 +275,7 @@ def _table(ev: Eval, lst: ListDef, stored: Sequence[Any], problems: _Problems, h
         out_rows.append(RowView(i, path, cells, uses[i] if i < len(uses) else None))
         problems.on(path)  # a problem with the row itself (moved, deleted) shows on the table
     own = tuple(p for r in out_rows for p in problems.by_path.get(r.path, ())) + problems.on(base)
-    return TableView(base, lst.label, columns, tuple(out_rows), LIST_ROWS_MAX, hidden, _hide(lst.hideWhen), own)
+    return TableView(base, lst.label, columns, tuple(out_rows), LIST_ROWS_MAX, hidden, _hide_rule(lst.hideWhen), own)
 
 
 def _check_input(rs: Ruleset, ev: Eval, kind: str, c: CheckNumber, problems: _Problems) -> InputView:
@@ -313,17 +313,18 @@ def edit_form(rs: Ruleset, state: GameState, who: str | None, problems: Iterable
     for f in s.fields:
         path = f"fields.{f.id}"
         item = _value_input(ev, f, path, f.label, view.fields.get(f.id), found, hidden=view.hidden.get(path),
-                            hide_when=_hide(f.hideWhen))
+                            hide_when=_hide_rule(f.hideWhen))
         (groups.setdefault(f.section, []) if f.section else kinds["field"]).append(item)
     for d in s.derived:
         path = f"derived.{d.id}"
         own = found.on(path)
         item = InputView(path, d.label, "derived", view.derived.get(d.id), read_only=True,
-                         hidden=view.hidden.get(path), hide_when=_hide(d.hideWhen), problems=own)
+                         hidden=view.hidden.get(path), hide_when=_hide_rule(d.hideWhen), problems=own)
         (groups.setdefault(d.section, []) if d.section else kinds["derived"]).append(item)
     tables: dict[str | None, list[TableView]] = {}
     for lst in s.lists:
-        table = _table(ev, lst, (card.get("lists") or {}).get(lst.id) or (), found, view.hidden.get(f"lists.{lst.id}"))
+        stored = (card.get("lists") or {}).get(lst.id) or ()
+        table = _table_view(ev, lst, stored, found, view.hidden.get(f"lists.{lst.id}"))
         tables.setdefault(lst.section, []).append(table)
     sections: list[SectionView] = []
     for kind, title in (("ability", "Abilities"), ("skill", "Skills"), ("save", "Saves")):
@@ -350,14 +351,14 @@ def _party_form(rs: Ruleset, state: GameState, found: _Problems) -> FormView:
     ev = Eval(rs, state.party_sheet, state.live_of(PARTY), party=True, members=state.cards)
     computed = {fm.field for fm in party.fromMembers}
     inputs = tuple(_value_input(ev, f, f"fields.{f.id}", f.label, view.fields.get(f.id), found,
-                                hidden=view.hidden.get(f"fields.{f.id}"), hide_when=_hide(f.hideWhen),
+                                hidden=view.hidden.get(f"fields.{f.id}"), hide_when=_hide_rule(f.hideWhen),
                                 read_only=f.id in computed) for f in party.fields)
-    tables = tuple(_table(ev, lst, (state.party_sheet.get("lists") or {}).get(lst.id) or (), found,
+    tables = tuple(_table_view(ev, lst, (state.party_sheet.get("lists") or {}).get(lst.id) or (), found,
                           view.hidden.get(f"lists.{lst.id}")) for lst in party.lists)
     sections = [SectionView(None, "Fields", None, inputs)] if inputs else []
     if tables:
         sections.append(SectionView(None, "Lists", None, (), tables))
-    play = PlayView(pools=_pools(view, ev, found))
+    play = PlayView(pools=_pool_inputs(view, ev, found))
     return FormView(party.label, True, state.party_revision, tuple(sections), play, found.rest())
 
 
@@ -369,13 +370,13 @@ def play_controls(rs: Ruleset, state: GameState, who: str | None) -> PlayView:
     return edit_form(rs, state, who).play
 
 
-def _pools(view: SheetView, ev: Eval, found: _Problems) -> tuple[InputView, ...]:
+def _pool_inputs(view: SheetView, ev: Eval, found: _Problems) -> tuple[InputView, ...]:
     out = []
     for p in view.pools:
         own = found.on(f"pools.{p.id}")
         pool = ev.idx.pools.by_id[p.id]
         out.append(InputView(f"pools.{p.id}", p.label, "pool", _typed(p.cur, own), 0, p.max, hidden=p.hidden,
-                             hide_when=_hide(pool.hideWhen), problems=own))
+                             hide_when=_hide_rule(pool.hideWhen), problems=own))
         if pool.allowTemp:
             own = found.on(f"temp.{p.id}")
             out.append(InputView(f"temp.{p.id}", f"{p.label} (temporary)", "temp", _typed(p.temp, own), 0,
@@ -390,7 +391,7 @@ def _play(rs: Ruleset, state: GameState, name: str, view: SheetView, ev: Eval, f
     for t in view.tracks:
         own = found.on(f"tracks.{t.id}")
         tracks.append(InputView(f"tracks.{t.id}", t.label, "track", _typed(t.value, own), t.min, t.max,
-                                hidden=t.hidden, hide_when=_hide(defs[t.id].hideWhen), problems=own))
+                                hidden=t.hidden, hide_when=_hide_rule(defs[t.id].hideWhen), problems=own))
     wounds = []
     for w in view.wounds:
         kinds = {k[0]: k[1] for k in w.kinds}
@@ -407,7 +408,7 @@ def _play(rs: Ruleset, state: GameState, name: str, view: SheetView, ev: Eval, f
     for st in view.states:
         own = found.on(f"states.{st.id}")
         states.append(InputView(f"states.{st.id}", st.label, "state", _typed(st.value, own), choices=st.values,
-                                hidden=st.hidden, hide_when=_hide(st_defs[st.id].hideWhen), problems=own))
+                                hidden=st.hidden, hide_when=_hide_rule(st_defs[st.id].hideWhen), problems=own))
     conditions = []
     for cid, label, on in view.conditions:
         own = found.on(f"conditions.{cid}")
@@ -418,7 +419,7 @@ def _play(rs: Ruleset, state: GameState, name: str, view: SheetView, ev: Eval, f
         own = found.on(f"text.{tid}")
         notes.append(InputView(f"text.{tid}", label, "note", _typed(value, own), max_length=limits[tid], problems=own))
     uses = tuple(u for lst in rs.file.sheet.lists for u in _uses(ev, lst, view.hidden.get(f"lists.{lst.id}"), found))
-    return PlayView(_pools(view, ev, found), tuple(tracks), tuple(wounds), tuple(states), tuple(conditions),
+    return PlayView(_pool_inputs(view, ev, found), tuple(tracks), tuple(wounds), tuple(states), tuple(conditions),
                     tuple(notes), uses)
 
 
