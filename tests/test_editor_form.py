@@ -37,6 +37,19 @@ def test_sheet_1_sheet_3_the_form_groups_inputs_by_the_rulesets_sections():
     assert section_of(form, "skills.listen") == "Skills"  # a skill that names no section keeps its kind's group
 
 
+def test_sheet_2_fields_derived_values_and_lists_sit_in_the_section_they_name():
+    rs = Ruleset.from_dict({"sheet": {
+        "sections": [{"id": "kit", "label": "Kit"}],
+        "fields": [{"id": "coin", "label": "Coin", "type": "number", "section": "kit"},
+                   {"id": "name", "label": "Name", "type": "text"}],
+        "derived": [{"id": "wealth", "label": "Wealth", "op": "sum", "of": [{"field": "coin"}], "section": "kit"}],
+        "lists": [{"id": "gear", "label": "Gear", "section": "kit",
+                   "columns": [{"id": "item", "label": "Item", "type": "text"}]}]}})
+    form = edit_form(rs, GameState.new(rs, ["Ana"]), "Ana")
+    assert [(sec.label, [i.path for i in sec.inputs], [t.path for t in sec.tables]) for sec in form.sections] == [
+        ("Kit", ["fields.coin", "derived.wealth"], ["lists.gear"]), ("Fields", ["fields.name"], [])]
+
+
 def test_sheet_4_a_sheet_without_sections_on_its_checks_shows_them_as_before():
     form = edit_form(GRAVE, sample_state("gravewatch"), "Mira")
     assert [sec.label for sec in form.sections][:3] == ["Abilities", "Skills", "Saves"]
@@ -44,7 +57,7 @@ def test_sheet_4_a_sheet_without_sections_on_its_checks_shows_them_as_before():
 
 
 def test_sheet_13_sheet_14_sheet_17_suggestions_are_chips_with_choose_n():
-    """Roads walked: suggestions, `pick` read from the sheet (roads_known); chips stop once N are in."""
+    """Roads walked: suggestions, `pick` read from the sheet (roads_known, SHEET-16); chips stop once N are in."""
     s = sample_state("ember-roads")  # roads: "coast marsh", and Mira knows 2
     roads = inputs(edit_form(EMBER, s, "Mira"))["fields.roads"]
     assert [(c.word, c.chosen) for c in roads.chips][:3] == [("coast", True), ("marsh", True), ("pass", False)]

@@ -147,7 +147,8 @@ def read_path(rs: Ruleset, change: Change, *, party: bool = False) -> EditPath |
         return problem(f"{change.op} does not apply to {area}: only list rows are added, moved, deleted or rolled")
     found = _longest_id(rest, area_ids(rs, area, party))
     if found is None:
-        return problem(f"the {'party ' if party else ''}sheet has no {_WORDS[area]} {rest!r}")
+        named = repr(rest) if len(rest) <= 60 else repr(rest[:60]) + "…"
+        return problem(f"the {'party ' if party else ''}sheet has no {_WORDS[area]} {named}")
     id_, tail = found
     if shape == "":
         return EditPath(area, id_) if tail is None else problem(f"{area}.{id_} has nothing below it")
@@ -159,7 +160,7 @@ def read_path(rs: Ruleset, change: Change, *, party: bool = False) -> EditPath |
     if shape == "cell":
         columns = {c.id for c in area_ids(rs, area, party)[id_].columns}
         if column not in columns:
-            return problem(f"list {id_!r} has no column {column!r}")
+            return problem(f"list {id_!r} has no column {column[:60]!r}")
         return EditPath(area, id_, int(number), column)
     return EditPath(area, id_, int(number))
 

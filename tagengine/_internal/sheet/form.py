@@ -358,7 +358,8 @@ def _party_form(rs: Ruleset, state: GameState, found: _Problems) -> FormView:
     sections = [SectionView(None, "Fields", None, inputs)] if inputs else []
     if tables:
         sections.append(SectionView(None, "Lists", None, (), tables))
-    play = PlayView(pools=_pool_inputs(view, ev, found))
+    uses = tuple(u for lst in party.lists for u in _uses(ev, lst, view.hidden.get(f"lists.{lst.id}"), found))
+    play = PlayView(pools=_pool_inputs(view, ev, found), uses=uses)
     return FormView(party.label, True, state.party_revision, tuple(sections), play, found.rest())
 
 
