@@ -177,6 +177,9 @@ def test_a_refused_edit_keeps_what_was_typed_on_its_input():
     resolve = next(p for p in form.play.pools if p.path == "pools.resolve")
     assert resolve.value == "-2" and resolve.problems
     assert [p.path for p in form.problems] == ["fields.nope", "marks.strain.9"]  # no input of the form shows them
+    kind = edit_sheet(GRAVE, s, "Mira", {"marks.strain.1": "tear"})
+    box = edit_form(GRAVE, s, "Mira", kind.problems).play.wounds[1].boxes[0]
+    assert [p.code for p in box.problems] == ["unknown-value"]  # a box shows its own
 
 
 def test_sheet_32_sheet_34_a_rolled_column_has_a_roll_button():

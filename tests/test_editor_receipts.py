@@ -68,6 +68,17 @@ def test_every_value_survives_the_receipt():
     assert "%E2%80%AE" in encode_changes([Change("set", "fields.oath", "\u202e")])  # a bidi override is not
 
 
+def test_ids_with_separators_and_dots_survive_the_receipt():
+    """ED-1: an id may hold a dot, `=` or `&`; the longest id that fits is the one named."""
+    rs = Ruleset.from_dict({"sheet": {"fields": [{"id": "a=b&c", "label": "Odd", "type": "text"},
+                                                 {"id": "x", "label": "X", "type": "number"},
+                                                 {"id": "x.y", "label": "XY", "type": "number"}]}})
+    s = GameState.new(rs, ["Ana"])
+    made = receipt(rs, s, "Ana", {"fields.a=b&c": "p=q&r", "fields.x.y": 2, "fields.x": 1})
+    out = apply_reply(rs, s, made.text)
+    assert out.receipts[0].result == "ok" and out.state.cards["Ana"]["fields"] == {"a=b&c": "p=q&r", "x": 1, "x.y": 2}
+
+
 def test_an_imitated_receipt_is_refused_unverified():
     """The model sees receipts in the history and may write one: without the key it cannot make its MAC."""
     s = sample_state("gravewatch")

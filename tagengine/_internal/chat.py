@@ -49,7 +49,7 @@ class Chat:
         self.revision = state.party_revision  # chat metadata: only ever grows (PARTY-36)
         # the players' edits the chat does not hold yet: made on the snapshot `_edited_on` (an Applied, or the
         # start), from the state `_edited_from`, giving `_edited_state` (ED-6)
-        self.edits: tuple[PlayerEdit, ...] = ()
+        self._edits: tuple[PlayerEdit, ...] = ()
         self._edited_on: object = None
         self._edited_from: GameState | None = None
         self._edited_state: GameState | None = None
@@ -64,7 +64,12 @@ class Chat:
 
     def _pending(self) -> bool:
         """Edits wait for the next reply, while the snapshot they were made on is still the current one."""
-        return bool(self.edits) and self._edited_on is self._snapshot()[0]
+        return bool(self._edits) and self._edited_on is self._snapshot()[0]
+
+    @property
+    def edits(self) -> tuple[PlayerEdit, ...]:
+        """The players' edits made since the last reply, which the next one writes (ED-6)."""
+        return self._edits if self._pending() else ()
 
     @property
     def state(self) -> GameState:
@@ -96,11 +101,11 @@ class Chat:
         before, opening = self._snapshot()[1], ""
         if self._pending() and self._edited_from is not None:
             before = self._edited_from
-            opening = edit_receipts(self.rs, before, self.edits).text
+            opening = edit_receipts(self.rs, before, self._edits).text
         applied = apply_reply(self.rs, before, opening + reply)
         self.messages.append(Message("assistant", applied.text, [applied]))
         self.revision = max(self.revision, applied.state.party_revision)
-        self.edits = ()
+        self._edits = ()
         return applied
 
     # -- a player's edits --------------------------------------------------------------------------
@@ -128,8 +133,8 @@ class Chat:
     def _keep(self, edit: PlayerEdit, before: GameState, after: GameState) -> None:
         snapshot = self._snapshot()[0]
         if not self._pending():
-            self.edits, self._edited_on, self._edited_from = (), snapshot, before
-        self.edits = (*self.edits, edit)
+            self._edits, self._edited_on, self._edited_from = (), snapshot, before
+        self._edits = (*self._edits, edit)
         self._edited_state = after
 
     def _last_assistant(self) -> int:
@@ -233,7 +238,7 @@ class Chat:
                 entry["swipes"] = [{"text": a.text, "snapshot": snapshot_json(a.state)} for a in m.swipes]
             doc["messages"].append(entry)
         if self._pending():  # made since the last reply: the next one writes them (ED-6)
-            doc["edits"] = [{"who": e.who, "changes": encode_changes(e.changes)} for e in self.edits]
+            doc["edits"] = [{"who": e.who, "changes": encode_changes(e.changes)} for e in self._edits]
         return doc
 
     @classmethod

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from ..ruleset import Ruleset
-from ..sheet.edit_paths import Change, change_text, parse_change
+from ..sheet.edit_paths import Change, change_of, value_text
 from ..state import GameState
 from ..tags import Tag, canonical, scan
 from ..text import normalise
@@ -59,17 +59,18 @@ def encode_changes(changes: Sequence[Change]) -> str:
     no brackets or quotes, DEC-25), readable where it can be."""
     out = []
     for c in changes:
-        key, sep, value = change_text(c).partition("=")
-        out.append(_escaped(key) + (f"={_escaped(value)}" if sep else ""))
+        text = value_text(c.value)
+        out.append(_escaped(c.key) + ("" if text is None else f"={_escaped(text)}"))
     return "&".join(out)
 
 
 def decode_changes(text: str) -> list[Change]:
-    """The changes `encode_changes` wrote (each value as text, as a form posts it)."""
+    """The changes `encode_changes` wrote (each value as text, as a form posts it). Raises UnicodeDecodeError for
+    an escape that is not UTF-8."""
     out = []
     for part in text.split("&") if text else []:
         key, sep, value = part.partition("=")
-        out.append(parse_change(unquote(key, errors="strict") + (f"={unquote(value, errors='strict')}" if sep else "")))
+        out.append(change_of(unquote(key, errors="strict"), unquote(value, errors="strict") if sep else None))
     return out
 
 

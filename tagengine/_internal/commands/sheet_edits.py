@@ -11,16 +11,16 @@ shorter are kept as overflow (WOUND-60: editing the sheet does not undo damage).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Problem
 from ..ruleset import Ruleset
-from ..ruleset.sheet import ColumnDef, ColumnRefDef, ListDef
+from ..ruleset.sheet import ColumnDef, ListDef
 from ..sheet.edit_paths import LIST_ROWS_MAX, Change, EditPath, change_of, read_path
-from ..sheet.fields import read_value
+from ..sheet.fields import rows
+from ..sheet.rolls import roll_sides
 from ..state import PARTY, GameState, thaw
 from . import edit_values
 from .live_edits import Step, set_live
@@ -28,7 +28,6 @@ from .subject import subject
 
 MAX_CHANGES = 1000  # changes in one edit: a whole sheet's form is far fewer
 SIDES_MAX = 1000  # the most sides a rolled die has
-_SIDES = re.compile(r"[0-9]*[dD]([0-9]{1,4})")
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,7 @@ def _changed(rs: Ruleset, state: GameState, name: str, changes: Changes, *, part
         if isinstance(where, Problem):
             problems.append(where)
             continue
-        if where.area in ("derived",) or (party and where.area == "fields" and where.id in _from_members(rs)):
+        if where.area == "derived" or (party and where.area == "fields" and where.id in _from_members(rs)):
             problems.append(Problem(c.path, "read-only", "is computed from other values and cannot be typed over "
                                     "(SHEET-19, PARTY-31)", c.value))
             continue
@@ -135,18 +134,18 @@ def _settled(rs: Ruleset, state: GameState, name: str, party: bool) -> GameState
     ev = subj.ev
     pools = {k: min(v, ev.pool_max(ev.idx.pools.by_id[k])) if k in ev.idx.pools.by_id else v
              for k, v in live.pools.items()}
-    rows = {}
+    uses = {}
     for list_id, stored in live.rows.items():
         tops = [top for _, top in ev.row_cells(list_id) or []]
-        rows[list_id] = tuple(None if v is None else min(v, tops[i]) if i < len(tops) else v
+        uses[list_id] = tuple(None if v is None else min(v, tops[i]) if i < len(tops) else v
                               for i, v in enumerate(stored))
     marks = dict(live.marks)
     for t in (() if party else rs.file.sheet.live.tracks):
         if t.id in marks and t.is_wound:
             marks[t.id] = ev.wound_marks(t)[1]
-    if (pools, rows, marks) == (dict(live.pools), dict(live.rows), dict(live.marks)):
+    if (pools, uses, marks) == (dict(live.pools), dict(live.rows), dict(live.marks)):
         return state
-    return subj.with_live(state, live.but(pools=pools, rows=rows, marks=marks))
+    return subj.with_live(state, live.but(pools=pools, rows=uses, marks=marks))
 
 
 # -- permanent values: abilities, training, fields, list rows --------------------------------------------------
@@ -190,28 +189,28 @@ def _row_step(rs: Ruleset, state: GameState, name: str, party: bool, card: dict[
     """SHEET-28..34: a cell set or rolled, a row added, moved or deleted. A list with row pools keeps each row's
     uses with its row (they are stored by position, R-4)."""
     lst: ListDef = (rs.party.lists if party and rs.party else rs.sheet.lists).by_id[where.id]
-    rows: list[dict[str, Any]] = card.setdefault("lists", {}).setdefault(lst.id, [])
-    path, raw, n = c.path, c.value, len(rows)
+    stored: list[dict[str, Any]] = card.setdefault("lists", {}).setdefault(lst.id, [])
+    path, raw, n = c.path, c.value, len(stored)
     if c.op == "add":
         at = n if raw is None or raw == "" else edit_values.whole_number(raw, path, 0, n)
         if isinstance(at, Problem):
             return at
         if n >= LIST_ROWS_MAX:
             return Problem(path, "too-many-rows", f"list {lst.id!r} holds at most {LIST_ROWS_MAX} rows", raw)
-        rows.insert(at, {})
+        stored.insert(at, {})
         return Step(_with_uses(_with_card(state, name, party, card), name, party, lst, n, "add", at), at)
     if where.row is None or where.row >= n:
         return Problem(path, "out-of-range", f"list {lst.id!r} has {n} row{'s' if n != 1 else ''} "
                        f"(counted from 0)", raw)
     row = where.row
     if c.op == "delete":
-        del rows[row]
+        del stored[row]
         return Step(_with_uses(_with_card(state, name, party, card), name, party, lst, n, "delete", row))
     if c.op == "move":
         to = edit_values.whole_number(raw, path, 0, n - 1)
         if isinstance(to, Problem):
             return to
-        rows.insert(to, rows.pop(row))
+        stored.insert(to, stored.pop(row))
         return Step(_with_uses(_with_card(state, name, party, card), name, party, lst, n, "move", row, to), to)
     col = next(col for col in lst.columns if col.id == where.column)
     if c.op == "roll":
@@ -219,15 +218,14 @@ def _row_step(rs: Ruleset, state: GameState, name: str, party: bool, card: dict[
     value = edit_values.field_value(col, raw, path)
     if isinstance(value, Problem):
         return value
-    rows[row] = {**rows[row], col.id: value}
+    stored[row] = {**stored[row], col.id: value}
     return Step(_with_card(state, name, party, card), value)
 
 
 def _with_uses(state: GameState, name: str, party: bool, lst: ListDef, n: int, op: str, row: int,
                to: int = 0) -> GameState:
     """The stored uses of a list's row pools, moved with their rows (stored by position: R-4)."""
-    key = PARTY if party else name
-    live = state.live_of(key)
+    live = state.live_of(name)
     stored = live.rows.get(lst.id)
     if lst.pools is None or not stored:
         return state
@@ -238,7 +236,7 @@ def _with_uses(state: GameState, name: str, party: bool, lst: ListDef, n: int, o
         del uses[row]
     else:
         uses.insert(to, uses.pop(row))
-    return state.with_live(key, live.but(rows={**live.rows, lst.id: tuple(uses)}))
+    return state.with_live(name, live.but(rows={**live.rows, lst.id: tuple(uses)}))
 
 
 def _roll(rs: Ruleset, state: GameState, name: str, party: bool, card: dict[str, Any], lst: ListDef, row: int,
@@ -247,17 +245,8 @@ def _roll(rs: Ruleset, state: GameState, name: str, party: bool, card: dict[str,
     clamped between the column's `min` and `max`."""
     if col.roll is None:
         return Problem(c.path, "no-roll", f"column {col.id!r} is not filled by a roll (SHEET-32)", c.value)
-    sides_def = col.roll.sides
-    sides: int | None
-    if isinstance(sides_def, int):
-        sides = sides_def
-    elif isinstance(sides_def, ColumnRefDef):  # SHEET-33: another column of the row, a number or `d8`
-        other = next(o for o in lst.columns if o.id == sides_def.column)
-        cell = read_value(other, card["lists"][lst.id][row].get(other.id))
-        m = _SIDES.fullmatch(cell) if isinstance(cell, str) else None
-        sides = int(m.group(1)) if m else cell if isinstance(cell, int) and not isinstance(cell, bool) else None
-    else:
-        sides = subject(rs, state, PARTY if party else name, party=party).ev.read(sides_def)
+    ev = subject(rs, state, name, party=party).ev
+    sides = roll_sides(ev, lst, col, rows(lst.columns, [card["lists"][lst.id][row]])[0])
     if sides is None or not 1 <= sides <= SIDES_MAX:
         return Problem(c.path, "cannot-roll", f"the die has {sides} sides; a roll needs 1 to {SIDES_MAX} (SHEET-33)",
                        c.value)
@@ -267,6 +256,6 @@ def _roll(rs: Ruleset, state: GameState, name: str, party: bool, card: dict[str,
         total = max(col.min, total)
     if col.max is not None:
         total = min(col.max, total)
-    rows = card["lists"][lst.id]
-    rows[row] = {**rows[row], col.id: total}
+    stored = card["lists"][lst.id]
+    stored[row] = {**stored[row], col.id: total}
     return Step(_with_card(state, name, party, card).with_dice(dice), None, total)

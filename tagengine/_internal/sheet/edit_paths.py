@@ -72,11 +72,13 @@ def parse_change(text: str) -> Change:
     return change_of(key, value if sep else None)
 
 
-def change_text(change: Change) -> str:
-    """`key=value`, the value as text: a number in digits, a flag `true`/`false`, nothing for None."""
-    v = change.value
-    text = "" if v is None else ("true" if v else "false") if isinstance(v, bool) else str(v)
-    return change.key if v is None else f"{change.key}={text}"
+def value_text(value: Any) -> str | None:
+    """A change's value as the command line and a receipt write it: a number in digits, a flag `true`/`false`,
+    text as it is; None for no value."""
+    if value is None:
+        return None
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,19 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NotFoundError, Problem
 from ..ruleset import Ruleset
 from ..ruleset.hide import HideWhenDef
-from ..ruleset.refs import ValueRefDef
-from ..ruleset.sheet import ColumnDef, ColumnRefDef, FieldDef, ListDef, UntrainedByDef, UntrainedDef
+from ..ruleset.sheet import ColumnDef, FieldDef, ListDef, UntrainedByDef, UntrainedDef
 from ..state import PARTY, GameState
 from .edit_paths import LIST_ROWS_MAX, text_limit
 from .evaluator import Eval
 from .fields import rows
+from .rolls import roll_text
 from .sheet_views import view_character, view_party
 from .views import CheckNumber, SheetView
 
@@ -143,6 +143,7 @@ class BoxView:
     mark: str | None
     mark_label: str | None
     action: str  # "mark" (a free box) or "clear"
+    problems: tuple[Problem, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,35 +244,17 @@ def _value_input(ev: Eval, f: FieldDef | ColumnDef, path: str, label: str, value
                      offer, roll, read_only, None, hidden, hide_when, own)
 
 
-def _roll_text(ev: Eval, col: ColumnDef, lst: ListDef, row: Mapping[str, Any] | None) -> str | None:
-    """SHEET-33: the dice a Roll button rolls, for the column (`1d(Die)`) or for one row (`1d8`)."""
-    if col.roll is None:
-        return None
-    count, sides = col.roll.count, col.roll.sides
-    if isinstance(sides, int):
-        return f"{count}d{sides}"
-    if isinstance(sides, ColumnRefDef):
-        other = next((c for c in lst.columns if c.id == sides.column), None)
-        if row is None or other is None:
-            return f"{count}d({other.label if other else sides.column})"
-        cell = row.get(other.id)
-        m = re.fullmatch(r"[0-9]*[dD]([0-9]+)", cell) if isinstance(cell, str) else None
-        return f"{count}d{m.group(1) if m else cell}"
-    assert isinstance(sides, ValueRefDef)
-    return f"{count}d{ev.read(sides)}"
-
-
 def _table_view(ev: Eval, lst: ListDef, stored: Sequence[Any], problems: _Problems, hidden: str | None) -> TableView:
     base = f"lists.{lst.id}"
     columns = tuple(ColumnView(c.id, c.label, c.type, c.min, c.max, text_limit(c),
                                tuple((v, (c.valueLabels or {}).get(v, v)) for v in c.values or ()),
-                               tuple(c.suggestions or ()), _roll_text(ev, c, lst, None)) for c in lst.columns)
+                               tuple(c.suggestions or ()), roll_text(ev, lst, c, None)) for c in lst.columns)
     uses = _uses(ev, lst, hidden, problems)
     out_rows = []
     for i, row in enumerate(rows(lst.columns, list(stored))):
         path = f"{base}.{i}"
         cells = tuple(_value_input(ev, c, f"{path}.{c.id}", c.label, row[c.id], problems,
-                                   roll=_roll_text(ev, c, lst, row)) for c in lst.columns)
+                                   roll=roll_text(ev, lst, c, row)) for c in lst.columns)
         out_rows.append(RowView(i, path, cells, uses[i] if i < len(uses) else None))
         problems.on(path)  # a problem with the row itself (moved, deleted) shows on the table
     own = tuple(p for r in out_rows for p in problems.by_path.get(r.path, ())) + problems.on(base)
@@ -339,7 +322,7 @@ def edit_form(rs: Ruleset, state: GameState, who: str | None, problems: Iterable
             sections.append(SectionView(None, title, None, tuple(kinds[kind])))
     if tables.get(None):
         sections.append(SectionView(None, "Lists", None, (), tuple(tables[None])))
-    play = _play(rs, state, name, view, ev, found)
+    play = _play(rs, view, ev, found)
     return FormView(name, False, None, tuple(sections), play, found.rest())
 
 
@@ -385,7 +368,7 @@ def _pool_inputs(view: SheetView, ev: Eval, found: _Problems) -> tuple[InputView
     return tuple(out)
 
 
-def _play(rs: Ruleset, state: GameState, name: str, view: SheetView, ev: Eval, found: _Problems) -> PlayView:
+def _play(rs: Ruleset, view: SheetView, ev: Eval, found: _Problems) -> PlayView:
     live = rs.file.sheet.live
     defs = {t.id: t for t in live.tracks}
     tracks = []
@@ -398,9 +381,8 @@ def _play(rs: Ruleset, state: GameState, name: str, view: SheetView, ev: Eval, f
         kinds = {k[0]: k[1] for k in w.kinds}
         boxes = tuple(BoxView(i + 1, f"marks.{w.id}.{i + 1}", w.levels[i].label if not w.boxed else None,
                               w.levels[i].penalty if not w.boxed else None, m, kinds.get(m) if m else None,
-                              "clear" if m is not None else "mark") for i, m in enumerate(w.cells))
-        for b in boxes:
-            found.on(b.path)
+                              "clear" if m is not None else "mark", found.on(f"marks.{w.id}.{i + 1}"))
+                      for i, m in enumerate(w.cells))
         lightest = min(w.kinds, key=lambda k: k[2])[0] if w.kinds else ""
         wounds.append(WoundBoxesView(f"marks.{w.id}", w.label, w.boxed, defs[w.id].fill == "indexed", w.kinds,
                                      lightest, boxes, w.overflow, w.penalty, w.now))
