@@ -99,8 +99,11 @@ def main() -> None:
     print(f"  field change + derived values   {quantiles(cpus['edit'])}")
     print(f"  comparator: evaluation alone    {quantiles(cpus['comparator'])}")
     print(f"  the editor's form of the draft  {quantiles(cpus['form'])}")
-    verdict = "met" if p99(times["edit"]) * 1e3 <= TARGET_MS else "NOT met"
-    print(f"  target: {verdict}; the edit's own cost over the evaluation at p50: "
+    wall, work = p99(times["edit"]) * 1e3, p99(cpus["edit"]) * 1e3
+    print(f"  target p99 <= {TARGET_MS} ms: wall {wall:.3f} ms ({'met' if wall <= TARGET_MS else 'NOT met'}), CPU "
+          f"{work:.3f} ms ({'met' if work <= TARGET_MS else 'NOT met'}); the evaluation alone, wall p99 "
+          f"{p99(times['comparator']) * 1e3:.3f} ms, shows what the machine's load adds")
+    print(f"  the edit's own cost over the evaluation at p50: "
           f"{(statistics.median(times['edit']) - statistics.median(times['comparator'])) * 1e3:.3f} ms")
 
 
