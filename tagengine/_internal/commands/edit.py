@@ -20,6 +20,7 @@ import hmac
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
 from ..ruleset import Ruleset
@@ -29,7 +30,9 @@ from ..tags import Tag, canonical, scan
 from ..text import normalise
 from .family import Family, Op
 from .result import Outcome, Result, ok, refuse, refused
-from .sheet_edits import Edited, edit_party, edit_sheet
+
+if TYPE_CHECKING:
+    from .sheet_edits import Edited
 
 ATTRIBUTES = ("by", "who", "sheet", "changes", "mac")
 AUTHORS = ("player",)  # who made an edit: only a player, for now
@@ -119,6 +122,10 @@ def op_of(rs: Ruleset, tag: Tag) -> str | Result:
 
 
 def _made_edit(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
+    # The edit machinery is imported when a receipt is met, not when the families load: a reply seldom holds one,
+    # and a cold `tagengine apply` would pay about 10 ms for it (CL-3)
+    from .sheet_edits import edit_party, edit_sheet
+
     attrs = tuple((k, v) for k, v in tag.attrs if k != "mac")
     if not hmac.compare_digest(tag.get("mac") or "", edit_mac(state, attrs)):
         return refuse(state, "unverified-edit")  # imitated, altered, or copied from another point (ED-8)
@@ -149,6 +156,8 @@ def edit_receipts(rs: Ruleset, state: GameState, edits: Sequence[PlayerEdit]) ->
     edits, then the reply's tags (DEC-5: the receipts apply as written). An edit that no longer applies to what
     the ones before it left (its sheet changed under it) is dropped and named; one that changes nothing is not
     written."""
+    from .sheet_edits import edit_party, edit_sheet  # as in _made_edit
+
     lines: list[str] = []
     dropped: list[PlayerEdit] = []
     for e in edits:
