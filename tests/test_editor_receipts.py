@@ -86,6 +86,8 @@ def test_an_imitated_receipt_is_refused_unverified():
     out = apply_reply(GRAVE, s, forged)
     assert [(r.result, r.reason) for r in out.receipts] == [("refused", "unverified-edit")]
     assert out.state is s
+    again = apply_reply(GRAVE, s, out.text)  # the refusal replays as written (DEC-5)
+    assert again.text == out.text and again.state is s
 
 
 def test_an_altered_or_copied_receipt_is_refused():
