@@ -99,8 +99,9 @@ def apply_part(rs: Ruleset, state: GameState, text: str, commands: int = 0) -> t
             name, attrs, res = f.name, (("raw", f.raw),), refused("malformed")
         else:
             name, attrs = f.tag.name, f.tag.attrs
-            commands += name not in UNCOUNTED  # an edit receipt is not one of the model's commands (ED-7)
-            if commands > COMMAND_LIMIT and name not in UNCOUNTED:
+            counted = name not in UNCOUNTED  # an edit receipt is not one of the model's commands (ED-7)
+            commands += counted
+            if counted and commands > COMMAND_LIMIT:
                 res = refused("command-limit")
             else:
                 res, state, detail = _run_safely(rs, state, f.tag)

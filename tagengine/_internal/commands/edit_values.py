@@ -19,6 +19,7 @@ from .numbers import parse_int
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")  # control characters but tab and line feed
 # U-19: a `dice` value is NdS with an optional +M or -M: `1d8`, `d20`, `2d6+1` (ED-3)
 DICE = re.compile(r"(?:[1-9][0-9]{0,2})?[dD][1-9][0-9]{0,3}(?:[+-][0-9]{1,4})?")
+DICE_MAX = 16  # characters of a `dice` value: the longest the pattern reads, with room for spaces around it
 _TRUE, _FALSE = frozenset({"true", "on", "yes", "1"}), frozenset({"false", "off", "no", "0", ""})
 
 
@@ -50,7 +51,7 @@ def whole_number(raw: Any, path: str, lo: int | None, hi: int | None) -> int | P
 
 
 def flag(raw: Any, path: str) -> bool | Problem:
-    """On or off: a JSON flag, or `true`/`false`, `on`/`off` (an HTML checkbox), `yes`/`no`, `1`/`0`."""
+    """On or off: a JSON flag, or `true`/`false`, `on`/`off` (an HTML checkbox), `yes`/`no`, `1`/`0`; blank is off."""
     if isinstance(raw, bool):
         return raw
     if isinstance(raw, str) and raw.strip().lower() in _TRUE | _FALSE:
@@ -112,7 +113,7 @@ def field_value(f: FieldDef | ColumnDef, raw: Any, path: str) -> Any:
     if t == "enum":
         return choice(raw, path, f.values or [], f.valueLabels, "field" if isinstance(f, FieldDef) else "column")
     if t == "dice":
-        value = typed_text(raw, path, 16, lines=False)
+        value = typed_text(raw, path, DICE_MAX, lines=False)
         if isinstance(value, Problem) or value.strip() == "":
             return value if isinstance(value, Problem) else ""
         if not DICE.fullmatch(value.strip()):
