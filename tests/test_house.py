@@ -376,7 +376,7 @@ def top_level_names(path: Path) -> list[str]:
 # reminder teaches of it) go into its `Family` (commands/family.py), which the dispatcher and the prompt read, as
 # markdown-it reads one rule per module. The same idea under the same name in each family, not a clash.
 FAMILY_PROTOCOL = {
-    "op_of": {"check", "clock", "sheet"},
+    "op_of": {"check", "clock", "edit", "sheet"},
     "teach": {"check", "clock", "sheet"},
 }
 

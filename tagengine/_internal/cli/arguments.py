@@ -27,6 +27,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("serve", "the OpenAI-compatible middleware a chat app points at", "serve:add_serve"),
     ("st", "the SillyTavern kit (docs/sillytavern.md)", "st:add_st"),
     ("roll", "roll a character's check with the state's dice; print the dice card", "sheet:add_roll"),
+    ("character", "set a character's or the party's sheet values, checked as the sheet editor checks them",
+     "character:add_character"),
 )
 
 

@@ -11,22 +11,25 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .conventions import ArgParser, int_at_least, print_json
+from .conventions import ArgParser, Usage, int_at_least, print_json
 
 if TYPE_CHECKING:
-    from ..server.store import Store
+    from ..server.store import CampaignRow, Store
 
 
 def add_campaign(cp: argparse.ArgumentParser) -> None:
     cp_sub = cp.add_subparsers(dest="campaign_command", required=True, parser_class=ArgParser)
     data = ArgParser(add_help=False)
     data.add_argument("--data", metavar="DIR", help="the server's data folder (default: the user data folder)")
-    cn = cp_sub.add_parser("new", parents=[data], help="a new campaign: characters at their start values")
+    cn = cp_sub.add_parser("new", parents=[data], help="a new campaign: characters at their start values, or a "
+                           "state file's")
     cn.add_argument("name")
     cn.add_argument("ruleset")
-    cn.add_argument("characters", nargs="+", metavar="CHARACTER")
-    cn.add_argument("--seed", help="the dice's seed (default: a random one; give one to make the campaign again "
-                    "exactly)")
+    cn.add_argument("characters", nargs="*", metavar="CHARACTER")
+    cn.add_argument("--state", metavar="FILE", help="start from this state file (characters made with `tagengine "
+                    "character set`) instead of naming blank characters")
+    cn.add_argument("--seed", help="the dice's seed (default: a random one, or with --state the file's dice; give "
+                    "one to make the campaign again exactly)")
     cn.set_defaults(func=cmd_campaign_new)
     cl = cp_sub.add_parser("list", parents=[data], help="the campaigns: name, ruleset, characters")
     cl.set_defaults(func=cmd_campaign_list)
@@ -84,9 +87,12 @@ def _open_store(args: argparse.Namespace) -> Store:
 def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ..server.campaigns import new_campaign
 
+    if (args.state is None) == (not args.characters):
+        raise Usage("tagengine campaign new: name the characters, or give --state FILE (not both)")
     store = _open_store(args)
     try:
-        row = new_campaign(store, args.name, args.ruleset, args.characters, args.seed)
+        row = (new_campaign(store, args.name, args.ruleset, args.characters, args.seed) if args.state is None else
+               _campaign_from_state(store, args.name, args.ruleset, args.state, args.seed, err))
     except ValueError as e:
         err.write(f"tagengine campaign new: {e}\n")
         return 1
@@ -94,6 +100,36 @@ def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         store.close()
     out.write(f"campaign {row.name}: {row.ruleset} (sha256 {row.digest[:12]}), {row.characters}\n")
     return 0
+
+
+def _campaign_from_state(store: Store, name: str, ruleset: str, state_file: str, seed: str | None,
+                         err: TextIO) -> CampaignRow:
+    """A campaign whose start is a state file, read as `apply` reads one (its warnings on `err`), with its own dice
+    unless `seed` is given. Raises ValueError for a bad or taken name or seed, RulesetError and StateError for the
+    files. (`server/campaigns.new_campaign` makes one from character names; this is its twin for a state.)"""
+    from ..errors import Problem, StateError
+    from ..files import read_file
+    from ..ruleset import Ruleset
+    from ..server.campaigns import MAX_RULESET_BYTES, canonical_json, digest_of
+    from ..server.store import NAME, CampaignRow
+    from ..state import Dice, GameState
+    from ..state.defaults import seed_problem
+
+    if not NAME.fullmatch(name):
+        raise ValueError(f"campaign name {name!r}: use 1 to 64 letters, digits, '.', '_' or '-'")
+    path = Path(ruleset).resolve()
+    data = read_file(path, MAX_RULESET_BYTES)
+    rs = Ruleset.from_json(data, str(path))  # the same bytes as the digest
+    state = GameState.load(rs, state_file)
+    for w in state.warnings:
+        err.write(f"{state_file}: {w} (warning)\n")
+    if seed is not None:
+        if (why := seed_problem(seed)) is not None:
+            raise StateError([Problem("seed", "bad-seed", why, seed)], "campaign new")
+        state = state.with_dice(Dice(seed, 0))
+    row = CampaignRow(name, str(path), digest_of(data), canonical_json(state.to_json()), ", ".join(state.characters))
+    store.add_campaign(row)
+    return row
 
 
 def cmd_campaign_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

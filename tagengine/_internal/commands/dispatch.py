@@ -8,6 +8,7 @@ from typing import Any
 from ..ruleset import Ruleset
 from ..state import GameState
 from ..tags import Tag, canonical, scan
+from ..tags.vocabulary import UNCOUNTED
 from .reasons import COMMAND_LIMIT
 from .result import Outcome, Result, refuse, refused
 from .table import families
@@ -98,8 +99,9 @@ def apply_part(rs: Ruleset, state: GameState, text: str, commands: int = 0) -> t
             name, attrs, res = f.name, (("raw", f.raw),), refused("malformed")
         else:
             name, attrs = f.tag.name, f.tag.attrs
-            commands += 1
-            if commands > COMMAND_LIMIT:
+            counted = name not in UNCOUNTED  # an edit receipt is not one of the model's commands (ED-7)
+            commands += counted
+            if counted and commands > COMMAND_LIMIT:
                 res = refused("command-limit")
             else:
                 res, state, detail = _run_safely(rs, state, f.tag)

@@ -48,6 +48,10 @@ REASONS: Mapping[str, tuple[str, str]] = MappingProxyType({
     "bad-box": ("sheets", "`box` outside the track (DEC-16)"),
     "track-full": ("sheets", "no free box on a track with `onFull: \"refuse\"` (WOUND-52, WOUND-53)"),
     "not-advanceable": ("sheets", "a party field not in `advancement.fields` (DEC-15)"),
+    # edits (a player's, written by the engine)
+    "unverified-edit": ("edits", "an edit receipt whose `mac` does not verify here: not written by the engine for "
+                                 "this point of the chat (docs/decisions.md ED-8)"),
+    "invalid-edit": ("edits", "an edit receipt whose changes no longer fit the sheet (ED-9)"),
     # checks
     "untrained": ("checks", "the character is untrained and the rule is `refuse` (UNTR-9)"),
     "unknown-skill": ("checks", "no such skill (docs/decisions.md CK-8)"),

@@ -117,6 +117,13 @@ class GameState:
     def with_clocks(self, clocks: tuple[Clock, ...]) -> GameState:
         return self._derived(self.party_sheet, self.party_revision, self.live, tuple(clocks))
 
+    def with_card(self, name: str, card: Mapping[str, Any]) -> GameState:
+        """The state with the card of the character `name` (a card name of this state) replaced by a read-only
+        copy of `card`: a player's edit of a sheet (docs/editor.md)."""
+        new = self._derived(self.party_sheet, self.party_revision, self.live, self.clocks)
+        object.__setattr__(new, "cards", MappingProxyType({**self.cards, name: freeze(card)}))
+        return new
+
     def with_party_sheet(self, sheet: Mapping[str, Any], revision: int) -> GameState:
         return self._derived(freeze(sheet), revision, self.live, self.clocks)
 
