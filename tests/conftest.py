@@ -16,7 +16,6 @@ SAMPLES = ROOT / "samples"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 os.environ["TAGENGINE_TOKENIZERS"] = ""  # issue 15: the tests never read the user's own tokenizers.toml
 
-
 def load_sample(name: str) -> Ruleset:
     return Ruleset.load(SAMPLES / "rulesets" / f"{name}.json")
 
@@ -65,9 +64,9 @@ def blades() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def real_replies() -> list[str]:
-    """Real model replies without tags (../shared/corpus); processing must change nothing."""
-    path = ROOT.parent / "shared" / "corpus" / "real-replies-mit.jsonl"
-    if not path.exists():
-        pytest.skip("../shared is not beside this checkout")
+def untagged_replies() -> list[str]:
+    """Model-like replies with no tag (tests/fixtures/untagged-replies.jsonl: several languages and scripts,
+    Markdown, brackets that are not tags, CRLF, tabs, a zero-width space); processing must change nothing."""
+    path = Path(__file__).resolve().parent / "fixtures" / "untagged-replies.jsonl"
     return [json.loads(line)["content"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+

@@ -102,7 +102,7 @@ def test_one_megabyte_reply_and_hostile_inputs():
                                                                                        for r in a.receipts])
 
 
-def test_real_model_replies_are_untouched(real_replies):
-    for text in real_replies:
+def test_untagged_replies_are_untouched(untagged_replies):
+    for text in untagged_replies:
         a = apply_reply(RS, STATE, text)
         assert a.text == text and a.receipts == () and narration(text) == text
