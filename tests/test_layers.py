@@ -27,9 +27,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (10, "Entry points", ("cli", "demo", "schema", "sillytavern", "server")),
 )
 INTERNAL = "tagengine._internal"
-# Outside the layers: `_internal/__init__.py` holds nothing but its docstring (below everything), and the public
-# face, `tagengine/__init__.py` and `python -m tagengine`, reaches into any layer (above everything).
-OUTSIDE = {INTERNAL: 0, "tagengine": 11, "tagengine.__main__": 11}
+PUBLIC = 11  # the public face: `tagengine/__init__.py` and any module of `tagengine/` outside `_internal/`
 
 
 def covers(prefix: str, module: str) -> bool:
@@ -37,8 +35,12 @@ def covers(prefix: str, module: str) -> bool:
 
 
 def rank_of(module: str) -> int | None:
-    if module in OUTSIDE:
-        return OUTSIDE[module]
+    """The module's layer; 0 for `_internal/__init__.py` (its docstring only, below everything), PUBLIC for the
+    public face (above everything: it reaches into any layer); None for a module of no layer."""
+    if module == INTERNAL:
+        return 0
+    if covers("tagengine", module) and not covers(INTERNAL, module):
+        return PUBLIC
     for rank, _, prefixes in LAYERS:
         if any(covers(f"{INTERNAL}.{p}", module) for p in prefixes):
             return rank
@@ -46,7 +48,7 @@ def rank_of(module: str) -> int | None:
 
 
 def layer_name(rank: int) -> str:
-    return next((title for r, title, _ in LAYERS if r == rank), "the public face" if rank == 11 else "-")
+    return next((title for r, title, _ in LAYERS if r == rank), "the public face" if rank == PUBLIC else "-")
 
 
 def offences(edges: list[ig.Edge], mods: set[str]) -> list[str]:
@@ -107,6 +109,13 @@ def test_a_foundation_module_importing_upward_is_refused(source):
 ])
 def test_imports_of_the_same_or_a_lower_layer_pass(source):
     assert parse(source) == [], source
+
+
+def test_the_public_face_is_above_every_layer():
+    """A public submodule (`tagengine/chatapp.py`, say) may import any layer; no layer may import it."""
+    assert rank_of("tagengine") == rank_of("tagengine.chatapp") == rank_of("tagengine.__main__") == PUBLIC
+    assert parse("from .. import apply_reply\n") and parse("import tagengine\n")
+    assert parse("from ._internal.server import app\n", "tagengine.chatapp") == []
 
 
 def test_a_module_in_no_layer_is_named():
