@@ -23,6 +23,19 @@ NOT_PATHS = {
     "tagengine.access": "the access line's logger name (server/access_log.py)",
 }
 
+# A file or folder (ending in `/`) the docs name in code: a path with a known file ending, checked when it starts
+# with a folder of the repository or of `tagengine/_internal/` (others are the user's: `replayed/`, `OUTDIR/`). A
+# name with a placeholder (`<name>`, `*`) is a pattern; `pages/game_sheet.shown` is a module's name.
+FILE = re.compile(r"(?<![\w./~$:-])((?:\w[\w.-]*/)+(?:[\w.-]*\.(?:py|md|json|jsonl|toml|j2|lark|css|js|txt|sh)|))"
+                  r"(?![\w.*<>/-])")
+TOP = {"tagengine", "tests", "benchmarks", "docs", "samples", "grammars", "prompts", "pages"}
+INTERNAL = ROOT / "tagengine" / "_internal"
+
+
+def checked(path: str) -> bool:
+    first = path.partition("/")[0]
+    return first in TOP or first == "_internal" or (INTERNAL / first).is_dir()
+
 
 def code_of(text: str) -> list[str]:
     """The fenced blocks and inline code spans of a Markdown text."""
@@ -70,6 +83,9 @@ def test_the_scan_reads_code_only():
     assert FROM_IMPORT.findall(code_of(text)[0]) == [("tagengine", "", "apply_reply, narration")]
     assert resolves("tagengine.Ruleset.load") and resolves("tagengine._internal.text")
     assert not resolves("tagengine.party.save_party") and not resolves("tagengine.nothing")
+
+
+def test_the_scan_reads_paths_not_patterns():
     paths = FILE.findall("`prompts/teach/<name>.j2` `pages/game_sheet.shown` `tests/*.py` `server/store.py` "
                          "`tagengine/grammars/tags.lark` `sheet/` `tagengine --version` `x/y.py:12`")
     assert paths == ["server/store.py", "tagengine/grammars/tags.lark", "sheet/", "x/y.py"]
@@ -87,23 +103,8 @@ def test_every_dotted_path_in_the_docs_resolves():
 def test_the_names_that_are_not_paths_are_still_used(name):
     """The exceptions above stay true: the docs still write each, and the package's code holds it."""
     assert name in named_paths(), f"{name} is no longer in the docs: drop it from NOT_PATHS"
-    stem = name.removeprefix("tagengine.")
-    assert any(f"tagengine.{stem}" in p.read_text(encoding="utf-8") or f'"{stem}"' in p.read_text(encoding="utf-8")
-               for p in (ROOT / "tagengine").rglob("*.py")), f"{name}: {NOT_PATHS[name]}, not found in the code"
-
-
-# A file or folder (ending in `/`) the docs name in code: a path with a known file ending, checked when it starts
-# with a folder of the repository or of `tagengine/_internal/` (others are the user's: `replayed/`, `OUTDIR/`). A
-# name with a placeholder (`<name>`, `*`) is a pattern; `pages/game_sheet.shown` is a module's name.
-FILE = re.compile(r"(?<![\w./~$:-])((?:\w[\w.-]*/)+(?:[\w.-]*\.(?:py|md|json|jsonl|toml|j2|lark|css|js|txt|sh)|))"
-                  r"(?![\w.*<>/-])")
-TOP = {"tagengine", "tests", "benchmarks", "docs", "samples", "grammars", "prompts", "pages"}
-INTERNAL = ROOT / "tagengine" / "_internal"
-
-
-def checked(path: str) -> bool:
-    first = path.partition("/")[0]
-    return first in TOP or first == "_internal" or (INTERNAL / first).is_dir()
+    assert any(f'"{name}"' in p.read_text(encoding="utf-8") for p in (ROOT / "tagengine").rglob("*.py")), \
+        f"{name} ({NOT_PATHS[name]}) is not in the code: drop it from NOT_PATHS"
 
 
 def wheel_folders() -> dict[str, str]:
