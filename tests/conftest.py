@@ -26,6 +26,7 @@ settings.register_profile("ci", settings.get_profile("ci"), max_examples=CI_EXAM
 settings.register_profile("dev", settings.get_profile("default"), max_examples=CI_EXAMPLES // 10, deadline=None)
 settings.load_profile("ci")
 
+
 def examples(n: int) -> int:
     """A property test's own example count (`n` under `ci`), scaled to the loaded profile: `dev` runs n // 10."""
     return max(1, n * settings.default.max_examples // CI_EXAMPLES)
