@@ -16,6 +16,8 @@ Every error raised on purpose is a `TagengineError`.
 
 from __future__ import annotations
 
+from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ._internal.lazy import Moved, attribute
@@ -99,7 +101,11 @@ def __getattr__(name: str) -> Any:
 
         globals()[name] = value = version()
         return value
-    return attribute(__name__, name, _API, globals(), _MOVED)
+    return attribute(__name__, name, _API, globals(), _import_home, _MOVED)
+
+
+def _import_home(home: str) -> ModuleType:
+    return import_module(f"._internal.{home}", __name__)
 
 
 def __dir__() -> list[str]:

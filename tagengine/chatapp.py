@@ -13,6 +13,8 @@ server keeping its own history writes `edit_receipts(...)` at the start of the n
 
 from __future__ import annotations
 
+from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ._internal.lazy import attribute
@@ -82,7 +84,11 @@ __all__ = [*_API]
 
 
 def __getattr__(name: str) -> Any:
-    return attribute(__name__, name, _API, globals())
+    return attribute(__name__, name, _API, globals(), _import_chatapp_home)
+
+
+def _import_chatapp_home(home: str) -> ModuleType:
+    return import_module(f"tagengine._internal.{home}")
 
 
 def __dir__() -> list[str]:

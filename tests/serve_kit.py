@@ -11,6 +11,7 @@ ends), garbage SSE, or a stream cut off before [DONE]; `hold` stops a stream aft
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import re
@@ -45,6 +46,52 @@ def read_head(sock: socket.socket) -> bytes | None:
     return data
 
 
+class PromptServer(uvicorn.Server):
+    """uvicorn's Server, stopped as soon as the test asks. uvicorn looks at `should_exit` every 0.1 s, then
+    pauses 0.1 s before it waits, 0.1 s at a time, for the connections and tasks to end: 0.18 s a server, half
+    the fast lane's time with some 300 servers in it (issue 25). Here `stop` wakes the main loop at once and the
+    shutdown does what uvicorn's does (the same order, the same graceful timeout, the lifespan's shutdown) with
+    5 ms steps instead."""
+
+    STEP = 0.005
+
+    async def main_loop(self) -> None:
+        self.woken = asyncio.Event()
+        self.loop = asyncio.get_running_loop()
+        counter = 0
+        while not await self.on_tick(counter):  # the date header, and whether to exit, as uvicorn does
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.woken.wait(), 0.1)
+
+    def stop(self) -> None:
+        """From the test's thread: exit now (before the main loop runs, `should_exit` alone is seen)."""
+        self.should_exit = True
+        if hasattr(self, "loop"):
+            with contextlib.suppress(RuntimeError):  # the loop has ended already
+                self.loop.call_soon_threadsafe(self.woken.set)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+
+        async def drained() -> None:
+            while self.server_state.connections or self.server_state.tasks:
+                await asyncio.sleep(self.STEP)
+            for server in self.servers:
+                await server.wait_closed()
+
+        try:
+            await asyncio.wait_for(drained(), timeout=self.config.timeout_graceful_shutdown)
+        except TimeoutError:
+            for t in self.server_state.tasks:
+                t.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
+        if not self.force_exit:
+            await self.lifespan.shutdown()
+
+
 class Running:
     """An ASGI app served by uvicorn on 127.0.0.1, port 0, in a thread, over the HTTP protocol `tagengine
     serve` runs (a head and its body in one write, SB-16); stopped on exit."""
@@ -52,7 +99,7 @@ class Running:
     def __init__(self, app: Any, http: Any = HeadJoiningProtocol) -> None:
         config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
                                 timeout_graceful_shutdown=2, http=http)  # a hung upstream is cut off
-        self.server = uvicorn.Server(config)
+        self.server = PromptServer(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> Running:
@@ -70,7 +117,7 @@ class Running:
         return f"http://127.0.0.1:{port}"
 
     def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
+        self.server.stop()
         self.thread.join(10)
         assert not self.thread.is_alive()
 

@@ -8,7 +8,7 @@ import hashlib
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
-from conftest import edit, load_sample, problems, sample_dict
+from conftest import edit, examples, load_sample, problems, sample_dict
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.prompt import reminder
 from tagengine._internal.ruleset import Ruleset
@@ -307,7 +307,7 @@ NAMES = {"skill": ["Ward", "Stealth", "Dig", "Haul", "Swim", ""], "save": ["Drea
          "ability": ["Nerve", "Wisdom", "Brawn", "Luck"]}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(ruleset=hst.sampled_from(["gravewatch", "ember-roads", "fifth-like"]),
        who=hst.sampled_from([None, "X", "x", "Nobody", "party", ""]),
        kind=hst.sampled_from(["skill", "save", "ability"]), data=hst.data(),

@@ -7,11 +7,11 @@ from cmdkit import sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import load_sample
+from conftest import examples, load_sample
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.sheet import view_character, view_party
 
-SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GAMES = {n: (load_sample(n), sample_state(n)) for n in ("gravewatch", "fifth-like", "blades-like", "ember-roads")}
 
 amounts = st.sampled_from(["1", "2", "3", "-1", "-2", "-5", "0", "9", "x"])

@@ -13,7 +13,7 @@ from cmdkit import sample_state
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from conftest import SAMPLES, load_sample, sample_dict
+from conftest import SAMPLES, examples, load_sample, sample_dict
 from tagengine import Chat, GameState, Ruleset, apply_reply, narration
 from tagengine._internal.batch import replay_line
 from tagengine._internal.cli import run
@@ -32,7 +32,7 @@ from tagengine._internal.sheet.edit_paths import Change, change_of
 from tagengine._internal.sheet.form import edit_form
 
 GRAVE, BLADES, FIFTH = load_sample("gravewatch"), load_sample("blades-like"), load_sample("fifth-like")
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MAC = re.compile(r' mac="([0-9a-f]+)"')
 
 

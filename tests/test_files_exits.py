@@ -165,6 +165,7 @@ def _kill_at_random(cmds: list[list[str]], check, seed: int, spread: float) -> i
     return killed
 
 
+@pytest.mark.slow  # kills dozens of `tagengine apply` processes
 def test_apply_killed_anywhere_leaves_the_old_state_or_the_new_one(game, tmp_path):
     state, reply = game
     old = state.read_bytes()
@@ -200,6 +201,7 @@ def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir()}
 
 
+@pytest.mark.slow  # kills dozens of `tagengine replay` processes
 def test_replay_killed_anywhere_leaves_the_old_output_or_the_new_one(tmp_path):
     """Each run is killed at a random point after it has begun writing (seen in its directory), so the kills
     land in the writing phase rather than in the imports."""

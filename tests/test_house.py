@@ -69,7 +69,7 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
 
 
 def test_no_import_cycle():
-    """A module graph with no cycle: every layer imports only the layers below it (docs/architecture.md)."""
+    """A module graph with no cycle. Layer order (no layer imports a higher one) is tests/test_layers.py's."""
     mods = modules()
     graph = {m: imports_of(m, p, set(mods)) for m, p in mods.items()}
     # a package's __init__ importing its own submodules is how packages work, not a cycle
@@ -96,6 +96,7 @@ def test_no_import_cycle():
             assert cycle is None, " -> ".join(cycle)
 
 
+@pytest.mark.slow  # a fresh interpreter per module
 def test_each_module_imports_alone():
     """Any module imported first, in a fresh interpreter, works (an import cycle would show here). One
     interpreter that has imported nothing of tagengine (only the libraries it uses, to save time) forks a

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import examples
 from tagengine._internal.prefix_memo import PrefixMemo, shared_start
 from tagengine._internal.prompt.tokens import OPENAI_CHAT, TiktokenTokenizer, TokenCounter
 from tagengine._internal.server import chain
@@ -85,7 +86,7 @@ def test_a_sequence_over_half_the_size_bound_is_not_kept_and_the_total_holds():
     assert counted(memo, [40])[1] == [40]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.lists(st.integers(0, 3), max_size=8), min_size=1, max_size=12), st.integers(1, 4))
 def test_the_values_are_always_those_worked_out_from_scratch(seqs, keep):
     memo: PrefixMemo[int, int] = PrefixMemo(lambda n: n, keep=keep, max_size=40)
@@ -93,7 +94,7 @@ def test_the_values_are_always_those_worked_out_from_scratch(seqs, keep):
         assert counted(memo, items)[0] == running([], items)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.lists(st.lists(st.sampled_from(["a", "b", "  b ", "c" * 40]), max_size=6), min_size=1, max_size=8))
 def test_chain_keys_are_the_chain_step_by_step(heist_campaign, histories):
     """The keys along a history are first_key, then next_key reply by reply, whatever histories came before."""

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import sys
 
-from conftest import ROOT, SAMPLES
+import corpus_kit
+
+from conftest import SAMPLES
 from tagengine._internal.batch import replay
 from tagengine._internal.cli import run
 
@@ -15,16 +16,9 @@ RULES = str(SAMPLES / "rulesets" / "blades-like.json")
 
 
 def corpus(tmp_path, n=12):
-    script = ROOT.parent / "shared" / "bench" / "make_corpus.py"
-    lines = []
-    if script.exists():
-        out = subprocess.run([sys.executable, str(script), "--chats", str(n), "--turns", "3"], check=True,
-                             capture_output=True, text=True).stdout
-        lines = out.splitlines()
-    lines += (SAMPLES / "transcripts" / "crew-night.jsonl").read_text().splitlines()
-    path = tmp_path / "in.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    return path, lines
+    """`n` generated chats and the crew-night chat last (tests/corpus_kit.py)."""
+    path = corpus_kit.write(tmp_path / "in.jsonl", n)
+    return path, path.read_text(encoding="utf-8").splitlines()
 
 
 def do(path, workers=1):

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 
+import corpus_kit
 import pytest
 
 from conftest import ROOT, SAMPLES
@@ -20,21 +21,14 @@ from tagengine._internal import batch, batch_dask
 from tagengine._internal.cli import run
 
 distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.slow  # a Dask LocalCluster of two worker processes
 
 RULES = str(SAMPLES / "rulesets" / "blades-like.json")
 
 
 def make_corpus(path, chats, turns=3, extra=()):
-    script = ROOT.parent / "shared" / "bench" / "make_corpus.py"
-    lines = []
-    if script.exists():
-        out = subprocess.run([sys.executable, str(script), "--chats", str(chats), "--turns", str(turns)],
-                             check=True, capture_output=True, text=True).stdout
-        lines = out.splitlines()
-    lines += (SAMPLES / "transcripts" / "crew-night.jsonl").read_text().splitlines()
-    lines += list(extra)
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    """`chats` generated chats, the crew-night chat, then `extra` lines (tests/corpus_kit.py)."""
+    return corpus_kit.write(path, chats, turns, extra)
 
 
 def local(path):

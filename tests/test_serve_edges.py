@@ -12,7 +12,7 @@ from cmdkit import sample_state
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import load_sample
+from conftest import examples, load_sample
 from tagengine import apply_reply
 from tagengine._internal.commands import Applied
 from tagengine._internal.server.chat_request import MAX_MODEL_NAME, budget_of, read_marked
@@ -164,7 +164,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-2, 2) | st.text(max
                     max_leaves=12)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(JSON, max_size=4))
 def test_no_upstream_chunk_makes_the_relay_raise(odd):
     """Whatever JSON the upstream streams between a reply's pieces, the client gets events, never a

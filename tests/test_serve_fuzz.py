@@ -26,6 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from test_serve import MARK, make_campaigns, snapshots
 
+from conftest import examples
 from tagengine._internal.server.app import Options, make_app
 from tagengine._internal.server.store import DB_NAME
 
@@ -478,7 +479,7 @@ def test_no_upstream_answer_makes_the_server_fail(tmp_path, opts):
     up = Raw()
     try:
         with serving(tmp_path, up, **opts) as url:
-            @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+            @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
             @given(ANY, st.none() | TEXTS, st.booleans(), st.lists(ANY | TEXTS.map(chunk), max_size=4))
             def attack(doc: Any, prefill: str | None, stream: bool, events: list[Any]) -> None:
                 up.body = sse(*events, chunk("", "stop"), b"[DONE]") if stream else json.dumps(doc).encode()
@@ -517,7 +518,7 @@ def test_no_client_request_makes_the_server_fail(tmp_path, opts):
     up = Raw(sse(chunk('Hi [clock: name="Alarm raised" size="6"]', "stop"), b"[DONE]"), media="text/event-stream")
     try:
         with serving(tmp_path, up, **opts) as url:
-            @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+            @settings(max_examples=examples(80), deadline=None, suppress_health_check=list(HealthCheck))
             @given(st.lists(MESSAGE, max_size=4), FIELDS, CHECK, st.sampled_from(["", "/c/heist", "/c/nope"]))
             def attack(messages: list[Any], fields: dict[str, Any], check: dict[str, Any], prefix: str) -> None:
                 for path, body in ((f"{prefix}/v1/chat/completions", {"messages": messages, **fields}),

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import examples
 from tagengine._internal.server.wire.sse import MAX_EVENT, EventTooLarge, read_events
 
 
@@ -51,7 +52,7 @@ LINE = st.one_of(st.sampled_from([b"", b"data: [DONE]", b": a comment", b"event:
 END = st.sampled_from([b"\n", b"\r\n", b"\r"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.booleans(), st.lists(st.tuples(LINE, END), max_size=12), LINE, st.data())
 def test_events_split_anywhere_are_the_events_of_the_whole_body(bom, lines, last, data):
     """`last`: the body's last line, without a line end (read as the plain way reads it); `bom`: the body

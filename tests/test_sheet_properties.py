@@ -7,13 +7,13 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import load_sample
+from conftest import examples, load_sample
 from tagengine._internal.errors import StateError
 from tagengine._internal.sheet import view_character, view_party
 from tagengine._internal.state import GameState
 
 RULESETS = {n: load_sample(n) for n in ("ember-roads", "gravewatch", "fifth-like", "blades-like")}
-SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 scalar = st.one_of(st.none(), st.booleans(), st.integers(-200, 200), st.text(max_size=8),
                    st.sampled_from(["night", "dawn", "reckless", "tear", "knock", "strain", "sworn", "d8", "full"]))

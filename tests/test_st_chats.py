@@ -379,6 +379,7 @@ def test_parse_tolerates_blank_lines_and_reads_an_old_header():
     assert chat.render({}) == data  # the blank line and the final line break are kept
 
 
+@pytest.mark.slow  # starts SillyTavern
 def test_an_exported_chat_loads_and_saves_in_sillytavern(tmp_path):
     """Issue 16 against the real program (tests/st_kit.py, SillyTavern's own server; skipped where it is not
     installed): SillyTavern stores the fixture as it is written; `st export --in-place` on its stored file;

@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import examples
 from tagengine._internal.tags.parse import _lexed, judged_by_lark, parse
 from tagengine._internal.tags.render import quote
 
@@ -19,7 +20,7 @@ attrs = st.lists(st.tuples(st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,6}", fullmat
                  max_size=8)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(tagish)
 def test_sc_5_what_the_expression_reads_lark_reads_the_same(text):
     fast = _lexed(text)
@@ -27,7 +28,7 @@ def test_sc_5_what_the_expression_reads_lark_reads_the_same(text):
         assert judged_by_lark(text) == fast
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(st.sampled_from(["sheet", "clock"]), attrs, st.sampled_from([" ", "\n", "  \t"]))
 def test_sc_5_every_well_formed_tag_is_read_by_the_expression(name, pairs, blank):
     body = blank.join(k if v is None else f"{k}={quote(v)}" for k, v in pairs)

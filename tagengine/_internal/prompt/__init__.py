@@ -5,6 +5,8 @@ Names are imported on first use: `prompt/tokens.py` alone must stay light, becau
 
 from __future__ import annotations
 
+from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..lazy import attribute
@@ -16,15 +18,19 @@ if TYPE_CHECKING:
     from .tokens import TiktokenTokenizer, Tokenizer, encoding
 
 # name -> the module that defines it, imported on first use (`lazy.py`, as for the public modules)
-_HOME = {"Budget": "prompt.budget", "BudgetError": "prompt.budget", "Report": "prompt.budget",
-         "Prompt": "prompt.build", "SystemPrompt": "prompt.build", "build_prompt": "prompt.build",
-         "reminder": "prompt.build", "system_prompt": "prompt.build", "world_prompt": "prompt.build",
-         "TiktokenTokenizer": "prompt.tokens", "Tokenizer": "prompt.tokens", "encoding": "prompt.tokens",
-         "for_model": "prompt.registry"}
+_HOME = {"Budget": "budget", "BudgetError": "budget", "Report": "budget",
+         "Prompt": "build", "SystemPrompt": "build", "build_prompt": "build",
+         "reminder": "build", "system_prompt": "build", "world_prompt": "build",
+         "TiktokenTokenizer": "tokens", "Tokenizer": "tokens", "encoding": "tokens",
+         "for_model": "registry"}
 
 __all__ = ["Budget", "BudgetError", "Prompt", "Report", "SystemPrompt", "TiktokenTokenizer", "Tokenizer",
            "build_prompt", "encoding", "for_model", "reminder", "system_prompt", "world_prompt"]
 
 
 def __getattr__(name: str) -> Any:
-    return attribute(__name__, name, _HOME, globals())
+    return attribute(__name__, name, _HOME, globals(), _import_prompt_module)
+
+
+def _import_prompt_module(home: str) -> ModuleType:
+    return import_module(f".{home}", __name__)
