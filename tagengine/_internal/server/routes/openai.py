@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..chat_request import parse_body, read_body, read_marked
+from ..chat_request import marker_warning, parse_body, read_body, read_marked
 from ..context import ServerContext
 from ..errors import error, refusals_as_responses, upstream_failure, upstream_status
 from ..passthrough import passthrough
@@ -43,10 +43,13 @@ def openai_routes(ctx: ServerContext) -> list[Route]:
         marked = read_marked(body["messages"])
         stream = body.get("stream") is True
         name = campaign_name(marked, request.path_params.get("campaign"), ctx.options.campaign)
+        warned = marker_warning(marked, name)  # a near-miss marker (TR-8)
         if name is None:
-            return await passthrough(upstream, request.headers, raw, stream)
+            return await passthrough(upstream, request.headers, raw, stream, warned)
         turn = await begin(ctx, name, marked)
         fitted = await fit(ctx, turn, body, request.headers)
+        if warned:
+            fitted.headers.update(warned)
         resend = await plan_mid_reply(ctx, turn, fitted, stream, request.headers) if ctx.mid_reply else None
         if stream:
             return await answer_streamed(ctx, turn, fitted, resend, request.headers, request.is_disconnected)
