@@ -10,7 +10,8 @@ import pytest
 from serve_kit import Running
 
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.auth import COOKIE, page_token
+from tagengine._internal.server.auth import COOKIE
+from tagengine._internal.server.sessions import SESSION_SECONDS, Sessions
 
 KEY = "sk-pages-only"
 
@@ -37,7 +38,7 @@ def test_a_page_without_the_key_goes_to_the_sign_in_form_and_back(server):
         assert h.get("/v1/models").status_code == 401  # the API: its header, as before
 
 
-def test_the_right_key_sets_a_cookie_that_opens_the_pages_and_not_the_api(server, caplog):
+def test_the_right_key_sets_a_cookie_that_opens_the_pages_and_not_the_api(server, caplog, tmp_path):
     caplog.set_level(logging.DEBUG)
     with client(server) as h:
         wrong = h.post("/ui/login", data={"key": "nope", "next": "/ui/check"})
@@ -46,13 +47,16 @@ def test_the_right_key_sets_a_cookie_that_opens_the_pages_and_not_the_api(server
     assert r.status_code == 303 and r.headers["location"] == "/ui/check"
     cookie = r.headers["set-cookie"]
     token = cookie.split(";")[0].removeprefix(f"{COOKIE}=")
-    assert token == page_token(KEY) and KEY not in cookie
+    assert KEY not in cookie
     attributes = {a.strip().lower() for a in cookie.split(";")[1:]}
-    assert {"httponly", "samesite=strict", "path=/ui"} <= attributes
+    assert {"httponly", "samesite=strict", "path=/ui", f"max-age={SESSION_SECONDS}"} <= attributes
+    assert "secure" not in attributes  # plain http (TR-3: Secure behind https)
     with client(server, token) as h:
         assert h.get("/ui/").status_code == 200 and h.get("/ui/check").status_code == 200
         assert h.get("/v1/models").status_code == 401
-    for forged in (KEY, "", page_token("another key")):
+    (tmp_path / "elsewhere").mkdir()
+    other = Sessions(tmp_path / "elsewhere", "another key").issue()
+    for forged in (KEY, "", other, token.split(".")[1], "0." + token.split(".")[1]):
         with client(server, forged) as h:
             assert h.get("/ui/").status_code == 303
     assert KEY not in caplog.text
