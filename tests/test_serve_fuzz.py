@@ -171,7 +171,8 @@ def test_header_bytes_beyond_ascii_are_forwarded_as_they_came_not_a_500(tmp_path
         assert up.headers[-1]["authorization"] == "Bearer k\xe9y"  # the same bytes (Starlette reads latin-1)
         if not campaign:  # a passthrough forwards the client's other headers too
             assert up.headers[-1]["user-agent"] == "caf\xe9"
-        status, answer = raw_request(url, b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\xe9y\r\n")
+        status, answer = raw_request(url, b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                     b"Authorization: Bearer k\xe9y\r\n")
         assert status == 200 and up.headers[-1]["authorization"] == "Bearer k\xe9y"
 
 
