@@ -160,6 +160,21 @@ def near_miss(text: str) -> str | None:
     return None
 
 
+def without_markers(messages: list[Any]) -> list[Any]:
+    """The messages as they came, the campaign markers taken out of their text (a message the marker left
+    empty dropped, as `read_marked` does): what a request passed on to the model carries."""
+    out = []
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, str) and "[tagengine:" in content:
+            stripped = MARKER.sub("", content)
+            if stripped != content and not stripped.strip():
+                continue
+            m = {**m, "content": stripped}
+        out.append(m)
+    return out
+
+
 def with_replies(history: list[dict[str, str]], replies: tuple[str, ...]) -> list[dict[str, str]]:
     """The history with its assistant messages replaced, in order, by `replies`."""
     it = iter(replies)
