@@ -35,6 +35,7 @@ NOSNIFF = (b"x-content-type-options", b"nosniff")
 EXPOSED = ("x-tagengine-campaign", "x-tagengine-tokens", "x-tagengine-history", "x-tagengine-settle",
            "x-tagengine-warning", "x-tagengine-quiet")  # what an allowed origin's page may read of an answer
 DEFAULT_PORTS = {"http": 80, "https": 443}
+MAX_HOSTS = 256  # Host values whose verdict is remembered
 
 
 def host_names(host: str, allowed: Iterable[str]) -> frozenset[str] | None:
@@ -125,6 +126,7 @@ class HostAndOrigin:
         self.names = names
         self.origins = frozenset(origins)
         self.page_headers = frame_headers(origins)
+        self.hosts: dict[str, bool] = {}  # Host values seen -> answered to: a client sends the same one each time
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -145,8 +147,14 @@ class HostAndOrigin:
     def host_refused(self, host: str) -> ASGIApp | None:
         if not host or self.names is None:  # no Host: HTTP/1.0, never a browser
             return None
-        name, _ = split_host(host)
-        if name in self.names or is_ip(name):
+        known = self.hosts.get(host)
+        if known is None:
+            name, _ = split_host(host)
+            known = name in self.names or is_ip(name)
+            if len(self.hosts) >= MAX_HOSTS:  # bounded: a client that sends many names empties it
+                self.hosts.clear()
+            self.hosts[host] = known
+        if known:
             return None
         shown = ascii(host[:100])
         return error(400, f"Host {shown} is not a name this server answers to; if it is yours, start the server with "
