@@ -17,7 +17,7 @@ How one is told, in order (docs/sillytavern.md; SillyTavern 1.19.0's request sha
 
 A request read as a turn whose history holds no reply (a first message: a new chat, or an extension's raw
 prompt with no chat in it) is played, but while the pages show a later turn of that campaign it leaves them
-as they are (`turn.begin`, `Turn.shown`): the one structural sign left, and a new chat moves them from its
+as they are (`turn.begin`, `Turn.on_pages`): the one structural sign left, and a new chat moves them from its
 second reply on.
 """
 

@@ -59,7 +59,7 @@ class Turn:
     before: Replayed  # the state before the reply, and its chain key
     history: list[dict[str, str]]  # the messages the prompt is fitted from (--hide-tags: tagged replies again)
     prefill: str | None  # continue: the assistant message the model goes on from (S-17)
-    shown: bool = True  # the pages show this turn (its prompt, its reply); not a first message after turns (TR-5)
+    on_pages: bool = True  # the pages show this turn (its prompt, its reply); not a first message after turns (TR-5)
 
 
 @dataclass(slots=True)
@@ -86,11 +86,11 @@ async def begin(ctx: ServerContext, name: str, marked: MarkedHistory) -> Turn:
         history = with_replies(history, before.replies)  # the model sees its tagged replies, not the narrations
     # a history with no reply yet, while the pages show a turn: a new chat's first message, or an extension's
     # raw prompt that holds no chat; played, but the pages are left as they are (TR-5)
-    shown = bool(before.replies) or ctx.store.head(c.name) is None
-    if not shown:
+    on_pages = bool(before.replies) or ctx.store.head(c.name) is None
+    if not on_pages:
         log.info("campaign %s: a first message while the pages show later turns: played, the pages left as they are",
                  c.name)
-    return Turn(c, before, history, prefill, shown)
+    return Turn(c, before, history, prefill, on_pages)
 
 
 async def fit(ctx: ServerContext, turn: Turn, body: dict[str, Any], incoming: Mapping[str, str]) -> Fitted:
@@ -108,7 +108,7 @@ async def fit(ctx: ServerContext, turn: Turn, body: dict[str, Any], incoming: Ma
     except TagengineError as e:  # the server's own set-up (a tokenizer file): not the client's fault
         log.error("cannot build the prompt: %s", e)
         raise Refused(500, "the server cannot count tokens for this model; see its log", "server_error") from None
-    if turn.shown:  # for the prompt page, once the request has left: the prompt it replaces is freed there
+    if turn.on_pages:  # for the prompt page, once the request has left: the prompt it replaces is freed there
         asyncio.get_running_loop().call_soon(ctx.latest.prompt_sent, c.name, prompt, counted)
     if turn.prefill is not None and not prefill_last(prompt.messages, turn.prefill):
         raise Refused(400, "the reply to continue does not fit the context", "context_length_exceeded")
@@ -238,7 +238,7 @@ def record_reply(ctx: ServerContext, turn: Turn, applied: Applied, filt: Filter 
             return False
         shown = None
     new = ctx.chain.record(c, before.key, applied.text, applied.state, shown, consistent=before.consistent)
-    if before.consistent and turn.shown:  # the pages show the newest state that was kept (issue 14)
+    if before.consistent and turn.on_pages:  # the pages show the newest state that was kept (issue 14)
         ctx.latest.reply_done(c.name, new, applied)
     return before.consistent
 
