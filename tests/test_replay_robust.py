@@ -34,15 +34,24 @@ def replay(tmp_path, lines, *extra):
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_lone_surrogate_and_a_huge_integer_are_bad_lines_and_the_rest_go_on(tmp_path, workers):
+    """F-4, TR-9 (issue 26 item 13): a lone surrogate written as a JSON escape is no character: its chat is named
+    and left out of the output (it was replayed and written ASCII-escaped, exit 0), in a message's text, in a key
+    or in the id; a pair of escapes is one character and replays."""
     lines = [GOOD, chat("s", "x\ud800 " + TAG), '{"id": "n", "characters": ["Cutter"], "messages": [], "x": '
-             + "1" * 5000 + "}", '{"id": ' + "7" * 5000 + "}", GOOD]
+             + "1" * 5000 + "}", '{"id": ' + "7" * 5000 + "}", GOOD, chat("k\udfff"),
+             chat("p", "\U0001f600 " + TAG).replace("\\ud83d\\ude00", "\\uD83D\\uDE00"),
+             json.dumps({"id": "q", "characters": ["Cutter"], "messages": [], "x": {"a\udc00": 1}})]
     code, docs, err = replay(tmp_path, lines, "--workers", workers)
     assert code == 1  # F-4: a bad line means exit 1
-    assert [d.get("id") for d in docs] == ["crew-night", "s", None, None, "crew-night"]
-    assert docs[1]["receipts"] == {"ok": 1} and docs[1]["messages"][0]["content"].startswith("x\ud800")
+    assert [d.get("id") for d in docs] == ["crew-night", "s", None, None, "crew-night", None, "p", "q"]
+    assert docs[1] == {"id": "s", "error": "line 2: messages[0].content: a lone surrogate (\\ud800) is no character"}
     assert "line 3: not JSON: a number has more digits" in docs[2]["error"]
     assert "line 4:" in docs[3]["error"]
-    assert "2 bad line(s)" in err and "Traceback" not in err
+    assert docs[5] == {"id": None, "error": "line 6: id: a lone surrogate (\\udfff) is no character"}
+    assert docs[6]["receipts"] == {"ok": 1} and docs[6]["messages"][0]["content"].startswith("\U0001f600")
+    assert docs[7] == {"id": "q", "error": "line 8: x.a\\udc00: a lone surrogate (\\udc00) is no character"}
+    assert "5 bad line(s)" in err and "Traceback" not in err
+    assert "\\ud800" not in json.dumps(docs[:1] + docs[4:5] + docs[6:7])
 
 
 def test_a_bug_in_one_line_is_named_and_the_rest_go_on(tmp_path, monkeypatch):

@@ -164,7 +164,7 @@ def test_header_bytes_beyond_ascii_are_forwarded_as_they_came_not_a_500(tmp_path
     messages = MESSAGES if campaign else MESSAGES[1:]
     body = json.dumps({"model": "m", "messages": messages}).encode()
     with serving(tmp_path, up) as url:
-        status, answer = raw_request(url, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        status, answer = raw_request(url, b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                           b"Content-Type: application/json\r\nAuthorization: Bearer k\xe9y\r\n"
                                           b"User-Agent: caf\xe9\r\n", body)
         assert status == 200, answer
@@ -172,7 +172,8 @@ def test_header_bytes_beyond_ascii_are_forwarded_as_they_came_not_a_500(tmp_path
         assert up.headers[-1]["authorization"] == "Bearer k\xe9y"  # the same bytes (Starlette reads latin-1)
         if not campaign:  # a passthrough forwards the client's other headers too
             assert up.headers[-1]["user-agent"] == "caf\xe9"
-        status, answer = raw_request(url, b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\xe9y\r\n")
+        status, answer = raw_request(url, b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                     b"Authorization: Bearer k\xe9y\r\n")
         assert status == 200 and up.headers[-1]["authorization"] == "Bearer k\xe9y"
 
 
@@ -181,7 +182,7 @@ def test_header_bytes_beyond_ascii_reach_the_tokenize_endpoint_too(tmp_path):
     up = Raw(whole("The door opens."), tokens=b'{"tokens": [1, 2, 3]}')
     body = json.dumps({"model": "m", "messages": MESSAGES}).encode()
     with serving(tmp_path, up, count_with_upstream=True) as url:
-        status, answer = raw_request(url, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        status, answer = raw_request(url, b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                           b"Content-Type: application/json\r\nAuthorization: Bearer k\xe9y\r\n", body)
     assert status == 200, answer
 
@@ -368,8 +369,8 @@ def test_an_upstream_content_type_beyond_ascii_comes_back_as_its_bytes_not_a_500
               b"Connection: close\r\n\r\n" % len(body)) + body
     make_campaigns(tmp_path / "data")
     with raw_upstream(answer) as up, Running(make_app(Options(upstream=up, data=tmp_path / "data"))) as srv:
-        head = (b"GET %s HTTP/1.1\r\nHost: x\r\n" % path.encode() if messages is None else
-                b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" % path.encode())
+        head = (b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n" % path.encode() if messages is None else
+                b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" % path.encode())
         heads: list[bytes] = []
         status, got = raw_request(srv.url, head, json.dumps({"model": "m", "messages": messages}).encode()
                                   if messages is not None else b"", heads)

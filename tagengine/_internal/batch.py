@@ -34,6 +34,7 @@ from .files import BOM, json_problem, strip_bom
 from .ruleset import Ruleset
 from .state import GameState, from_json
 from .tags.parse import parser
+from .text import escaped_surrogate, writable
 
 BATCH_PER_WORKER = 4  # chats per batch handed to a worker, at least
 BATCH_BYTES = 64 * 1024  # ...and until the batch holds this much input: tiny chats go 100s at a time (F-14)
@@ -85,7 +86,56 @@ def replay_line(rs: Ruleset, line: bytes | str, number: int) -> dict[str, Any]:
         return {"id": None, "error": f"line {number}: not JSON: {json_problem(e)}"}
     if not isinstance(chat, dict):
         return {"id": None, "error": f"line {number}: a chat is a JSON object"}
+    if _surrogate_escape_in(line):  # rare: most lines go on without a walk
+        lone = _escaped_surrogate_at(chat, not _is_utf8(line) if isinstance(line, bytes) else not writable(line))
+        if lone is not None:  # no UTF-8 output can hold it: the chat is left out, named (TR-9)
+            where, what = lone
+            cid = None if where == "id" else chat.get("id")
+            return {"id": cid, "error": f"line {number}: {where}: a lone surrogate ({what}) is no character"}
     return _replay_named(rs, chat, number, f"line {number}")
+
+
+def _escaped_surrogate_at(doc: Any, bytes_kept: bool) -> tuple[str, str] | None:
+    """(where, the surrogate as its escape) of the first text in `doc`, keys included, holding a lone surrogate
+    that a JSON escape wrote (`\\udfff`); None when there is none. With `bytes_kept` (a line that was not UTF-8),
+    those that stand for its bytes are not one: they go back out as they came (`line_bytes`). A loop, not a
+    recursion: the document may nest as deep as JSON lets it."""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, str):
+            lone = escaped_surrogate(node, bytes_kept=bytes_kept)
+            if lone is not None:
+                return _surrogates_escaped(at or "$"), _surrogates_escaped(lone)
+        elif isinstance(node, dict):
+            for k in node:
+                lone = escaped_surrogate(k, bytes_kept=bytes_kept)
+                if lone is not None:
+                    return _surrogates_escaped(f"{at}.{k}" if at else k), _surrogates_escaped(lone)
+            stack.extend((v, f"{at}.{k}" if at else k) for k, v in reversed(node.items()))
+        elif isinstance(node, list):
+            stack.extend((v, f"{at}[{i}]") for i, v in reversed(list(enumerate(node))))
+    return None
+
+
+def _surrogates_escaped(text: str) -> str:
+    """`text` with its lone surrogates as JSON escapes, so an error that names one can be written anywhere."""
+    return text if writable(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _surrogate_escape_in(line: bytes | str) -> bool:
+    """Whether the line holds `\\ud` (in either case): the start of every JSON escape of a surrogate."""
+    if isinstance(line, bytes):
+        return b"\\ud" in line or b"\\uD" in line
+    return "\\ud" in line or "\\uD" in line
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _replay_named(rs: Ruleset, chat: dict[str, Any], number: int, where: str) -> dict[str, Any]:

@@ -25,6 +25,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("demo", "the bundled walkthrough", "demo:add_demo"),
     ("campaign", "campaigns for `tagengine serve`: a ruleset and its start state", "serve:add_campaign"),
     ("serve", "the OpenAI-compatible middleware a chat app points at", "serve:add_serve"),
+    ("sessions", "the sign-ins to the pages of `tagengine serve`: `sessions end` signs every browser out",
+     "serve:add_sessions"),
     ("st", "the SillyTavern kit (docs/sillytavern.md)", "st:add_st"),
     ("roll", "roll a character's check with the state's dice; print the dice card", "sheet:add_roll"),
     ("character", "set a character's or the party's sheet values, checked as the sheet editor checks them",

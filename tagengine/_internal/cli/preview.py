@@ -91,6 +91,7 @@ def read_history(path: str) -> list[dict[str, Any]]:
     from ..errors import Problem, ProblemsError
     from ..files import TooLarge, json_problem, read_file
     from ..history import message_problem
+    from ..text import escaped_surrogate, writable
 
     try:
         data = read_file(path, MAX_HISTORY_BYTES)
@@ -111,6 +112,11 @@ def read_history(path: str) -> list[dict[str, Any]]:
         if why is not None:
             problems.append(Problem(f"line {n}", "bad-message", f'expected {{"role": user|assistant|system, '
                                     f'"content": text}}: {why}', line[:60]))
+            continue
+        lone = escaped_surrogate(m["content"], bytes_kept=not writable(line))
+        if lone is not None:  # the prompt could not be printed (TR-9)
+            problems.append(Problem(f"line {n}", "bad-text", f'its "content" holds a lone surrogate '
+                                    f"({ascii(lone)[1:-1]}), which is no character", line[:60]))
             continue
         out.append({"role": m["role"].lower(), "content": m["content"]})
     if problems:

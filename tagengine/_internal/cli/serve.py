@@ -1,5 +1,6 @@
-"""`tagengine serve` (the OpenAI-compatible middleware, issue 12) and `tagengine campaign new|list|show` (what it
-serves). The server's packages (Starlette, uvicorn, httpx) are imported only when one of these runs.
+"""`tagengine serve` (the OpenAI-compatible middleware, issue 12), `tagengine campaign new|list|show` (what it
+serves) and `tagengine sessions end` (its pages' sign-ins, issue 26). The server's packages (Starlette, uvicorn,
+httpx) are imported only when `serve` or `campaign` runs.
 
 Every option of `serve` is in `add_serve`, and `cmd_serve` passes each to `server.app.Options`.
 """
@@ -61,21 +62,58 @@ def add_serve(sv: argparse.ArgumentParser) -> None:
     sv.add_argument("--upstream-transport", choices=["own", "httpx"], default="own",
                     help="how the upstream is reached: the server's own HTTP/1.1 transport (default, faster) "
                          "or httpx's")
+    # who may talk to the server (issue 26, docs/security.md)
+    sv.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                    help="another name clients reach the server by (a LAN name, the name a proxy passes on), "
+                         "beside localhost, IP addresses and --host; `*` for any. Repeatable")
+    sv.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                    help="a web page's origin that may call the server from the browser and read its answers "
+                         "(CORS), e.g. SillyTavern's http://127.0.0.1:8000 for its extension. Repeatable")
+    sv.add_argument("--trust-proxy", nargs="?", const="127.0.0.1,::1", metavar="ADDRESSES",
+                    help="believe X-Forwarded-Proto and X-Forwarded-For from a proxy at these addresses "
+                         "(comma-separated IPs or networks; alone: this machine). The sign-in cookie is then "
+                         "Secure behind https")
     sv.set_defaults(func=cmd_serve)
+
+
+def add_sessions(ss: argparse.ArgumentParser) -> None:
+    ss_sub = ss.add_subparsers(dest="sessions_command", required=True, parser_class=ArgParser)
+    end = ss_sub.add_parser("end", help="sign every browser out of the pages of `serve --api-key` (a new secret "
+                            "in the data folder; a running server reads it at the next page)")
+    end.add_argument("--data", metavar="DIR", help="the server's data folder (default: the user data folder)")
+    end.set_defaults(func=cmd_sessions_end)
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ..server.main import serve
     from ..server.options import Options
+    from ..server.origins import allowed_origins
     from ..server.store import default_data_dir
 
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         err.write(f"tagengine serve: listening on {args.host}, beyond this machine\n")
+    try:
+        allowed_origins(args.allow_origin)
+    except ValueError as e:
+        raise Usage(f"tagengine serve: {e}") from None
     opts = Options(upstream=args.upstream, data=Path(args.data) if args.data else default_data_dir(),
                    campaign=args.campaign, api_key=args.api_key, context=args.context, timeout=args.timeout,
                    count_with_upstream=args.count_with_upstream, hide_tags=args.hide_tags, keep=args.keep,
-                   settle_checks=args.settle_checks, upstream_transport=args.upstream_transport)
+                   settle_checks=args.settle_checks, upstream_transport=args.upstream_transport, host=args.host,
+                   allow_host=tuple(args.allow_host), allow_origin=tuple(args.allow_origin),
+                   trust_proxy=args.trust_proxy)
     return serve(opts, args.host, args.port, err)
+
+
+def cmd_sessions_end(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..server.sessions import SECRET_FILE, end_all
+    from ..server.store import default_data_dir
+
+    folder = Path(args.data) if args.data else default_data_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    end_all(folder)  # an OSError reaches `run`, which names it (exit 1)
+    out.write(f"every sign-in to the pages ended: a new secret in {folder / SECRET_FILE}\n")
+    return 0
 
 
 def _open_store(args: argparse.Namespace) -> Store:

@@ -51,7 +51,7 @@ class PlayerEdit:
     changes: tuple[Change, ...]
 
 
-def _escaped(text: str) -> str:
+def _percent_encoded(text: str) -> str:
     """Percent-encoded (UTF-8) where a character must be: what `_KEPT` leaves out, and beyond ASCII what does not
     print (a line separator, a bidirectional override); other letters of any script stay readable."""
     return "".join(ch if ch in _KEPT or (ch > "\x7f" and ch.isprintable()) else quote(ch, safe="") for ch in text)
@@ -63,7 +63,7 @@ def encode_changes(changes: Sequence[Change]) -> str:
     out = []
     for c in changes:
         text = value_text(c.value)
-        out.append(_escaped(c.key) + ("" if text is None else f"={_escaped(text)}"))
+        out.append(_percent_encoded(c.key) + ("" if text is None else f"={_percent_encoded(text)}"))
     return "&".join(out)
 
 

@@ -16,6 +16,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -24,6 +25,7 @@ from .auth import ApiKeyAuth
 from .context import ServerContext
 from .errors import error
 from .options import Options
+from .origins import EXPOSED, HostAndOrigin, allowed_origins, host_names
 from .routes.checks import check_routes
 from .routes.health import health_routes
 from .routes.openai import openai_routes
@@ -56,9 +58,17 @@ def make_app(opts: Options) -> Starlette:
 
 
 def middleware(ctx: ServerContext) -> list[Middleware]:
-    """Every request passes these, outermost first (plain ASGI: a streamed answer goes straight through)."""
-    key = ctx.options.api_key
-    return [Middleware(ApiKeyAuth, key=key)] if key else []
+    """Every request passes these, outermost first (plain ASGI: a streamed answer goes straight through): the
+    Host and the Origin (origins.py), CORS for an `--allow-origin` page, then the key (auth.py)."""
+    opts = ctx.options
+    origins = allowed_origins(opts.allow_origin)
+    out = [Middleware(HostAndOrigin, names=host_names(opts.host, opts.allow_host), origins=origins)]
+    if origins:  # an allowed page may read the answers, x-tagengine-* included (TR-2)
+        out.append(Middleware(CORSMiddleware, allow_origins=list(origins), allow_methods=["GET", "POST"],
+                              allow_headers=["*"], expose_headers=list(EXPOSED), max_age=600))
+    if opts.api_key and ctx.sessions:
+        out.append(Middleware(ApiKeyAuth, key=opts.api_key, sessions=ctx.sessions))
+    return out
 
 
 def exception_handlers() -> dict[Any, Callable[[Request, Exception], Awaitable[Response]]]:

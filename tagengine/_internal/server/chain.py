@@ -38,6 +38,7 @@ from .store import Store
 log = logging.getLogger("tagengine.serve")
 _RECEIPT = re.compile(r'\bresult\s*=\s*"')
 INCOMPLETE = "incomplete: the state was rebuilt from what the history holds"
+HIDDEN = "hidden"  # a note's first word: narrations of a --hide-tags server read back by one without it (TR-6)
 NEXT_MAX = 16_384  # chain steps remembered: every request hashes its whole history again (S-24)
 NEXT_CHARS = 16 * 1024 * 1024  # and the characters of their replies (the keys hold them; a reply may be long)
 THREAD_MIN = 16  # replies to replay: more go to a worker thread, so the event loop never waits on a long history
@@ -89,6 +90,13 @@ class Chain:
         self._step_chars = 0
         self._keys: PrefixMemo[str, str] = PrefixMemo(len)  # the keys along the last few histories (S-30)
         self._more = self._more_keys  # bound once: a warm turn makes no method object
+        self._narrated: bool | None = None  # the store holds a --hide-tags narration (read once, then kept, TR-6)
+
+    def narrated(self) -> bool:
+        """Whether narrations may need mapping back: a --hide-tags server played on this store, now or before."""
+        if self._narrated is None:
+            self._narrated = self.store.holds_narrations()
+        return self._narrated
 
     def next_key(self, key: str, reply: str) -> str:
         """The key after `reply`, without its surrounding white space: chat apps trim replies before they
@@ -155,6 +163,7 @@ class Chain:
                     store.put_reply(content_key(c, reply), new)
             if shown is not None:
                 store.put_narration(key, shown_key(shown), reply)
+                self._narrated = True
 
         store.writing("snapshots", write)
         if consistent:
@@ -256,15 +265,17 @@ def _resume(chain: Chain, c: Campaign, replies: list[str], keys: list[str],
 
 def _replies(chain: Chain, c: Campaign, messages: Sequence[Mapping[str, str]],
              hidden: bool) -> tuple[list[str], list[str], list[str] | None]:
-    """The assistant messages as the chain reads them; with `hidden`, narrations mapped to their tagged text,
-    and the chain's keys along them (the mapping walks the chain: `Chain.keys` of the texts, made once)."""
+    """The assistant messages as the chain reads them; narrations mapped to their tagged text, and the chain's
+    keys along them (the mapping walks the chain: `Chain.keys` of the texts, made once). With `hidden` (the
+    server's --hide-tags), and without it once the store holds narrations: a chat played with --hide-tags keeps
+    its state when the server is started again without it, and says so (TR-6)."""
     replies = [m["content"] for m in messages if m["role"] == "assistant"]
-    if not hidden or not replies:
+    if not replies or not (hidden or chain.narrated()):
         return replies, [], None
     shown = [shown_key(t) for t in replies]
     known = chain.store.narrations(sorted(set(shown)))
     out: list[str] = []
-    unknown, key, greeting = 0, first_key(c), True
+    unknown, mapped, key, greeting = 0, 0, first_key(c), True
     keys = [key]
     for m in messages:
         if m["role"] == "user":
@@ -275,12 +286,20 @@ def _replies(chain: Chain, c: Campaign, messages: Sequence[Mapping[str, str]],
         tagged = known.get((key, shown[len(out)]))
         if tagged is not None:
             text = tagged
+            mapped += 1
         elif not greeting and not has_receipts(text):
             unknown += 1  # a narration the store does not know (or a reply the server never gave)
         out.append(text)
         key = chain.next_key(key, text)
         keys.append(key)
     notes = []
+    if not hidden:  # the chat was played with --hide-tags, the server is not: said, and read back all the same
+        if not mapped:
+            return replies, [], None
+        notes.append(f"{HIDDEN}: {mapped} narrated repl{'y' if mapped == 1 else 'ies'} of a --hide-tags server "
+                     "read back as the tagged replies the store keeps; start the server with --hide-tags again")
+        log.warning("campaign %s: %d narrated replies of a --hide-tags server read back as their tagged text; this "
+                    "server shows tags (start it with --hide-tags to go on hiding them)", c.name, mapped)
     if unknown:
         notes.append(f"unmapped: {unknown} narrated repl{'y' if unknown == 1 else 'ies'} the store does not know "
                      "replayed as shown (without tags)")

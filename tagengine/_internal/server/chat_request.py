@@ -8,6 +8,7 @@ comes out is what `history.py`'s rules accept."""
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -20,11 +21,16 @@ from ..prompt.contexts import context_of
 from .errors import Refused
 from .wire.json_codec import loads
 
+log = logging.getLogger("tagengine.serve")
 MAX_MODEL_NAME = 256  # characters
 MAX_BODY = 32 * 1024 * 1024  # one request: far above any context window's worth of chat
 DEFAULT_CONTEXT = 8192
 DEFAULT_RESPONSE = 1024
 MARKER = re.compile(r'\[tagengine:[ \t]*campaign[ \t]*=[ \t]*"([^"\n]*)"[ \t]*\]')
+# what a person may have meant as a marker (any case, other spaces and quotes: a no-break space, 'heist', “heist”);
+# found from its `[`, so a message without one costs a scan for `[` (TR-8)
+NEAR_MARKER = re.compile(r"(?i)\[\W{0,3}tag\W{0,3}engine\W{0,3}campaign[^\]\n]{0,120}\]?")
+WARNING_HEADER = "x-tagengine-warning"
 
 
 async def body_within(request: Request, limit: int) -> bytes | None:
@@ -87,6 +93,7 @@ class MarkedHistory:
     campaign: str | None
     history: list[dict[str, str]]
     problem: Refused | None = None
+    near_miss: str | None = None  # the first near-miss marker in a system or user message: sent on as it is
 
     def plain(self) -> list[dict[str, str]]:
         """The history, or the 400 that says why there is none."""
@@ -97,14 +104,15 @@ class MarkedHistory:
 
 def read_marked(messages: list[Any]) -> MarkedHistory:
     """Raises Refused (400) for an item that is not a message: an object with a string role."""
-    found = None
+    found = near = None
     out: list[dict[str, str]] = []
     problem = None
     for i, m in enumerate(messages):
         if type(m) is dict:  # the common case first: a message with a known role, text and no marker
             role, content = m.get("role"), m.get("content")
             low = _ROLE.get(role) if type(role) is str else None  # a role may be anything, a list too
-            if low is not None and type(content) is str and "[tagengine:" not in content:
+            if low is not None and type(content) is str and "[tagengine:" not in content and \
+                    (low == "assistant" or NEAR_MARKER.search(content) is None):
                 # the request's own dict when it is just that (the body is this request's, read-only from here)
                 out.append(m if len(m) == 2 and m["role"] == low else {"role": low, "content": content})
                 continue
@@ -119,6 +127,8 @@ def read_marked(messages: list[Any]) -> MarkedHistory:
             if not (content is None and low == "assistant") and problem is None:  # else a tool-call turn
                 problem = Refused(400, f"messages[{i}].content must be text", "invalid_messages")
             continue
+        if low in ("system", "user") and near is None:
+            near = near_miss(text)
         if "[tagengine:" in text:  # the marker's own start: most messages are skipped without the regex
             if low in ("system", "user"):
                 for hit in MARKER.finditer(text):
@@ -128,7 +138,41 @@ def read_marked(messages: list[Any]) -> MarkedHistory:
                 continue
             text = stripped
         out.append({"role": low if low in _ROLE else "system", "content": text})
-    return MarkedHistory(found, out, problem)
+    return MarkedHistory(found, out, problem, near)
+
+
+def marker_warning(marked: MarkedHistory, campaign: str | None) -> dict[str, str] | None:
+    """A near-miss marker said in the log and in `x-tagengine-warning` (TR-8); None when there is none. The
+    request goes on as it would have: to `campaign` (a default, or a marker elsewhere), else passed through."""
+    if marked.near_miss is None:
+        return None
+    said = (f"a campaign marker was not read and goes to the model as it is: {marked.near_miss!a}; write it "
+            '[tagengine: campaign="NAME"] (ASCII spaces and double quotes)')
+    log.warning("%s; the request %s", said, "passes through" if campaign is None else f"plays campaign {campaign}")
+    return {WARNING_HEADER: said}
+
+
+def near_miss(text: str) -> str | None:
+    """The first thing in `text` that looks like a campaign marker and is not one, or None."""
+    for hit in NEAR_MARKER.finditer(text):
+        if MARKER.match(text, hit.start()) is None:
+            return hit.group()
+    return None
+
+
+def without_markers(messages: list[Any]) -> list[Any]:
+    """The messages as they came, the campaign markers taken out of their text (a message the marker left
+    empty dropped, as `read_marked` does): what a request passed on to the model carries."""
+    out = []
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, str) and "[tagengine:" in content:
+            stripped = MARKER.sub("", content)
+            if stripped != content and not stripped.strip():
+                continue
+            m = {**m, "content": stripped}
+        out.append(m)
+    return out
 
 
 def with_replies(history: list[dict[str, str]], replies: tuple[str, ...]) -> list[dict[str, str]]:

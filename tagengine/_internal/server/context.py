@@ -15,6 +15,7 @@ from .errors import Refused
 from .latest import Latest
 from .mid_reply import MidReplyChecks
 from .options import Options
+from .sessions import Sessions
 from .snapshots import SnapshotCache
 from .store import Store
 from .upstream_count import fitter
@@ -24,8 +25,8 @@ from .upstreams.kinds import reach_upstream
 class ServerContext:
     """One server's parts: `options` (as started), `store` (the SQLite file), `campaigns`, `snapshots` (the
     states held in memory), `chain` (state from a history), `latest` (what the pages show), `upstream`,
-    `fit` (the prompt fitted, counted as --count-with-upstream says) and `mid_reply` (--settle-checks, else
-    None)."""
+    `fit` (the prompt fitted, counted as --count-with-upstream says), `mid_reply` (--settle-checks, else
+    None) and `sessions` (the pages' sign-ins, with --api-key; else None)."""
 
     def __init__(self, options: Options) -> None:
         self.options = options
@@ -37,6 +38,7 @@ class ServerContext:
         self.upstream = reach_upstream(options)
         self.fit = fitter(self.upstream, options.count_with_upstream)
         self.mid_reply = MidReplyChecks(self.upstream) if options.settle_checks else None
+        self.sessions = Sessions(options.data, options.api_key) if options.api_key else None  # the pages' sign-ins
 
     def campaign(self, name: str) -> Campaign:
         """The campaign `name`, else a 404 naming only the one asked for (a client may not list campaigns),

@@ -26,6 +26,9 @@ def serve(opts: Options, host: str, port: int, err: TextIO) -> int:
     # keep-alive past the 5 s that httpx (so the openai SDK) and uvicorn both default to: at equal timeouts a
     # client reuses a connection just as the server closes it (a ReadError now and then); a chat app's turns
     # come seconds apart, and each then opens no new connection (S-29)
+    # X-Forwarded-Proto and -For are believed from --trust-proxy's addresses only (uvicorn believes this machine's
+    # by default, and any process here could then choose its client address, TR-3)
     uvicorn.run(AccessLog(app), host=host, port=port, log_level="info", access_log=False,
-                timeout_keep_alive=KEEP_ALIVE, http=HeadJoiningProtocol)  # a head and its body in one write
+                timeout_keep_alive=KEEP_ALIVE, http=HeadJoiningProtocol,  # a head and its body in one write
+                proxy_headers=opts.trust_proxy is not None, forwarded_allow_ips=opts.trust_proxy)
     return 0

@@ -29,3 +29,8 @@ class Options:
     keep: int = DEFAULT_PER_CAMPAIGN  # snapshots kept per campaign, the least recently used pruned (S-20)
     settle_checks: bool = False  # --settle-checks: checks rolled mid-reply (mid_reply.py)
     upstream_transport: str = "own"  # one of UPSTREAM_TRANSPORTS (SV-6)
+    # who may talk to the server (issue 26, TR-1..TR-4; origins.py, docs/security.md)
+    host: str = "127.0.0.1"  # --host: the address it listens on; the names a request's Host may give follow
+    allow_host: tuple[str, ...] = ()  # --allow-host: more names a request's Host may give (`*`: any)
+    allow_origin: tuple[str, ...] = ()  # --allow-origin: other origins whose pages may call it (CORS)
+    trust_proxy: str | None = None  # --trust-proxy: addresses whose X-Forwarded-Proto and -For are believed

@@ -18,7 +18,9 @@ from .wire.sse import data_event
 log = logging.getLogger("tagengine.serve")
 
 
-async def passthrough(upstream: Upstream, incoming: Mapping[str, str], raw: bytes, stream: bool) -> Response:
+async def passthrough(upstream: Upstream, incoming: Mapping[str, str], raw: bytes, stream: bool,
+                      headers: Mapping[str, str] | None = None) -> Response:
+    """`headers`: the server's own x-tagengine-* headers for the answer (a warning, a quiet request's reason)."""
     req = upstream.passthrough("/chat/completions", incoming, raw)
     try:
         got = await upstream.send(req, stream=True)
@@ -33,7 +35,7 @@ async def passthrough(upstream: Upstream, incoming: Mapping[str, str], raw: byte
             await got.aclose()
     media = media_type(got)
     is_sse = media.split(";")[0].strip().lower() == "text/event-stream"
-    return Streamed(_piped(got, is_sse), status_code=got.status_code, media_type=media,
+    return Streamed(_piped(got, is_sse), headers, status_code=got.status_code, media_type=media,
                     document=not (is_sse or stream))
 
 

@@ -258,6 +258,13 @@ class Store:
                     out[(prev, h)] = tagged.decode("utf-8", "surrogatepass") if isinstance(tagged, bytes) else tagged
         return out
 
+    def holds_narrations(self) -> bool:
+        """Whether a --hide-tags server kept any narration here (then every server reads them back, TR-6)."""
+        found = None
+        with self.reading("narrations"):
+            found = self.db.execute("SELECT 1 FROM narrations LIMIT 1").fetchone()
+        return found is not None
+
     def put_reply(self, content: str, key: str) -> None:
         """A reply with receipts, by the hash of its campaign and text, and the chain key after it."""
         with self.lock:

@@ -34,7 +34,7 @@ from ..prompt.contexts import context_of
 from ..stream import StreamFilter
 from ..tags import narration
 from .campaigns import Campaign
-from .chain import Replayed
+from .chain import HIDDEN, Replayed
 from .chat_request import MarkedHistory, asked_response, budget_of, with_replies
 from .context import ServerContext
 from .errors import Refused, upstream_failure, upstream_status
@@ -59,6 +59,7 @@ class Turn:
     before: Replayed  # the state before the reply, and its chain key
     history: list[dict[str, str]]  # the messages the prompt is fitted from (--hide-tags: tagged replies again)
     prefill: str | None  # continue: the assistant message the model goes on from (S-17)
+    on_pages: bool = True  # the pages show this turn (its prompt, its reply); not a first message after turns (TR-5)
 
 
 @dataclass(slots=True)
@@ -81,9 +82,15 @@ async def begin(ctx: ServerContext, name: str, marked: MarkedHistory) -> Turn:
     history = marked.plain()
     earlier, prefill = split_prefill(history)  # continue: the state from before the prefill (S-17)
     before = await ctx.replayed(c, earlier)
-    if ctx.options.hide_tags:  # the model sees its own tagged replies, not the narrations the player saw
-        history = with_replies(history, before.replies)
-    return Turn(c, before, history, prefill)
+    if ctx.options.hide_tags or any(n.startswith(HIDDEN) for n in before.notes):
+        history = with_replies(history, before.replies)  # the model sees its tagged replies, not the narrations
+    # a history with no reply yet, while the pages show a turn: a new chat's first message, or an extension's
+    # raw prompt that holds no chat; played, but the pages are left as they are (TR-5)
+    on_pages = bool(before.replies) or ctx.store.head(c.name) is None
+    if not on_pages:
+        log.info("campaign %s: a first message while the pages show later turns: played, the pages left as they are",
+                 c.name)
+    return Turn(c, before, history, prefill, on_pages)
 
 
 async def fit(ctx: ServerContext, turn: Turn, body: dict[str, Any], incoming: Mapping[str, str]) -> Fitted:
@@ -101,8 +108,8 @@ async def fit(ctx: ServerContext, turn: Turn, body: dict[str, Any], incoming: Ma
     except TagengineError as e:  # the server's own set-up (a tokenizer file): not the client's fault
         log.error("cannot build the prompt: %s", e)
         raise Refused(500, "the server cannot count tokens for this model; see its log", "server_error") from None
-    # for the prompt page, once the request has left: the prompt it replaces (a whole chat) is freed there
-    asyncio.get_running_loop().call_soon(ctx.latest.prompt_sent, c.name, prompt, counted)
+    if turn.on_pages:  # for the prompt page, once the request has left: the prompt it replaces is freed there
+        asyncio.get_running_loop().call_soon(ctx.latest.prompt_sent, c.name, prompt, counted)
     if turn.prefill is not None and not prefill_last(prompt.messages, turn.prefill):
         raise Refused(400, "the reply to continue does not fit the context", "context_length_exceeded")
     headers = {"x-tagengine-campaign": c.name, "x-tagengine-tokens": tokens_header(prompt.report, fallback, whence)}
@@ -231,7 +238,7 @@ def record_reply(ctx: ServerContext, turn: Turn, applied: Applied, filt: Filter 
             return False
         shown = None
     new = ctx.chain.record(c, before.key, applied.text, applied.state, shown, consistent=before.consistent)
-    if before.consistent:  # the pages show the newest state that was kept (issue 14)
+    if before.consistent and turn.on_pages:  # the pages show the newest state that was kept (issue 14)
         ctx.latest.reply_done(c.name, new, applied)
     return before.consistent
 

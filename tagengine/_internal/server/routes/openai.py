@@ -4,18 +4,25 @@ the model list (the upstream's), the legacy completions (refused), and chat comp
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+from typing import Any
+
 import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..chat_request import parse_body, read_body, read_marked
+from ..chat_request import marker_warning, parse_body, read_body, read_marked, without_markers
 from ..context import ServerContext
 from ..errors import error, refusals_as_responses, upstream_failure, upstream_status
 from ..passthrough import passthrough
+from ..quiet import QUIET_HEADER, quiet_reason
 from ..turn import answer_streamed, answer_whole, begin, campaign_name, fit, plan_mid_reply
 from ..upstream import media_type
+from ..wire.json_codec import dumps
 
+log = logging.getLogger("tagengine.serve")
 PREFIXES = ("", "/c/{campaign}")
 
 
@@ -43,14 +50,28 @@ def openai_routes(ctx: ServerContext) -> list[Route]:
         marked = read_marked(body["messages"])
         stream = body.get("stream") is True
         name = campaign_name(marked, request.path_params.get("campaign"), ctx.options.campaign)
+        warned = marker_warning(marked, name)  # a near-miss marker (TR-8)
         if name is None:
-            return await passthrough(upstream, request.headers, raw, stream)
+            return await passthrough(upstream, request.headers, raw, stream, warned)
+        quiet = quiet_reason(request.headers, body, marked.history)  # not a turn of the game (TR-5)
+        if quiet is not None:
+            return await passed_quiet(raw, body, stream, request.headers, {**(warned or {}), QUIET_HEADER: quiet})
         turn = await begin(ctx, name, marked)
         fitted = await fit(ctx, turn, body, request.headers)
+        if warned:
+            fitted.headers.update(warned)
         resend = await plan_mid_reply(ctx, turn, fitted, stream, request.headers) if ctx.mid_reply else None
         if stream:
             return await answer_streamed(ctx, turn, fitted, resend, request.headers, request.is_disconnected)
         return await answer_whole(ctx, turn, fitted, resend, request.headers)
+
+    async def passed_quiet(raw: bytes, body: dict[str, Any], stream: bool, incoming: Mapping[str, str],
+                           headers: dict[str, str]) -> Response:
+        """A request that is not a turn, to the model as the app sent it, its campaign markers taken out."""
+        log.info("a request that is not a turn of the game passes through: %s", headers[QUIET_HEADER])
+        if b"[tagengine:" in raw:
+            raw = dumps({**body, "messages": without_markers(body["messages"])})
+        return await passthrough(upstream, incoming, raw, stream, headers)
 
     return [route for prefix in PREFIXES for route in (
         Route(f"{prefix}/v1/models", models),

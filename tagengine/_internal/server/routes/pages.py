@@ -80,6 +80,13 @@ def form_ruleset(content_type: str, body: bytes) -> tuple[bytes | None, str, str
 
 def page_routes(ctx: ServerContext) -> list[Route]:
     latest = ctx.latest
+    signed_in = ctx.options.api_key is not None  # the bar links to the sign-out (TR-4)
+
+    def menu(name: str | None, here: str) -> list[dict[str, Any]]:
+        items = nav(name, here)
+        if signed_in:
+            items.append({"label": "Sign out", "href": "/ui/logout", "here": False})
+        return items
 
     def campaign(name: str) -> Campaign | HTMLResponse:
         """The campaign, or the page that says why there is none (`ServerContext.campaign`'s 404 or 500)."""
@@ -92,7 +99,7 @@ def page_routes(ctx: ServerContext) -> list[Route]:
 
     async def index(request: Request) -> Response:
         rows = [{"name": r.name, "characters": r.characters} for r in ctx.store.campaigns()]
-        return page("index.html.j2", {"campaigns": rows, "nav": nav(None, "index")})
+        return page("index.html.j2", {"campaigns": rows, "nav": menu(None, "index")})
 
     async def css(request: Request) -> Response:
         return Response(stylesheet(), media_type="text/css")
@@ -107,7 +114,7 @@ def page_routes(ctx: ServerContext) -> list[Route]:
         state, turn, receipts, note = latest.state(c)
         version = latest.version(c.name)
         values = sheet_context(c.rs, state, receipts=receipts, title=f"{c.name} — {c.rs.name}", campaign=c.name,
-                             turn=turn, note=note, nav=nav(c.name, "sheet"),
+                             turn=turn, note=note, nav=menu(c.name, "sheet"),
                              refresh={"version": version, "url": f"/ui/c/{quote(c.name, safe='')}/version",
                                       "script": "/ui/" + REFRESH_SCRIPT})
         return page("sheet.html.j2", values)
@@ -133,7 +140,7 @@ def page_routes(ctx: ServerContext) -> list[Route]:
         except NotCounted:  # the upstream's counts of that prompt have left the bounded table since: count locally
             shown = prompt_context(sent.prompt, replace(sent.budget, tokenizer=None)) if sent is not None else None
         return page("prompt.html.j2", {"title": c.name, "campaign": c.name, "ruleset": c.rs.name, "prompt": shown,
-                                       "nav": nav(c.name, "prompt")})
+                                       "nav": menu(c.name, "prompt")})
 
     async def ruleset_check(request: Request) -> Response:
         data: bytes | None = None
@@ -146,7 +153,7 @@ def page_routes(ctx: ServerContext) -> list[Route]:
                                                            form)
         # up to 4 MB parsed and validated: in a worker thread, so chat requests are not held up meanwhile
         inspected = await run_in_threadpool(inspection_context, data, source)
-        return page("check.html.j2", {**inspected, "pasted": pasted, "nav": nav(None, "check")})
+        return page("check.html.j2", {**inspected, "pasted": pasted, "nav": menu(None, "check")})
 
     return [Route("/ui", index), Route("/ui/", index), Route("/ui/" + STYLESHEET, css),
             Route("/ui/" + REFRESH_SCRIPT, script), Route("/ui/check", ruleset_check, methods=["GET", "POST"]),
