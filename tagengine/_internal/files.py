@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import secrets
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -70,7 +69,7 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
         mode = os.stat(target).st_mode & 0o7777  # keep an existing file's permissions
     fd, tmp = -1, ""
     for _ in range(100):
-        tmp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
+        tmp = os.path.join(folder, f".{base}.{os.urandom(4).hex()}.tmp")  # what secrets.token_hex does
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
             break

@@ -1,17 +1,26 @@
-"""Lark parses one candidate tag into a `Tag` (grammars/tags.lark); the parser is built once, lazily."""
+"""Lark parses one candidate tag into a `Tag` (grammars/tags.lark); the parser is built once, lazily.
+
+A well-formed tag is read with one regular expression made of the grammar's own terminals (SC-5); those
+terminals are kept in the cache folder (decision PF-3), so a command whose tags all read that way never
+imports lark: a cold `tagengine apply` saves the 40 ms of importing it and building the parser.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache, lru_cache
+from typing import TYPE_CHECKING
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import LarkError, UnexpectedInput
-
+from .. import disk_cache
 from ..errors import TagengineError
-from ..resources import read_text
+from ..resources import read_text, resource_dir
 from .model import MAX_ATTRIBUTES, RESULT_KEYS, Attr, Tag
 from .vocabulary import RECORD_KEYS
+
+if TYPE_CHECKING:
+    from lark import Lark
+    from lark.exceptions import UnexpectedInput
 
 _ESCAPE = {'\\"': '"', "\\\\": "\\"}
 
@@ -32,31 +41,32 @@ def unescape(body: str) -> str:
     return "".join(out)
 
 
-@v_args(inline=True)
-class TagBuilder(Transformer[Token, tuple[str, tuple[Attr, ...]]]):
-    """Builds the `Tag` value straight from the LALR parse (no tree kept)."""
-
-    def start(self, name: Token, *attrs: Attr) -> tuple[str, tuple[Attr, ...]]:
-        return str(name).lower(), attrs
-
-    def pair(self, key: Token, value: str) -> Attr:
-        return str(key), value
-
-    def flag(self, key: Token) -> Attr:
-        return str(key), None
-
-    def quoted(self, tok: Token) -> str:
-        return unescape(str(tok)[1:-1])
-
-    def typographic(self, tok: Token) -> str:
-        return str(tok)[1:-1]
-
-    def bare(self, tok: Token) -> str:
-        return str(tok)
-
-
 @cache
 def parser() -> Lark:
+    """Lark's LALR parser of the grammar, with a transformer that builds the `Tag` value straight from the
+    parse (no tree kept). Built on first use, lark imported with it."""
+    from lark import Lark, Token, Transformer, v_args
+
+    @v_args(inline=True)
+    class TagBuilder(Transformer[Token, tuple[str, tuple[Attr, ...]]]):
+        def start(self, name: Token, *attrs: Attr) -> tuple[str, tuple[Attr, ...]]:
+            return str(name).lower(), attrs
+
+        def pair(self, key: Token, value: str) -> Attr:
+            return str(key), value
+
+        def flag(self, key: Token) -> Attr:
+            return str(key), None
+
+        def quoted(self, tok: Token) -> str:
+            return unescape(str(tok)[1:-1])
+
+        def typographic(self, tok: Token) -> str:
+            return str(tok)[1:-1]
+
+        def bare(self, tok: Token) -> str:
+            return str(tok)
+
     return Lark(read_text("grammars", "tags.lark"), parser="lalr", transformer=TagBuilder())
 
 
@@ -76,13 +86,53 @@ def _describe(err: UnexpectedInput, text: str) -> str:
 _CACHED_UP_TO = 4096  # characters: a longer candidate is rare, and 4096 of them would pin gigabytes
 
 
+TERMINALS_KIND = "tags"  # the cache folder's subfolder for the grammar's terminals
+
+
+def _lark_source() -> bytes:
+    """The source of lark's own `__init__.py` (it names lark's version), read without importing lark."""
+    from importlib.util import find_spec
+
+    spec = find_spec("lark")
+    if spec is None or spec.origin is None:
+        return b""
+    with open(spec.origin, "rb") as f:
+        return f.read()
+
+
+def terminals() -> dict[str, str]:
+    """Each terminal of the grammar as the regular expression Lark's lexer uses, from the cache folder when
+    this grammar was read by this lark before (its key: the grammar's text and lark's source); else from
+    Lark, and kept."""
+    grammar = (resource_dir("grammars") / "tags.lark").read_bytes()
+    key = disk_cache.digest(grammar, _lark_source())
+    kept = disk_cache.read_entry(TERMINALS_KIND, key)
+    if kept is not None:
+        try:
+            found = json.loads(kept)
+        except ValueError:
+            found = None
+        if isinstance(found, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
+            return found
+    found = {d.name: d.pattern.to_regexp() for d in parser().terminals}
+    disk_cache.write_entry(TERMINALS_KIND, key, json.dumps(found, sort_keys=True).encode())
+    return found
+
+
 @cache
 def _whole_tag() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """A well-formed tag as one regular expression, built from the grammar's own terminals, so the
     syntax is still written only in grammars/tags.lark: `[` NAME `:` (KEY (`=` value)?)* `]`, blanks
     ignored between tokens. Atomic groups take each token whole, as Lark's lexer does, and keep the
-    match linear. Returns (the whole tag, one attribute)."""
-    t = {d.name: d.pattern.to_regexp() for d in parser().terminals}
+    match linear. Returns (the whole tag, one attribute). Terminals from the cache folder that do not
+    make these expressions are read again from Lark."""
+    try:
+        return _expressions(terminals())
+    except (KeyError, re.error):
+        return _expressions({d.name: d.pattern.to_regexp() for d in parser().terminals})
+
+
+def _expressions(t: dict[str, str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
     ws = f"(?:{t['WS']})?"
     value = f"(?:(?P<s>{t['STRING']})|(?P<t>{t['TYPO']})|(?P<b>{t['BARE']}))"
     attr = f"{ws}(?P<key>{t['KEY']})(?:{ws}={ws}{value})?"
@@ -126,6 +176,8 @@ def judged_by_lark(text: str) -> Tag | str:
     A tag with more than MAX_ATTRIBUTES attributes is malformed, judged after that many: parsing
     costs per token, and 1 MB of attributes in one tag must not take seconds (SC-3).
     """
+    from lark.exceptions import LarkError, UnexpectedInput
+
     try:
         walk = parser().parse_interactive(text)
         keys = 0
@@ -157,6 +209,8 @@ def broken(lines: str) -> bool:
     No token spans a line break, so an error on a finished line stays; the stream filter uses this to
     show the lines after a cut-off tag without waiting for the end of the reply (SC-4).
     """
+    from lark.exceptions import LarkError, UnexpectedInput
+
     try:
         keys = 0
         for token in parser().parse_interactive(lines).iter_parse():
