@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from ..ruleset import Ruleset
@@ -21,7 +22,7 @@ def op_of(rs: Ruleset, tag: Tag) -> str | Result:
     """The one action a clock tag asks for (CLOCK-17), after the checks every clock tag shares."""
     if rs.file.clocks is None:
         return refused("clocks-disabled")  # CLOCK-2
-    if any(k not in ATTRIBUTES for k in tag.keys):
+    if not tag.keyset <= ATTRIBUTES:
         return refused("unknown-attribute")
     if tag.get("name") is None:
         return refused("missing-attribute")
@@ -42,6 +43,7 @@ def clock_op(name: str) -> Callable[[Handler], Op]:
     return lambda fn: Op(name, fn)
 
 
+@lru_cache(maxsize=1024)
 def bad_name(name: str) -> bool:
     """CLOCK-16: one line of 1 to 100 characters, no double quotes, brackets, control characters or {{ }}."""
     return not 1 <= len(name) <= 100 or prompt_unsafe(name, label=True) is not None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from ..state import GameState
@@ -19,17 +20,25 @@ class Result:
     # More receipt attributes, after result/now/reason: a check's roll record (dice, rolled, outcome...).
     # Their names are listed in the kind's vocabulary row, so a second pass drops them (DEC-5).
     record: tuple[tuple[str, str], ...] = ()
+    # What the receipt writes after the model's attributes, worked out once: results are shared values
+    # (`ok`, `refused`), and every tag's receipt asks for it.
+    written: tuple[tuple[str, str], ...] = field(init=False, repr=False, compare=False)
 
-    def attrs(self) -> tuple[tuple[str, str], ...]:
+    def __post_init__(self) -> None:
         out: tuple[tuple[str, str], ...] = (("result", self.result),)
         if self.now is not None:
             out += (("now", self.now),)
         if self.reason is not None:
             out += (("reason", self.reason),)
-        return out + self.record if self.record else out
+        object.__setattr__(self, "written", out + self.record if self.record else out)
+
+    def attrs(self) -> tuple[tuple[str, str], ...]:
+        return self.written
 
 
+@lru_cache(maxsize=4096)
 def ok(now: str | None = None) -> Result:
+    """The ok result for `now`: a value, shared like the refusals (a command's `now` repeats: `3/5`, `1/6`)."""
     return Result("ok", now=now)
 
 

@@ -6,7 +6,7 @@ from ..ruleset import Ruleset
 from ..ruleset.live import TrackDef
 from ..sheet import marking
 from ..sheet.views import now_text
-from ..state import GameState, WoundMarks
+from ..state import GameState, WoundMarks, updated
 from ..tags import Tag
 from .numbers import parse_int
 from .pools import amount_of, damage_pool
@@ -17,7 +17,7 @@ from .target import Subject, character_op, find
 def with_marks(state: GameState, subj: Subject, t: TrackDef, marks: tuple[str | None, ...],
                overflow: int) -> GameState:
     """The state with the subject's marks of track `t` replaced."""
-    return subj.with_live(state, subj.live.but(marks={**subj.live.marks, t.id: WoundMarks(marks, overflow)}))
+    return subj.with_live(state, subj.live.but(marks=updated(subj.live.marks, t.id, WoundMarks(marks, overflow))))
 
 
 def kind_of(t: TrackDef, name: str) -> str | None:

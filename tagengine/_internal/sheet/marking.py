@@ -40,8 +40,9 @@ class TrackFull(Exception):
 def fit_marks(t: TrackShape, marks: Sequence[str | None], overflow: int) -> tuple[Slots, int]:
     """Marks that no longer fit the track's length are overflow (WOUND-60); severity order (WOUND-15)."""
     kept = list(marks[: t.length])
-    overflow = min(OVERFLOW_MAX, overflow + sum(1 for m in marks[t.length:] if m is not None))
-    if not t.indexed:
+    past = sum(1 for m in marks[t.length:] if m is not None) if len(marks) > t.length else 0
+    overflow = min(OVERFLOW_MAX, overflow + past)
+    if not t.indexed and kept:
         kept = sorted((m for m in kept if m is not None), key=lambda m: -t.severity.get(m or "", 0))
     while kept and kept[-1] is None:
         kept.pop()

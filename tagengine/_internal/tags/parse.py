@@ -119,26 +119,34 @@ def terminals() -> dict[str, str]:
     return found
 
 
+Expressions = tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]
+
+
 @cache
-def _whole_tag() -> tuple[re.Pattern[str], re.Pattern[str]]:
+def _whole_tag() -> Expressions:
     """A well-formed tag as one regular expression, built from the grammar's own terminals, so the
     syntax is still written only in grammars/tags.lark: `[` NAME `:` (KEY (`=` value)?)* `]`, blanks
     ignored between tokens. Atomic groups take each token whole, as Lark's lexer does, and keep the
-    match linear. Returns (the whole tag, one attribute). Terminals from the cache folder that do not
-    make these expressions are read again from Lark."""
+    match linear. Returns (the whole tag, one attribute, the start of a tag: see `broken`). Terminals
+    from the cache folder that do not make these expressions are read again from Lark."""
     try:
         return _expressions(terminals())
     except (KeyError, re.error):
         return _expressions({d.name: d.pattern.to_regexp() for d in parser().terminals})
 
 
-def _expressions(t: dict[str, str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+def _expressions(t: dict[str, str]) -> Expressions:
     ws = f"(?:{t['WS']})?"
     value = f"(?:(?P<s>{t['STRING']})|(?P<t>{t['TYPO']})|(?P<b>{t['BARE']}))"
     attr = f"{ws}(?P<key>{t['KEY']})(?:{ws}={ws}{value})?"
     plain_attr = re.sub(r"\(\?P<[a-z]+>", "(?:", attr)
     whole = rf"\[{ws}(?P<name>{t['NAME']}){ws}:(?P<body>(?>{plain_attr})*+){ws}\]"
-    return re.compile(whole), re.compile(attr)
+    # The start of a tag, cut after a token: whole attributes (a flag only when no `=` follows it), then
+    # perhaps a key and its `=`; at most MAX_ATTRIBUTES keys in all. Each token is taken whole (atomic).
+    key, plain_value = f"(?>{t['KEY']})", "(?>" + re.sub(r"\(\?P<[a-z]+>", "(?:", value) + ")"
+    closed_attr = f"{ws}{key}(?:{ws}={ws}{plain_value}|(?!{ws}=))"
+    start = rf"\[{ws}(?>{t['NAME']}){ws}:(?>{closed_attr}){{0,{MAX_ATTRIBUTES - 1}}}+(?:{ws}{key}{ws}=)?{ws}"
+    return re.compile(whole), re.compile(attr), re.compile(start)
 
 
 def _lexed(text: str) -> Tag | None:
@@ -146,7 +154,7 @@ def _lexed(text: str) -> Tag | None:
     (a malformed tag, more than MAX_ATTRIBUTES attributes), which Lark then judges and explains. For
     every text it reads, the Tag equals Lark's (a property test compares them): Lark's per-token cost
     made dense tags take over a second per MB (SC-5)."""
-    whole, attr = _whole_tag()
+    whole, attr, _ = _whole_tag()
     m = whole.fullmatch(text)
     if m is None:
         return None
@@ -207,8 +215,15 @@ def broken(lines: str) -> bool:
     """Whether the start of a candidate, made of whole lines, already fails to parse whatever follows.
 
     No token spans a line break, so an error on a finished line stays; the stream filter uses this to
-    show the lines after a cut-off tag without waiting for the end of the reply (SC-4).
+    show the lines after a cut-off tag without waiting for the end of the reply (SC-4). A start that one
+    regular expression reads as whole tokens of a tag (`_whole_tag`) is not broken; Lark judges the rest:
+    its per-token cost made a dense tag streamed a character at a time cost half a second per 200 KB.
     """
+    return _whole_tag()[2].fullmatch(lines) is None and broken_by_lark(lines)
+
+
+def broken_by_lark(lines: str) -> bool:
+    """`broken` as the grammar itself says it, token by token."""
     from lark.exceptions import LarkError, UnexpectedInput
 
     try:
@@ -225,12 +240,18 @@ def broken(lines: str) -> bool:
     return False
 
 
+def verdict(text: str) -> Tag | str:
+    """`parse` without raising: the Tag, or why the candidate is malformed (the scanner's way in: an
+    exception per malformed tag costs more than the tag)."""
+    return _verdict(text) if len(text) <= _CACHED_UP_TO else _verdict.__wrapped__(text)
+
+
 def parse(text: str) -> Tag:
     """Parse one complete candidate `[name: ...]`; Malformed says where it fails. Pure and cached.
 
     A `raw` attribute is kept: the scanner reads it as an earlier malformed verdict (DEC-5).
     """
-    verdict = _verdict(text) if len(text) <= _CACHED_UP_TO else _verdict.__wrapped__(text)
-    if isinstance(verdict, str):
-        raise Malformed(verdict)
-    return verdict
+    found = verdict(text)
+    if isinstance(found, str):
+        raise Malformed(found)
+    return found
