@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ..state import GameState
 from .reasons import REASONS
@@ -54,9 +54,9 @@ def refused(reason: str) -> Result:
     return result
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """A command's result and the state after it (the same object when nothing changed)."""
+class Outcome(NamedTuple):
+    """A command's result and the state after it (the same object when nothing changed). A named tuple:
+    every command makes one, in a third of a frozen dataclass's time (issue 30)."""
 
     result: Result
     state: GameState

@@ -7,8 +7,7 @@ and, for `who="party"`, applies the op to each character in turn and writes one 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..memo import IdentityCache
 from ..ruleset import Ruleset
@@ -24,9 +23,9 @@ COMMON = frozenset({"who", "op", "sheet"})
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Subject:
-    """One sheet a command acts on: a character (by card name) or the party (`$party`), with its evaluation."""
+class Subject(NamedTuple):
+    """One sheet a command acts on: a character (by card name) or the party (`$party`), with its evaluation.
+    A named tuple: every sheet command makes one (issue 30)."""
 
     name: str
     ev: Eval

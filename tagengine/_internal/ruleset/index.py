@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from ..text import normalise
-from .live import LiveStateDef, PoolDef, TrackDef
+from .live import KindDef, LiveStateDef, PoolDef, TrackDef
 from .sheet import AbilityDef, DerivedDef, FieldDef, ListDef, SkillDef
 
 
@@ -79,3 +79,7 @@ class SheetIndex:
     tracks: ById[TrackDef]
     states: ById[LiveStateDef]
     party: bool = False
+    kinds: dict[str, ById[KindDef]] = field(init=False, repr=False, compare=False)  # each wound track's, by its id
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kinds", {t.id: ById.of(t.kinds or []) for t in self.tracks})

@@ -112,8 +112,8 @@ class GameState:
         if not isinstance(live, LiveValues):
             raise StateError([Problem(f"live.{name}", "wrong-type", "live values are a LiveValues",
                                       type(live).__name__)], "state")
-        return self._derived(self.party_sheet, self.party_revision, MappingProxyType(updated(self.live, key, live)),
-                             self.clocks)
+        return _assembled(self.cards, self.party_sheet, self.party_revision,
+                          MappingProxyType(updated(self.live, key, live)), self.clocks, self.warnings, self.dice)
 
     def with_clocks(self, clocks: tuple[Clock, ...]) -> GameState:
         return self._derived(self.party_sheet, self.party_revision, self.live, tuple(clocks))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 from ..text import writable
 
@@ -48,9 +49,10 @@ class Tag:
         return key in self.attrmap
 
 
-@dataclass(frozen=True, slots=True)
-class Found:
-    """One tag-shaped span of a reply: `tag` when it parsed, else `raw` and `error` (malformed, DEC-2)."""
+class Found(NamedTuple):
+    """One tag-shaped span of a reply: `tag` when it parsed, else `raw` and `error` (malformed, DEC-2).
+    A named tuple, where the house's values are frozen dataclasses: the scanner makes one per candidate,
+    and a tuple is made in a third of the time (issue 30)."""
 
     start: int
     end: int
