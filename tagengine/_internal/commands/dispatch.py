@@ -89,28 +89,28 @@ def apply_part(rs: Ruleset, state: GameState, text: str, commands: int = 0) -> t
     receipts: list[Receipt] = []
     pos = length = 0
     malformed = refused("malformed")
-    for f in found_in(text):
-        if f.start != pos:
-            chunk = text[pos:f.start]
+    attrs: tuple[tuple[str, str | None], ...]
+    for start, end, name, tag, raw, detail in found_in(text):
+        if start != pos:
+            chunk = text[pos:start]
             out.append(chunk)
             length += len(chunk)
-        detail = f.error
-        attrs: tuple[tuple[str, str | None], ...]
-        if f.tag is None:
-            name, attrs, res = f.name, _NO_RAW if not f.raw else (("raw", f.raw),), malformed
+        if tag is None:
+            attrs, res = _NO_RAW if not raw else (("raw", raw),), malformed
+            tag_text = canonical(name, attrs, res.written)
         else:
-            name, attrs = f.tag.name, f.tag.attrs
+            name, attrs = tag.name, tag.attrs
             commands += 1
             if commands > COMMAND_LIMIT:
                 res = refused("command-limit")
             else:
-                res, state, detail = _run_safely(rs, state, f.tag)
-        tag_text = canonical(name, attrs, res.written)
+                res, state, detail = _run_safely(rs, state, tag)
+            tag_text = tag.head + res.text + "]"  # render.canonical, its parts worked out once each
         out.append(tag_text)
-        receipts.append(Receipt(length, length + len(tag_text), name, attrs, res.result, res.now, res.reason, detail,
-                                res.record))
-        length += len(tag_text)
-        pos = f.end
+        written = length + len(tag_text)
+        receipts.append(Receipt(length, written, name, attrs, res.result, res.now, res.reason, detail, res.record))
+        length = written
+        pos = end
     if not receipts:
         return Applied(text, state, ()), commands
     out.append(text[pos:])

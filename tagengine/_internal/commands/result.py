@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import Literal, NamedTuple
 
 from ..state import GameState
+from ..tags.model import written
 from .reasons import REASONS
 
 Status = Literal["ok", "refused", "partial"]
@@ -23,6 +24,7 @@ class Result:
     # What the receipt writes after the model's attributes, worked out once: results are shared values
     # (`ok`, `refused`), and every tag's receipt asks for it.
     written: tuple[tuple[str, str], ...] = field(init=False, repr=False, compare=False)
+    text: str = field(init=False, repr=False, compare=False)  # `written` as the receipt writes it
 
     def __post_init__(self) -> None:
         out: tuple[tuple[str, str], ...] = (("result", self.result),)
@@ -30,7 +32,9 @@ class Result:
             out += (("now", self.now),)
         if self.reason is not None:
             out += (("reason", self.reason),)
-        object.__setattr__(self, "written", out + self.record if self.record else out)
+        out = out + self.record if self.record else out
+        object.__setattr__(self, "written", out)
+        object.__setattr__(self, "text", written(out))
 
     def attrs(self) -> tuple[tuple[str, str], ...]:
         return self.written
