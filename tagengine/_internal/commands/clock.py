@@ -15,6 +15,7 @@ from .numbers import parse_int
 from .result import Outcome, Result, ok, refuse, refused
 
 ACTIONS = ("size", "tick", "clear")
+ACTION_SET = frozenset(ACTIONS)
 ATTRIBUTES = frozenset({"name", *ACTIONS})
 
 
@@ -26,12 +27,12 @@ def op_of(rs: Ruleset, tag: Tag) -> str | Result:
         return refused("unknown-attribute")
     if tag.get("name") is None:
         return refused("missing-attribute")
-    actions = [k for k in tag.keys if k in ACTIONS]
+    actions = tag.keyset & ACTION_SET  # a key written twice never gets here (duplicate-attribute, DEC-7)
     if len(actions) != 1:
         return refused("one-action")
     if bad_name(name_of(tag)):
         return refused("bad-name")
-    return actions[0]
+    return next(iter(actions))
 
 
 def name_of(tag: Tag) -> str:

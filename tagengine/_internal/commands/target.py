@@ -98,6 +98,9 @@ def character_op(op: str, required: Iterable[str] = (), optional: Iterable[str] 
                     return refuse(state, "one-action")
             if on_party:
                 return fn(rs, state, subject(rs, state, PARTY, party=True), tag)
+            name = tag.attrmap.get("who")
+            if name is not None and name in state.cards and normalise(name) != "party":
+                return fn(rs, state, subject(rs, state, name), tag)  # `who` as the card is named: who() says so too
             names = who(state, tag)
             if isinstance(names, Result):
                 return Outcome(names, state)
