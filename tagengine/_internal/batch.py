@@ -19,6 +19,7 @@ import io
 import json
 import multiprocessing as mp
 import os
+import re
 import sys
 import tempfile
 from collections import deque
@@ -40,6 +41,7 @@ BATCH_BYTES = 64 * 1024  # ...and until the batch holds this much input: tiny ch
 BATCH_MAX = 4096  # ...but never more chats than this in one batch
 MAX_CHAT_BYTES = 64 * 1024 * 1024  # one chat (one line); a longer line is named, not read (F-5)
 _RULESET: Ruleset | None = None
+_INK = re.compile(rb"[^ \t\n\r\x0b\x0c]")  # what bytes.strip() keeps: a line holding one is not blank
 
 
 _LOADED_FROM: str | None = None
@@ -201,7 +203,8 @@ def _line_spans(f: BinaryIO) -> Iterator[tuple[int, int, int, bool]]:
             start = pos = 3
         while True:
             nl = chunk.find(b"\n", pos)
-            blank = blank and not (chunk[pos:] if nl == -1 else chunk[pos:nl]).strip()
+            if blank:  # looked for without copying the line: a chat's first byte is `{`
+                blank = _INK.search(chunk, pos, len(chunk) if nl == -1 else nl) is None
             if nl == -1:
                 break
             number += 1
