@@ -1,6 +1,6 @@
 """What tagengine keeps in the user's cache folder between runs, so a command started once per reply does not
-redo work whose inputs have not changed (decisions PF-2, PF-3): a validated ruleset, the tag grammar's
-terminals. Losing the folder costs time, never a result.
+redo work whose inputs have not changed (decisions PF-2, PF-3, PF-5): a validated ruleset, the tag grammar's
+terminals, Jinja's compiled templates. Losing the folder costs time, never a result.
 
 Where: `$TAGENGINE_CACHE` when set (set and empty: nothing is kept), else `$XDG_CACHE_HOME/tagengine`, else
 `~/.cache/tagengine`; one subfolder per kind of entry. The caller gives each entry a key naming everything its
@@ -12,8 +12,10 @@ SHA-256 of its payload, and an entry whose header does not match (cut short, cha
 miss, and is replaced by the next write. Every failure to read or write (no home, a read-only or full disk,
 a folder that is not ours) is a miss too, never an error: the caller computes the value as if nothing had
 been kept. Writes go through `files.write_atomic`, so a reader sees a whole entry or none, and processes
-that write the same entry at once each leave a whole one. At most MAX_ENTRIES entries of a kind are kept;
-reading an entry marks it used, and the least recently used go first.
+that write the same entry at once each leave a whole one; without its fsyncs (tens of milliseconds on a
+busy disk, paid by the command that misses), since an entry a power cut spoils is a miss like any other.
+At most MAX_ENTRIES entries of a kind are kept; reading an entry marks it used, and the least recently
+used go first.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def write_entry(kind: str, key: str, payload: bytes) -> None:
         return
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_atomic(path, _header(key, payload) + b"\n" + payload)
+        write_atomic(path, _header(key, payload) + b"\n" + payload, durable=False)
     except OSError:
         return
     _prune(path.parent)

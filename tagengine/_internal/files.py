@@ -56,10 +56,12 @@ def check_target(path: str | Path) -> None:
 
 
 @contextmanager
-def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
+def atomic_writer(path: str | Path, *, durable: bool = True) -> Iterator[BinaryIO]:
     """A binary file that replaces `path` only when the block ends without an exception; until then
     `path` keeps its old content (or stays absent). A failed or interrupted write removes the
-    temporary file; a process killed with SIGKILL leaves `.NAME.<random>.tmp` beside the target."""
+    temporary file; a process killed with SIGKILL leaves `.NAME.<random>.tmp` beside the target.
+    `durable=False` skips the two fsyncs: still all or nothing for every reader, but a power cut may
+    lose the file, which only a cache that checks what it reads may accept (disk_cache.py, PF-2)."""
     target = os.fspath(path)
     check_target(target)
     folder = os.path.dirname(target) or "."
@@ -86,7 +88,8 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
                 f.flush()
                 if mode is not None and hasattr(os, "fchmod"):
                     os.fchmod(f.fileno(), mode)
-                os.fsync(f.fileno())
+                if durable:
+                    os.fsync(f.fileno())
             except OSError as e:
                 raise _named(e, target) from None
         try:
@@ -95,7 +98,8 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
         except OSError as e:
             raise _named(e, target) from None
         tmp = ""
-        fsync_dir(folder)
+        if durable:
+            fsync_dir(folder)
     finally:
         if tmp:
             with suppress(OSError):
@@ -133,9 +137,9 @@ class NamedStream:
         return getattr(self._stream, attr)
 
 
-def write_atomic(path: str | Path, data: bytes) -> None:
-    """Replace `path` with `data`, all or nothing (F-1)."""
-    with atomic_writer(path) as f:
+def write_atomic(path: str | Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace `path` with `data`, all or nothing (F-1); `durable` as for `atomic_writer`."""
+    with atomic_writer(path, durable=durable) as f:
         f.write(data)
 
 
