@@ -31,20 +31,21 @@ def judge(text: str, m: re.Match[str]) -> Found:
     """What the candidate `m` of `text` is. Its span may be shorter than `m` (cut back to its line);
     the rest of `m` is prose and holds no `[`, so scanning goes on at `m.end()`."""
     start, end = m.span()
-    name = m.group("name").lower()
     if text[end - 1] == "]":
         candidate = m.group()
         tag = verdict(candidate)
         if not isinstance(tag, str):
             if RAW_KEY in tag.attrmap:
-                return Found(start, end, name, None, _raw(tag.get(RAW_KEY) or ""), "refused as malformed before")
-            return Found(start, end, name, tag)
+                return Found(start, end, tag.name, None, _raw(tag.get(RAW_KEY) or ""), "refused as malformed before")
+            return Found(start, end, tag.name, tag)  # the name the candidate matched, lower-cased as parsed
+        name = m.group("name").lower()
         if "\n" not in candidate:
             body = candidate[m.end("name") - start:-1].lstrip(" \t:")
             return Found(start, end, name, None, _raw(body), tag)
         error = CUT  # a tag missing its `]` must not swallow the lines up to a later `]` (DEC-3)
     else:
         error = UNCLOSED
+        name = m.group("name").lower()
     newline = text.find("\n", start, end)
     # Unclosed (DEC-3): the tag keeps the rest of its line.
     if newline != -1:
