@@ -8,8 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tagengine._internal.commands.result import Result, ok, refused
-from tagengine._internal.tags import Tag, canonical, quote
+from tagengine._internal.tags import quote
 from tagengine._internal.tags.model import MAX_ATTRIBUTES
 from tagengine._internal.tags.parse import _lexed, _whole_tag, broken, broken_by_lark, judged_by_lark, parse, terminals
 
@@ -88,14 +87,3 @@ def test_the_string_terminal_reads_what_dec_1_reads(text):
     for i in range(len(text) + 1):
         old, new = DEC_1_STRING.match(text, i), string.match(text, i)
         assert (old and old.group()) == (new and new.group())
-
-
-# Issue 30: a receipt is written from the tag's head and the result's text, each worked out once; the
-# same text as `canonical` writes from the attributes.
-@settings(max_examples=1000, deadline=None)
-@given(st.sampled_from(["sheet", "clock"]), attrs,
-       st.sampled_from([ok(), ok('3/5 "x" \\ y'), refused("malformed"), Result("partial", "Mira 1/2", "Bram: a"),
-                        Result("ok", "7", None, (("dice", "2d6"), ("rolled", "3, 4")))]))
-def test_a_receipt_from_its_parts_is_the_canonical_one(name, pairs, result):
-    tag = Tag(name, tuple(pairs))
-    assert tag.head + result.text + "]" == canonical(tag.name, tag.attrs, result.attrs())

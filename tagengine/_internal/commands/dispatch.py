@@ -38,6 +38,28 @@ class Receipt:
         return out
 
 
+_RECEIPT_SLOTS = tuple(getattr(Receipt, name).__set__ for name in
+                       ("start", "end", "name", "attrs", "result", "now", "reason", "detail", "record"))
+
+
+def receipt(start: int, end: int, name: str, attrs: tuple[tuple[str, str | None], ...], result: str, now: str | None,
+            reason: str | None, detail: str | None, record: tuple[tuple[str, str], ...]) -> Receipt:
+    """`Receipt(...)`, each slot set by its own setter, where a frozen dataclass's `__init__` calls
+    `object.__setattr__` nine times: 0.64 against 0.84 us, and every tag gets one (issue 30)."""
+    new = object.__new__(Receipt)
+    s_start, s_end, s_name, s_attrs, s_result, s_now, s_reason, s_detail, s_record = _RECEIPT_SLOTS
+    s_start(new, start)
+    s_end(new, end)
+    s_name(new, name)
+    s_attrs(new, attrs)
+    s_result(new, result)
+    s_now(new, now)
+    s_reason(new, reason)
+    s_detail(new, detail)
+    s_record(new, record)
+    return new
+
+
 @dataclass(frozen=True, slots=True)
 class Applied:
     text: str
@@ -108,7 +130,7 @@ def apply_part(rs: Ruleset, state: GameState, text: str, commands: int = 0) -> t
             tag_text = tag.head + res.text + "]"  # render.canonical, its parts worked out once each
         out.append(tag_text)
         written = length + len(tag_text)
-        receipts.append(Receipt(length, written, name, attrs, res.result, res.now, res.reason, detail, res.record))
+        receipts.append(receipt(length, written, name, attrs, res.result, res.now, res.reason, detail, res.record))
         length = written
         pos = end
     if not receipts:
