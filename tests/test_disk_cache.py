@@ -134,7 +134,7 @@ def same(a: Ruleset, b: Ruleset) -> bool:
 
 def test_a_ruleset_read_before_comes_from_the_cache(folder, tmp_path, monkeypatch):
     doc = sample_dict("gravewatch")
-    doc["sheet"]["rests"][1]["steps"][2]["by"] = {"const": 2}  # a file with a warning (WOUND-43)
+    doc["sheet"]["rests"][1]["steps"][2]["by"] = {"const": 2}  # a file with a warning: a rest step that would mark
     path = tmp_path / "r.json"
     path.write_text(json.dumps(doc))
     first = Ruleset.load(path)
