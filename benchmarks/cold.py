@@ -14,7 +14,9 @@ tagengine from source), and the first rounds are not timed: they also fill the c
 PF-2, PF-3), here a temporary one per tree, as the first call of the day does. `apply, nothing cached` runs
 with the cache turned off (TAGENGINE_CACHE empty), which is what a first call costs, minus writing the
 entries. `preview` builds a tokenizer, whose own floor (a process that only builds o200k_base) is shown
-beside it.
+beside it. On a machine other sessions keep busy, wall times are about twice the CPU times; run it in a
+session of its own with a higher share of the cores for figures a quiet machine would give (decisions,
+the PF section): `setsid sh -c 'echo -15 > /proc/self/autogroup; exec python benchmarks/cold.py'`.
 """
 
 from __future__ import annotations
