@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import Problem, RulesetError
 from . import cached, capability
 from .index import SheetIndex
-from .load import read_path, validate
+from .load import ruleset_bytes, validate
 from .top import RulesetDef
 
 __all__ = ["Ruleset", "RulesetDef", "RulesetError"]
@@ -35,7 +35,7 @@ class Ruleset:
     def load(cls, path: str | Path) -> Ruleset:
         """A ruleset file, checked. Raises RulesetError listing every problem (an unreadable file too).
         A file that imported before is read back from the cache folder, checks and all (PF-2)."""
-        data = read_path(path)
+        data = ruleset_bytes(path)
         kept = cached.recall(data)
         if kept is not None:
             return cls(*kept, source=str(path))

@@ -199,7 +199,7 @@ def _shape_then_rules(raw: Any, err: ValidationError) -> list[Problem]:
     return problems
 
 
-def read_path(path: str | Path) -> bytes:
+def ruleset_bytes(path: str | Path) -> bytes:
     """A ruleset file's bytes, BOM dropped; RulesetError when it cannot be read or is too large."""
     p = Path(path)
     try:
