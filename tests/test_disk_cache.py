@@ -20,7 +20,7 @@ from conftest import SAMPLES, sample_dict
 from tagengine._internal import disk_cache
 from tagengine._internal.errors import RulesetError
 from tagengine._internal.prompt import render
-from tagengine._internal.ruleset import Ruleset, cached
+from tagengine._internal.ruleset import Ruleset, kept
 from tagengine._internal.tags.parse import TERMINALS_KIND, _expressions, _whole_tag, parser, terminals
 
 GRAVEWATCH = SAMPLES / "rulesets" / "gravewatch.json"
@@ -139,7 +139,7 @@ def test_a_ruleset_read_before_comes_from_the_cache(folder, tmp_path, monkeypatc
     path.write_text(json.dumps(doc))
     first = Ruleset.load(path)
     assert [w.code for w in first.warnings] == ["heal-only"] and first.requires is not None
-    assert len(entries(folder, cached.KIND)) == 1
+    assert len(entries(folder, kept.KIND)) == 1
     elsewhere = tmp_path / "copy.json"
     elsewhere.write_bytes(path.read_bytes())
 
@@ -162,7 +162,7 @@ def test_a_changed_file_is_validated_again(folder, tmp_path):
     doc["manifest"]["name"] = "Gravewatch, edited"
     path.write_text(json.dumps(doc))
     assert Ruleset.load(path).name == "Gravewatch, edited"
-    assert len(entries(folder, cached.KIND)) == 2
+    assert len(entries(folder, kept.KIND)) == 2
 
 
 def test_a_ruleset_with_problems_is_never_kept(folder, tmp_path):
@@ -171,18 +171,18 @@ def test_a_ruleset_with_problems_is_never_kept(folder, tmp_path):
     for _ in range(2):
         with pytest.raises(RulesetError):
             Ruleset.load(path)
-    assert entries(folder, cached.KIND) == []
+    assert entries(folder, kept.KIND) == []
 
 
 def test_a_spoilt_entry_is_a_miss_and_is_written_anew(folder):
     first = Ruleset.load(GRAVEWATCH)
-    (entry,) = entries(folder, cached.KIND)
+    (entry,) = entries(folder, kept.KIND)
     whole = bytearray(entry.read_bytes())
     whole[-100] ^= 0xFF
     entry.write_bytes(bytes(whole))
     again = Ruleset.load(GRAVEWATCH)
     assert same(again, first)
-    assert disk_cache.read_entry(cached.KIND, entry.name) is not None  # whole again
+    assert disk_cache.read_entry(kept.KIND, entry.name) is not None  # whole again
 
 
 class _Planted:
@@ -203,27 +203,27 @@ def test_an_entry_that_is_not_a_ruleset_is_a_miss(folder, tmp_path, payload):
     marker = tmp_path / "planted"
     body = {"planted": pickle.dumps(_Planted(marker)), "not a ruleset": pickle.dumps((1, 2, 3, 4, 5)),
             "not a pickle": b"\x80\x05garbage"}[payload]
-    key = cached.key(data)
+    key = kept.key(data)
     assert key is not None
-    disk_cache.write_entry(cached.KIND, key, body)
+    disk_cache.write_entry(kept.KIND, key, body)
     rs = Ruleset.load(GRAVEWATCH)
     assert rs.name == "Gravewatch" and not marker.exists()
-    assert cached.recall(data) == (rs.file, rs.sheet, rs.party, rs.warnings, rs.requires)  # the miss wrote it anew
+    assert kept.recall(data) == (rs.file, rs.sheet, rs.party, rs.warnings, rs.requires)  # the miss wrote it anew
 
 
 def test_another_pydantic_or_another_code_is_another_key(folder, monkeypatch):
     data = GRAVEWATCH.read_bytes()
     Ruleset.load(GRAVEWATCH)
-    key = cached.key(data)
+    key = kept.key(data)
     import pydantic.version
 
     monkeypatch.setattr(pydantic.version, "VERSION", "0.0.1")
-    assert cached.key(data) not in (None, key)
+    assert kept.key(data) not in (None, key)
     monkeypatch.undo()
-    monkeypatch.setattr(cached, "_code", lambda: b"another version's code")
-    assert cached.key(data) not in (None, key)
-    monkeypatch.setattr(cached, "_code", lambda: b"")  # the code could not be read: nothing is kept
-    assert cached.key(data) is None and cached.recall(data) is None
+    monkeypatch.setattr(kept, "_code", lambda: b"another version's code")
+    assert kept.key(data) not in (None, key)
+    monkeypatch.setattr(kept, "_code", lambda: b"")  # the code could not be read: nothing is kept
+    assert kept.key(data) is None and kept.recall(data) is None
 
 
 def test_nothing_is_kept_when_the_cache_is_off(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Problem, RulesetError
-from . import cached, capability
+from . import capability, kept
 from .index import SheetIndex
 from .load import ruleset_bytes, validate
 from .top import RulesetDef
@@ -36,12 +36,12 @@ class Ruleset:
         """A ruleset file, checked. Raises RulesetError listing every problem (an unreadable file too).
         A file that imported before is read back from the cache folder, checks and all (PF-2)."""
         data = ruleset_bytes(path)
-        kept = cached.recall(data)
-        if kept is not None:
-            return cls(*kept, source=str(path))
+        found = kept.recall(data)
+        if found is not None:
+            return cls(*found, source=str(path))
         model, ctx = validate(data, str(path))
         rs = cls._build(model, ctx, str(path))
-        cached.keep(data, (rs.file, rs.sheet, rs.party, rs.warnings, rs.requires))
+        kept.keep(data, (rs.file, rs.sheet, rs.party, rs.warnings, rs.requires))
         return rs
 
     @classmethod
