@@ -1,7 +1,10 @@
-"""Replay benchmark (issue: middleware and batch): the make_corpus corpus (200 chats x 20 turns)
+"""Replay benchmark (issue: middleware and batch): the make_corpus corpus (500 chats x 20 turns, issue 30)
 through `tagengine replay` with 1 and 2 workers: replies/s, MB/s, the ratio to
 ../shared/bench/reference_regex.py in the same run (target: 1 worker <= 3.0x; 2 workers >= 1.7x
 faster than 1), and peak memory for a small and a large corpus (target: independent of the count).
+Beside the wall times, each worker's CPU seconds (read from /proc before the pool ends) and the parent's:
+on a machine whose cores other work also uses, the wall speed-up says as much about the neighbours as
+about the replay, and the CPU split says what two free cores would give.
 
 The Dask section (issue 16; `python benchmarks/replay.py dask` runs it alone): a large corpus (BENCH_DASK_CHATS
 chats of 20 turns, default 2600, about 300 MB) replayed by one in-process worker, by our own pool of two
@@ -42,38 +45,79 @@ def pooled(path: Path, workers: int) -> float:
 
 
 def peak_rss_mb(path: Path) -> float:
-    code = ("import sys, os, resource; from tagengine._internal.batch import replay; "
+    """The replaying process's own peak (VmHWM): getrusage's ru_maxrss would also count this benchmark's
+    own size when it forked the child, which holds the whole corpus."""
+    code = ("import os; from tagengine._internal.batch import replay; "
             f"replay({str(BENCH / 'bench_ruleset.json')!r}, open({str(path)!r}), open(os.devnull, 'w'), 1); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+            "print(next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:')))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     return int(out.strip()) / 1024
 
 
+class WorkerClock:
+    """The CPU seconds of each worker of the next pools, read from /proc just before each pool ends (Linux)."""
+
+    def __init__(self) -> None:
+        import multiprocessing
+        import multiprocessing.pool
+
+        self.last: list[float] = []
+        real = multiprocessing.pool.Pool.terminate
+
+        def terminate(pool: Any) -> None:
+            children = multiprocessing.active_children()  # the pool's workers: this benchmark starts no other
+            self.last = [c for c in (_proc_cpu(p.pid) for p in children if p.pid is not None) if c is not None]
+            real(pool)
+
+        multiprocessing.pool.Pool.terminate = terminate  # type: ignore[method-assign]
+
+
+def _proc_cpu(pid: int) -> float | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
-    path = corpus()
+    path = corpus(500, 20)
     texts = replies(path)
     mb = sum(len(t.encode()) for t in texts) / 1e6
     rewrite = reference_rewrite()
+    clock = WorkerClock()
     timed(path, 1)  # warm the caches of this process the way a long batch would
     # Interleaved rounds, so all see the same machine. 1 worker vs the comparator in CPU seconds (both in
     # this process); 2 workers vs 1 in wall seconds (the work happens in other processes).
     rounds = []
-    for _ in range(3):
+    for _ in range(5):
         ref = cpu_seconds(lambda: [rewrite(t) for t in texts])
         one_cpu = cpu_seconds(lambda: timed(path, 1))
-        one_wall, two_wall = timed(path, 1), timed(path, 2)
-        rounds.append((ref, one_cpu, one_wall, two_wall))
-    ratio = statistics.median(o / r for r, o, _, _ in rounds)
-    speedup = statistics.median(o / t for _, _, o, t in rounds)
+        one_wall = timed(path, 1)
+        parent = time.process_time()
+        two_wall = timed(path, 2)
+        parent = time.process_time() - parent
+        rounds.append((ref, one_cpu, one_wall, two_wall, max(clock.last, default=0.0), sum(clock.last), parent))
+    ratio = statistics.median(r[1] / r[0] for r in rounds)
+    speedups = [r[2] / r[3] for r in rounds]
     scaling = statistics.median(pooled(path, 1) / pooled(path, 2) for _ in range(3))
     one, two = min(r[2] for r in rounds), min(r[3] for r in rounds)
-    print(f"corpus: {len(texts)} replies, {mb:.1f} MB")
+    print(f"corpus: {len(path.read_text().splitlines())} chats, {len(texts)} replies, {mb:.1f} MB")
     for label, t in (("1 worker", one), ("2 workers", two)):
         print(f"{label}: {t:.3f} s  {len(texts) / t:.0f} replies/s  {mb / t:.1f} MB/s")
-    print(f"1 worker / reference_regex (CPU, median of 3 interleaved rounds): {ratio:.2f}x (target <= 3.0x); "
-          f"reference {min(r[0] for r in rounds):.3f} s")
-    print(f"speed-up with 2 workers: {speedup:.2f}x over the in-process single worker, {scaling:.2f}x over a pool "
-          f"of one worker process (medians; target >= 1.7x on 2 cores; this machine has {os.cpu_count()} cores)")
+    print(f"1 worker / reference_regex (CPU, median of {len(rounds)} interleaved rounds): {ratio:.2f}x (target "
+          f"<= 3.0x); reference {min(r[0] for r in rounds):.3f} s")
+    print(f"speed-up with 2 workers, wall, round by round: {', '.join(f'{s:.2f}' for s in speedups)}; median "
+          f"{statistics.median(speedups):.2f}x over the in-process single worker, {scaling:.2f}x over a pool of one "
+          f"worker process (target >= 1.7x on 2 cores; this machine has {os.cpu_count()} cores; load average "
+          f"{os.getloadavg()[0]:.1f})")
+    if all(r[4] for r in rounds):
+        busiest = statistics.median(r[4] for r in rounds)
+        one_cpu, parent = statistics.median(r[1] for r in rounds), statistics.median(r[6] for r in rounds)
+        print(f"CPU seconds (medians): 1 worker {one_cpu:.3f}; 2 workers {statistics.median(r[5] for r in rounds):.3f} "
+              f"in all, the busiest {busiest:.3f}, the parent {parent:.3f}: on 2 free cores about "
+              f"{one_cpu / (busiest + parent / 2):.2f}x (one worker's CPU over the busiest worker's plus half the "
+              "parent's, which shares the cores)")
     small, large = corpus(50, 20), corpus(400, 20)
     print(f"peak memory: {peak_rss_mb(small):.0f} MB for 50 chats, {peak_rss_mb(large):.0f} MB for 400 chats "
           "(target: independent of the number of chats)")

@@ -3,6 +3,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 os.environ["TAGENGINE_TOKENIZERS"] = ""  # issue 15: the tests never read the user's own tokenizers.toml
+# Issue 30: the tests keep their cache entries (PF-2, PF-3) in a folder of their own, gone when they end, so
+# the user's cache folder is never read or written; the command lines the tests start inherit it.
+_CACHE = tempfile.TemporaryDirectory(prefix="tagengine-tests-cache-")
+os.environ["TAGENGINE_CACHE"] = _CACHE.name
 
 # Hypothesis profiles (issue 25). `ci` is what `./dev test` and CI run: Hypothesis' own CI settings (the same
 # examples every run, no deadline, no example database), 100 examples a test unless the test asks for more through

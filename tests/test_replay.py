@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
+import os
 import sys
 
 import corpus_kit
@@ -99,3 +101,32 @@ def test_two_workers_from_a_stream_equal_one(tmp_path):
     sink = io.StringIO()
     replay(RULES, io.StringIO(path.read_text()), sink, workers=2)  # not a file: lines go to the workers
     assert sink.getvalue() == do(path, 1)[0]
+
+
+def test_two_workers_into_a_file_equal_one_however_the_parts_are_copied(tmp_path, monkeypatch):
+    """PF-9: a worker's part goes to an output file by `os.sendfile`; where sendfile stops part way or
+    refuses, the rest is read and written: the same bytes as one worker, each time."""
+    path, _ = corpus(tmp_path, 30)
+    expected = do(path, 1)[0].encode()
+
+    def into_a_file(name: str) -> bytes:
+        target = tmp_path / name
+        with open(path, encoding="utf-8") as src, open(target, "wb") as sink:
+            sink.write(b"written before\n")  # still in the sink's buffer: it must go out first
+            replay(RULES, src, sink, workers=2)
+        return target.read_bytes().removeprefix(b"written before\n")
+
+    assert into_a_file("sendfile.jsonl") == expected
+    real = os.sendfile
+    calls = []
+
+    def stops_half_way(out_fd: int, in_fd: int, offset: int, count: int) -> int:
+        calls.append(count)
+        if len(calls) % 2:
+            return real(out_fd, in_fd, offset, max(1, count // 2))
+        raise OSError(errno.EINVAL, "not here")
+
+    monkeypatch.setattr(os, "sendfile", stops_half_way)
+    assert into_a_file("half.jsonl") == expected and calls
+    monkeypatch.delattr(os, "sendfile")
+    assert into_a_file("none.jsonl") == expected

@@ -9,7 +9,7 @@ from ..ruleset import Ruleset
 from ..ruleset.live import PoolDef
 from ..ruleset.sheet import ListDef
 from ..sheet import Eval
-from ..state import PARTY, GameState
+from ..state import PARTY, GameState, updated
 from ..tags import Tag
 from ..text import normalise, prompt_unsafe
 from .numbers import parse_int
@@ -34,13 +34,14 @@ def now(subj: Subject, pool: PoolDef, cur: int, temp: int = 0) -> str:
 
 def set_pool(state: GameState, subj: Subject, pool: PoolDef, cur: int, temp: int | None = None) -> GameState:
     live = subj.live
-    pools = {**live.pools, pool.id: cur}
+    pools = updated(live.pools, pool.id, cur)
+    if temp is None:  # the temporary points stay as they are: the same read-only mapping
+        return subj.with_live(state, live.but(pools=pools))
     temps = dict(live.temp)
-    if temp is not None:
-        if temp:
-            temps[pool.id] = temp
-        else:
-            temps.pop(pool.id, None)
+    if temp:
+        temps[pool.id] = temp
+    else:
+        temps.pop(pool.id, None)
     return subj.with_live(state, live.but(pools=pools, temp=temps))
 
 

@@ -7,11 +7,11 @@ and, for `who="party"`, applies the op to each character in turn and writes one 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..memo import IdentityCache
 from ..ruleset import Ruleset
+from ..ruleset.index import ById, names_of
 from ..sheet import Eval
 from ..state import PARTY, GameState, LiveValues
 from ..tags import Tag
@@ -23,9 +23,9 @@ COMMON = frozenset({"who", "op", "sheet"})
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Subject:
-    """One sheet a command acts on: a character (by card name) or the party (`$party`), with its evaluation."""
+class Subject(NamedTuple):
+    """One sheet a command acts on: a character (by card name) or the party (`$party`), with its evaluation.
+    A named tuple: every sheet command makes one (issue 30)."""
 
     name: str
     ev: Eval
@@ -46,24 +46,15 @@ _NAMES: IdentityCache[dict[str, list[Any]]] = IdentityCache(4096)
 
 
 def _names(items: Iterable[T]) -> dict[str, list[T]]:
-    """Items by normalised id and label, built once per collection (collections live with their ruleset)."""
-
-    def build() -> dict[str, list[T]]:
-        table: dict[str, list[T]] = {}
-        for item in items:
-            for x in (getattr(item, "id", ""), getattr(item, "label", "")):
-                if x:
-                    bucket = table.setdefault(normalise(x), [])
-                    if item not in bucket:
-                        bucket.append(item)
-        return table
-
-    return _NAMES.get((items,), build)
+    """Items by normalised id and label, built once per collection (collections live with their ruleset);
+    a ruleset's indexes (`ById`) hold theirs already."""
+    return _NAMES.get((items,), lambda: names_of(items))
 
 
 def find(items: Iterable[T], name: str, what: str) -> T | Result:
     """The one item whose id or label matches `name` (DEC-8); `unknown-<what>` or `ambiguous`."""
-    hits = _names(items).get(normalise(name), ())
+    table = items.by_name if isinstance(items, ById) else _names(items)
+    hits = table.get(normalise(name), ())
     if not hits:
         return refused(f"unknown-{what}")
     if len(hits) > 1:
@@ -83,30 +74,33 @@ def character_op(op: str, required: Iterable[str] = (), optional: Iterable[str] 
                  ) -> Callable[[Apply], Op]:
     """A sheet op acting on one subject at a time: checks the attributes, resolves `who` (or the party
     sheet) and applies `fn` to each subject. `choose_one`: exactly one of these (`by` or `to`)."""
-    req, opt, one = frozenset(required), frozenset(optional), tuple(choose_one)
-    allowed = frozenset(COMMON | req | opt | set(one))
+    req, opt, one = frozenset(required), frozenset(optional), frozenset(choose_one)
+    allowed = frozenset(COMMON | req | opt | one)
 
     def build(fn: Apply) -> Op:
         def handler(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
-            attrs = tag.attrmap
-            sheet = attrs.get("sheet")
+            keys = tag.keyset
+            sheet = tag.attrmap.get("sheet")
             on_party = sheet is not None
             if on_party and (normalise(sheet) != "party" or rs.party is None):
                 return refuse(state, "unknown-sheet")
             if (on_party and not party) or (not on_party and not character):
                 return refuse(state, "unsupported-op")  # DEC-13
-            if not allowed.issuperset(attrs) or (on_party and "who" in attrs):
+            if not keys <= allowed or (on_party and "who" in keys):
                 return refuse(state, "unknown-attribute")  # PARTY-16: a party command leaves `who` out
-            if not req.issubset(attrs):
+            if not req <= keys:
                 return refuse(state, "missing-attribute")
             if one:
-                given = sum(1 for k in one if k in attrs)
+                given = len(one & keys)
                 if not given:
                     return refuse(state, "missing-attribute")
                 if given > 1:
                     return refuse(state, "one-action")
             if on_party:
                 return fn(rs, state, subject(rs, state, PARTY, party=True), tag)
+            name = tag.attrmap.get("who")
+            if name is not None and name in state.cards and normalise(name) != "party":
+                return fn(rs, state, subject(rs, state, name), tag)  # `who` as the card is named: who() says so too
             names = who(state, tag)
             if isinstance(names, Result):
                 return Outcome(names, state)

@@ -9,9 +9,10 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, StrictUndefined
 
-from ..resources import read_text, resource_dir
+from ..prompt.render import environment
+from ..resources import read_text
 
 STYLESHEET = "pages.css"
 REFRESH_SCRIPT = "refresh.js"
@@ -21,14 +22,8 @@ REFRESH_SCRIPT = "refresh.js"
 def html_env() -> Environment:
     """The pages' environment: every value autoescaped (UI-3), unlike the prompts' plain-text one
     (prompt/render.env)."""
-    return Environment(
-        loader=FileSystemLoader(str(resource_dir("pages"))),
-        undefined=StrictUndefined,
-        autoescape=True,  # every template is HTML, whatever its name ends in
-        trim_blocks=True,
-        lstrip_blocks=True,
-        auto_reload=False,
-    )
+    return environment("pages", undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                       autoescape=True)  # every template is HTML, whatever its name ends in
 
 
 @cache

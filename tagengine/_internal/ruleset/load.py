@@ -199,13 +199,13 @@ def _shape_then_rules(raw: Any, err: ValidationError) -> list[Problem]:
     return problems
 
 
-def load_path(path: str | Path) -> tuple[RulesetDef, Inspection]:
+def ruleset_bytes(path: str | Path) -> bytes:
+    """A ruleset file's bytes, BOM dropped; RulesetError when it cannot be read or is too large."""
     p = Path(path)
     try:
-        data = read_file(p, MAX_BYTES)
+        return read_file(p, MAX_BYTES)
     except TooLarge:  # read no further than the limit (decision F-5)
         raise RulesetError([Problem("$", "too-large", f"the file is over {MAX_BYTES} bytes; a ruleset is at most "
                                     f"{MAX_BYTES} bytes", None)], str(p)) from None
     except OSError as e:
         raise RulesetError([Problem("$", "unreadable", f"cannot read {p}: {e.strerror}", str(p))], str(p)) from None
-    return validate(data, str(p))
