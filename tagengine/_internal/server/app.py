@@ -25,6 +25,7 @@ from .context import ServerContext
 from .errors import error
 from .options import Options
 from .routes.checks import check_routes
+from .routes.edit_api import edit_api_routes
 from .routes.health import health_routes
 from .routes.openai import openai_routes
 from .routes.pages import page_routes
@@ -34,7 +35,8 @@ __all__ = ["Options", "make_app"]  # Options: what make_app is made from (option
 
 log = logging.getLogger("tagengine.serve")
 ROUTE_GROUPS: tuple[Callable[[ServerContext], list[Route]], ...] = (
-    health_routes, openai_routes, page_routes, sign_in_routes, check_routes)
+    health_routes, openai_routes, page_routes, sign_in_routes, check_routes,
+    edit_api_routes)  # issue 27: the editor's pages and JSON API
 
 
 def make_app(opts: Options) -> Starlette:

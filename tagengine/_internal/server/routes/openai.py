@@ -13,7 +13,7 @@ from ..chat_request import parse_body, read_body, read_marked
 from ..context import ServerContext
 from ..errors import error, refusals_as_responses, upstream_failure, upstream_status
 from ..passthrough import passthrough
-from ..turn import answer_streamed, answer_whole, begin, campaign_name, fit, plan_mid_reply
+from ..turn import answer_streamed, answer_whole, begin, campaign_name, fit, open_with_edits, plan_mid_reply
 from ..upstream import media_type
 
 PREFIXES = ("", "/c/{campaign}")
@@ -46,6 +46,7 @@ def openai_routes(ctx: ServerContext) -> list[Route]:
         if name is None:
             return await passthrough(upstream, request.headers, raw, stream)
         turn = await begin(ctx, name, marked)
+        open_with_edits(ctx, turn)
         fitted = await fit(ctx, turn, body, request.headers)
         resend = await plan_mid_reply(ctx, turn, fitted, stream, request.headers) if ctx.mid_reply else None
         if stream:

@@ -25,6 +25,7 @@ from ...ruleset.load import MAX_BYTES
 from ..campaigns import Campaign
 from ..chat_request import body_within
 from ..context import ServerContext
+from ..edits import newest_point, page_stamp
 from ..errors import Refused
 
 MAX_FORM = 2 * MAX_BYTES + 64 * 1024  # a pasted ruleset and an uploaded one, with the form's own bytes
@@ -104,10 +105,12 @@ def page_routes(ctx: ServerContext) -> list[Route]:
         c = campaign(request.path_params["campaign"])
         if isinstance(c, HTMLResponse):
             return c
-        state, turn, receipts, note = latest.state(c)
-        version = latest.version(c.name)
-        values = sheet_context(c.rs, state, receipts=receipts, title=f"{c.name} — {c.rs.name}", campaign=c.name,
-                             turn=turn, note=note, nav=nav(c.name, "sheet"),
+        point = newest_point(ctx, c)  # issue 27: with the players' edits waiting for the next reply
+        shown = point.newest
+        assert shown is not None
+        version = f"{latest.version(c.name)}.{page_stamp(c, point)}"
+        values = sheet_context(c.rs, point.state, receipts=shown.receipts, title=f"{c.name} — {c.rs.name}",
+                               campaign=c.name, turn=shown.turn, note=shown.note, nav=nav(c.name, "sheet"),
                              refresh={"version": version, "url": f"/ui/c/{quote(c.name, safe='')}/version",
                                       "script": "/ui/" + REFRESH_SCRIPT})
         return page("sheet.html.j2", values)
@@ -116,7 +119,7 @@ def page_routes(ctx: ServerContext) -> list[Route]:
         c = campaign(request.path_params["campaign"])
         if isinstance(c, HTMLResponse):
             return Response("unknown campaign", status_code=c.status_code, media_type="text/plain")
-        v = latest.version(c.name)
+        v = f"{latest.version(c.name)}.{page_stamp(c, newest_point(ctx, c))}"
         etag = f'"{v}"'
         headers = {"etag": etag, "cache-control": "no-cache"}
         if request.headers.get("if-none-match") == etag:
