@@ -61,6 +61,8 @@ def add_serve(sv: argparse.ArgumentParser) -> None:
     sv.add_argument("--upstream-transport", choices=["own", "httpx"], default="own",
                     help="how the upstream is reached: the server's own HTTP/1.1 transport (default, faster) "
                          "or httpx's")
+    sv.add_argument("--rulesets", metavar="DIR", help="a folder of ruleset files (*.json) a campaign started on the "
+                    "pages (/ui/new) may use; a ruleset can also be uploaded there")
     sv.set_defaults(func=cmd_serve)
 
 
@@ -74,7 +76,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     opts = Options(upstream=args.upstream, data=Path(args.data) if args.data else default_data_dir(),
                    campaign=args.campaign, api_key=args.api_key, context=args.context, timeout=args.timeout,
                    count_with_upstream=args.count_with_upstream, hide_tags=args.hide_tags, keep=args.keep,
-                   settle_checks=args.settle_checks, upstream_transport=args.upstream_transport)
+                   settle_checks=args.settle_checks, upstream_transport=args.upstream_transport,
+                   rulesets=Path(args.rulesets) if args.rulesets else None)
     return serve(opts, args.host, args.port, err)
 
 

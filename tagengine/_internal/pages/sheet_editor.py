@@ -118,36 +118,31 @@ def editor_context(rs: Ruleset, form: FormView, *, was: Mapping[str, str] | None
 
 
 # -- the game sheet's controls (issue 27 item 2) ------------------------------------------------------------
-def play_context(play: PlayView, ids: Ids) -> dict[str, Any]:
-    """The hand edits of one sheet on the game sheet, each its own small form: pools, temporary points,
-    tracks, every wound box (WOUND-31, WOUND-51), a picker per live state (STATE-15), conditions, notes and
-    row uses. Hidden live values are left out: an edit of one is refused (ED-3)."""
+def play_context(play: PlayView, ids: Ids) -> dict[str, dict[str, Any]]:
+    """The hand edits of one sheet on the game sheet, by path, each its own small form: pools, temporary points,
+    tracks, every wound box (WOUND-31, WOUND-51), a picker per live state (STATE-15), conditions, notes and row
+    uses. Hidden live values are left out: an edit of one is refused (ED-3)."""
     def number(i: InputView) -> dict[str, Any]:
         return {"id": ids(), "path": i.path, "label": i.label, "value": shown_text(i.value), "min": i.min,
                 "max": i.max, "max_length": i.max_length, "problems": _problems(i.problems)}
 
-    wounds = []
+    out: dict[str, dict[str, Any]] = {}
+    for i in (*play.pools, *play.tracks, *play.notes, *play.uses):
+        if i.hidden is None:
+            out[i.path] = number(i)
     for w in play.wounds:
         boxes = [{"n": b.n, "path": b.path, "action": b.action, "mark": b.mark, "mark_label": b.mark_label,
-                  "level": b.label,
                   "aria": f"{w.label} box {b.n}" + (f" ({b.label})" if b.label else "")
-                          + (f": {b.mark_label}, clear it" if b.mark else ": mark it"),
-                  "problems": _problems(b.problems)} for b in w.boxes]
-        wounds.append({"id": ids(), "path": w.path, "label": w.label, "kinds": [{"id": k, "label": lb}
-                                                                               for k, lb, _ in w.kinds],
-                       "kind": w.kind, "boxes": boxes})
-    return {
-        "pools": [number(p) for p in play.pools if p.hidden is None],
-        "tracks": [number(t) for t in play.tracks if t.hidden is None],
-        "wounds": wounds,
-        "states": [{"path": s.path, "label": s.label, "problems": _problems(s.problems),
-                    "choices": [{"value": v, "label": lb, "on": v == s.value} for v, lb in s.choices]}
-                   for s in play.states if s.hidden is None],
-        "conditions": [{"path": c.path, "label": c.label, "on": c.value is True, "problems": _problems(c.problems)}
-                       for c in play.conditions],
-        "notes": [number(n) for n in play.notes],
-        "uses": [number(u) for u in play.uses if u.hidden is None],
-    }
+                          + (f": {b.mark_label}, clear it" if b.mark else ": mark it")} for b in w.boxes]
+        out[w.path] = {"id": ids(), "path": w.path, "label": w.label, "kind": w.kind, "boxes": boxes,
+                       "kinds": [{"id": k, "label": lb, "chosen": k == w.kind} for k, lb, _ in w.kinds],
+                       "problems": _problems(p for b in w.boxes for p in b.problems)}
+    for st in play.states:
+        if st.hidden is None:
+            out[st.path] = {"path": st.path, "label": st.label, "problems": _problems(st.problems)}
+    for c in play.conditions:
+        out[c.path] = {"path": c.path, "label": c.label, "problems": _problems(c.problems)}
+    return out
 
 
 # -- what a form post asks for ------------------------------------------------------------------------------
@@ -200,7 +195,7 @@ def posted_changes(items: Sequence[tuple[str, str]]) -> Posted:
 
 
 # -- a draft's values, for the page's script (and the API) --------------------------------------------------
-def _draft(rs: Ruleset, state: GameState, who: str | None, changes: Sequence[Change]) -> tuple[GameState,
+def drafted(rs: Ruleset, state: GameState, who: str | None, changes: Sequence[Change]) -> tuple[GameState,
                                                                                             tuple[Problem, ...]]:
     """The state with the changes that can be made (the rest refused, with their problems): what the form
     shows as it is typed. Rolls are left out: a roll is saved, never drafted."""
@@ -221,7 +216,7 @@ def draft_json(rs: Ruleset, state: GameState, who: str | None, changes: Sequence
     """What a draft re-computes, for the editor's script to show as the player types (nothing is kept): each
     derived value, each check number (none for a refused untrained check, UNTR-13), what `hideWhen` hides now
     (HIDE-5), each chip's "Choose N" count (SHEET-17), and the problems of what was typed."""
-    draft, problems = _draft(rs, state, who, changes)
+    draft, problems = drafted(rs, state, who, changes)
     name = None if who is None else draft.character(who)
     view = view_party(rs, draft) if who is None or name is None else view_character(rs, draft, name)
     out: dict[str, Any] = {"derived": {}, "checks": {}, "hidden": {}, "chips": {},

@@ -29,3 +29,4 @@ class Options:
     keep: int = DEFAULT_PER_CAMPAIGN  # snapshots kept per campaign, the least recently used pruned (S-20)
     settle_checks: bool = False  # --settle-checks: checks rolled mid-reply (mid_reply.py)
     upstream_transport: str = "own"  # one of UPSTREAM_TRANSPORTS (SV-6)
+    rulesets: Path | None = None  # --rulesets DIR: the rulesets a campaign started on the pages may use (issue 27)

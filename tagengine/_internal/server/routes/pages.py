@@ -7,26 +7,29 @@ to 4 MB in a worker thread, so chat requests are not held up meanwhile.
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from ...errors import Problem
 from ...pages import inspection_context, prompt_context, render_page, sheet_context
-from ...pages.templates import REFRESH_SCRIPT, STYLESHEET, refresh_script, stylesheet
+from ...pages.sheet_editor import Ids, play_context
+from ...pages.templates import EDITOR_SCRIPT, REFRESH_SCRIPT, STYLESHEET, refresh_script, stylesheet
 from ...prompt.upstream_tokens import NotCounted
 from ...ruleset.load import MAX_BYTES
+from ...sheet.form import edit_form
 from ..campaigns import Campaign
 from ..chat_request import body_within
 from ..context import ServerContext
 from ..edits import newest_point, page_stamp
 from ..errors import Refused
+from ..forms import form_parts
 
 MAX_FORM = 2 * MAX_BYTES + 64 * 1024  # a pasted ruleset and an uploaded one, with the form's own bytes
 
@@ -35,8 +38,8 @@ def nav(name: str | None, here: str) -> list[dict[str, Any]]:
     items = [("Campaigns", "/ui/", "index")]
     if name is not None:
         base = f"/ui/c/{quote(name, safe='')}"
-        items += [("Sheet", base, "sheet"), ("Prompt", f"{base}/prompt", "prompt")]
-    items.append(("Check a ruleset", "/ui/check", "check"))
+        items += [("Sheet", base, "sheet"), ("Edit", f"{base}/edit", "edit"), ("Prompt", f"{base}/prompt", "prompt")]
+    items += [("Start a campaign", "/ui/new", "new"), ("Check a ruleset", "/ui/check", "check")]
     return [{"label": label, "href": href, "here": key == here} for label, href, key in items]
 
 
@@ -49,34 +52,42 @@ def page(template: str, context: dict[str, Any], status: int = 200) -> HTMLRespo
 def problem_page(status: int, title: str, message: str) -> HTMLResponse:
     return page("sheet.html.j2", {"title": title, "ruleset": "", "characters": [], "party": None, "clocks": [],
                                   "clocks_enabled": False, "receipts": None, "campaign": None, "turn": None,
-                                  "note": message, "nav": nav(None, "")}, status)
+                                  "note": message, "nav": nav(None, ""), "controls": False}, status)
+
+
+def sheet_page(ctx: ServerContext, c: Campaign, problems: Mapping[str | None, Sequence[Problem]] | None = None,
+               status: int = 200) -> HTMLResponse:
+    """The game sheet at the campaign's newest reply, with the players' edits waiting for the next one, and each
+    sheet's hand edits (issue 27 item 2); `problems` of a refused hand edit, by card name (None: the party)."""
+    point = newest_point(ctx, c)
+    shown = point.newest
+    assert shown is not None
+    state, ids, found = point.state, Ids("ctl-"), problems or {}
+    controls: dict[str | None, dict[str, Any]] = {
+        name: play_context(edit_form(c.rs, state, name, found.get(name, ())).play, ids) for name in state.characters}
+    if c.rs.party is not None:
+        controls[None] = play_context(edit_form(c.rs, state, None, found.get(None, ())).play, ids)
+    base = f"/ui/c/{quote(c.name, safe='')}"
+    version = f"{ctx.latest.version(c.name)}.{page_stamp(c, point)}"
+    values = sheet_context(c.rs, state, receipts=shown.receipts, title=f"{c.name} — {c.rs.name}", campaign=c.name,
+                           turn=shown.turn, note=point.closed or shown.note, nav=nav(c.name, "sheet"),
+                           controls=controls, base=base, waiting=len(point.waiting.edits), start=point.start,
+                           refresh={"version": version, "url": f"{base}/version", "script": "/ui/" + REFRESH_SCRIPT,
+                                    "editor": "/ui/" + EDITOR_SCRIPT})
+    return page("sheet.html.j2", values, status)
 
 
 def form_ruleset(content_type: str, body: bytes) -> tuple[bytes | None, str, str | None]:
     """The ruleset in a form POST (multipart: `file` first, else `ruleset`; or url-encoded `ruleset`):
     its bytes, a name for it, and the pasted text to show again (an uploaded file is not echoed)."""
-    if content_type.startswith("multipart/form-data"):
-        try:
-            msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-                b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body)
-        except RecursionError:  # parts nested thousands deep: the parser recurses once per level
-            return None, "", None
-        fields: dict[str, tuple[bytes, str | None]] = {}
-        for part in msg.iter_parts() if msg.is_multipart() else ():
-            name = part.get_param("name", header="content-disposition")
-            payload = part.get_payload(decode=True)
-            if isinstance(name, str) and isinstance(payload, bytes):
-                fields[name] = (payload, part.get_filename())
-        upload = fields.get("file")
-        if upload is not None and upload[0].strip():
-            return upload[0], upload[1] or "uploaded file", None
-        pasted = fields.get("ruleset")
-        if pasted is not None and pasted[0].strip():
-            text = pasted[0].decode("utf-8", "replace")
-            return pasted[0], "pasted ruleset", text
-        return None, "", None
-    got = parse_qs(body.decode("utf-8", "replace")).get("ruleset", [""])[0]
-    return (got.encode("utf-8"), "pasted ruleset", got) if got.strip() else (None, "", None)
+    parts = {p.name: p for p in form_parts(content_type, body)}
+    upload = parts.get("file")
+    if upload is not None and upload.filename is not None and upload.data.strip():
+        return upload.data, upload.filename or "uploaded file", None
+    pasted = parts.get("ruleset")
+    if pasted is not None and pasted.data.strip():
+        return pasted.data, "pasted ruleset", pasted.data.decode("utf-8", "replace")
+    return None, "", None
 
 
 def page_routes(ctx: ServerContext) -> list[Route]:
@@ -105,15 +116,7 @@ def page_routes(ctx: ServerContext) -> list[Route]:
         c = campaign(request.path_params["campaign"])
         if isinstance(c, HTMLResponse):
             return c
-        point = newest_point(ctx, c)  # issue 27: with the players' edits waiting for the next reply
-        shown = point.newest
-        assert shown is not None
-        version = f"{latest.version(c.name)}.{page_stamp(c, point)}"
-        values = sheet_context(c.rs, point.state, receipts=shown.receipts, title=f"{c.name} — {c.rs.name}",
-                               campaign=c.name, turn=shown.turn, note=shown.note, nav=nav(c.name, "sheet"),
-                             refresh={"version": version, "url": f"/ui/c/{quote(c.name, safe='')}/version",
-                                      "script": "/ui/" + REFRESH_SCRIPT})
-        return page("sheet.html.j2", values)
+        return sheet_page(ctx, c)
 
     async def version(request: Request) -> Response:
         c = campaign(request.path_params["campaign"])
@@ -149,7 +152,7 @@ def page_routes(ctx: ServerContext) -> list[Route]:
                                                            form)
         # up to 4 MB parsed and validated: in a worker thread, so chat requests are not held up meanwhile
         inspected = await run_in_threadpool(inspection_context, data, source)
-        return page("check.html.j2", {**inspected, "pasted": pasted, "nav": nav(None, "check")})
+        return page("check.html.j2", {**inspected, "result": inspected, "pasted": pasted, "nav": nav(None, "check")})
 
     return [Route("/ui", index), Route("/ui/", index), Route("/ui/" + STYLESHEET, css),
             Route("/ui/" + REFRESH_SCRIPT, script), Route("/ui/check", ruleset_check, methods=["GET", "POST"]),
