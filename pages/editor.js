@@ -85,6 +85,8 @@
       const chosen = c.chosen.map((w) => w.toLowerCase());
       const count = box.querySelector("[data-chosen]");
       if (count) count.textContent = String(c.chosen.length);
+      const pick = box.querySelector("[data-pick]");
+      if (pick && c.pick !== null) pick.textContent = String(c.pick);
       for (const b of all("button.chip", box)) {
         const on = chosen.includes(b.value.toLowerCase());
         b.classList.toggle("on", on);

@@ -92,16 +92,21 @@ def table_context(t: TableView, ids: Ids, dice: bool, was: Mapping[str, str] | N
             "problems": _problems(t.problems)}
 
 
-def start_values(play: PlayView) -> list[dict[str, str]]:
-    """The live values at the start of play, as the editor shows them (REF-12): read, not typed."""
-    out = [{"label": p.label, "now": f"{p.value}/{p.max}" if p.type == "pool" else str(p.value)}
-           for p in play.pools if p.hidden is None]
-    out += [{"label": t.label, "now": str(t.value)} for t in play.tracks if t.hidden is None]
-    out += [{"label": w.label, "now": w.now} for w in play.wounds]
-    out += [{"label": s.label, "now": dict(s.choices).get(str(s.value), str(s.value))} for s in play.states
-            if s.hidden is None]
-    out += [{"label": c.label, "now": "on" if c.value else "off"} for c in play.conditions]
-    out += [{"label": n.label, "now": str(n.value or "—")} for n in play.notes]
+def start_values(play: PlayView) -> list[dict[str, Any]]:
+    """The live values at the start of play, as the editor shows them (REF-12): read, not typed; each with its
+    `hideWhen`, which follows the form as it is typed (HIDE-5)."""
+    def item(i: InputView, now: str) -> dict[str, Any]:
+        hw = i.hide_when
+        return {"path": i.path, "label": i.label, "now": now, "hidden": i.hidden,
+                "hide_when": None if hw is None else {"path": hw.path, "form": hw.form,
+                                                      "values": json.dumps(list(hw.values), ensure_ascii=False)}}
+
+    out = [item(p, f"{p.value}/{p.max}" if p.type == "pool" else str(p.value)) for p in play.pools]
+    out += [item(t, str(t.value)) for t in play.tracks]
+    out += [{"path": w.path, "label": w.label, "now": w.now, "hidden": None, "hide_when": None} for w in play.wounds]
+    out += [item(s, dict(s.choices).get(str(s.value), str(s.value))) for s in play.states]
+    out += [item(c, "on" if c.value else "off") for c in play.conditions]
+    out += [item(n, str(n.value or "—")) for n in play.notes]
     return out
 
 
@@ -198,18 +203,22 @@ def posted_changes(items: Sequence[tuple[str, str]]) -> Posted:
 def drafted(rs: Ruleset, state: GameState, who: str | None, changes: Sequence[Change]) -> tuple[GameState,
                                                                                             tuple[Problem, ...]]:
     """The state with the changes that can be made (the rest refused, with their problems): what the form
-    shows as it is typed. Rolls are left out: a roll is saved, never drafted."""
+    shows as it is typed, at the revision it was opened at. Rolls are left out: a roll is saved, never drafted."""
     listed = [c for c in changes if c.op != "roll"]
 
     def edit(cs: Sequence[Change]) -> Any:
         return edit_party(rs, state, cs) if who is None else edit_sheet(rs, state, who, cs)
 
     edited = edit(listed)
-    if edited.ok:
-        return edited.state, ()
-    refused = {p.path for p in edited.problems}
-    rest = edit([c for c in listed if c.path not in refused])
-    return (rest.state if rest.ok else state), edited.problems
+    problems: tuple[Problem, ...] = ()
+    if not edited.ok:
+        problems = edited.problems
+        refused = {p.path for p in problems}
+        edited = edit([c for c in listed if c.path not in refused])
+    draft = edited.state if edited.ok else state
+    if who is None:  # a draft is not a save: the party sheet's revision stays the one the form was opened at
+        draft = draft.with_party_sheet(draft.party_sheet, state.party_revision)
+    return draft, problems
 
 
 def draft_json(rs: Ruleset, state: GameState, who: str | None, changes: Sequence[Change]) -> dict[str, Any]:
