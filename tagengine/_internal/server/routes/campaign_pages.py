@@ -67,7 +67,7 @@ def campaign_page_routes(ctx: ServerContext) -> list[Route]:
         listing = await run_in_threadpool(folder)
         form = await run_in_threadpool(check_post, post, listing)
         if not form.problems:
-            made = await run_in_threadpool(start, ctx, form)  # the ruleset file read and parsed again
+            made = await run_in_threadpool(make_campaign, ctx, form)  # the ruleset file read and parsed again
             if made is None:
                 return RedirectResponse(f"/ui/c/{quote(form.name, safe='')}/edit/{quote(form.characters[0], safe='')}"
                                         "?made=1", status_code=303)
@@ -98,7 +98,7 @@ def check_post(post: FormPost, listing: list[RulesetFile]) -> StartForm:
                          NAME)
 
 
-def start(ctx: ServerContext, form: StartForm) -> str | None:
+def make_campaign(ctx: ServerContext, form: StartForm) -> str | None:
     """Make the campaign; None when made, else why not (its name was taken meanwhile, a file cannot be kept)."""
     if form.given is not None:
         path = ctx.options.data / UPLOADS / f"{hashlib.sha256(form.given).hexdigest()}.json"

@@ -54,7 +54,7 @@ def edit_api_routes(ctx: ServerContext) -> list[Route]:
     async def campaign(request: Request) -> Response:
         c, point = await point_of(request, {})
         party = c.rs.file.party
-        return answer(200, {"campaign": c.name, "ruleset": c.rs.name, "characters": list(point.state.characters),
+        return json_answer(200, {"campaign": c.name, "ruleset": c.rs.name, "characters": list(point.state.characters),
                             "party": None if party is None else {"label": party.label,
                                                                  "revision": point.state.party_revision},
                             "at": at(point)})
@@ -64,7 +64,7 @@ def edit_api_routes(ctx: ServerContext) -> list[Route]:
         body = await api_body(request) if request.method == "POST" else {}
         c, point = await point_of(request, body)
         who = request.path_params.get("who")
-        return answer(200, {"at": at(point), "form": form_json(c, point, who)})
+        return json_answer(200, {"at": at(point), "form": form_json(c, point, who)})
 
     @refusals_as_responses
     async def save(request: Request) -> Response:
@@ -75,14 +75,14 @@ def edit_api_routes(ctx: ServerContext) -> list[Route]:
         changes = changes_of(body.get("changes"))
         revision = body.get("revision")
         if who is None and (type(revision) is not int or revision < 0):
-            return refused(c, point, None, Edited(point.state, problems=(Problem(
+            return refused_answer(c, point, None, Edited(point.state, problems=(Problem(
                 "revision", "wrong-type", "a party edit names the revision its form was opened at, a whole number "
                 "(PARTY-36)", revision),)))
         edited = save_edit(ctx, c, point, who, changes, revision if who is None else None)
         if not edited.ok:
-            return refused(c, point, who, edited)
+            return refused_answer(c, point, who, edited)
         after = newest_point(ctx, c) if "messages" not in body else await history_point(ctx, c, body["messages"])
-        return answer(200, {"ok": True, "changes": [{"op": x.op, "path": x.path, "value": x.value}
+        return json_answer(200, {"ok": True, "changes": [{"op": x.op, "path": x.path, "value": x.value}
                                                     for x in edited.changes],
                             "rolled": [{"path": p, "total": t} for p, t in edited.rolled], "at": at(after),
                             "form": form_json(c, after, who)})
@@ -94,7 +94,7 @@ def edit_api_routes(ctx: ServerContext) -> list[Route]:
         who = request.path_params.get("who")
         form_json(c, point, who)
         changes = [x for x in changes_of(body.get("changes")) if isinstance(x, Change)]
-        return answer(200, draft_json(c.rs, point.state, who, changes))
+        return json_answer(200, draft_json(c.rs, point.state, who, changes))
 
     return [Route(PREFIX, campaign, methods=["GET"]),
             Route(f"{PREFIX}/characters/{{who}}", read, methods=["GET"]),
@@ -107,7 +107,7 @@ def edit_api_routes(ctx: ServerContext) -> list[Route]:
             Route(f"{PREFIX}/party/draft", draft, methods=["POST"])]
 
 
-def answer(status: int, doc: dict[str, Any]) -> Response:
+def json_answer(status: int, doc: dict[str, Any]) -> Response:
     return Response(dumps(doc), status_code=status, media_type="application/json",
                     headers={"cache-control": "no-store"})
 
@@ -164,12 +164,12 @@ def form_json(c: Campaign, point: Point, who: str | None, problems: tuple[Proble
         raise Refused(404, f"campaign {c.name!r} has no character {who[:80]!r}", "character_not_found") from None
 
 
-def refused(c: Campaign, point: Point, who: str | None, edited: Edited) -> Response:
+def refused_answer(c: Campaign, point: Point, who: str | None, edited: Edited) -> Response:
     """A refused edit: 409 with the newer sheet for a stale party save (PARTY-37), else 422; the problems, and
     the form they sit on, showing what was typed."""
     stale = any(p.code == "stale-revision" for p in edited.problems)
     status, code = (409, "stale_revision") if stale else (422, "invalid_edit")
     first = edited.problems[0]
-    return answer(status, {"ok": False, **error_doc(f"{first.path}: {first.message}", code),
+    return json_answer(status, {"ok": False, **error_doc(f"{first.path}: {first.message}", code),
                            "problems": problems_json(edited.problems),
                            "form": form_json(c, point, who, edited.problems)})
