@@ -12,6 +12,7 @@ import asyncio
 import json
 import shutil
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,9 +110,19 @@ class Player:
             return text
 
     def turn(self, name: str, **kw: Any) -> str:
+        """A turn, and its reply kept: the server records it once the answer has gone (S-24), so the pages' and
+        the API's newest reply is waited for (bounded) before the player edits again."""
+        before = self.newest()
         text = self.ask(name, **kw)
         self.messages += [{"role": "user", "content": f"TURN:{name}"}, {"role": "assistant", "content": text}]
+        for _ in range(500):
+            if self.newest() != before:
+                break
+            time.sleep(0.01)
         return text
+
+    def newest(self) -> Any:
+        return httpx.get(f"{self.url}/tagengine/api/c/vault").json()["at"]["turn"]
 
     def edit(self, who: str, changes: dict[str, Any], **body: Any) -> httpx.Response:
         return httpx.post(f"{self.url}/tagengine/api/c/vault/characters/{who}", json={"changes": changes, **body})
@@ -318,7 +329,7 @@ def test_a_history_names_its_own_point(tmp_path):
         p.turn("one")
         p.turn("two")
         older = p.messages[:3]  # the chat before the second reply
-        r = httpx.post(f"{url}/tagengine/api/c/vault/characters/Mira/read", json={"messages": older})
+        r = httpx.post(f"{url}/tagengine/api/c/vault/read/characters/Mira", json={"messages": older})
         assert r.status_code == 200 and r.json()["at"]["key"] != httpx.get(f"{url}/tagengine/api/c/vault").json()[
             "at"]["key"]
         assert p.edit("Mira", {"fields.oath": "Back then"}, messages=older).json()["at"]["waiting"] == 1

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..commands.reasons import REASONS
+from ..errors import Problem
 from ..ruleset import Ruleset
 from ..sheet import CheckNumber, PoolView, SheetView, view_character, view_party
 from ..sheet.show import check_parts, party_summary
@@ -166,16 +167,21 @@ def receipt_context(r: Mapping[str, Any]) -> dict[str, Any]:
 
 def sheet_context(rs: Ruleset, state: GameState, *, names: Sequence[str] | None = None,
                   receipts: Sequence[Mapping[str, Any]] | None = None,
-                  controls: Mapping[str | None, Mapping[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+                  controls: Mapping[str | None, Mapping[str, Any]] | None = None,
+                  problems: Mapping[str | None, Sequence[Problem]] | None = None, **extra: Any) -> dict[str, Any]:
     """Plain values for `sheet.html.j2`: the characters (all, or `names`), the party, clocks, receipts. With
     `controls` (the server's game sheet: by card name, None for the party) each sheet carries its hand edits
-    and the links that post them; `tagengine sheet --html` has none."""
-    ctl = controls or {}
-    chars = [{**character_context(rs, view_character(rs, state, n), ctl.get(n)), "quoted": quote(n, safe="")}
+    and the links that post them, and the `problems` of a refused one that no control shows; `tagengine sheet
+    --html` has none."""
+    ctl, found = controls or {}, problems or {}
+    chars = [{**character_context(rs, view_character(rs, state, n), ctl.get(n)), "quoted": quote(n, safe=""),
+              "problems": [{"code": p.code, "message": p.message} for p in found.get(n, ())]}
              for n in (state.characters if names is None else names)]
     pv = view_party(rs, state)
-    return {"ruleset": rs.name, "characters": chars, "controls": controls is not None,
-            "party": party_context(rs, pv, state.party_revision, ctl.get(None)) if pv is not None else None,
+    party = party_context(rs, pv, state.party_revision, ctl.get(None)) if pv is not None else None
+    if party is not None:
+        party["problems"] = [{"code": p.code, "message": p.message} for p in found.get(None, ())]
+    return {"ruleset": rs.name, "characters": chars, "controls": controls is not None, "party": party,
             "clocks": [clock_context(c) for c in state.clocks], "clocks_enabled": rs.file.clocks is not None,
             "receipts": None if receipts is None else [receipt_context(r) for r in receipts],
             "title": extra.pop("title", rs.name), "campaign": extra.pop("campaign", None),

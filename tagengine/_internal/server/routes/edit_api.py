@@ -4,12 +4,15 @@ editable sheet with its form, an edit saved, a draft's re-computed values. Under
     GET  ""                         the campaign: its characters, its party sheet, the point the API edits at
     GET  /characters/{who}          a character's sheet: its form (`FormView.to_json()`) and play controls
     GET  /party                     the party sheet's, with its revision
-    POST /characters/{who}/read     the same at the point a chat's history names: {"messages": [...]}
-    POST /party/read
+    POST /read/characters/{who}     the same at the point a chat's history names: {"messages": [...]}
+    POST /read/party
     POST /characters/{who}          an edit: {"changes": {...} or [...], "messages"?: [...]}
     POST /party                     {"changes": ..., "revision": N, "messages"?: [...]}: 409 when stale
-    POST /characters/{who}/draft    what a draft re-computes (derived values, check numbers, hiding, chips)
-    POST /party/draft
+    POST /draft/characters/{who}    what a draft re-computes (derived values, check numbers, hiding, chips)
+    POST /draft/party
+
+A sheet is named `characters/{who}` (the character's name, URL-encoded; it ends the path, so it may hold a
+slash) or `party`; `read/` and `draft/` go before it.
 
 Without `messages` the point is the campaign's newest reply, as the pages show it; with them, the state after
 that history (a SillyTavern extension sends the chat on screen, issue 28). Every answer that refuses an edit
@@ -96,15 +99,16 @@ def edit_api_routes(ctx: ServerContext) -> list[Route]:
         changes = [x for x in changes_of(body.get("changes")) if isinstance(x, Change)]
         return json_answer(200, draft_json(c.rs, point.state, who, changes))
 
+    character = "characters/{who:path}"
     return [Route(PREFIX, campaign, methods=["GET"]),
-            Route(f"{PREFIX}/characters/{{who}}", read, methods=["GET"]),
-            Route(f"{PREFIX}/characters/{{who}}", save, methods=["POST"]),
-            Route(f"{PREFIX}/characters/{{who}}/read", read, methods=["POST"]),
-            Route(f"{PREFIX}/characters/{{who}}/draft", draft, methods=["POST"]),
+            Route(f"{PREFIX}/{character}", read, methods=["GET"]),
+            Route(f"{PREFIX}/{character}", save, methods=["POST"]),
+            Route(f"{PREFIX}/read/{character}", read, methods=["POST"]),
+            Route(f"{PREFIX}/draft/{character}", draft, methods=["POST"]),
             Route(f"{PREFIX}/party", read, methods=["GET"]),
             Route(f"{PREFIX}/party", save, methods=["POST"]),
-            Route(f"{PREFIX}/party/read", read, methods=["POST"]),
-            Route(f"{PREFIX}/party/draft", draft, methods=["POST"])]
+            Route(f"{PREFIX}/read/party", read, methods=["POST"]),
+            Route(f"{PREFIX}/draft/party", draft, methods=["POST"])]
 
 
 def json_answer(status: int, doc: dict[str, Any]) -> Response:

@@ -3,7 +3,7 @@
     GET  /ui/c/{campaign}/edit                  on to the first character's sheet
     GET  /ui/c/{campaign}/edit/{who}            a character's sheet in the editor's form
     POST /ui/c/{campaign}/edit/{who}            the form saved (303 back to it), or shown again with its problems
-    POST /ui/c/{campaign}/edit/{who}/draft      what the form re-computes as it is typed (JSON, for its script)
+    POST /ui/c/{campaign}/draft/{who}           what the form re-computes as it is typed (JSON, for its script)
     GET  /ui/c/{campaign}/party                 the party sheet's Edit, opened at its revision (PARTY-35, 36)
     POST /ui/c/{campaign}/party                 saved; opened before a newer save: 409, the newer sheet shown and
                                                 the draft kept (PARTY-37)
@@ -133,14 +133,14 @@ def editor_routes(ctx: ServerContext) -> list[Route]:
     async def script(request: Request) -> Response:
         return Response(editor_script(), media_type="text/javascript")
 
-    base = "/ui/c/{campaign}"
+    base = "/ui/c/{campaign}"  # a character's name ends the path: it may hold a slash (`path`)
     return [Route("/ui/" + EDITOR_SCRIPT, script),
             Route(f"{base}/edit", first),
-            Route(f"{base}/edit/{{who}}", sheet_editor, methods=["GET", "POST"]),
-            Route(f"{base}/edit/{{who}}/draft", draft, methods=["POST"]),
+            Route(f"{base}/edit/{{who:path}}", sheet_editor, methods=["GET", "POST"]),
+            Route(f"{base}/draft/{{who:path}}", draft, methods=["POST"]),
+            Route(f"{base}/play/{{who:path}}", play, methods=["POST"]),
             Route(f"{base}/party", sheet_editor, methods=["GET", "POST"]),
             Route(f"{base}/party/draft", draft, methods=["POST"]),
-            Route(f"{base}/play/{{who}}", play, methods=["POST"]),
             Route(f"{base}/party/play", play, methods=["POST"])]
 
 
@@ -179,14 +179,15 @@ def editor_page(ctx: ServerContext, c: Campaign, point: Point, who: str | None, 
     stale = any(p.code == "stale-revision" for p in problems)
     values = editor_context(c.rs, form, was=kept or None)
     quoted = quote(c.name, safe="")
-    here = f"/ui/c/{quoted}/party" if who is None else f"/ui/c/{quoted}/edit/{quote(form.who, safe='')}"
+    named = quote(form.who, safe="")
+    here = f"/ui/c/{quoted}/party" if who is None else f"/ui/c/{quoted}/edit/{named}"
     tabs = [{"label": n, "href": f"/ui/c/{quoted}/edit/{quote(n, safe='')}", "here": n == form.who and who is not None}
             for n in state.characters]
     if c.rs.file.party is not None:
         tabs.append({"label": c.rs.file.party.label, "href": f"/ui/c/{quoted}/party", "here": who is None})
     context: dict[str, Any] = {
         "title": f"{form.who} — {c.name}", "campaign": c.name, "ruleset": c.rs.name, "form": values, "tabs": tabs,
-        "action": here, "draft": f"{here}/draft", "sheet_url": f"/ui/c/{quoted}", "start": point.start,
+        "action": here, "draft": f"/ui/c/{quoted}/party/draft" if who is None else f"/ui/c/{quoted}/draft/{named}", "sheet_url": f"/ui/c/{quoted}", "start": point.start,
         "saved": saved, "made": made, "waiting": len(point.waiting.edits), "closed": point.closed,
         "stale": None, "nav": nav(c.name, "edit"), "script": "/ui/" + EDITOR_SCRIPT,
         "not_done": next((x.key for x in changes if x.op != "set"), None) if problems else None,

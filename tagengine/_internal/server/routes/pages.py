@@ -63,15 +63,18 @@ def sheet_page(ctx: ServerContext, c: Campaign, problems: Mapping[str | None, Se
     shown = point.newest
     assert shown is not None
     state, ids, found = point.state, Ids("ctl-"), problems or {}
-    controls: dict[str | None, dict[str, Any]] = {
-        name: play_context(edit_form(c.rs, state, name, found.get(name, ())).play, ids) for name in state.characters}
-    if c.rs.party is not None:
-        controls[None] = play_context(edit_form(c.rs, state, None, found.get(None, ())).play, ids)
+    controls: dict[str | None, dict[str, Any]] = {}
+    rest: dict[str | None, Sequence[Problem]] = {}  # the problems no control shows (a box that is not there)
+    for name in (*state.characters, *((None,) if c.rs.party is not None else ())):
+        controls[name] = ctl = play_context(edit_form(c.rs, state, name, found.get(name, ())).play, ids)
+        on_controls = {*ctl, *(b["path"] for w in ctl.values() for b in w.get("boxes", ()))}
+        rest[name] = [p for p in found.get(name, ()) if p.path not in on_controls]
     base = f"/ui/c/{quote(c.name, safe='')}"
     version = f"{ctx.latest.version(c.name)}.{page_stamp(c, point)}"
     values = sheet_context(c.rs, state, receipts=shown.receipts, title=f"{c.name} — {c.rs.name}", campaign=c.name,
                            turn=shown.turn, note=point.closed or shown.note, nav=nav(c.name, "sheet"),
-                           controls=controls, base=base, waiting=len(point.waiting.edits), start=point.start,
+                           controls=controls, problems=rest, base=base, waiting=len(point.waiting.edits),
+                           start=point.start,
                            refresh={"version": version, "url": f"{base}/version", "script": "/ui/" + REFRESH_SCRIPT,
                                     "editor": "/ui/" + EDITOR_SCRIPT})
     return page("sheet.html.j2", values, status)
