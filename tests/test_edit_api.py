@@ -108,8 +108,8 @@ def test_an_edit_answers_the_engine_s_own_problems_and_keeps_nothing(tmp_path):
 
 
 def test_a_stale_party_save_is_a_409_with_the_newer_sheet(tmp_path):
-    """PARTY-36, PARTY-37: a save names the revision it was opened at; one opened before a newer save is refused
-    409 with the newer sheet's form; saving again at the newer revision lands. A save that names none: 422."""
+    """PARTY-35, PARTY-36, PARTY-37: a save names the revision it was opened at; one opened before a newer save is
+    refused 409 with the newer sheet's form; saving again at the newer revision lands. A save naming none: 422."""
     with serving(tmp_path) as url:
         played(url, "heist")
         first = httpx.post(f"{url}{API}/heist/party", json={"changes": {"fields.heat": 3}, "revision": 0})
@@ -147,8 +147,9 @@ def test_the_play_controls_are_edits_by_path(tmp_path):
 
 
 def test_a_draft_is_answered_with_what_it_re_computes_and_nothing_is_kept(tmp_path):
-    """The page's live values: a draft's derived values, check numbers (none for a refused untrained check,
-    UNTR-13), what `hideWhen` hides (HIDE-5), the chips' count (SHEET-17) and problems; nothing kept."""
+    """The page's live values: a draft's derived values (SHEET-19), check numbers (none for a refused untrained
+    check, UNTR-13), what `hideWhen` hides (HIDE-5), the chips' count against `pick` (SHEET-16, SHEET-17), typed
+    words never refused (SHEET-18) and problems; nothing kept."""
     with serving(tmp_path) as url:
         r = httpx.post(f"{url}{API}/roads/draft/characters/Mira", json={"changes": {
             "fields.level": "5", "fields.roads": "coast, hills", "skills.dig": "trained", "abilities.wits": "9"}})
@@ -226,3 +227,19 @@ def test_a_party_edit_before_the_first_reply_makes_the_start(tmp_path):
         assert json.loads(store.campaign("heist").start)["gamePartySheet"] == engine.state.to_json()["gamePartySheet"]
     finally:
         store.close()
+
+
+def test_wound_60_a_row_deleted_while_its_levels_are_marked_leaves_overflow(tmp_path):
+    """WOUND-60 in play: a scar row adds a level to Harm; every level marked by hand, then the row deleted: the
+    mark that no longer fits stays as overflow (editing the sheet does not undo damage)."""
+    with serving(tmp_path) as url:
+        played(url, "vault")
+        api = f"{url}{API}/vault/characters/Bram"
+        assert httpx.post(api, json={"changes": {"add:lists.scars": None, "lists.scars.0.name": "Bite",
+                                                 "lists.scars.0.levels": 1}}).status_code == 200
+        marked = httpx.post(api, json={"changes": {f"marks.harm.{n}": "knock" for n in range(1, 6)}})
+        deleted = httpx.post(api, json={"changes": ["delete:lists.scars.0"]})
+    harm = next(w for w in marked.json()["form"]["play"]["wounds"] if w["path"] == "marks.harm")
+    assert [b["mark"] for b in harm["boxes"]] == ["knock"] * 5
+    after = next(w for w in deleted.json()["form"]["play"]["wounds"] if w["path"] == "marks.harm")
+    assert len(after["boxes"]) == 4 and after["overflow"] == 1

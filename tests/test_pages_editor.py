@@ -65,6 +65,10 @@ def start_campaign(page: Any, url: str, name: str, ruleset: str, characters: lis
     expect(page.locator(".saved")).to_contain_text("The campaign is made")
 
 
+def legends(page: Any) -> list[str]:
+    return [t.inner_text() for t in page.locator("legend").all()]
+
+
 def save(page: Any) -> None:
     page.get_by_role("button", name="Save").first.click()
     expect(page.locator(".saved")).to_contain_text("Saved")
@@ -87,7 +91,7 @@ def make_heist(page: Any, url: str) -> None:
     field(page, "Vice").fill(f"Gambling {XSS}")
     field(page, "Hunt").select_option(label="Two dots")
     expect(page.locator('[data-check="skills.hunt"]')).to_have_text("3 dice")  # re-computed as it is typed
-    assert [t.inner_text() for t in page.locator("legend").all()][:2] == ["Abilities", "Skills"]
+    assert legends(page)[:3] == ["Abilities", "Skills", "Fields"]  # no section named: by kind (SHEET-4)
     save(page)
     page.get_by_role("link", name="Crew", exact=True).click()
     moorings = page.locator('.start-values [data-for="pools.moorings"]')
@@ -108,6 +112,10 @@ def make_roads(page: Any, url: str) -> None:
     chips of "Choose N" (SHEET-14..18), a check refused untrained and then trained (UNTR-13), a longtext, dice,
     and a list row added and filled (SHEET-28)."""
     start_campaign(page, url, "roads", "Ember Roads", ["Mira", "Tobin"])
+    assert [t.split(" untrained")[0] for t in legends(page)[:5]] == ["Abilities", "Skills", "Saves", "Labour",
+                                                                     "Road"]  # the ruleset's sections (SHEET-3)
+    labour = page.locator("fieldset", has=page.locator("legend", has_text="Labour"))
+    assert labour.get_by_label("Dig", exact=True).count() == 1 and "untrained: by -1" in labour.inner_text()
     roads_known = page.locator('output[data-path="derived.roads_known"]')
     expect(roads_known).to_have_text("1")
     assert page.locator("output[data-path='derived.roads_known']").evaluate("e => e.tagName") == "OUTPUT"
@@ -187,8 +195,12 @@ SEEN = {  # what the game sheet and the first prompt show of what was typed
 
 @pytest.mark.parametrize("sample", list(MAKERS))
 def test_a_player_makes_the_characters_of_each_sample_in_the_form(browser, tmp_path, sample):  # noqa: F811
-    """SHEET-1..4, SHEET-13..19, SHEET-32..34, UNTR-13, HIDE-5, REF-12 in a browser, for each sample ruleset;
-    then the game sheet and the first prompt show what was typed, and nothing typed ran as a script."""
+    """The sheet editor in a browser, for each sample ruleset: sections as the ruleset groups them (SHEET-1,
+    SHEET-3, SHEET-4), suggestions as chips that append a word (SHEET-13, SHEET-14), free typing kept (SHEET-15,
+    SHEET-18), "Choose N" with the count chosen and no chips once N are in (SHEET-16, SHEET-17), derived values
+    shown and never typed (SHEET-19), a rolled column's Roll button (SHEET-32, SHEET-33, SHEET-34), no number for
+    a refused untrained check (UNTR-13), `hideWhen` following the typing (HIDE-5), live values at their start
+    (REF-12). Then the game sheet and the first prompt show what was typed, and nothing typed ran as a script."""
     with serving(tmp_path) as (url, fake):
         page = browser.new_page()
         MAKERS[sample](page, url)
@@ -238,10 +250,10 @@ def heist_party(url: str, browser: Any) -> None:  # noqa: F811
 
 
 def test_in_play_a_box_a_state_the_party_and_the_chat_that_replays_them(browser, tmp_path):  # noqa: F811
-    """WOUND-31, WOUND-51: a free box marked by a click; STATE-15: a state picked; PARTY-35..37: the party's Edit
-    in two browser contexts; CLOCK-23, PARTY-22: the clocks beside the party sheet, which folds away. Turns are
-    played through the server, one regenerated; then the data folder is deleted and the chat alone gives the
-    same state (ED-6)."""
+    """WOUND-31, WOUND-51: a free box marked by a click; STATE-15: a state picked; PARTY-35, PARTY-36, PARTY-37:
+    the party's Edit in two browser contexts; CLOCK-23: the clocks beside the party status; PARTY-22: the party
+    sheet folds away. Turns are played through the server, one regenerated; then the data folder is deleted and
+    the chat alone gives the same state (ED-6)."""
     with serving(tmp_path) as (url, _):
         page = browser.new_page()
         start_campaign(page, url, "vault", "Gravewatch", ["Mira", "Bram"])
