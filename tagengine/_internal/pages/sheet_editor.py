@@ -45,8 +45,8 @@ class Ids:
         return f"{self.prefix}{self.n}"
 
 
-def _problems(ps: Iterable[Problem]) -> list[dict[str, Any]]:
-    return [{"code": p.code, "message": p.message} for p in ps]
+def _problems(ps: Iterable[Problem]) -> tuple[dict[str, Any], ...]:
+    return tuple({"code": p.code, "message": p.message} for p in ps)
 
 
 def input_context(i: InputView, ids: Ids, dice: bool, was: Mapping[str, str] | None = None,
@@ -60,8 +60,10 @@ def input_context(i: InputView, ids: Ids, dice: bool, was: Mapping[str, str] | N
         "id": ids(), "path": i.path, "label": label or i.label, "type": i.type, "widget": widget, "value": value,
         "was": value if was is None else was.get(i.path, value), "checked": value == "true", "min": i.min,
         "max": i.max, "max_length": i.max_length,
-        "choices": [{"value": v, "label": lb, "selected": v == value} for v, lb in i.choices],
-        "chips": [{"word": c.word, "chosen": c.chosen} for c in i.chips], "pick": i.pick, "chosen": i.chosen,
+        # tuples, empty for most inputs: a dict of plain values and empty tuples is not tracked by the garbage
+        # collector, and a sheet of 800 derived values makes 800 of them per page (benchmarks/editor.py)
+        "choices": tuple({"value": v, "label": lb, "selected": v == value} for v, lb in i.choices),
+        "chips": tuple({"word": c.word, "chosen": c.chosen} for c in i.chips), "pick": i.pick, "chosen": i.chosen,
         "offer_chips": i.offer_chips, "roll": i.roll,
         "check": None if i.check is None else check_row(i.check, dice),
         "hidden": i.hidden,

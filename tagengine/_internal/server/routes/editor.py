@@ -40,6 +40,7 @@ from ..context import ServerContext
 from ..edits import Point, newest_point, save_edit
 from ..errors import Refused
 from ..forms import read_form
+from ..wire.json_codec import dumps
 from .pages import nav, page, problem_page, sheet_page
 
 MAX_EDIT_FORM = 4 * 1024 * 1024  # a sheet's form: 200-row lists of 4,000-character cells stay far below
@@ -110,8 +111,8 @@ def editor_routes(ctx: ServerContext) -> list[Route]:
         name = None if who is None else point.state.character(who)
         if (who is not None and name is None) or (who is None and c.rs.party is None):
             return JSONResponse({"error": "no such sheet"}, status_code=404)
-        return JSONResponse(draft_json(c.rs, point.state, name, posted_changes(fields).changes),
-                            headers={"cache-control": "no-store"})
+        return Response(dumps(draft_json(c.rs, point.state, name, posted_changes(fields).changes)),
+                        media_type="application/json", headers={"cache-control": "no-store"})
 
     async def play(request: Request) -> Response:
         c = campaign(request)
@@ -187,7 +188,8 @@ def editor_page(ctx: ServerContext, c: Campaign, point: Point, who: str | None, 
         tabs.append({"label": c.rs.file.party.label, "href": f"/ui/c/{quoted}/party", "here": who is None})
     context: dict[str, Any] = {
         "title": f"{form.who} — {c.name}", "campaign": c.name, "ruleset": c.rs.name, "form": values, "tabs": tabs,
-        "action": here, "draft": f"/ui/c/{quoted}/party/draft" if who is None else f"/ui/c/{quoted}/draft/{named}", "sheet_url": f"/ui/c/{quoted}", "start": point.start,
+        "action": here, "draft": f"/ui/c/{quoted}/party/draft" if who is None else f"/ui/c/{quoted}/draft/{named}",
+        "sheet_url": f"/ui/c/{quoted}", "start": point.start,
         "saved": saved, "made": made, "waiting": len(point.waiting.edits), "closed": point.closed,
         "stale": None, "nav": nav(c.name, "edit"), "script": "/ui/" + EDITOR_SCRIPT,
         "not_done": next((x.key for x in changes if x.op != "set"), None) if problems else None,
