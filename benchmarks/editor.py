@@ -114,7 +114,7 @@ def engine_side(rounds: int) -> None:
     print(f"  field change + derived values   {quantiles(times['edit'])}  (target p99 <= {TARGET_MS} ms)")
     print(f"  comparator: evaluation alone    {quantiles(times['comparator'])}")
     print(f"  list cell change + derived      {quantiles(times['cell'])}")
-    print(f"  the editor's form of the draft  {quantiles(times['form'])}  (the page's 20 ms comes with the pages)")
+    print(f"  the editor's form of the draft  {quantiles(times['form'])}  (the page that shows it: below)")
     print(f"  the edit's receipt (MAC, digest) {quantiles(times['receipt'])}")
     print("CPU time of the same calls (this thread's, so time the scheduler gave others does not count):")
     print(f"  field change + derived values   {quantiles(cpus['edit'])}")

@@ -52,7 +52,8 @@ def serving(tmp_path: Path, **kw: Any) -> Iterator[tuple[str, Fake]]:
             yield srv.url, fake
 
 
-def start_campaign(page: Any, url: str, name: str, ruleset: str, characters: list[str]) -> None:
+def start_campaign(page: Any, url: str, name: str, ruleset: str, characters: list[str],
+                   shot: str | None = None) -> None:
     """SHEET-1: a campaign started from /ui/: its name, a ruleset of the server's folder by its name, the
     characters one a line; the page goes on to the first character's sheet in the editor."""
     page.goto(f"{url}/ui/")
@@ -60,6 +61,9 @@ def start_campaign(page: Any, url: str, name: str, ruleset: str, characters: lis
     page.get_by_label("Campaign name").fill(name)
     page.get_by_label(ruleset).check()
     page.get_by_label("Characters, one a line").fill("\n".join(characters))
+    if shot is not None:
+        shoot(page, shot)
+        shoot(page, f"{shot}-360", 360)
     page.get_by_role("button", name="Start the campaign").click()
     expect(page.locator("h1")).to_have_text(characters[0])
     expect(page.locator(".saved")).to_contain_text("The campaign is made")
@@ -256,7 +260,7 @@ def test_in_play_a_box_a_state_the_party_and_the_chat_that_replays_them(browser,
     the chat alone gives the same state (ED-6)."""
     with serving(tmp_path) as (url, _):
         page = browser.new_page()
-        start_campaign(page, url, "vault", "Gravewatch", ["Mira", "Bram"])
+        start_campaign(page, url, "vault", "Gravewatch", ["Mira", "Bram"], shot="editor-new")
         start_campaign(page, url, "heist", "Blades-like Crew", ["Cutter", "Lurk"])
         game = Game(url, "vault")
         game.turn("harm")
