@@ -293,7 +293,7 @@ def test_the_edits_wait_in_the_store_across_a_restart_and_are_bounded(tmp_path):
             ctx.edits.add("vault", point.key, made)
         full = save_edit(ctx, c, newest_point(ctx, c), "Bram", {"fields.oath": "one more"})
         assert [pr.code for pr in full.problems] == ["too-many-edits"]
-        assert ctx.edits.count(point.key) == MAX_WAITING  # nothing kept
+        assert len(ctx.edits.waiting(point.key).edits) == MAX_WAITING  # nothing kept
         for k in range(MAX_KEYS + 3):
             ctx.edits.add("vault", f"key-{k}", made)
         with sqlite3.connect(tmp_path / "data" / DB_NAME) as db:

@@ -156,13 +156,11 @@ def play_context(play: PlayView, ids: Ids) -> dict[str, dict[str, Any]]:
 @dataclass(frozen=True)
 class Posted:
     """A form post read: the changes (what differs from the value each input was shown at, then the button's
-    own change), the values shown (`was`), the revision a party form was opened at, and what the post was
-    (`saved`, `chip`, or the op's word)."""
+    own change), the values shown (`was`), and the revision a party form was opened at."""
 
     changes: tuple[Change, ...]
     was: dict[str, str]
     revision: str | None
-    action: str
 
 
 def _same(a: str, b: str | None) -> bool:
@@ -190,15 +188,12 @@ def posted_changes(items: Sequence[tuple[str, str]]) -> Posted:
             revision = value
         elif not key.startswith("_"):
             typed[key] = value
-    action = "saved"
     if chip is not None:
         typed[chip[0]] = with_chip(typed.get(chip[0], was.get(chip[0], "")), chip[1])
-        action = "chip"
     changes = [Change("set", k, v) for k, v in typed.items() if not _same(v, was.get(k))]
     if op is not None:
         changes.append(op)
-        action = op.op
-    return Posted(tuple(changes), was, revision, action)
+    return Posted(tuple(changes), was, revision)
 
 
 # -- a draft's values, for the page's script (and the API) --------------------------------------------------

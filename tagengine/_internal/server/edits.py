@@ -113,9 +113,6 @@ class PendingEdits:
         self._keys.add(key)
         self._keys.difference_update(old)
 
-    def count(self, key: str) -> int:
-        return len(self.waiting(key).edits)
-
     def made(self, rs: Ruleset, base: GameState, key: str, waiting: Waiting) -> Receipted:
         """`edit_receipts` of the edits waiting at `key`, made on `base` (the state there), remembered for the
         next look (a page, then the turn)."""
@@ -201,7 +198,7 @@ def save_edit(ctx: ServerContext, c: Campaign, point: Point, who: str | None, ch
             return Edited(state, problems=(Problem("sheet", "not-editable", "a turn was played while this edit was "
                                                    "made; open the sheet again", None),))
         return edited
-    if ctx.edits.count(point.key) >= MAX_WAITING:
+    if len(point.waiting.edits) >= MAX_WAITING:
         return Edited(state, problems=(Problem("sheet", "too-many-edits", f"{MAX_WAITING} edits wait for the "
                                                "next reply already; play a turn, then edit", None),))
     name = None if who is None else state.character(who)

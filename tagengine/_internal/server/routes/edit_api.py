@@ -29,7 +29,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...commands.sheet_edits import Edited
-from ...errors import NotFoundError, Problem
+from ...errors import Problem
 from ...pages.sheet_editor import draft_json
 from ...sheet.edit_paths import Change, change_of, parse_change
 from ...sheet.form import edit_form
@@ -74,7 +74,7 @@ def edit_api_routes(ctx: ServerContext) -> list[Route]:
         body = await api_body(request)
         c, point = await point_of(request, body)
         who = request.path_params.get("who")
-        form_json(c, point, who)  # 404 for a character or a party sheet that is not there
+        sheet_there(c, point, who)
         changes = changes_of(body.get("changes"))
         revision = body.get("revision")
         if who is None and (type(revision) is not int or revision < 0):
@@ -95,7 +95,7 @@ def edit_api_routes(ctx: ServerContext) -> list[Route]:
         body = await api_body(request)
         c, point = await point_of(request, body)
         who = request.path_params.get("who")
-        form_json(c, point, who)
+        sheet_there(c, point, who)
         changes = [x for x in changes_of(body.get("changes")) if isinstance(x, Change)]
         return json_answer(200, draft_json(c.rs, point.state, who, changes))
 
@@ -158,14 +158,18 @@ def at(point: Point) -> dict[str, Any]:
             "waiting": len(point.waiting.edits), "revision": point.state.party_revision}
 
 
+def sheet_there(c: Campaign, point: Point, who: str | None) -> None:
+    """A 404 for a character (`who`) or a party sheet (None) the campaign does not have."""
+    if who is None and c.rs.party is None:
+        raise Refused(404, f"campaign {c.name!r} has no party sheet", "party_not_found")
+    if who is not None and point.state.character(who) is None:
+        raise Refused(404, f"campaign {c.name!r} has no character {who[:80]!r}", "character_not_found")
+
+
 def form_json(c: Campaign, point: Point, who: str | None, problems: tuple[Problem, ...] = ()) -> dict[str, Any]:
     """The form at `point` (`who` None: the party's); a 404 for a character or a party sheet not there."""
-    try:
-        return edit_form(c.rs, point.state, who, problems).to_json()
-    except NotFoundError:
-        if who is None:
-            raise Refused(404, f"campaign {c.name!r} has no party sheet", "party_not_found") from None
-        raise Refused(404, f"campaign {c.name!r} has no character {who[:80]!r}", "character_not_found") from None
+    sheet_there(c, point, who)
+    return edit_form(c.rs, point.state, who, problems).to_json()
 
 
 def refused_answer(c: Campaign, point: Point, who: str | None, edited: Edited) -> Response:

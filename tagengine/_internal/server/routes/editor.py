@@ -75,9 +75,8 @@ def editor_routes(ctx: ServerContext) -> list[Route]:
             return c
         who = request.path_params.get("who")  # None: the party sheet
         point = newest_point(ctx, c)
-        if (who is not None and point.state.character(who) is None) or (who is None and c.rs.party is None):
-            missing = "party sheet" if who is None else f"character {who!r}"
-            return problem_page(404, "Sheet editor", f"Campaign {c.name} has no {missing}.")
+        if (missing := missing_sheet(c, point, who)) is not None:
+            return problem_page(404, "Sheet editor", missing)
         if request.method == "GET":
             return editor_page(ctx, c, point, who, saved=request.query_params.get("saved"),
                                made=request.query_params.get("made") is not None)
@@ -108,9 +107,9 @@ def editor_routes(ctx: ServerContext) -> list[Route]:
             return JSONResponse({"error": "the form is too large"}, status_code=413)
         who = request.path_params.get("who")
         point = newest_point(ctx, c)
+        if (missing := missing_sheet(c, point, who)) is not None:
+            return JSONResponse({"error": missing}, status_code=404)
         name = None if who is None else point.state.character(who)
-        if (who is not None and name is None) or (who is None and c.rs.party is None):
-            return JSONResponse({"error": "no such sheet"}, status_code=404)
         return Response(dumps(draft_json(c.rs, point.state, name, posted_changes(fields).changes)),
                         media_type="application/json", headers={"cache-control": "no-store"})
 
@@ -123,9 +122,9 @@ def editor_routes(ctx: ServerContext) -> list[Route]:
             return fields
         who = request.path_params.get("who")
         point = newest_point(ctx, c)
+        if (missing := missing_sheet(c, point, who)) is not None:
+            return problem_page(404, "Game sheet", missing)
         name = None if who is None else point.state.character(who)
-        if (who is not None and name is None) or (who is None and c.rs.party is None):
-            return problem_page(404, "Game sheet", f"Campaign {c.name} has no such sheet.")
         edited = save_edit(ctx, c, point, name, hand_edits(fields))
         if edited.ok:
             return RedirectResponse(f"/ui/c/{quote(c.name, safe='')}", status_code=303)
@@ -143,6 +142,13 @@ def editor_routes(ctx: ServerContext) -> list[Route]:
             Route(f"{base}/party", sheet_editor, methods=["GET", "POST"]),
             Route(f"{base}/party/draft", draft, methods=["POST"]),
             Route(f"{base}/party/play", play, methods=["POST"])]
+
+
+def missing_sheet(c: Campaign, point: Point, who: str | None) -> str | None:
+    """Why there is no sheet to edit: a character (`who`) or a party sheet (None) the campaign does not have."""
+    if who is None:
+        return None if c.rs.party is not None else f"Campaign {c.name} has no party sheet."
+    return None if point.state.character(who) is not None else f"Campaign {c.name} has no character {who!r}."
 
 
 def revision_of(text: str | None) -> int | None:

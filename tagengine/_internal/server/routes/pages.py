@@ -1,6 +1,8 @@
-"""The pages under /ui/ (issue 14): the game sheet, the prompt preview, the ruleset checker.
+"""The pages under /ui/ (issue 14): the campaigns, the game sheet, the prompt preview, the ruleset checker.
 
-The sheet and the prompt read `ServerContext.latest` (what the chat turns left there). Their handlers run on
+The sheet and the prompt read `ServerContext.latest` (what the chat turns left there); the sheet shows the
+players' edits waiting for the next reply and a control for each live value, whose posts `routes/editor.py`
+answers (issue 27; starting a campaign is `routes/campaign_pages.py`). Their handlers run on
 the event loop's thread, as the chat routes do; the ruleset checker parses a form and checks a ruleset of up
 to 4 MB in a worker thread, so chat requests are not held up meanwhile.
 """
