@@ -12,6 +12,7 @@ from conftest import ROOT
 TESTS = ROOT / "tests"
 # The spec-coverage check reads ../shared/spec/SHEETS-SPEC.md (tests/spec_coverage.py) and skips without it.
 MAY_READ_SHARED = {"spec_coverage.py", "test_spec_coverage.py"}
+OPENERS = {"Path", "open", "PurePath", "read_text", "read_bytes", "chdir"}  # what opens or names a path given to it
 
 
 def outside_reads(path: Path) -> list[str]:
@@ -23,6 +24,9 @@ def outside_reads(path: Path) -> list[str]:
                   and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
     in_paths = {id(side) for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)
                 for side in (n.left, n.right)}  # the parts of a `path / "part"` expression
+    in_paths |= {id(a) for n in ast.walk(tree) if isinstance(n, ast.Call) and
+                 (n.func.id if isinstance(n.func, ast.Name) else n.func.attr if isinstance(n.func, ast.Attribute)
+                  else "") in OPENERS for a in n.args}  # `Path("../x")`, `open("../x")`
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr == "parent" and isinstance(node.value, ast.Name) and \
@@ -30,7 +34,9 @@ def outside_reads(path: Path) -> list[str]:
             found.append((node.lineno, "ROOT.parent"))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
             text = node.value
-            if (text == "shared" and id(node) in in_paths) or "../shared" in text or text.startswith(("/work/", "../")):
+            # a `../` that is not opened is data (a hostile form field: `{"../../etc/passwd": "1"}`)
+            if (text == "shared" and id(node) in in_paths) or "../shared" in text or text.startswith("/work/") or \
+                    (text.startswith("../") and id(node) in in_paths):
                 found.append((node.lineno, repr(text[:60])))
     return [f"{path.name}:{line}: {what}" for line, what in sorted(found)]
 
@@ -45,8 +51,9 @@ def test_no_test_reads_outside_the_repository():
 def test_the_scan_sees_each_way_of_reaching_out(tmp_path):
     sample = tmp_path / "test_x.py"
     sample.write_text('"""Reads ../shared, in words only."""\nfrom conftest import ROOT\n'
-                      'a = ROOT.parent / "shared" / "bench"\nb = "../shared/corpus"\nc = "/work/x"\n')
-    assert [line.split(":")[1] for line in outside_reads(sample)] == ["3", "3", "4", "5"]
+                      'a = ROOT.parent / "shared" / "bench"\nb = "../shared/corpus"\nc = "/work/x"\n'
+                      'd = {"../../etc/passwd": "1"}\ne = Path("../x")\nf = ROOT / "../y"\n')
+    assert [line.split(":")[1] for line in outside_reads(sample)] == ["3", "3", "4", "5", "7", "8"]
 
 
 def test_the_spec_coverage_check_says_why_it_skips():

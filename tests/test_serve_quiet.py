@@ -162,6 +162,20 @@ def test_a_raw_prompt_with_no_chat_is_played_but_leaves_the_pages(tmp_path):
         assert 'now="5/6"' in fourth and settled(ctx, 4)
 
 
+def test_a_chat_whose_replies_were_deleted_is_a_turn_that_shows(tmp_path):
+    """TR-5's one structural sign is narrow: two user messages and no reply are a chat whose GM replies were
+    deleted (ED-6: back before a player's edit), not a raw prompt. It is played and moves the pages."""
+    fake = Fake(dict(SCRIPT))
+    with serving(tmp_path, fake, campaign="heist") as (url, ctx):
+        play(url, ctx, ["one", "two", "three"], note=False)
+        head, prompt = settled(ctx, 3), ctx.latest.prompts["heist"]
+        r, text = ask(url, [{"role": "system", "content": "You are the GM."}, {"role": "user", "content": "TURN:x"},
+                            {"role": "user", "content": "TURN:one"}])
+        assert r.headers["x-tagengine-campaign"] == "heist" and "result=" in text
+        time.sleep(0.2)  # bounded: what the turn keeps after its answer is kept by now
+        assert ctx.store.head("heist") != head and ctx.latest.prompts["heist"] is not prompt
+
+
 def test_the_first_turn_of_a_campaign_still_shows(tmp_path):
     fake = Fake(dict(SCRIPT))
     with serving(tmp_path, fake, campaign="heist") as (url, ctx):

@@ -62,6 +62,8 @@ def add_serve(sv: argparse.ArgumentParser) -> None:
     sv.add_argument("--upstream-transport", choices=["own", "httpx"], default="own",
                     help="how the upstream is reached: the server's own HTTP/1.1 transport (default, faster) "
                          "or httpx's")
+    sv.add_argument("--rulesets", metavar="DIR", help="a folder of ruleset files (*.json) a campaign started on the "
+                    "pages (/ui/new) may use; a ruleset can also be uploaded there")
     # who may talk to the server (issue 26, docs/security.md)
     sv.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                     help="another name clients reach the server by (a LAN name, the name a proxy passes on), "
@@ -101,7 +103,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                    count_with_upstream=args.count_with_upstream, hide_tags=args.hide_tags, keep=args.keep,
                    settle_checks=args.settle_checks, upstream_transport=args.upstream_transport, host=args.host,
                    allow_host=tuple(args.allow_host), allow_origin=tuple(args.allow_origin),
-                   trust_proxy=args.trust_proxy)
+                   trust_proxy=args.trust_proxy, rulesets=Path(args.rulesets) if args.rulesets else None)
     return serve(opts, args.host, args.port, err)
 
 

@@ -16,6 +16,7 @@ from ..resources import read_text
 
 STYLESHEET = "pages.css"
 REFRESH_SCRIPT = "refresh.js"
+EDITOR_SCRIPT = "editor.js"  # issue 27: chips, live derived values, hiding as typed, saves without a reload
 
 
 @cache
@@ -34,6 +35,11 @@ def stylesheet() -> str:
 @cache
 def refresh_script() -> str:
     return read_text("pages", REFRESH_SCRIPT)
+
+
+@cache
+def editor_script() -> str:
+    return read_text("pages", EDITOR_SCRIPT)
 
 
 def render_page(template: str, context: dict[str, Any], *, inline: bool = False) -> str:

@@ -26,7 +26,10 @@ from .context import ServerContext
 from .errors import error
 from .options import Options
 from .origins import EXPOSED, HostAndOrigin, allowed_origins, host_names
+from .routes.campaign_pages import campaign_page_routes
 from .routes.checks import check_routes
+from .routes.edit_api import edit_api_routes
+from .routes.editor import editor_routes
 from .routes.health import health_routes
 from .routes.openai import openai_routes
 from .routes.pages import page_routes
@@ -36,7 +39,8 @@ __all__ = ["Options", "make_app"]  # Options: what make_app is made from (option
 
 log = logging.getLogger("tagengine.serve")
 ROUTE_GROUPS: tuple[Callable[[ServerContext], list[Route]], ...] = (
-    health_routes, openai_routes, page_routes, sign_in_routes, check_routes)
+    health_routes, openai_routes, page_routes, sign_in_routes, check_routes,
+    campaign_page_routes, editor_routes, edit_api_routes)  # issue 27: the editor's pages and JSON API
 
 
 def make_app(opts: Options) -> Starlette:

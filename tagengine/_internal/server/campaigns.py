@@ -57,7 +57,8 @@ def canonical_json(doc: object) -> str:
 
 
 class Campaigns:
-    """Campaigns by name, loaded once and loaded again when their ruleset file changes on disk."""
+    """Campaigns by name, loaded once and loaded again when their ruleset file changes on disk, or when their
+    start is made again (`set_start`)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -66,7 +67,7 @@ class Campaigns:
     def get(self, name: str) -> Campaign:
         """Raises NotFoundError for an unknown campaign, RulesetError or OSError for its ruleset file."""
         hit = self._loaded.get(name)
-        row = hit[2] if hit is not None else self.store.campaign(name)  # a row never changes once made
+        row = hit[2] if hit is not None else self.store.campaign(name)  # a row changes only through set_start
         st = os.stat(row.ruleset)
         stamp = (st.st_mtime_ns, st.st_size)
         if hit is not None and hit[0] == stamp:
@@ -77,3 +78,12 @@ class Campaigns:
         c = Campaign(name, rs, digest_of(data), start, canonical_json(start.to_json()))
         self._loaded[name] = (stamp, c, row)
         return c
+
+    def set_start(self, name: str, state: GameState) -> bool:
+        """Make `state` the campaign's start, while no reply of it has been kept (issue 27, ED-14: before the first
+        reply the sheets are still being made, and the chain's first key follows the new start); whether it was.
+        Raises NotFoundError for an unknown campaign."""
+        self.store.campaign(name)
+        done = self.store.set_start(name, canonical_json(state.to_json()), ", ".join(state.characters))
+        self._loaded.pop(name, None)  # read again: its start and first key
+        return done

@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from ..errors import NotFoundError, TagengineError
 from .campaigns import Campaign, Campaigns
 from .chain import THREAD_MIN, Chain, Pending, Replayed
+from .edits import PendingEdits
 from .errors import Refused
 from .latest import Latest
 from .mid_reply import MidReplyChecks
@@ -39,6 +40,7 @@ class ServerContext:
         self.fit = fitter(self.upstream, options.count_with_upstream)
         self.mid_reply = MidReplyChecks(self.upstream) if options.settle_checks else None
         self.sessions = Sessions(options.data, options.api_key) if options.api_key else None  # the pages' sign-ins
+        self.edits = PendingEdits(self.store)  # issue 27: the players' edits waiting for the next reply (edits.py)
 
     def campaign(self, name: str) -> Campaign:
         """The campaign `name`, else a 404 naming only the one asked for (a client may not list campaigns),

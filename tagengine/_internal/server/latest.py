@@ -27,6 +27,20 @@ class Sent:
     budget: Budget
 
 
+@dataclass(frozen=True)
+class Newest:
+    """What the pages show of a campaign: the state after the last reply handled and its chain key (None
+    before any turn: the campaign's start), its turn count and receipts, and a note when the snapshot could
+    not be read (then the state is the start, and `gone` is true)."""
+
+    key: str | None
+    state: GameState
+    turn: int | None
+    receipts: list[dict[str, Any]] | None
+    note: str | None
+    gone: bool = False
+
+
 class Latest:
     """The newest chain head per campaign (the store's `heads`) and the last prompt sent (memory)."""
 
@@ -48,12 +62,13 @@ class Latest:
         head = self.store.head(campaign)
         return "0" if head is None else f"{head[1]}-{head[0][:16]}"
 
-    def state(self, c: Campaign) -> tuple[GameState, int | None, list[dict[str, Any]] | None, str | None]:
-        """The state after the last reply handled, its turn count, its receipts, and a note when the
-        snapshot could not be read (then the campaign's start)."""
+    def newest(self, c: Campaign) -> Newest:
+        """The state after the last reply handled, with its chain key (the players' edits wait there,
+        server/edits.py), turn count and receipts; the campaign's start before any turn, or when the snapshot is
+        gone (then `gone`, and a note says so)."""
         head = self.store.head(c.name)
         if head is None:
-            return c.start, None, None, "No turn has been played yet: this is the campaign's start."
+            return Newest(None, c.start, None, None, "No turn has been played yet: this is the campaign's start.")
         key, turn, receipts = head
         state = self.snapshots.get(key)
         if state is None:
@@ -63,5 +78,6 @@ class Latest:
             except (TagengineError, ValueError) as e:
                 log.warning("campaign %s: the last snapshot cannot be read: %s", c.name, e)
         if state is None:
-            return c.start, turn, None, "The last turn's snapshot is gone from the store: this is the start."
-        return state, turn, json.loads(receipts), None
+            return Newest(key, c.start, turn, None, "The last turn's snapshot is gone from the store: this is the "
+                          "start.", gone=True)
+        return Newest(key, state, turn, json.loads(receipts), None)

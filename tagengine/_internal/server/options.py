@@ -29,6 +29,7 @@ class Options:
     keep: int = DEFAULT_PER_CAMPAIGN  # snapshots kept per campaign, the least recently used pruned (S-20)
     settle_checks: bool = False  # --settle-checks: checks rolled mid-reply (mid_reply.py)
     upstream_transport: str = "own"  # one of UPSTREAM_TRANSPORTS (SV-6)
+    rulesets: Path | None = None  # --rulesets DIR: the rulesets a campaign started on the pages may use (issue 27)
     # who may talk to the server (issue 26, TR-1..TR-4; origins.py, docs/security.md)
     host: str = "127.0.0.1"  # --host: the address it listens on; the names a request's Host may give follow
     allow_host: tuple[str, ...] = ()  # --allow-host: more names a request's Host may give (`*`: any)

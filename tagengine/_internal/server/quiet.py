@@ -15,9 +15,10 @@ How one is told, in order (docs/sillytavern.md; SillyTavern 1.19.0's request sha
    "Ignore previous instructions" (its extensions' quiet prompts) or "[Write your next reply from the point
    of view of" (Impersonate). Edited instructions are not recognised: then the header is the way.
 
-A request read as a turn whose history holds no reply (a first message: a new chat, or an extension's raw
-prompt with no chat in it) is played, but while the pages show a later turn of that campaign it leaves them
-as they are (`turn.begin`, `Turn.on_pages`): the one structural sign left, and a new chat moves them from its
+A request read as a turn whose history holds no reply and one user message (a first message: a new chat, or
+an extension's raw prompt with no chat in it) is played, but while the pages show a later turn of that
+campaign it leaves them as they are (a history of two user messages and no reply is a chat whose replies were
+deleted: a turn) (`turn.begin`, `Turn.on_pages`): the one structural sign left, and a new chat moves them from its
 second reply on.
 """
 

@@ -163,6 +163,14 @@ class Store:
             raise NotFoundError("campaign", name, tuple(c.name for c in self.campaigns()))
         return CampaignRow(*got)
 
+    def set_start(self, name: str, start: str, characters: str) -> bool:
+        """A campaign's start made again (issue 27: the sheets a player fills in before the first reply), in one
+        statement, only while no reply of it has been kept (no head): whether it was."""
+        with self.lock:
+            done = self.db.execute("UPDATE campaigns SET start = ?, characters = ? WHERE name = ? AND NOT EXISTS "
+                                   "(SELECT 1 FROM heads WHERE campaign = ?)", (start, characters, name, name))
+            return done.rowcount == 1
+
     def campaigns(self) -> list[CampaignRow]:
         with self.lock:
             return [CampaignRow(*r) for r in self.db.execute("SELECT * FROM campaigns ORDER BY name")]

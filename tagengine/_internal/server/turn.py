@@ -1,6 +1,7 @@
 """The chat turn: POST /v1/chat/completions for a campaign, as named steps (docs/architecture.md).
 
     begin            the campaign, the plain history, a prefill split off, the state before the reply
+    open_with_edits  the players' edits waiting at that point, which the reply opens with (edits.py)
     fit              the prompt fitted to the budget; the body and headers for the upstream
     plan_mid_reply   --settle-checks: whether the reply's checks are rolled mid-reply, and the header
     answer_whole     the upstream asked; its reply applied (`whole_reply`) and sent whole
@@ -37,6 +38,7 @@ from .campaigns import Campaign
 from .chain import HIDDEN, Replayed
 from .chat_request import MarkedHistory, asked_response, budget_of, with_replies
 from .context import ServerContext
+from .edits import Opening, edit_opening, opened_events
 from .errors import Refused, upstream_failure, upstream_status
 from .mid_reply import CHECKS_HEADER
 from .prefill import Continued, prefill_last, split_prefill
@@ -60,6 +62,7 @@ class Turn:
     history: list[dict[str, str]]  # the messages the prompt is fitted from (--hide-tags: tagged replies again)
     prefill: str | None  # continue: the assistant message the model goes on from (S-17)
     on_pages: bool = True  # the pages show this turn (its prompt, its reply); not a first message after turns (TR-5)
+    opening: Opening | None = None  # issue 27: the players' edits' receipts the reply opens with, and their state
 
 
 @dataclass(slots=True)
@@ -84,13 +87,22 @@ async def begin(ctx: ServerContext, name: str, marked: MarkedHistory) -> Turn:
     before = await ctx.replayed(c, earlier)
     if ctx.options.hide_tags or any(n.startswith(HIDDEN) for n in before.notes):
         history = with_replies(history, before.replies)  # the model sees its tagged replies, not the narrations
-    # a history with no reply yet, while the pages show a turn: a new chat's first message, or an extension's
-    # raw prompt that holds no chat; played, but the pages are left as they are (TR-5)
-    on_pages = bool(before.replies) or ctx.store.head(c.name) is None
+    # a history with no reply and one user message, while the pages show a turn: a new chat's first message, or
+    # an extension's raw prompt that holds no chat; played, but the pages are left as they are (TR-5). Two user
+    # messages are a chat (one whose replies were deleted): a turn like any other
+    on_pages = bool(before.replies) or ctx.store.head(c.name) is None or \
+        sum(1 for m in history if m["role"] == "user") > 1
     if not on_pages:
         log.info("campaign %s: a first message while the pages show later turns: played, the pages left as they are",
                  c.name)
     return Turn(c, before, history, prefill, on_pages)
+
+
+def open_with_edits(ctx: ServerContext, turn: Turn) -> None:
+    """Issue 27 (ED-6): the receipts of the players' edits waiting at the turn's chain key go at the start of the
+    reply, as if the model had written them there (whole, streamed, continued, --hide-tags, --settle-checks:
+    edits.py); the prompt is built from the state they make."""
+    turn.opening = edit_opening(ctx, turn.campaign, turn.before, turn.prefill)
 
 
 async def fit(ctx: ServerContext, turn: Turn, body: dict[str, Any], incoming: Mapping[str, str]) -> Fitted:
@@ -100,7 +112,8 @@ async def fit(ctx: ServerContext, turn: Turn, body: dict[str, Any], incoming: Ma
     budget = budget_of(body, context)
     whence = "--context" if context else f"table:{context_of(budget.model)[1]}"
     try:
-        prompt, counted, fallback = await ctx.fit(c.rs, turn.before.state, turn.history, budget, incoming)
+        state = turn.before.state if turn.opening is None else turn.opening.state  # issue 27: with the edits
+        prompt, counted, fallback = await ctx.fit(c.rs, state, turn.history, budget, incoming)
     except BudgetError as e:
         raise Refused(400, str(e), "context_length_exceeded") from None
     except HistoryError as e:
@@ -183,9 +196,12 @@ async def answer_whole(ctx: ServerContext, turn: Turn, fitted: Fitted, resend: d
     if text is None:
         raise Refused(502, "the upstream model's answer has no choices[0].message.content text",
                       "upstream_malformed", "upstream_error")
+    opening = turn.opening  # issue 27: the players' edits, whose receipts the reply opens with
     if resend is not None and ctx.mid_reply is not None:
-        text = await ctx.mid_reply.continue_whole(text, resend, incoming, turn.campaign.rs, turn.before.state,
-                                                  fitted.headers)
+        state = turn.before.state if opening is None else opening.state
+        text = await ctx.mid_reply.continue_whole(text, resend, incoming, turn.campaign.rs, state, fitted.headers)
+    if opening is not None:
+        text = opening.text + text
     shown, applied, filt, raw = whole_reply(ctx, turn, text)
     set_first_content(doc, shown)
     after = BackgroundTask(after_reply, ctx, turn, fitted.counted, applied, filt, raw)
@@ -216,10 +232,10 @@ async def answer_streamed(ctx: ServerContext, turn: Turn, fitted: Fitted, resend
         await after_reply(ctx, turn, fitted.counted, applied, filt, raw)
 
     if resend is not None and ctx.mid_reply is not None and isinstance(filt, ReceiptStream):
-        events = ctx.mid_reply.continued_events(got, resend, incoming, filt)
+        events = opened_events(ctx.mid_reply.continued_events(got, resend, incoming, filt), turn.opening)
         body = relay_stream(got, events, filt, completed, disconnected, continued=True)
-    else:
-        body = relay_stream(got, ctx.upstream.events(got), filt, completed, disconnected)
+    else:  # issue 27: opened_events puts the players' edits' receipts first (when there are any)
+        body = relay_stream(got, opened_events(ctx.upstream.events(got), turn.opening), filt, completed, disconnected)
     return Streamed(body, {**fitted.headers, "cache-control": "no-cache"})
 
 

@@ -22,6 +22,7 @@ from ...tags.render import canonical
 from ..campaigns import Campaign
 from ..chat_request import read_body, read_marked
 from ..context import ServerContext
+from ..edits import waiting_state
 from ..errors import Refused, refusals_as_responses
 from ..wire.json_codec import dumps, loads
 
@@ -56,7 +57,7 @@ def check_routes(ctx: ServerContext) -> list[Route]:
                           "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
         c = ctx.campaign(name)
         before = await ctx.replayed(c, marked.plain())
-        rolled = roll_tag(c.rs, before.state, tag)
+        rolled = roll_tag(c.rs, waiting_state(ctx, c, before), tag)  # with the players' edits (issue 27)
         headers = {"x-tagengine-campaign": c.name}
         if before.notes:
             headers["x-tagengine-history"] = "; ".join(before.notes)

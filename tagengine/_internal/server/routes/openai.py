@@ -18,7 +18,7 @@ from ..context import ServerContext
 from ..errors import error, refusals_as_responses, upstream_failure, upstream_status
 from ..passthrough import passthrough
 from ..quiet import QUIET_HEADER, quiet_reason
-from ..turn import answer_streamed, answer_whole, begin, campaign_name, fit, plan_mid_reply
+from ..turn import answer_streamed, answer_whole, begin, campaign_name, fit, open_with_edits, plan_mid_reply
 from ..upstream import media_type
 from ..wire.json_codec import dumps
 
@@ -57,6 +57,7 @@ def openai_routes(ctx: ServerContext) -> list[Route]:
         if quiet is not None:
             return await passed_quiet(raw, body, stream, request.headers, {**(warned or {}), QUIET_HEADER: quiet})
         turn = await begin(ctx, name, marked)
+        open_with_edits(ctx, turn)
         fitted = await fit(ctx, turn, body, request.headers)
         if warned:
             fitted.headers.update(warned)
