@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..chat_request import parse_body, read_body, read_marked
+from ..chat_request import check_sizes, parse_body, read_body, read_marked
 from ..context import ServerContext
 from ..errors import error, refusals_as_responses, upstream_failure, upstream_status
 from ..passthrough import passthrough
@@ -45,6 +45,7 @@ def openai_routes(ctx: ServerContext) -> list[Route]:
         name = campaign_name(marked, request.path_params.get("campaign"), ctx.options.campaign)
         if name is None:
             return await passthrough(upstream, request.headers, raw, stream)
+        check_sizes(body["messages"], marked.plain())
         turn = await begin(ctx, name, marked)
         fitted = await fit(ctx, turn, body, request.headers)
         resend = await plan_mid_reply(ctx, turn, fitted, stream, request.headers) if ctx.mid_reply else None

@@ -9,7 +9,7 @@ from typing import Any
 
 from .json_codec import dumps
 
-MAX_EVENT = 32 * 1024 * 1024  # bytes of one event from the upstream (as MAX_BODY for a request, FZ-13)
+MAX_EVENT = 16 * 1024 * 1024  # bytes of one event, unless the reader says (the server: limits.MAX_ANSWER, SEC-3)
 DONE = "[DONE]"  # the data of a chat completion stream's last event
 DONE_EVENT = b"data: [DONE]\n\n"
 
