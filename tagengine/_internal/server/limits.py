@@ -31,7 +31,7 @@ MAX_STREAM = 64 * MIB  # bytes of a streamed answer in all: a 128k-token reply a
 # A client connection (connections.py).
 HEAD_TIMEOUT = 10.0  # seconds for a request's head, from its first byte (or the connection's opening)
 BODY_TIMEOUT = 60.0  # seconds for a request's body, from the end of its head
-KEEP_ALIVE = 75.0  # seconds an idle connection is kept between requests (nginx's default, S-29)
+KEEP_ALIVE = 75  # seconds an idle connection is kept between requests (nginx's default, S-29)
 MAX_CONNECTIONS = 1024  # client connections at once, at most; fewer where file descriptors are fewer
 FD_RESERVE = 32  # file descriptors kept for the rest: the database, the log, the listening socket, threads
 FD_WANTED = 65_536  # the soft limit raised up to this (never past the hard one) at the start
