@@ -56,7 +56,7 @@ def test_a_connection_that_says_nothing_is_closed_without_a_word():
 
 
 def test_a_body_that_stops_coming_gets_a_408_and_is_closed():
-    with Running(echo_app(), http=Guard(body_timeout=0.3).protocol()) as srv, connect(srv) as s:
+    with Running(echo_app(), http=Guard(head_timeout=60, body_timeout=0.3).protocol()) as srv, connect(srv) as s:
         s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
         assert read_all(s).startswith(b"HTTP/1.1 408 ")
 
