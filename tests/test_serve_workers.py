@@ -25,9 +25,9 @@ from tagengine._internal.server import upstream as upstream_module
 from tagengine._internal.server.chat_request import check_sizes
 from tagengine._internal.server.errors import Refused
 from tagengine._internal.server.limits import LOOP_CHARS, MAX_MESSAGE, WORKER_THREADS
+from tagengine._internal.server.offload import Workers
 from tagengine._internal.server.relay import Reply
 from tagengine._internal.server.upstream import AnswerTooLarge, Upstream
-from tagengine._internal.server.workers import Workers
 from tagengine._internal.state import GameState
 
 TICK = 'The guards stir. [clock: name="Watch" tick="1"]'

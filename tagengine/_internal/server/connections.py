@@ -26,6 +26,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import ClassVar
 
 from .head_join import HeadJoiningProtocol
@@ -58,10 +59,12 @@ class GuardedProtocol(HeadJoiningProtocol):
     """uvicorn's protocol with the limits of `guard` (a class made by `Guard.protocol`, one per server)."""
 
     guard: ClassVar[Guard]
+    phase: str  # HEAD, BODY or BUSY: what the connection is doing
+    idle_since: float  # when it last began to wait for a request (time.monotonic)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._phase, self._since, self._began = HEAD, time.monotonic(), False
+        self.phase, self.idle_since, self._began = HEAD, time.monotonic(), False
         self._timer: asyncio.TimerHandle | None = None
         self._arm(self.guard.head_timeout)
         if len(self.connections) > self.guard.max_connections:
@@ -73,23 +76,23 @@ class GuardedProtocol(HeadJoiningProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self._phase, self._began = HEAD, True
+        self.phase, self._began = HEAD, True
         self._arm(self.guard.head_timeout)
 
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
-        self._phase = BODY
+        self.phase = BODY
         self._arm(self.guard.body_timeout)
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
-        self._phase, self._began = BUSY, False
+        self.phase, self._began = BUSY, False
         self._disarm()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if self._phase == BUSY:  # idle until the next request (uvicorn's keep-alive timer runs); a body that
-            self._phase, self._since = HEAD, time.monotonic()  # is still coming keeps its own timer
+        if self.phase == BUSY:  # idle until the next request (uvicorn's keep-alive timer runs); a body that
+            self.phase, self.idle_since = HEAD, time.monotonic()  # is still coming keeps its own timer
 
     def _arm(self, seconds: float) -> None:
         self._disarm()
@@ -104,17 +107,17 @@ class GuardedProtocol(HeadJoiningProtocol):
         self._timer = None
         if self.transport.is_closing():
             return
-        if self._phase == BODY or self._began:  # a request had begun: it is told why, unless answered already
+        if self.phase == BODY or self._began:  # a request had begun: it is told why, unless answered already
             cycle = self.cycle
-            if self._phase == HEAD or cycle is None or not cycle.response_started:
+            if self.phase == HEAD or cycle is None or not cycle.response_started:
                 self.transport.write(TIMEOUT_408)
             log.info("%s: a request's %s did not come within %g s; the connection is closed", self._who(),
-                     self._phase, self.guard.body_timeout if self._phase == BODY else self.guard.head_timeout)
+                     self.phase, self.guard.body_timeout if self.phase == BODY else self.guard.head_timeout)
         self.transport.close()
 
     def _make_room(self) -> None:
         """Past the cap: the connection idle longest is closed, else this one is answered 503."""
-        idle = [p for p in self.connections if isinstance(p, GuardedProtocol) and p is not self and p._phase == HEAD
+        idle = [p for p in self.connections if isinstance(p, GuardedProtocol) and p is not self and p.phase == HEAD
                 and not p.transport.is_closing()]
         now = time.monotonic()
         if now - self.guard.warned >= WARN_EVERY:
@@ -122,7 +125,7 @@ class GuardedProtocol(HeadJoiningProtocol):
             log.warning("%d client connections, the most this server keeps open (file descriptors): %s",
                         len(self.connections), "the one idle longest is closed" if idle else "new ones get a 503")
         if idle:
-            min(idle, key=_since).transport.close()
+            min(idle, key=attrgetter("idle_since")).transport.close()
         else:
             self._disarm()
             self.transport.write(BUSY_503)
@@ -130,10 +133,6 @@ class GuardedProtocol(HeadJoiningProtocol):
 
     def _who(self) -> str:
         return f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
-
-
-def _since(p: GuardedProtocol) -> float:
-    return p._since
 
 
 def raise_fd_limit(wanted: int = FD_WANTED) -> int | None:

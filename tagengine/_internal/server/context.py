@@ -14,12 +14,12 @@ from .chain import THREAD_MIN, Chain, Replayed
 from .errors import Refused
 from .latest import Latest
 from .mid_reply import MidReplyChecks
+from .offload import Workers
 from .options import Options
 from .snapshots import SnapshotCache
 from .store import Store
 from .upstream_count import fitter
 from .upstreams.kinds import reach_upstream
-from .workers import Workers
 
 log = logging.getLogger("tagengine.serve")
 

@@ -36,7 +36,7 @@ MAX_CONNECTIONS = 1024  # client connections at once, at most; fewer where file 
 FD_RESERVE = 32  # file descriptors kept for the rest: the database, the log, the listening socket, threads
 FD_WANTED = 65_536  # the soft limit raised up to this (never past the hard one) at the start
 
-# Work off the event loop (workers.py).
+# Work off the event loop (offload.py).
 LOOP_CHARS = 8 * KIB  # characters of new text a step may read on the event loop: more goes to a worker
 WORKER_THREADS = 2  # heavy steps running at once; others wait their turn (light ones never wait for them)
 

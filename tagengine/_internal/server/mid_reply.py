@@ -33,6 +33,7 @@ from ..state import GameState
 from ..tags import scan
 from .errors import reply_too_large, upstream_failure, upstream_status
 from .limits import LOOP_CHARS, MAX_REPLY
+from .offload import Workers
 from .receipts import ReceiptStream
 from .upstream import Upstream
 from .wire.json_codec import dumps, loads_or_none
@@ -45,7 +46,6 @@ from .wire.openai import (
     stop_chunk,
 )
 from .wire.sse import DONE, is_done
-from .workers import Workers
 
 log = logging.getLogger("tagengine.serve")
 

@@ -35,9 +35,9 @@ from ..prompt.upstream_tokens import NotCounted, UpstreamTokenizer
 from ..ruleset import Ruleset
 from ..state import GameState
 from .limits import LOOP_CHARS
+from .offload import Workers
 from .upstream import Upstream, wire_headers
 from .wire.json_codec import dumps, loads
-from .workers import Workers
 
 log = logging.getLogger("tagengine.serve")
 
