@@ -34,10 +34,17 @@ from .limits import BODY_TIMEOUT, FD_WANTED, HEAD_TIMEOUT, MAX_CONNECTIONS, conn
 
 log = logging.getLogger("tagengine.serve")
 WARN_EVERY = 10.0  # seconds between two log lines saying the cap was met (a flood would write one per connection)
-TIMEOUT_408 = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n"
-               b"content-length: 36\r\n\r\nthe request did not come in time.\r\n\r\n")
-BUSY_503 = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n"
-            b"retry-after: 1\r\ncontent-length: 45\r\n\r\nthe server has too many connections open.\r\n\r\n")
+
+
+def _answer(status: bytes, text: bytes, *headers: bytes) -> bytes:
+    """A whole response the protocol writes itself, the connection closed after it."""
+    head = [b"HTTP/1.1 " + status, b"content-type: text/plain; charset=utf-8", b"connection: close", *headers,
+            b"content-length: %d" % len(text)]
+    return b"\r\n".join(head) + b"\r\n\r\n" + text
+
+
+TIMEOUT_408 = _answer(b"408 Request Timeout", b"the request did not come in time\n")
+BUSY_503 = _answer(b"503 Service Unavailable", b"the server has too many connections open\n", b"retry-after: 1")
 HEAD, BODY, BUSY = "head", "body", "busy"  # what a connection is doing: waiting for a head, sending a body, served
 
 

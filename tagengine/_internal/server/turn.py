@@ -249,8 +249,8 @@ async def after_reply(ctx: ServerContext, turn: Turn, counted: Budget, applied: 
     """After the answer has gone (S-24): keep the snapshot, then render the new state's reminder and count
     the reply's tokens (S-32), so the next turn finds all three. Nothing here awaits (but the count of a
     reply of more than LOOP_CHARS characters, in a worker thread), so it is done before the event loop reads
-    another request. A fault here is logged, never raised: the answer has gone
-    whole, and the next turn replays what this one did not keep (S-33)."""
+    another request. A fault here is logged, never raised: the answer has gone whole, and the next turn
+    replays what this one did not keep (S-33)."""
     try:
         if record_reply(ctx, turn, applied, filt, raw):  # else the next turn replays: its state is another object
             reminder(turn.campaign.rs, applied.state)
