@@ -6,6 +6,9 @@ random points, and records each request's raw body. `mode` makes it fail: 500, h
 ends), garbage SSE, or a stream cut off before [DONE]; `hold` stops a stream after its first pieces.
 `tokenize` (issue 15) adds a llama.cpp-, vLLM- or KoboldCpp-style tokenize endpoint that counts with
 `toy_tokens` and records each text it was asked in `tokenized`.
+
+Issue 26: `Served`, `tagengine serve` in a process of its own (its memory, its file descriptors, its log), and
+`Misbehaving`, an upstream that answers too much or without end on request.
 """
 
 from __future__ import annotations
