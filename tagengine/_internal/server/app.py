@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -38,6 +38,7 @@ from .routes.sign_in import sign_in_routes
 __all__ = ["Options", "make_app"]  # Options: what make_app is made from (options.py)
 
 log = logging.getLogger("tagengine.serve")
+CLIENT_LEFT = 499  # the access line's status for a request whose client left before its body ended (nginx's)
 ROUTE_GROUPS: tuple[Callable[[ServerContext], list[Route]], ...] = (
     health_routes, openai_routes, page_routes, sign_in_routes, check_routes,
     campaign_page_routes, editor_routes, edit_api_routes)  # issue 27: the editor's pages and JSON API
@@ -76,7 +77,8 @@ def middleware(ctx: ServerContext) -> list[Middleware]:
 
 
 def exception_handlers() -> dict[Any, Callable[[Request, Exception], Awaitable[Response]]]:
-    """Starlette's own errors (404, 405) and any other exception as OpenAI-format errors."""
+    """Starlette's own errors (404, 405) and any other exception as OpenAI-format errors; a client gone
+    mid-body as one access line."""
 
     async def http_error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
@@ -85,8 +87,14 @@ def exception_handlers() -> dict[Any, Callable[[Request, Exception], Awaitable[R
         return error(status, f"{request.method} {request.url.path}: {message}", "not_found" if status == 404 else
                      "http_error", headers=headers)
 
+    async def client_left(request: Request, exc: Exception) -> Response:
+        # no traceback and no "internal error": the client closed its connection before its request's body
+        # ended (or was cut off as too slow). The access line is the one line it gets, with nginx's 499
+        # ("client closed request"); nothing is sent, there is no one to send it to (SEC-7)
+        return Response(status_code=CLIENT_LEFT)
+
     async def internal(request: Request, exc: Exception) -> Response:
         log.error("internal error on %s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
         return error(500, "internal error in tagengine serve (see its log)", "internal_error", "server_error")
 
-    return {HTTPException: http_error, Exception: internal}
+    return {HTTPException: http_error, ClientDisconnect: client_left, Exception: internal}

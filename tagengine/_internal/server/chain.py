@@ -25,13 +25,16 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from operator import itemgetter
 
 from ..commands import apply_reply
 from ..prefix_memo import PrefixMemo
 from ..state import GameState, from_json
 from .campaigns import Campaign, canonical_json
+from .limits import LOOP_CHARS
 from .snapshots import SnapshotCache
 from .store import Store
 
@@ -42,6 +45,8 @@ HIDDEN = "hidden"  # a note's first word: narrations of a --hide-tags server rea
 NEXT_MAX = 16_384  # chain steps remembered: every request hashes its whole history again (S-24)
 NEXT_CHARS = 16 * 1024 * 1024  # and the characters of their replies (the keys hold them; a reply may be long)
 THREAD_MIN = 16  # replies to replay: more go to a worker thread, so the event loop never waits on a long history
+HASH_CHARS = 512 * 1024  # characters of a history: past them its look-up (hashing the replies) goes to a worker
+_CONTENT = itemgetter("content")
 
 
 def first_key(c: Campaign) -> str:
@@ -124,9 +129,20 @@ class Chain:
         return keys
 
     def state_of(self, c: Campaign, messages: Sequence[Mapping[str, str]], *, hidden: bool = False,
-                 defer: int | None = None) -> Replayed | Pending:
-        """The state after `messages` (role/content dicts). Writes the snapshots it computes. With `defer`, a
-        history with more than that many replies to replay comes back as a `Pending` to run elsewhere."""
+                 defer: int | None = None) -> Replayed | Pending | Deferred:
+        """The state after `messages` (role/content dicts). Writes the snapshots it computes. With `defer`,
+        work too long for the event loop comes back to run elsewhere (SEC-2): a history of more than
+        HASH_CHARS characters whole (a `Deferred`: hashing it alone would take milliseconds), else a replay of
+        more than `defer` replies or LOOP_CHARS characters (a `Pending`)."""
+        if defer is not None and sum(map(len, map(_CONTENT, messages))) > HASH_CHARS:
+            return Deferred(partial(self._replay_of, c, messages, hidden))
+        replay = self._replay_of(c, messages, hidden)
+        if defer is not None and (replay.pending > defer or sum(map(len, replay.replies[replay.start:])) > LOOP_CHARS):
+            return replay
+        return replay.run()
+
+    def _replay_of(self, c: Campaign, messages: Sequence[Mapping[str, str]], hidden: bool) -> Pending:
+        """The replay still to do after the newest state the cache or the store holds along `messages`."""
         store = self.store
         replies, notes, walked = _replies(self, c, messages, hidden)
         keys = walked if walked is not None else self.keys(c, replies)
@@ -141,10 +157,7 @@ class Chain:
             raw = store.snapshot(hit) if hit is not None else None
             if hit is not None and raw is not None:
                 state, start, found = from_json(c.rs, json.loads(raw), "snapshot"), keys.index(hit), True
-        replay = Pending(self, c, replies, keys, start, state, found, notes)
-        if defer is not None and replay.pending > defer:
-            return replay
-        return replay.run()
+        return Pending(self, c, replies, keys, start, state, found, notes)
 
     def record(self, c: Campaign, key: str, reply: str, state: GameState, shown: str | None = None,
                *, consistent: bool = True) -> str:
@@ -169,6 +182,16 @@ class Chain:
         if consistent:
             self.snapshots.put(new, state)
         return new
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A history's whole look-up and replay, to run in a worker thread (`run()`)."""
+
+    lookup: Callable[[], Pending]
+
+    def run(self) -> Replayed:
+        return self.lookup().run()
 
 
 @dataclass

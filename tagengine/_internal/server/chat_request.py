@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from starlette.requests import Request
@@ -19,13 +20,14 @@ from ..history import ROLES
 from ..prompt import Budget
 from ..prompt.contexts import context_of
 from .errors import Refused
+from .limits import MAX_BODY, MAX_MESSAGE, MAX_MESSAGES
 from .wire.json_codec import loads
 
 log = logging.getLogger("tagengine.serve")
 MAX_MODEL_NAME = 256  # characters
-MAX_BODY = 32 * 1024 * 1024  # one request: far above any context window's worth of chat
 DEFAULT_CONTEXT = 8192
 DEFAULT_RESPONSE = 1024
+_CONTENT = itemgetter("content")
 MARKER = re.compile(r'\[tagengine:[ \t]*campaign[ \t]*=[ \t]*"([^"\n]*)"[ \t]*\]')
 # what a person may have meant as a marker (any case, other spaces and quotes: a no-break space, 'heist', “heist”);
 # found from its `[`, so a message without one costs a scan for `[` (TR-8)
@@ -45,10 +47,25 @@ async def body_within(request: Request, limit: int) -> bytes | None:
 
 
 async def read_body(request: Request) -> bytes:
-    raw = await body_within(request, MAX_BODY)
+    """The body, at most MAX_BODY bytes: a Content-Length past it is refused before a byte is read (SEC-1)."""
+    declared = request.headers.get("content-length", "")
+    raw = None if declared.isdigit() and int(declared) > MAX_BODY else await body_within(request, MAX_BODY)
     if raw is None:
-        raise Refused(400, f"the request body is over {MAX_BODY} bytes", "request_too_large")
+        raise Refused(413, f"the request body is over {MAX_BODY} bytes, the most this server reads",
+                      "request_too_large")
     return raw
+
+
+def check_sizes(messages: list[Any], history: list[dict[str, str]]) -> None:
+    """A 413 for a message of the plain `history` (read from the request's `messages`) of more than MAX_MESSAGE
+    characters, naming it as `messages[i]` (SEC-1). Linear, and cheap: a length per message."""
+    longest = max(map(len, map(_CONTENT, history)), default=0)
+    if longest > MAX_MESSAGE:
+        i = next((i for i, m in enumerate(messages) if isinstance(m, dict)
+                  and len(text_of(m.get("content")) or "") > MAX_MESSAGE), None)
+        where = f"messages[{i}]" if i is not None else "a message"
+        raise Refused(413, f"{where} has {longest} characters of text: the most this server reads in one message "
+                           f"is {MAX_MESSAGE}", "message_too_large")
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
@@ -63,7 +80,15 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise Refused(400, "`messages` must be a non-empty list of messages", "invalid_messages")
+    check_count(messages)
     return body
+
+
+def check_count(messages: list[Any]) -> None:
+    """A 413 for more than MAX_MESSAGES messages, before any is read (SEC-1)."""
+    if len(messages) > MAX_MESSAGES:
+        raise Refused(413, f"`messages` has {len(messages)} items: the most this server reads in one request is "
+                           f"{MAX_MESSAGES}", "too_many_messages")
 
 
 def text_of(content: Any) -> str | None:

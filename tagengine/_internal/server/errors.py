@@ -11,6 +11,8 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from .limits import MAX_REPLY
+from .upstream import AnswerTooLarge
 from .wire.json_codec import loads_or_none
 from .wire.openai import error_doc, error_message
 from .wire.sse import EventTooLarge
@@ -56,9 +58,15 @@ def upstream_failure(e: Exception) -> Refused:
         return Refused(504, "the upstream model did not answer in time", "upstream_timeout", "upstream_error")
     if isinstance(e, httpx.ConnectError):
         return Refused(502, "the upstream model cannot be reached", "upstream_unreachable", "upstream_error")
-    if isinstance(e, EventTooLarge):
-        return Refused(502, str(e), "upstream_failed", "upstream_error")
+    if isinstance(e, EventTooLarge | AnswerTooLarge):  # past a bound (FZ-13, SEC-3)
+        return Refused(502, str(e), "upstream_too_large", "upstream_error")
     return Refused(502, f"the upstream connection failed: {type(e).__name__}", "upstream_failed", "upstream_error")
+
+
+def reply_too_large() -> Refused:
+    """A reply from the upstream past MAX_REPLY characters: not applied, not kept (SEC-3)."""
+    return Refused(502, f"the upstream model's reply is over {MAX_REPLY} characters, the most this server applies",
+                   "reply_too_large", "upstream_error")
 
 
 def upstream_status(status: int, body: bytes) -> Refused:

@@ -31,7 +31,9 @@ from ..commands.reasons import COMMAND_LIMIT
 from ..ruleset import Ruleset
 from ..state import GameState
 from ..tags import scan
-from .errors import upstream_failure, upstream_status
+from .errors import reply_too_large, upstream_failure, upstream_status
+from .limits import LOOP_CHARS, MAX_REPLY
+from .offload import Workers
 from .receipts import ReceiptStream
 from .upstream import Upstream
 from .wire.json_codec import dumps, loads_or_none
@@ -115,8 +117,9 @@ class MidReplyChecks:
     """Per server: rolls each check of a reply where the model wrote it and has `upstream` continue after
     the dice; remembers the models that can and cannot continue an assistant message."""
 
-    def __init__(self, upstream: Upstream) -> None:
+    def __init__(self, upstream: Upstream, workers: Workers | None = None) -> None:
         self.upstream = upstream
+        self.workers = workers if workers is not None else Workers()
         self.cannot: dict[str, str] = {}  # model name -> how it was found out
         self.can: dict[str, None] = {}  # model names that passed the probe (insertion-ordered, bounded)
         self._probing: dict[str, asyncio.Task[str | None]] = {}  # one probe per model at a time
@@ -184,13 +187,18 @@ class MidReplyChecks:
         """The raw reply with its checks rolled where they stand: stopped after each check, continued by the
         upstream. When a continuation fails, the first answer as it came (settled at the end), said in
         `headers`."""
-        stop, rest, start = CheckStop(), text, ""
+        stop, rest, start, size = CheckStop(), text, "", len(text)
         headers[CHECKS_HEADER] = MID_REPLY
         for _ in range(COMMAND_LIMIT + 1):  # each turn rolls one more check of the reply, at most the limit
+            if size > MAX_REPLY:
+                raise reply_too_large()
             if stop.feed(rest) is None:
                 return stop.raw
             start = start or stop.raw
-            prefill = apply_reply(rs, state, stop.raw).text
+            raw = stop.raw
+            # the reply so far applied: in a worker thread once it is long (SEC-2)
+            prefill = (await self.workers.run(apply_reply, rs, state, raw) if len(raw) > LOOP_CHARS
+                       else apply_reply(rs, state, raw)).text
             cont, why, cannot = await self._continue_whole(body, prefill, incoming)
             if cont is not None and restarts(cont, start, prefill, True):
                 cont, why, cannot = None, "its continuation repeated the reply's start", True
@@ -200,6 +208,7 @@ class MidReplyChecks:
                 headers[CHECKS_HEADER] = header_value(f"{AT_END} ({why})" if cannot else f"at-end; {why}")
                 return text
             rest = cont
+            size += len(cont)
         return stop.raw
 
     async def _continue_whole(self, body: Mapping[str, Any], prefill: str,
@@ -328,6 +337,8 @@ def _stop_event(data: str, stop: CheckStop) -> tuple[str, int | None]:
     content, _ = chunk_content(doc)
     if content is None:
         return data, None
+    if len(content) > MAX_REPLY:  # not scanned: the relay ends the stream with its error event (SEC-3)
+        raise reply_too_large()
     k = stop.feed(content)
     if k is None:
         return data, None

@@ -62,6 +62,11 @@ def default_data_dir() -> Path:
     return base / "tagengine"
 
 
+class StoreUnavailable(OSError):
+    """The data folder's database cannot be opened or set up (a read-only folder, a file that is not a
+    database). An OSError, so a command says it in one line and exits 1, as for any file it cannot use."""
+
+
 @dataclass(frozen=True)
 class CampaignRow:
     name: str
@@ -81,6 +86,20 @@ class Store:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / DB_NAME
         self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            self._open()
+        except sqlite3.Error as e:  # a read-only folder, a file that is not a database: one line, exit 1 (SEC-6)
+            self.db.close()
+            message = f"the server's database cannot be opened ({e}): the data folder (--data) must be writable"
+            raise StoreUnavailable(None, f"{message}, and this file tagengine's own", str(self.path)) from None
+        self.lock = threading.RLock()
+        self.per_campaign = per_campaign
+        self.pruned = pruned
+        self._clock = int(self.db.execute("SELECT coalesce(max(used), 0) FROM snapshots").fetchone()[0])
+        self._added: dict[str, int] = {}  # campaign -> snapshots written since its last count
+        self._touched: dict[str, int] = {}  # snapshots used from memory since the last batch -> their use
+
+    def _open(self) -> None:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
@@ -89,12 +108,6 @@ class Store:
             if col not in have:
                 self.db.execute(f"ALTER TABLE snapshots ADD COLUMN {col} {decl}")
         self.db.execute("CREATE INDEX IF NOT EXISTS snapshots_use ON snapshots (campaign, used)")
-        self.lock = threading.RLock()
-        self.per_campaign = per_campaign
-        self.pruned = pruned
-        self._clock = int(self.db.execute("SELECT coalesce(max(used), 0) FROM snapshots").fetchone()[0])
-        self._added: dict[str, int] = {}  # campaign -> snapshots written since its last count
-        self._touched: dict[str, int] = {}  # snapshots used from memory since the last batch -> their use
 
     def close(self) -> None:
         with self.lock:

@@ -11,8 +11,9 @@
 
 Each step takes the `ServerContext` and plain values, and only the answers make a Starlette response, so the
 steps are tested without HTTP (tests/test_serve_turn.py). Engine work runs on the event loop's thread,
-between awaits; a history with many replies to replay goes to a worker thread (`ServerContext.replayed`,
-S-19). The engine is pure and the store and the snapshot cache take their locks, so both may run at once.
+between awaits, while it reads little new text; more goes to a worker thread (`ctx.workers`, SEC-2): a long
+replay (`ServerContext.replayed`, S-19), a fit with much new text to count, a big reply applied or counted.
+The engine is pure and the store and the snapshot cache take their locks, so both may run at once.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from .chain import HIDDEN, Replayed
 from .chat_request import MarkedHistory, asked_response, budget_of, with_replies
 from .context import ServerContext
 from .edits import Opening, edit_opening, opened_events
-from .errors import Refused, upstream_failure, upstream_status
+from .errors import Refused, reply_too_large, upstream_failure, upstream_status
+from .limits import LOOP_CHARS, MAX_REPLY
 from .mid_reply import CHECKS_HEADER
 from .prefill import Continued, prefill_last, split_prefill
 from .receipts import ReceiptStream
@@ -200,9 +202,14 @@ async def answer_whole(ctx: ServerContext, turn: Turn, fitted: Fitted, resend: d
     if resend is not None and ctx.mid_reply is not None:
         state = turn.before.state if opening is None else opening.state
         text = await ctx.mid_reply.continue_whole(text, resend, incoming, turn.campaign.rs, state, fitted.headers)
+    if len(text) > MAX_REPLY:
+        raise reply_too_large()
     if opening is not None:
         text = opening.text + text
-    shown, applied, filt, raw = whole_reply(ctx, turn, text)
+    if len(text) + len(turn.prefill or "") > LOOP_CHARS:  # applied in a worker thread (SEC-2)
+        shown, applied, filt, raw = await ctx.workers.run(whole_reply, ctx, turn, text)
+    else:
+        shown, applied, filt, raw = whole_reply(ctx, turn, text)
     set_first_content(doc, shown)
     after = BackgroundTask(after_reply, ctx, turn, fitted.counted, applied, filt, raw)
     return Response(dumps(doc), media_type="application/json", headers=fitted.headers, background=after)
@@ -225,7 +232,8 @@ async def answer_streamed(ctx: ServerContext, turn: Turn, fitted: Fitted, resend
         finally:
             await got.aclose()
         raise upstream_status(got.status_code, content)
-    filt = reply_filter(ctx, turn)
+    big_prefill = turn.prefill is not None and len(turn.prefill) > LOOP_CHARS  # the filter is fed it first
+    filt = await ctx.workers.run(reply_filter, ctx, turn) if big_prefill else reply_filter(ctx, turn)
 
     async def completed(applied: Applied) -> None:
         raw = filt.text if isinstance(filt, StreamFilter) else ""  # --hide-tags: the player saw its narration
@@ -233,9 +241,10 @@ async def answer_streamed(ctx: ServerContext, turn: Turn, fitted: Fitted, resend
 
     if resend is not None and ctx.mid_reply is not None and isinstance(filt, ReceiptStream):
         events = opened_events(ctx.mid_reply.continued_events(got, resend, incoming, filt), turn.opening)
-        body = relay_stream(got, events, filt, completed, disconnected, continued=True)
+        body = relay_stream(got, events, filt, completed, disconnected, continued=True, workers=ctx.workers)
     else:  # issue 27: opened_events puts the players' edits' receipts first (when there are any)
-        body = relay_stream(got, opened_events(ctx.upstream.events(got), turn.opening), filt, completed, disconnected)
+        body = relay_stream(got, opened_events(ctx.upstream.events(got), turn.opening), filt, completed, disconnected,
+                            workers=ctx.workers)
     return Streamed(body, {**fitted.headers, "cache-control": "no-cache"})
 
 
@@ -262,14 +271,18 @@ def record_reply(ctx: ServerContext, turn: Turn, applied: Applied, filt: Filter 
 async def after_reply(ctx: ServerContext, turn: Turn, counted: Budget, applied: Applied, filt: Filter | None,
                       raw: str) -> None:
     """After the answer has gone (S-24): keep the snapshot, then render the new state's reminder and count
-    the reply's tokens (S-32), so the next turn finds all three. Nothing here awaits, so it is done before
-    the event loop reads another request. A fault here is logged, never raised: the answer has gone
-    whole, and the next turn replays what this one did not keep (S-33)."""
+    the reply's tokens (S-32), so the next turn finds all three. Nothing here awaits (but the count of a
+    reply of more than LOOP_CHARS characters, in a worker thread), so it is done before the event loop reads
+    another request. A fault here is logged, never raised: the answer has gone whole, and the next turn
+    replays what this one did not keep (S-33)."""
     try:
         if record_reply(ctx, turn, applied, filt, raw):  # else the next turn replays: its state is another object
             reminder(turn.campaign.rs, applied.state)
         if counted.tokenizer is None:  # counted here, not by the upstream's tokenize endpoint (K-9)
-            count_ahead(counted, "assistant", applied.text)
+            if len(applied.text) > LOOP_CHARS:  # last, so the snapshot is kept before this awaits (SEC-2)
+                await ctx.workers.run(count_ahead, counted, "assistant", applied.text)
+            else:
+                count_ahead(counted, "assistant", applied.text)
     except Exception:
         log.exception("campaign %s: a turn failed after its answer had gone; the next turn replays it",
                       turn.campaign.name)

@@ -10,13 +10,14 @@ upstream and nowhere else: never logged, never stored.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import httpx
 
-from .wire.sse import MAX_EVENT, read_events
+from .limits import MAX_ANSWER, MAX_STREAM
+from .wire.sse import read_events
 
 if TYPE_CHECKING:
     from .options import Options
@@ -55,12 +56,15 @@ class Upstream:
 
     async def send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
         """The upstream's answer; with `stream`, its body is still to be read (then closed by the caller).
-        Straight to the transport where there is one: the client's redirects, cookies and hooks are not
-        wanted for a model's answer, and its layer cost 0.2 ms a request (SB-13)."""
+        Its body is bounded (SEC-3): MAX_ANSWER bytes read whole, MAX_STREAM streamed; past the bound reading
+        raises AnswerTooLarge. Straight to the transport where there is one: the client's redirects, cookies
+        and hooks are not wanted for a model's answer, and its layer cost 0.2 ms a request (SB-13)."""
         if self.transport is None:
-            return await self.client.send(request, stream=stream)
-        response = await self.transport.handle_async_request(request)
-        response.request = request
+            response = await self.client.send(request, stream=True)
+        else:
+            response = await self.transport.handle_async_request(request)
+            response.request = request
+        response.stream = Bounded(response.stream, MAX_STREAM if stream else MAX_ANSWER)
         if not stream:
             try:
                 await response.aread()  # closes the stream, handing its connection back
@@ -70,9 +74,9 @@ class Upstream:
         return response
 
     def events(self, response: httpx.Response) -> AsyncGenerator[str, None]:
-        """The `data` of each event of a streamed answer (`send(..., stream=True)`), one at most MAX_EVENT
-        bytes (FZ-13)."""
-        return read_events(response.aiter_bytes(), MAX_EVENT)
+        """The `data` of each event of a streamed answer (`send(..., stream=True)`), one at most MAX_ANSWER
+        bytes (FZ-13, SEC-3)."""
+        return read_events(response.aiter_bytes(), MAX_ANSWER)
 
     def headers(self, incoming: Mapping[str, str]) -> dict[str, str]:
         out = {"content-type": "application/json", "accept-encoding": "identity"}  # passthrough stays byte for byte
@@ -113,6 +117,32 @@ class Upstream:
 
     async def close(self) -> None:
         await self.client.aclose()
+
+
+class AnswerTooLarge(httpx.HTTPError):
+    """The upstream's answer went past the bound its reader set (SEC-3). An httpx error, so every reader of
+    an answer treats it as it treats a connection that failed: a 502, or a stream's error event."""
+
+
+class Bounded(httpx.AsyncByteStream):
+    """An answer's body that raises AnswerTooLarge once more than `limit` bytes have come: what one upstream
+    answer can make the server hold, or relay, is bounded."""
+
+    def __init__(self, stream: httpx.AsyncByteStream | httpx.SyncByteStream, limit: int) -> None:
+        self.stream, self.limit, self.size = stream, limit, 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if not isinstance(self.stream, httpx.AsyncByteStream):
+            raise TypeError("an upstream answer is read asynchronously")
+        async for chunk in self.stream:
+            self.size += len(chunk)
+            if self.size > self.limit:
+                raise AnswerTooLarge(f"the upstream's answer is over {self.limit} bytes, the most this server reads")
+            yield chunk
+
+    async def aclose(self) -> None:
+        if isinstance(self.stream, httpx.AsyncByteStream):
+            await self.stream.aclose()
 
 
 def wire_headers(headers: Mapping[str, str] | list[tuple[str, str]]) -> httpx.Headers:

@@ -20,7 +20,7 @@ from ...commands.check import KINDS, ORDER, RolledCheck, card, roll_tag
 from ...tags import Tag
 from ...tags.render import canonical
 from ..campaigns import Campaign
-from ..chat_request import read_body, read_marked
+from ..chat_request import check_count, check_sizes, read_body, read_marked
 from ..context import ServerContext
 from ..edits import waiting_state
 from ..errors import Refused, refusals_as_responses
@@ -46,6 +46,7 @@ def check_routes(ctx: ServerContext) -> list[Route]:
         messages = body.get("messages", [])
         if not isinstance(messages, list):
             raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
+        check_count(messages)
         marked = read_marked(messages)  # each message checked here (S-27)
         tag = check_tag(body.get("check"))
         named = body.get("campaign")
@@ -56,7 +57,9 @@ def check_routes(ctx: ServerContext) -> list[Route]:
             raise Refused(400, "no campaign: name it in `campaign`, in a [tagengine: campaign=\"NAME\"] marker, "
                           "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
         c = ctx.campaign(name)
-        before = await ctx.replayed(c, marked.plain())
+        history = marked.plain()
+        check_sizes(messages, history)
+        before = await ctx.replayed(c, history)
         rolled = roll_tag(c.rs, waiting_state(ctx, c, before), tag)  # with the players' edits (issue 27)
         headers = {"x-tagengine-campaign": c.name}
         if before.notes:

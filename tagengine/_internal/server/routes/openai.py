@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..chat_request import marker_warning, parse_body, read_body, read_marked, without_markers
+from ..chat_request import check_sizes, marker_warning, parse_body, read_body, read_marked, without_markers
 from ..context import ServerContext
 from ..errors import error, refusals_as_responses, upstream_failure, upstream_status
 from ..passthrough import passthrough
@@ -53,6 +53,7 @@ def openai_routes(ctx: ServerContext) -> list[Route]:
         warned = marker_warning(marked, name)  # a near-miss marker (TR-8)
         if name is None:
             return await passthrough(upstream, request.headers, raw, stream, warned)
+        check_sizes(body["messages"], marked.plain())
         quiet = quiet_reason(request.headers, body, marked.history)  # not a turn of the game (TR-5)
         if quiet is not None:
             return await passed_quiet(raw, body, stream, request.headers, {**(warned or {}), QUIET_HEADER: quiet})

@@ -3,13 +3,15 @@ written. Only the `data` field is read or written; a stream of chat completion c
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 from collections.abc import AsyncGenerator, AsyncIterable
 from typing import Any
 
 from .json_codec import dumps
 
-MAX_EVENT = 32 * 1024 * 1024  # bytes of one event from the upstream (as MAX_BODY for a request, FZ-13)
+MAX_EVENT = 16 * 1024 * 1024  # bytes of one event, unless the reader says (the server: limits.MAX_ANSWER, SEC-3)
+SLICE = 16  # events given from one chunk before the event loop is given back (SEC-2); a model's stream has one
 DONE = "[DONE]"  # the data of a chat completion stream's last event
 DONE_EVENT = b"data: [DONE]\n\n"
 
@@ -35,7 +37,9 @@ async def read_events(chunks: AsyncIterable[bytes], limit: int) -> AsyncGenerato
     before). Split as bytes and decoded an event at a time (S-26). A line's pieces with no line end in them
     are kept apart and joined once its end comes: a long line (an event of megabytes) costs time linear in
     its length, not quadratic (a 16 MB event took 3 s of the event loop in 16 KiB chunks, FZ-11). An event of
-    more than `limit` bytes raises EventTooLarge (FZ-13)."""
+    more than `limit` bytes raises EventTooLarge (FZ-13). A chunk that holds many events (an upstream that
+    sends faster than the server relays) gives the event loop back every SLICE events, so the relay of one
+    stream cannot keep other requests waiting for the whole chunk (SEC-2)."""
     data: list[bytes] = []
     rest = b""
     pieces: list[bytes] = []  # of a line whose end has not come yet; `rest` is their first
@@ -58,11 +62,15 @@ async def read_events(chunks: AsyncIterable[bytes], limit: int) -> AsyncGenerato
             cr = rest.endswith(b"\r")  # maybe the first half of a CRLF: decided with the next chunk
             rest = (rest[:-1] if cr else rest).replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if cr else b"")
         *lines, rest = rest.split(b"\n")
+        given = 0
         for line in lines:
             if not line:
                 if data:
                     yield b"\n".join(data).decode("utf-8", "replace")
                     data = []
+                    given += 1
+                    if given % SLICE == 0:  # a chunk of many events (a fast upstream) lets other requests in
+                        await asyncio.sleep(0)
             elif line.startswith(b"data:"):
                 data.append(_value(line))
         held = len(rest) + sum(map(len, data))
