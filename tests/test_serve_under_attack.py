@@ -247,7 +247,7 @@ def test_a_client_that_leaves_mid_body_is_one_log_line(server):
     port = int(server.url.rsplit(":", 1)[1])
     for _ in range(3):
         with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                       b"Content-Length: 1000\r\n\r\n{\"model\": \"m")
     for _ in range(300):  # bounded: about 30 s for three lines
         if sum("499" in line for line in server.lines[before:]) == 3:
