@@ -264,7 +264,8 @@ def record_reply(ctx: ServerContext, turn: Turn, applied: Applied, filt: Filter 
         shown = None
     new = ctx.chain.record(c, before.key, applied.text, applied.state, shown, consistent=before.consistent)
     if before.consistent and turn.on_pages:  # the pages show the newest state that was kept (issue 14)
-        ctx.latest.reply_done(c.name, new, applied)
+        # the turn is the replies in the chain, this one too: a regenerated reply keeps its number (STX-8)
+        ctx.latest.reply_done(c.name, new, applied, len(before.replies) + 1)
     return before.consistent
 
 
