@@ -1,0 +1,188 @@
+"""SillyTavern's own page in a headless Chromium (issue 28): what a person does there, as functions, for the tests of
+the tagengine extension (tests/test_st_extension_ui.py). The server is tests/st_kit.py's (`sillytavern(tmp,
+ui=True)`); the browser is the system's Chromium, driven by Playwright (as tests/test_pages.py drives it).
+
+Every wait is bounded (`WAIT`, in milliseconds): a step that does not happen fails the test with Playwright's
+timeout and the page's console, never hangs it. The selectors are SillyTavern 1.19.0's own (public/index.html,
+public/script.js): the API connection's `#main_api`, `#chat_completion_source`, `#custom_api_url_text` and
+`#api_button_openai`; the character import's `#character_import_file`; a message is `#chat .mes[mesid=N]` with
+its `.mes_text`, its swipe arrows `.swipe_left`/`.swipe_right` and its edit buttons `.mes_edit`,
+`.mes_edit_done`, `#curEditTextarea`; the send form's `#send_textarea`, `#send_but`, `#mes_stop`; the options
+menu `#options_button` with `#option_regenerate`, `#option_impersonate`; the Author's Note's
+`#extension_floating_prompt`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+WAIT = 30_000  # ms: one step of the page (a reply of the scripted model comes in well under a second)
+START_WAIT = 120_000  # ms: the page's first load (it compiles nothing, but loads every built-in extension)
+
+
+def chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@contextmanager
+def browser() -> Iterator[Any]:
+    """A headless Chromium (the system's); skips the test when there is none, or no Playwright."""
+    exe = chromium()
+    if exe is None:
+        pytest.skip("no Chromium on this machine: install Debian's `chromium` package (./dev test does it as root)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("Playwright for Python is not installed: pip install -e '.[dev]'")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class Tavern:
+    """One browser page on SillyTavern, and what a person does there."""
+
+    def __init__(self, page: Any, url: str) -> None:
+        self.page = page
+        self.url = url
+        self.console: list[str] = []
+        page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: self.console.append(f"page error: {e}"))
+
+    def open(self) -> None:
+        """The page, loaded; the first start's welcome (a persona name) saved as it comes."""
+        self.page.goto(self.url)
+        self.page.wait_for_function("() => window.SillyTavern && !document.getElementById('preloader')",
+                                    timeout=START_WAIT)
+        welcome = self.page.locator("dialog.popup", has_text="Welcome to SillyTavern")
+        try:
+            welcome.locator(".popup-button-ok").click(timeout=5000)
+        except Exception:  # not the first start: no welcome
+            pass
+
+    def ctx(self, expression: str) -> Any:
+        """A value of SillyTavern's context (`c` in `expression`)."""
+        return self.page.evaluate(f"() => {{ const c = SillyTavern.getContext(); return {expression}; }}")
+
+    # -- the connection ----------------------------------------------------------------------------------
+    def connect(self, base: str) -> None:
+        """API Connections: Chat Completion, Custom (OpenAI-compatible), the base URL, Connect."""
+        page = self.page
+        page.click("#API-status-top")
+        page.select_option("#main_api", "openai")
+        page.select_option("#chat_completion_source", "custom")
+        page.fill("#custom_api_url_text", base)
+        page.click("#api_button_openai")
+        page.wait_for_function("() => SillyTavern.getContext().onlineStatus !== 'no_connection'", timeout=WAIT)
+        page.click("#API-status-top")  # closed again
+
+    # -- characters and chats ------------------------------------------------------------------------------
+    def import_card(self, path: Path) -> None:
+        """Character Management's Import (a character card file), then its chat opened."""
+        self.page.set_input_files("#character_import_file", str(path))
+        name = self.page.wait_for_function(
+            "() => SillyTavern.getContext().characters.map(c => c.name)", timeout=WAIT)
+        assert name
+
+    def open_character(self, name: str) -> None:
+        page = self.page
+        page.click("#rightNavDrawerIcon")
+        page.locator("#rm_print_characters_block .character_select", has_text=name).first.click()
+        page.wait_for_function("(n) => SillyTavern.getContext().name2 === n && SillyTavern.getContext().chat.length > 0",
+                               arg=name, timeout=WAIT)
+        if page.locator("#rightNavHolder.openDrawer, #right-nav-panel.openDrawer").count():
+            page.click("#rightNavDrawerIcon")
+
+    def new_chat(self) -> None:
+        """Options menu: Start new chat, confirmed: the character's greeting alone."""
+        chat_id = self.ctx("c.chatId")
+        self.option("start_new_chat")
+        self.page.locator("dialog.popup", has_text="Start new chat").locator(".popup-button-ok").click(timeout=WAIT)
+        self.page.wait_for_function("(old) => SillyTavern.getContext().chatId !== old && "
+                                    "SillyTavern.getContext().chat.length === 1", arg=chat_id, timeout=WAIT)
+
+    def messages(self) -> list[str]:
+        return list(self.ctx("c.chat.map(m => m.mes)"))
+
+    def idle(self) -> None:
+        """No generation running (the Stop button hidden)."""
+        self.page.wait_for_function(
+            "() => { const s = document.getElementById('mes_stop'); return !s || getComputedStyle(s).display === 'none'; }",
+            timeout=WAIT)
+
+    def send(self, text: str) -> str:
+        """A message sent; the reply that comes back (the chat's last message, once the generation ended)."""
+        page = self.page
+        before = len(self.messages())
+        page.fill("#send_textarea", text)
+        page.click("#send_but")
+        page.wait_for_function("(n) => SillyTavern.getContext().chat.length >= n + 2", arg=before, timeout=WAIT)
+        self.idle()
+        return str(self.messages()[-1])
+
+    def option(self, item: str) -> None:
+        """An item of the options menu (the ☰ left of the input): `regenerate`, `impersonate`, `continue`..."""
+        self.page.click("#options_button")
+        self.page.click(f"#option_{item}")
+
+    def regenerate(self) -> str:
+        self.option("regenerate")
+        self.page.wait_for_timeout(200)
+        self.idle()
+        return str(self.messages()[-1])
+
+    def message(self, mesid: int) -> Any:
+        return self.page.locator(f"#chat .mes[mesid='{mesid}']")
+
+    def swipe(self, mesid: int, direction: str) -> None:
+        """A swipe arrow of the last message: `right` past the last swipe asks for a new one."""
+        m = self.message(mesid)
+        m.hover()
+        m.locator(f".swipe_{direction}").click()
+        self.page.wait_for_timeout(300)
+        self.idle()
+
+    def edit(self, mesid: int, text: str) -> None:
+        """The message's edit button, its text replaced, then done."""
+        m = self.message(mesid)
+        m.hover()
+        m.locator(".mes_edit").click()
+        self.page.fill("#curEditTextarea", text)
+        m.locator(".mes_edit_done").click()
+        self.page.wait_for_function("([i, t]) => SillyTavern.getContext().chat[i].mes === t || "
+                                    "!document.getElementById('curEditTextarea')", arg=[mesid, text], timeout=WAIT)
+
+    def author_note(self, text: str) -> None:
+        """The chat's Author's Note set (its panel opened from the options menu, the text typed, closed)."""
+        self.option("toggle_AN")
+        area = self.page.locator("#extension_floating_prompt")
+        area.wait_for(state="visible", timeout=WAIT)
+        area.fill(text)
+        self.page.click("#ANClose")
+
+    # -- the extension's panel ---------------------------------------------------------------------------------
+    def panel(self) -> Any:
+        return self.page.locator("#tagengine_panel")
+
+    def open_panel(self) -> None:
+        if "te-open" not in (self.panel().get_attribute("class") or ""):
+            self.page.click("#tagengine_toggle")
+        self.panel().locator(".te-campaign-words").wait_for(state="visible", timeout=WAIT)
+
+    def panel_says(self, text: str) -> None:
+        """Wait until the panel shows `text` (after the refresh an event started)."""
+        self.page.wait_for_function(
+            "(t) => (document.getElementById('tagengine_panel')?.innerText ?? '').includes(t)", arg=text, timeout=WAIT)
