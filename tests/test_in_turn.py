@@ -191,3 +191,31 @@ def test_text_in_memory_is_not_writable_in_turn(tmp_path):
     assert not in_turn.writable(io.StringIO()) and not in_turn.writable(io.BytesIO())
     with open(tmp_path / "f", "w") as text_file:
         assert in_turn.writable(text_file)  # its bytes go to its descriptor
+
+
+def test_children_stop_when_the_parent_is_gone(tmp_path):
+    """A parent killed mid-run (SIGKILL: nothing of its own cleans up) leaves no child replaying the rest alone."""
+    p = isolated("""
+        def work(i):
+            if os.getpid() == PARENT and i >= 3:
+                print(*(c.pid for c in multiprocessing.active_children()), flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(0.01)
+            return b"x", i
+        with open("out", "wb") as sink:
+            in_turn.run_in_turn(counter(100_000), work, sink, 3, lambda r: None)
+    """, tmp_path)
+    assert p.returncode == -9
+    children = [int(pid) for pid in p.stdout.split()]
+    assert len(children) == 2
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid) for pid in children):
+        assert time.monotonic() < deadline, "a child outlived its parent by 30 s"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0]
+    except (OSError, IndexError):
+        return "zombie"
