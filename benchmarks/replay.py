@@ -64,14 +64,16 @@ def split(path: Path, workers: int, sink: str = os.devnull) -> tuple[float, floa
             after.children_user + after.children_system - before.children_user - before.children_system)
 
 
-def peak_rss_mb(path: Path) -> float:
-    """The replaying process's own peak (VmHWM): getrusage's ru_maxrss would also count this benchmark's
-    own size when it forked the child, which holds the whole corpus."""
-    code = ("import os; from tagengine._internal.batch import replay; "
-            f"replay({RULESET!r}, open({str(path)!r}), open(os.devnull, 'w'), 1); "
-            "print(next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:')))")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    return int(out.strip()) / 1024
+def peak_rss_mb(path: Path, workers: int = 1) -> tuple[float, float]:
+    """The replaying process's own peak (VmHWM: getrusage's ru_maxrss would also count this benchmark's own
+    size when it forked the child, which holds the whole corpus) and its children's (ru_maxrss, the largest)."""
+    code = ("import os, resource; from tagengine._internal.batch import replay; "
+            f"replay({RULESET!r}, open({str(path)!r}, 'rb'), open(os.devnull, 'wb'), {workers}); "
+            "print(next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:')), "
+            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=CACHE).stdout
+    here, children = out.split()
+    return int(here) / 1024, int(children) / 1024
 
 
 def in_process() -> None:
@@ -105,8 +107,11 @@ def in_process() -> None:
           f"{children:.3f}: on 2 free cores about {one_cpu / max(here, children):.2f}x (one worker's CPU over the "
           "busier process's)")
     small, large = corpus(50, 20), corpus(400, 20)
-    print(f"peak memory: {peak_rss_mb(small):.0f} MB for 50 chats, {peak_rss_mb(large):.0f} MB for 400 chats "
-          "(target: independent of the number of chats)")
+    print(f"peak memory, 1 worker: {peak_rss_mb(small)[0]:.0f} MB for 50 chats, {peak_rss_mb(large)[0]:.0f} MB for "
+          "400 chats (target: independent of the number of chats)")
+    (here_s, child_s), (here_l, child_l) = peak_rss_mb(small, 2), peak_rss_mb(large, 2)
+    print(f"peak memory, 2 workers (this process / the child): {here_s:.0f} / {child_s:.0f} MB for 50 chats, "
+          f"{here_l:.0f} / {child_l:.0f} MB for 400 chats")
 
 
 def chat_files(path: Path) -> list[Path]:
