@@ -151,7 +151,7 @@ LONG = ["replay r x", "serve --upstream http://x", "campaign list", "campaign ne
 @pytest.mark.slow
 @pytest.mark.parametrize("words", SHORT_LIVED + LONG)
 def test_the_console_script_keeps_the_collector_off_for_short_lived_commands_only(tmp_path, words):
-    """PF-12: `main` runs a short-lived command without the cyclic collector (its imports and work skip 60-70
+    """PF-18: `main` runs a short-lived command without the cyclic collector (its imports and work skip 60-70
     collections), and turns it on again for the others: a server or a replay runs for long."""
     p = subprocess.run([sys.executable, "-c", SPY, *words.split()], capture_output=True, text=True, cwd=tmp_path,
                        timeout=120)
@@ -172,7 +172,7 @@ def parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 
 
 def test_parsing_imports_no_shutil_and_help_is_argparses(tmp_path, monkeypatch):
-    """PF-12: argparse's formatter imports `shutil` (and bz2, lzma, zlib) for the terminal's width, for every
+    """PF-18: argparse's formatter imports `shutil` (and bz2, lzma, zlib) for the terminal's width, for every
     argument declared; ours is told the width, and its help is argparse's, line for line, at any width."""
     reply = tmp_path / "reply.txt"
     reply.write_text('The lock gives. [clock: name="Alarm raised" size="6"]\n')

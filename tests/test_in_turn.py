@@ -1,10 +1,11 @@
-"""`in_turn.run_in_turn`, the local replay's pool (PF-12): outputs in the order taken whoever did the task, results
+"""`in_turn.run_in_turn`, the local replay's pool (PF-13): outputs in the order taken whoever did the task, results
 in the same order, memory bounded by the window, and nothing hangs: a killed child, a child's error, a write that
 fails and Ctrl-C each end the run with the error, no process left behind."""
 
 from __future__ import annotations
 
 import errno
+import gc
 import multiprocessing
 import os
 import subprocess
@@ -56,12 +57,15 @@ def test_outputs_and_results_in_the_order_taken(tmp_path_factory, sizes, workers
     assert not multiprocessing.active_children()
 
 
-def test_the_work_is_shared(tmp_path):
-    """Both processes take tasks (a task that names its process shows who did it)."""
+def test_the_work_is_shared_and_the_collector_left_as_it_was(tmp_path):
+    """Both processes take tasks (a task that names its process shows who did it); the objects frozen for the
+    fork are the collector's again after the run."""
+    gc.unfreeze()
     pids: list[int] = []
     with open(tmp_path / "out", "wb") as sink:
         in_turn.run_in_turn(counter(40), lambda i: (b"x", (time.sleep(0.005), os.getpid())[1]), sink, 2, pids.append)
     assert len(set(pids)) == 2 and os.getpid() in pids
+    assert gc.get_freeze_count() == 0
 
 
 def test_no_process_runs_more_than_the_window_ahead(tmp_path):

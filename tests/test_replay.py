@@ -104,7 +104,7 @@ def test_two_workers_from_a_stream_equal_one(tmp_path):
 
 
 def test_two_workers_into_a_file_after_what_was_written_before(tmp_path):
-    """PF-12: the processes write their batches straight to the output's descriptor, in turn; what the caller
+    """PF-13: the processes write their batches straight to the output's descriptor, in turn; what the caller
     wrote before (still in the stream's buffer) goes first, what it writes after goes after."""
     path, _ = corpus(tmp_path, 30)
     expected = do(path, 1)[0].encode()
@@ -127,7 +127,7 @@ def test_a_full_disk_is_named_and_the_exit_is_1(tmp_path):
 
 @pytest.mark.slow
 def test_standard_input_from_a_file_or_a_pipe_equals_one_worker(tmp_path):
-    """`replay R - --workers 2 < FILE` reads the file by offsets as a named input is (PF-12); from a pipe the
+    """`replay R - --workers 2 < FILE` reads the file by offsets as a named input is (PF-13); from a pipe the
     lines travel through the parent: the same bytes either way."""
     path, _ = corpus(tmp_path, 30)
     expected = do(path, 1)[0].encode()

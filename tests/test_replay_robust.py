@@ -137,7 +137,7 @@ LINE = st.one_of(st.sampled_from([b"", b" ", b"\t", b"\r", b"{}", b"[1]", b"{not
        limit=st.integers(1, 80), size=st.integers(1, 5))
 def test_batches_taken_by_offset_are_the_lines_a_stream_gives(tmp_path_factory, lines, bom, last_newline, limit,
                                                               size):
-    """What the processes of a replay read by offsets (`_take`, PF-12) is, line for line, number for number,
+    """What the processes of a replay read by offsets (`_take`, PF-13) is, line for line, number for number,
     what one worker reads from a stream (`_lines`): blank lines skipped but counted, a BOM dropped from line 1
     only, `\r` kept, a line over the limit None, the last line with or without its newline."""
     data = (b"\xef\xbb\xbf" if bom else b"") + b"\n".join(lines) + (b"\n" if last_newline and lines else b"")

@@ -176,7 +176,7 @@ def test_a_chat_from_standard_input_among_files_on_two_workers(tmp_path):
 
 
 def test_two_workers_write_in_turn_into_memory_or_a_descriptor(tmp_path, rs):
-    """`replay_files` with two workers: into a file's descriptor the processes write in turn (PF-12), into text
+    """`replay_files` with two workers: into a file's descriptor the processes write in turn (PF-13), into text
     in memory the lines travel through the parent; both are one worker's bytes."""
     from tagengine._internal.sillytavern.chatbatch import given_start
     from tagengine._internal.sillytavern.chatreplay import replay_files

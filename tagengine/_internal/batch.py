@@ -20,7 +20,6 @@ import io
 import json
 import multiprocessing as mp
 import os
-import re
 import stat
 import sys
 from collections import deque
@@ -44,7 +43,6 @@ BATCH_BYTES = 64 * 1024  # ...and until the batch holds this much input: tiny ch
 BATCH_MAX = 4096  # ...but never more chats than this in one batch
 MAX_CHAT_BYTES = 64 * 1024 * 1024  # one chat (one line); a longer line is named, not read (F-5)
 _RULESET: Ruleset | None = None
-_INK = re.compile(rb"[^ \t\n\r\x0b\x0c]")  # what bytes.strip() keeps: a line holding one is not blank
 
 
 _LOADED_FROM: str | None = None
@@ -381,7 +379,9 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
            progress: TextIO | None = None, *, processes: bool = False,
            tick: Callable[[int, int], None] | None = None) -> Summary:
     """Replay every chat of `source` into `sink`, in input order, holding a bounded number of batches.
-    One worker runs in this process unless `processes` asks for a pool even then. A bad line is named in
+    One worker runs in this process by itself, unless `processes` asks for the parallel way even then: from a
+    regular file into a descriptor, this process and `workers - 1` children each take a batch and write it in
+    turn (`in_turn.py`, PF-13); else the lines travel through this process to a pool. A bad line is named in
     the output and the summary, never raised; RulesetError when the ruleset cannot be loaded, OSError
     when `source` or `sink` fails. `tick(chats, bad)` is called after each batch written (a progress bar)."""
     summary = Summary()
@@ -405,16 +405,21 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
     else:
         parser()  # built before the fork, so no worker spends its start building it again
         here = _regular_file(source)
-        if here is not None and in_turn.writable(sink):  # each process reads its batches, writes in turn (PF-12)
+        if here is not None and in_turn.writable(sink):  # each process reads its batches, writes in turn (PF-13)
             in_turn.run_in_turn(functools.partial(_take, *here, BATCH_PER_WORKER), _work_batch, sink,
                                 max(1, workers), lambda result: emit(None, result[1], result[2], result[0]))
         else:  # stdin or a pipe, or an output without a descriptor: the lines travel through this process
+            thawed = gc.get_freeze_count() == 0
             gc.freeze()  # keep the collector from touching (and so copying) every page the workers inherit
             ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-            with ctx.Pool(max(1, workers), initializer=_init, initargs=(ruleset_path,)) as pool:
-                batches = ((b, len(b)) for b in _batches(_lines(source), BATCH_PER_WORKER))
-                for (data, errors, receipts), size in _in_order(pool, _work, batches, workers * 4):
-                    emit(data, errors, receipts, size)
+            try:
+                with ctx.Pool(max(1, workers), initializer=_init, initargs=(ruleset_path,)) as pool:
+                    batches = ((b, len(b)) for b in _batches(_lines(source), BATCH_PER_WORKER))
+                    for (data, errors, receipts), size in _in_order(pool, _work, batches, workers * 4):
+                        emit(data, errors, receipts, size)
+            finally:
+                if thawed:
+                    gc.unfreeze()  # the caller's objects are the collector's again
     if progress is not None:
         progress.write("\n")
     return summary

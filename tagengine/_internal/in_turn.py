@@ -1,4 +1,4 @@
-"""Processes that take tasks in order and write their outputs in turn: the local replay's pool (PF-12).
+"""Processes that take tasks in order and write their outputs in turn: the local replay's pool (PF-13).
 
 `run_in_turn` shares one sequence of tasks between this process and `workers - 1` forked children. Each
 process takes the next task with `take` (under a lock, so tasks are numbered in the order they are taken),
@@ -222,6 +222,7 @@ def run_in_turn(take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes
                                         "before its work was done")
 
     turns.alive = children_alive
+    thawed = gc.get_freeze_count() == 0
     try:
         if workers > 1:
             gc.freeze()  # the collector would touch, and so copy, every page the children share with us
@@ -253,6 +254,8 @@ def run_in_turn(take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes
         for p in children:
             p.join()
         turns.results.close()
+        if children and thawed:
+            gc.unfreeze()  # the caller's objects are the collector's again
 
 
 def _ended(code: int) -> str:

@@ -36,7 +36,7 @@ class ArgParser(argparse.ArgumentParser):
 class Formatter(argparse.HelpFormatter):
     """argparse's help formatter, given the terminal's width. argparse makes one for every argument declared,
     help or not, and without a width it imports `shutil` to ask, which pulls `bz2`, `lzma` and `zlib`: 2-4 ms of
-    every command's start (PF-11, PF-12)."""
+    every command's start (PF-11, PF-18)."""
 
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
                  width: int | None = None) -> None:
