@@ -63,12 +63,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=400)
     ap.add_argument("--server-only", action="store_true", help="only the server's side (the pages)")
-    ap.add_argument("--gc-freeze", action="store_true", help="gc.freeze() after the warm-up: the loaded ruleset's "
-                    "objects out of the collector's sight, as a server could do once started")
+    ap.add_argument("--unfrozen", action="store_true", help="gc.unfreeze() after the warm-up: the heap the server "
+                    "froze when it loaded the campaign back in the collector's full passes, as before ED-23")
     args = ap.parse_args()
     if not args.server_only:
         engine_side(args.rounds)
-    asyncio.run(server_side(args.rounds, args.gc_freeze))
+    asyncio.run(server_side(args.rounds, args.unfrozen))
 
 
 def engine_side(rounds: int) -> None:
@@ -147,7 +147,7 @@ def form_items(rs: Any, state: GameState, level: int) -> list[tuple[str, str]]:
     return items
 
 
-async def server_side(rounds: int, freeze: bool = False) -> None:
+async def server_side(rounds: int, unfrozen: bool = False) -> None:
     """The pages' part: a draft's derived values and the editor's page, through the ASGI app in this process."""
     from urllib.parse import urlencode
 
@@ -171,13 +171,13 @@ async def server_side(rounds: int, freeze: bool = False) -> None:
         assert Campaigns(store).set_start("bench", start)  # the sheet before play: 20 rows of gear
         store.close()
         app = make_app(Options(upstream="demo", data=Path(tmp) / "data"))
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench") as client:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
             await measure(client, rs, start, rounds, draft_json, posted_changes, edit_form, editor_context,
-                          render_page, urlencode, freeze)
+                          render_page, urlencode, unfrozen)
 
 
 async def measure(client: Any, rs: Any, start: GameState, rounds: int, draft_json: Any, posted_changes: Any,
-                  edit_form: Any, editor_context: Any, render_page: Any, urlencode: Any, freeze: bool) -> None:
+                  edit_form: Any, editor_context: Any, render_page: Any, urlencode: Any, unfrozen: bool) -> None:
     keys = ("route", "alone", "comparator", "page", "render")
     times: dict[str, list[float]] = {k: [] for k in keys}
     cpus: dict[str, list[float]] = {k: [] for k in keys}
@@ -197,8 +197,8 @@ async def measure(client: Any, rs: Any, start: GameState, rounds: int, draft_jso
         await client.post("/ui/c/bench/draft/Mira", content=urlencode(form_items(rs, start, 2 + k)),
                           headers=form_header)
         await client.get("/ui/c/bench/edit/Mira")
-    if freeze:
-        gc.freeze()
+    if unfrozen:
+        gc.unfreeze()
     collected = gc.get_stats()[2]["collections"]
     cpu, wall = time.process_time(), time.perf_counter()
     for i in range(rounds):
@@ -221,7 +221,7 @@ async def measure(client: Any, rs: Any, start: GameState, rounds: int, draft_jso
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     print(f"\nThe server's side, in process (ASGI app, no socket), {rounds} rounds, interleaved "
           f"(CPU {cpu:.2f} s of {wall:.2f} s wall; {gc.get_stats()[2]['collections'] - collected} full collections "
-          f"of the heap{', gc.freeze() after the warm-up' if freeze else ''})")
+          f"of the heap{'; unfrozen after the warm-up, as before ED-23' if unfrozen else ''})")
     print(f"  draft posted -> 800 derived values  {quantiles(times['route'])}  (target p99 <= {TARGET_MS} ms)")
     print(f"  draft_json alone                   {quantiles(times['alone'])}")
     print(f"  comparator: evaluation alone       {quantiles(times['comparator'])}")

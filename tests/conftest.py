@@ -94,7 +94,8 @@ def untagged_replies() -> list[str]:
 
 # A test that uses one of these fixtures starts the program named, so it is `slow` (deselected by `./dev test
 # --fast`) wherever it is written; other slow tests carry the marker themselves.
-SLOW_FIXTURES = {"browser": "a headless Chromium (tests/test_pages.py)"}
+SLOW_FIXTURES = {"browser": "a headless Chromium (tests/browser_kit.py)",
+                 "rebinding_browser": "a headless Chromium resolving a rebound name (tests/test_serve_trust.py)"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -4,7 +4,9 @@ command its own module of `cli/` and not the layers only other commands use (the
 
 from __future__ import annotations
 
+import argparse
 import ast
+import gc
 import io
 import re
 import subprocess
@@ -14,7 +16,7 @@ import pytest
 
 from conftest import ROOT, SAMPLES
 from tagengine._internal.cli import run
-from tagengine._internal.cli.arguments import COMMANDS
+from tagengine._internal.cli.arguments import COMMANDS, arg_parser
 
 PKG = ROOT / "tagengine"
 CLI = PKG / "_internal" / "cli"
@@ -121,3 +123,67 @@ def test_cli_modules_are_named_in_the_architecture_map():
     doc = (ROOT / "docs" / "architecture.md").read_text()
     missing = [p.name for p in CLI.glob("*.py") if p.name != "__init__.py" and f"`{p.name}`" not in doc]
     assert not missing, missing
+
+
+SPY = """
+import gc, os, sys
+from tagengine._internal.cli import conventions
+real = conventions.ArgParser.parse_args
+def parse_args(self, *a, **k):
+    args = real(self, *a, **k)
+    def report(*_):  # in place of the command: say whether the collector runs, and end
+        print("on" if gc.isenabled() else "off", flush=True)
+        os._exit(0)
+    if getattr(args, "func", None) is not None:
+        args.func = report
+    return args
+conventions.ArgParser.parse_args = parse_args
+from tagengine._internal.cli import main
+sys.argv = ["tagengine", *sys.argv[1:]]
+main()
+"""
+SHORT_LIVED = ["apply r s x", "narrate x", "check r", "schema ruleset", "sheet r s Mira", "roll r s Mira skill",
+               "preview r s", "state new r Cutter", "st regex", "character set r s Mira a=1", "character form r s Mira"]
+LONG = ["replay r x", "serve --upstream http://x", "campaign list", "campaign new x r", "demo", "st import x",
+        "st export r x --out-dir d", "sessions end"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("words", SHORT_LIVED + LONG)
+def test_the_console_script_keeps_the_collector_off_for_short_lived_commands_only(tmp_path, words):
+    """PF-18: `main` runs a short-lived command without the cyclic collector (its imports and work skip 60-70
+    collections), and turns it on again for the others: a server or a replay runs for long."""
+    p = subprocess.run([sys.executable, "-c", SPY, *words.split()], capture_output=True, text=True, cwd=tmp_path,
+                       timeout=120)
+    assert p.stdout.strip() == ("off" if words in SHORT_LIVED else "on"), p.stderr[-400:]
+
+
+def test_run_leaves_the_callers_collector_alone():
+    """A library call (`run`, the tests' way in) never switches its caller's collector, whatever the command."""
+    assert gc.isenabled()
+    assert run(["narrate", "-"], io.StringIO(), io.StringIO()) in (0, 1)
+    assert gc.isenabled()
+
+
+def parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """`p` and the parsers of its commands, theirs too."""
+    subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+    return [p, *(q for a in subs for sub in a.choices.values() for q in parsers(sub))]
+
+
+def test_parsing_imports_no_shutil_and_help_is_argparses(tmp_path, monkeypatch):
+    """PF-18: argparse's formatter imports `shutil` (and bz2, lzma, zlib) for the terminal's width, for every
+    argument declared; ours is told the width, and its help is argparse's, line for line, at any width."""
+    reply = tmp_path / "reply.txt"
+    reply.write_text('The lock gives. [clock: name="Alarm raised" size="6"]\n')
+    for argv in (["narrate", str(reply)], ["check", RULES]):
+        names = imported(*argv)
+        assert "shutil" not in names and "bz2" not in names, argv
+    for columns in ("40", "80", "200"):
+        monkeypatch.setenv("COLUMNS", columns)
+        for command in ("apply", "replay", "st", "character"):
+            ours = parsers(arg_parser([command]))
+            theirs = parsers(arg_parser([command]))
+            for p in theirs:
+                p.formatter_class = argparse.HelpFormatter
+            assert len(ours) > 2 and [p.format_help() for p in ours] == [p.format_help() for p in theirs]

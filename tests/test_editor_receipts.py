@@ -32,7 +32,10 @@ from tagengine._internal.sheet.edit_paths import Change, change_of
 from tagengine._internal.sheet.form import edit_form
 
 GRAVE, BLADES, FIFTH = load_sample("gravewatch"), load_sample("blades-like"), load_sample("fifth-like")
-SETTINGS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# filter_too_much: a drawn edit that changes nothing writes no receipt and is assumed away; with the dev profile's
+# few examples that can be most of a short run
+SETTINGS = settings(max_examples=examples(150), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 MAC = re.compile(r' mac="([0-9a-f]+)"')
 
 

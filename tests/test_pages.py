@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from browser_kit import launched
 from serve_kit import Fake, Running
 
 from conftest import ROOT, SAMPLES, load_sample, sample_dict
@@ -217,27 +217,9 @@ def test_sheet_html_is_one_self_contained_page(tmp_path: Path, capsys):
 # -- in a real browser
 
 
-def chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    exe = chromium()
-    if exe is None:
-        pytest.skip("no Chromium on this machine: install Debian's `chromium` package (./dev test does it as root)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("Playwright for Python is not installed: pip install -e '.[dev]'")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
+    yield from launched()
 
 
 def shoot(page: Any, name: str, width: int = 1280) -> Path:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import errno
 import io
 import json
-import os
+import subprocess
 import sys
 
 import corpus_kit
+import pytest
 
 from conftest import SAMPLES
 from tagengine._internal.batch import replay
@@ -103,30 +103,37 @@ def test_two_workers_from_a_stream_equal_one(tmp_path):
     assert sink.getvalue() == do(path, 1)[0]
 
 
-def test_two_workers_into_a_file_equal_one_however_the_parts_are_copied(tmp_path, monkeypatch):
-    """PF-9: a worker's part goes to an output file by `os.sendfile`; where sendfile stops part way or
-    refuses, the rest is read and written: the same bytes as one worker, each time."""
+def test_two_workers_into_a_file_after_what_was_written_before(tmp_path):
+    """PF-13: the processes write their batches straight to the output's descriptor, in turn; what the caller
+    wrote before (still in the stream's buffer) goes first, what it writes after goes after."""
     path, _ = corpus(tmp_path, 30)
     expected = do(path, 1)[0].encode()
+    target = tmp_path / "out.jsonl"
+    with open(path, encoding="utf-8") as src, open(target, "w", encoding="utf-8") as sink:
+        sink.write("written before\n")
+        summary = replay(RULES, src, sink, workers=2)
+        sink.write("written after\n")
+    assert target.read_bytes() == b"written before\n" + expected + b"written after\n"
+    assert summary.chats == 31 and not summary.errors
 
-    def into_a_file(name: str) -> bytes:
-        target = tmp_path / name
-        with open(path, encoding="utf-8") as src, open(target, "wb") as sink:
-            sink.write(b"written before\n")  # still in the sink's buffer: it must go out first
-            replay(RULES, src, sink, workers=2)
-        return target.read_bytes().removeprefix(b"written before\n")
 
-    assert into_a_file("sendfile.jsonl") == expected
-    real = os.sendfile
-    calls = []
+def test_a_full_disk_is_named_and_the_exit_is_1(tmp_path):
+    path, _ = corpus(tmp_path, 30)
+    err = io.StringIO()
+    with open("/dev/full", "w", encoding="utf-8") as out:
+        assert run(["replay", RULES, str(path), "--workers", "2"], out, err) == 1
+    assert err.getvalue() == "tagengine: <stdout>: No space left on device\n"
 
-    def stops_half_way(out_fd: int, in_fd: int, offset: int, count: int) -> int:
-        calls.append(count)
-        if len(calls) % 2:
-            return real(out_fd, in_fd, offset, max(1, count // 2))
-        raise OSError(errno.EINVAL, "not here")
 
-    monkeypatch.setattr(os, "sendfile", stops_half_way)
-    assert into_a_file("half.jsonl") == expected and calls
-    monkeypatch.delattr(os, "sendfile")
-    assert into_a_file("none.jsonl") == expected
+@pytest.mark.slow
+def test_standard_input_from_a_file_or_a_pipe_equals_one_worker(tmp_path):
+    """`replay R - --workers 2 < FILE` reads the file by offsets as a named input is (PF-13); from a pipe the
+    lines travel through the parent: the same bytes either way."""
+    path, _ = corpus(tmp_path, 30)
+    expected = do(path, 1)[0].encode()
+    command = [sys.executable, "-m", "tagengine", "replay", RULES, "-", "--workers", "2"]
+    with open(path, "rb") as f:
+        from_file = subprocess.run(command, stdin=f, capture_output=True, timeout=120)
+    from_pipe = subprocess.run(command, input=path.read_bytes(), capture_output=True, timeout=120)
+    assert from_file.returncode == from_pipe.returncode == 0, (from_file.stderr, from_pipe.stderr)
+    assert from_file.stdout == from_pipe.stdout == expected

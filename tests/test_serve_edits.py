@@ -9,6 +9,7 @@ on loopback, before the scripted upstream of tests/serve_kit.py; the turn's step
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import shutil
 import sqlite3
@@ -167,6 +168,35 @@ def test_an_edit_opens_the_next_reply_and_the_chat_alone_replays_it(tmp_path, st
     box = next(b for w in shown["play"]["wounds"] for b in w["boxes"] if b["path"] == "marks.harm.1")
     assert harm.cells[0] == "knock" and box["mark"] == "knock"  # a track of levels: the mark fills the first
     assert chat.to_json() == served_state(tmp_path, p.messages).to_json()
+    assert commands_replay(tmp_path, p.messages) == (chat.to_json(), chat.to_json())
+
+
+def commands_replay(tmp_path: Path, messages: list[dict[str, str]]) -> tuple[Any, Any]:
+    """The state `tagengine replay` gives for the chat as a transcript line, and the one `tagengine st export`
+    writes into the chat as a SillyTavern chat file: the commands a player runs on the chat alone (ED-6)."""
+    from tagengine._internal.cli import run
+
+    ruleset = str(SAMPLES / "rulesets" / "gravewatch.json")
+    state_file = tmp_path / "start.json"
+    state_file.write_text(json.dumps(start().to_json()))
+    plain = [m for m in messages if m["role"] != "system"]
+    transcript = tmp_path / "chat.jsonl"
+    transcript.write_text(json.dumps({"id": "vault", "state": start().to_json(), "messages": plain}) + "\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert run(["replay", ruleset, str(transcript), "-o", str(tmp_path / "replayed.jsonl")], out, err) == 0, \
+        err.getvalue()
+    replayed_state = json.loads((tmp_path / "replayed.jsonl").read_text())["state"]
+    st_chat = tmp_path / "st" / "vault.jsonl"
+    st_chat.parent.mkdir()
+    head = {"user_name": "Player", "character_name": "GM", "create_date": "2026-12-01@10h00m00s",
+            "chat_metadata": {}}
+    rows = [{"name": "GM" if m["role"] == "assistant" else "Player", "is_user": m["role"] == "user",
+             "is_system": False, "send_date": "December 1, 2026 10:00am", "mes": m["content"]} for m in plain]
+    st_chat.write_text("\n".join(json.dumps(x) for x in (head, *rows)) + "\n")
+    assert run(["st", "export", ruleset, str(st_chat), "--start", str(state_file), "-o",
+                str(tmp_path / "exported.jsonl")], out, err) == 0, err.getvalue()
+    last = json.loads((tmp_path / "exported.jsonl").read_text().splitlines()[-1])
+    return replayed_state, last["extra"]["tagengine"]
 
 
 def test_the_turn_step_opens_the_reply_with_the_edits_and_fits_the_prompt_to_them(tmp_path):

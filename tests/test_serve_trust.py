@@ -20,11 +20,11 @@ from typing import Any
 
 import httpx
 import pytest
+from browser_kit import launched
 from serve_kit import Fake, Running
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
-from test_pages import chromium
 from test_serve import SCRIPT, make_campaigns
 
 from tagengine._internal.server.app import Options, make_app
@@ -208,19 +208,7 @@ def test_an_origin_that_is_not_one_is_a_usage_error(tmp_path):
 @pytest.fixture(scope="module")
 def rebinding_browser() -> Iterator[Any]:
     """Chromium that resolves attacker.example to 127.0.0.1: a DNS rebinding, done by the browser's resolver."""
-    exe = chromium()
-    if exe is None:
-        pytest.skip("no Chromium on this machine: install Debian's `chromium` package (./dev test does it as root)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("Playwright for Python is not installed: pip install -e '.[dev]'")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=[
-            "--no-sandbox", "--disable-gpu", "--host-resolver-rules=MAP attacker.example 127.0.0.1,MAP st.example "
-            "127.0.0.1"])
-        yield b
-        b.close()
+    yield from launched("--host-resolver-rules=MAP attacker.example 127.0.0.1,MAP st.example 127.0.0.1")
 
 
 def page_server(shown: dict[str, str]) -> Running:

@@ -27,7 +27,7 @@ import fsspec
 from distributed import Client, LocalCluster, as_completed
 from fsspec.implementations.local import LocalFileSystem
 
-from .batch import BATCH_BYTES, BATCH_MAX, MAX_CHAT_BYTES, Summary, line_bytes, replay_batch
+from .batch import BATCH_BYTES, BATCH_MAX, MAX_CHAT_BYTES, LineReader, Summary, line_bytes, replay_batch
 from .files import atomic_writer, strip_bom
 from .ruleset import Ruleset
 from .states_dir import lines_of, write_states
@@ -127,43 +127,12 @@ def count_newlines(fs: Any, path: str, start: int, end: int) -> int:
     return n
 
 
-class _Reader:
-    """Lines of a file from a position, read in CHUNK pieces; a line over `limit` bytes is skipped unheld."""
-
-    def __init__(self, f: Any) -> None:
-        self.f = f
-        self.buf = b""
-        self.i = 0
-
-    def line(self, limit: int) -> tuple[bytes | None, int] | None:
-        """(the line without its newline, or None if longer than `limit`; bytes consumed), None at the end."""
-        parts: list[bytes] = []
-        held = consumed = 0
-        while True:
-            nl = self.buf.find(b"\n", self.i)
-            piece = self.buf[self.i: len(self.buf) if nl == -1 else nl]
-            consumed += len(piece)
-            held += len(piece)
-            if held <= limit:
-                parts.append(piece)
-            else:
-                parts = []
-            if nl != -1:
-                self.i = nl + 1
-                return (b"".join(parts) if held <= limit else None), consumed + 1
-            self.buf, self.i = self.f.read(CHUNK), 0
-            if not self.buf:
-                if consumed == 0:
-                    return None
-                return (b"".join(parts) if held <= limit else None), consumed
-
-
 def owned_lines(f: Any, start: int, end: int, newlines_before: int,
                 limit: int = MAX_CHAT_BYTES) -> Iterator[tuple[int, bytes | None]]:
     """(line number, line or None when over `limit`) of the non-blank lines that start in [start, end);
     `f` is the file at offset max(start - 1, 0), and `newlines_before` counts the newlines before that
     offset. Blank lines count in the numbering and are skipped, as `tagengine replay` does."""
-    reader = _Reader(f)
+    reader = LineReader(lambda: f.read(CHUNK))
     pos, seen = max(start - 1, 0), newlines_before
     if start > 0:  # the tail of the line before ours (nothing but its newline when one ends at start - 1)
         got = reader.line(0)

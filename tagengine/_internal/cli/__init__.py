@@ -13,6 +13,7 @@ use (CL-1..CL-5).
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import sys
@@ -35,7 +36,8 @@ def run(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextI
 
 def _run(argv: Sequence[str] | None, out: TextIO | None, err: TextIO | None, *, one_shot: bool) -> int:
     """`one_shot`: this process runs this one command and exits (`main`), so a command that says it `forks`
-    may build its tokenizer in a child (P-6, A-9, CL-4)."""
+    may build its tokenizer in a child (P-6, A-9, CL-4), and only a command that says it is `short_lived` keeps
+    the cyclic collector off (PF-18)."""
     from .arguments import arg_parser
 
     # write errors name the stream (F-12); NamedStream has every method the commands use of a TextIO
@@ -57,6 +59,8 @@ def _run(argv: Sequence[str] | None, out: TextIO | None, err: TextIO | None, *, 
     if args.command is None:
         err.write("tagengine: a command is required (see tagengine --help)\n")
         return 2
+    if one_shot and not getattr(args, "short_lived", False):
+        gc.enable()  # `main` turned it off for the start; a long command (serve, replay) frees its cycles
     if one_shot and getattr(args, "forks", False):
         from ..prompt import forked
 
@@ -108,6 +112,9 @@ def _buffered(stream: TextIO | None, *, line: bool = False) -> TextIO | None:
 
 
 def main() -> None:
+    # A short-lived command (apply, check, ...) ends before its cycles matter: without the collector its
+    # imports and its work skip 60-70 collections (PF-11, PF-18). `_run` turns it on again for the others.
+    gc.disable()
     for fd, stream in ((0, sys.stdin), (1, sys.stdout), (2, sys.stderr)):
         if stream is None:  # started with the descriptor closed: hold it with /dev/null so no file we
             with suppress(OSError):  # open lands on it and a stray write to it goes nowhere (F-12)

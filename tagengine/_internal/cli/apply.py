@@ -17,12 +17,12 @@ def add_apply(a: ArgumentParser) -> None:
     a.add_argument("reply", nargs="?", default="-", help="a reply file, or - for stdin (the default)")
     a.add_argument("--state-out", metavar="FILE", help="write the new state here")
     a.add_argument("--json", action="store_true", help='print {"text", "state", "receipts"}')
-    a.set_defaults(func=cmd_apply)
+    a.set_defaults(func=cmd_apply, short_lived=True)
 
 
 def add_narrate(n: ArgumentParser) -> None:
     n.add_argument("reply", nargs="?", default="-", help="a reply file, or - for stdin (the default)")
-    n.set_defaults(func=cmd_narrate)
+    n.set_defaults(func=cmd_narrate, short_lived=True)
 
 
 def cmd_apply(args: Namespace, out: TextIO, err: TextIO) -> int:

@@ -27,13 +27,13 @@ def add_character(ch: ArgumentParser) -> None:
                     "at; refused when the party sheet has moved on since (PARTY-37)")
     st.add_argument("--state-out", metavar="FILE", help="write the new state here (it may be STATE itself) instead "
                     "of printing it")
-    st.set_defaults(func=cmd_character_set)
+    st.set_defaults(func=cmd_character_set, short_lived=True)
     fm = sub.add_parser("form", help="the sheet editor's form for a character or the party, as JSON")
     fm.add_argument("ruleset")
     fm.add_argument("state")
     fm.add_argument("name", nargs="?", help="the character (leave it out with --party)")
     fm.add_argument("--party", action="store_true", help="the party sheet's form")
-    fm.set_defaults(func=cmd_character_form)
+    fm.set_defaults(func=cmd_character_form, short_lived=True)
 
 
 def cmd_character_set(args: Namespace, out: TextIO, err: TextIO) -> int:

@@ -34,7 +34,7 @@ def add_preview(pv: ArgumentParser) -> None:
     pv.add_argument("--world", action="store_true", help="also show the world-generation prompt")
     pv.add_argument("--json", action="store_true", help='print {"system", "reminder", "messages", "report"}')
     # forks: in a process that runs this one command, the tokenizer is built in a child (P-6, CL-4)
-    pv.set_defaults(func=cmd_preview, forks=True)
+    pv.set_defaults(func=cmd_preview, forks=True, short_lived=True)
 
 
 def cmd_preview(args: Namespace, out: TextIO, err: TextIO) -> int:

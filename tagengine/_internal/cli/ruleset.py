@@ -13,12 +13,12 @@ if TYPE_CHECKING:
 def add_check(c: ArgumentParser) -> None:
     c.add_argument("ruleset")
     c.add_argument("--json", action="store_true", help="print the result as JSON")
-    c.set_defaults(func=cmd_check)
+    c.set_defaults(func=cmd_check, short_lived=True)
 
 
 def add_schema(sc: ArgumentParser) -> None:
     sc.add_argument("kind", choices=["ruleset", "state"])
-    sc.set_defaults(func=cmd_schema)
+    sc.set_defaults(func=cmd_schema, short_lived=True)
 
 
 def cmd_check(args: Namespace, out: TextIO, err: TextIO) -> int:

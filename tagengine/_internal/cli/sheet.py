@@ -19,7 +19,7 @@ def add_sheet(sh: ArgumentParser) -> None:
     sh.add_argument("--party", action="store_true", help="the party sheet instead of a character")
     sh.add_argument("--json", action="store_true", help="print the evaluated sheet as JSON")
     sh.add_argument("--html", action="store_true", help="print the sheet as one self-contained HTML page")
-    sh.set_defaults(func=cmd_sheet)
+    sh.set_defaults(func=cmd_sheet, short_lived=True)
 
 
 def add_roll(ro: ArgumentParser) -> None:
@@ -31,7 +31,7 @@ def add_roll(ro: ArgumentParser) -> None:
     ro.add_argument("--dc", metavar="N", help="dice-sum: the number to reach; dice-pool: the target per die")
     ro.add_argument("--state-out", metavar="FILE", help="write the state, its dice moved on, here")
     ro.add_argument("--json", action="store_true", help="print the number, the record and the dice as JSON")
-    ro.set_defaults(func=cmd_roll)
+    ro.set_defaults(func=cmd_roll, short_lived=True)
 
 
 def cmd_sheet(args: Namespace, out: TextIO, err: TextIO) -> int:

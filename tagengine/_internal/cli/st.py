@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def add_st(st: ArgumentParser) -> None:
     st_sub = st.add_subparsers(dest="st_command", required=True, parser_class=ArgParser)
     rx = st_sub.add_parser("regex", help="a regex script for SillyTavern that hides the tags in the display only")
-    rx.set_defaults(func=cmd_st_regex)
+    rx.set_defaults(func=cmd_st_regex, short_lived=True)
     im = st_sub.add_parser("import", help="SillyTavern chat files as transcript JSONL (one chat a line) for "
                            "`tagengine replay`")
     im.add_argument("chats", nargs="+", metavar="CHAT", help="SillyTavern chat files (.jsonl), or - for stdin")

@@ -17,7 +17,7 @@ def add_state(st: ArgumentParser) -> None:
     new.add_argument("names", nargs="+", metavar="NAME")
     new.add_argument("-o", "--output", help="write the state here instead of stdout")
     new.add_argument("--seed", help="seed the dice (default: derived from the new state's content)")
-    new.set_defaults(func=cmd_state_new)
+    new.set_defaults(func=cmd_state_new, short_lived=True)
 
 
 def cmd_state_new(args: Namespace, out: TextIO, err: TextIO) -> int:

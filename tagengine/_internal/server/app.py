@@ -24,6 +24,7 @@ from starlette.routing import Route
 from .auth import ApiKeyAuth
 from .context import ServerContext
 from .errors import error
+from .heap import freeze_long_lived
 from .options import Options
 from .origins import EXPOSED, HostAndOrigin, allowed_origins, host_names
 from .routes.campaign_pages import campaign_page_routes
@@ -55,6 +56,7 @@ def make_app(opts: Options) -> Starlette:
         # a long replay goes to a worker thread (chain.THREAD_MIN): the first one imported anyio's backend and
         # started the thread inside a chat app's request (15 ms of a cold turn, SB-13); done here instead
         await run_in_threadpool(lambda: None)
+        freeze_long_lived()  # the start-up's objects out of the collector's full passes (heap.py, ED-23)
         yield
         await ctx.close()
 

@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,9 +60,10 @@ class Campaigns:
     """Campaigns by name, loaded once and loaded again when their ruleset file changes on disk, or when their
     start is made again (`set_start`)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, loaded: Callable[[], None] | None = None) -> None:
         self.store = store
         self._loaded: dict[str, tuple[tuple[int, int], Campaign, CampaignRow]] = {}
+        self.on_load = loaded  # called after a campaign is (re)loaded: the server freezes its heap (heap.py)
 
     def get(self, name: str) -> Campaign:
         """Raises NotFoundError for an unknown campaign, RulesetError or OSError for its ruleset file."""
@@ -77,6 +78,8 @@ class Campaigns:
         start = from_json(rs, json.loads(row.start), f"campaign {name}")
         c = Campaign(name, rs, digest_of(data), start, canonical_json(start.to_json()))
         self._loaded[name] = (stamp, c, row)
+        if self.on_load is not None:
+            self.on_load()
         return c
 
     def set_start(self, name: str, state: GameState) -> bool:

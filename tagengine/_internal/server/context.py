@@ -13,6 +13,7 @@ from .campaigns import Campaign, Campaigns
 from .chain import THREAD_MIN, Chain, Replayed
 from .edits import PendingEdits
 from .errors import Refused
+from .heap import freeze_long_lived
 from .latest import Latest
 from .mid_reply import MidReplyChecks
 from .offload import Workers
@@ -37,7 +38,7 @@ class ServerContext:
         self.options = options
         self.snapshots = SnapshotCache()
         self.store = Store(options.data, per_campaign=options.keep, pruned=self.snapshots.drop_gone)
-        self.campaigns = Campaigns(self.store)
+        self.campaigns = Campaigns(self.store, loaded=freeze_long_lived)  # a ruleset kept for good: frozen (ED-23)
         self.chain = Chain(self.store, self.snapshots)
         self.latest = Latest(self.store, self.snapshots)
         self.upstream = reach_upstream(options)
