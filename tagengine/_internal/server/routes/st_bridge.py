@@ -57,7 +57,7 @@ def bridged_call(body: Any) -> tuple[str, str, bytes]:
     method, path, inner = call.get("method"), call.get("path"), call.get("body", {})
     if method not in ("GET", "POST"):
         raise Refused(400, "`tagengine.method` must be GET or POST", "invalid_request")
-    if not isinstance(path, str) or CALLS.fullmatch(path) is None:
+    if not isinstance(path, str) or CALLS.fullmatch(path) is None or {".", ".."} & set(unquote(path).split("/")):
         raise Refused(400, "`tagengine.path` must be a path of the JSON API (/tagengine/api/..., /tagengine/checks)",
                       "invalid_request")
     if not isinstance(inner, dict):
