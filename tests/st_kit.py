@@ -4,7 +4,8 @@ temporary data root and config, and stopped (its whole process group) whatever h
 
 `sillytavern(tmp)` is the context manager; with no install (no npm, no registry) it skips the test and says
 why. `sillytavern(tmp, ui=True)` is the server a person's browser opens (issue 28, tests/st_ui.py): the default
-content copied in as for a new user (settings, presets), UI extensions on, run in its own folder. Helpers for its HTTP API: `generate` / `generate_stream` (POST /api/backends/chat-completions/generate,
+content copied in as for a new user (settings, presets), UI extensions on, run in its own folder. Helpers for its
+HTTP API: `generate` / `generate_stream` (POST /api/backends/chat-completions/generate,
 the endpoint the app's own page calls), `save_chat` / `get_chat` (POST /api/chats/save and /api/chats/get),
 `save_group_chat` / `get_group_chat` (the same for group chats), `chat_file` / `group_chat_file` (where a
 chat is stored) and `st_jsonl` (the bytes SillyTavern writes for a chat).

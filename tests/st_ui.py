@@ -14,42 +14,22 @@ menu `#options_button` with `#option_regenerate`, `#option_impersonate`; the Aut
 
 from __future__ import annotations
 
-import shutil
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
+from browser_kit import launched
 
 WAIT = 30_000  # ms: one step of the page (a reply of the scripted model comes in well under a second)
 START_WAIT = 120_000  # ms: the page's first load (it compiles nothing, but loads every built-in extension)
 
 
-def chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
 @contextmanager
 def browser() -> Iterator[Any]:
-    """A headless Chromium (the system's); skips the test when there is none, or no Playwright."""
-    exe = chromium()
-    if exe is None:
-        pytest.skip("no Chromium on this machine: install Debian's `chromium` package (./dev test does it as root)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("Playwright for Python is not installed: pip install -e '.[dev]'")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            yield b
-        finally:
-            b.close()
+    """A headless Chromium (tests/browser_kit.py: the system's); skips the test when there is none."""
+    yield from launched()
 
 
 class Tavern:
@@ -68,10 +48,8 @@ class Tavern:
         self.page.wait_for_function("() => window.SillyTavern && !document.getElementById('preloader')",
                                     timeout=START_WAIT)
         welcome = self.page.locator("dialog.popup", has_text="Welcome to SillyTavern")
-        try:
+        with contextlib.suppress(Exception):  # not the first start: no welcome
             welcome.locator(".popup-button-ok").click(timeout=5000)
-        except Exception:  # not the first start: no welcome
-            pass
 
     def ctx(self, expression: str) -> Any:
         """A value of SillyTavern's context (`c` in `expression`)."""
@@ -101,8 +79,8 @@ class Tavern:
         page = self.page
         page.click("#rightNavDrawerIcon")
         page.locator("#rm_print_characters_block .character_select", has_text=name).first.click()
-        page.wait_for_function("(n) => SillyTavern.getContext().name2 === n && SillyTavern.getContext().chat.length > 0",
-                               arg=name, timeout=WAIT)
+        page.wait_for_function("(n) => SillyTavern.getContext().name2 === n && "
+                               "SillyTavern.getContext().chat.length > 0", arg=name, timeout=WAIT)
         if page.locator("#rightNavHolder.openDrawer, #right-nav-panel.openDrawer").count():
             page.click("#rightNavDrawerIcon")
 
@@ -120,7 +98,8 @@ class Tavern:
     def idle(self) -> None:
         """No generation running (the Stop button hidden)."""
         self.page.wait_for_function(
-            "() => { const s = document.getElementById('mes_stop'); return !s || getComputedStyle(s).display === 'none'; }",
+            "() => { const s = document.getElementById('mes_stop'); "
+            "return !s || getComputedStyle(s).display === 'none'; }",
             timeout=WAIT)
 
     def send(self, text: str) -> str:

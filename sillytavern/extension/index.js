@@ -245,6 +245,9 @@ export async function init() {
     }
     eventSource.on(eventTypes.MESSAGE_EDITED, (id) => soon(Number(id)));
     eventSource.on(eventTypes.CHAT_COMPLETION_SETTINGS_READY, typeHeader);
+    // the Author's Note typed by hand may name another campaign (or a misspelled one): said as it is typed.
+    // jQuery's delegated handler sees SillyTavern's own `.trigger('input')` too, which a DOM listener does not.
+    $(document).on('input', '#extension_floating_prompt', () => soon());
     root.classList.toggle('te-open', s.open);
     toggle.classList.toggle('te-active', s.open);
     redrawMessages();
