@@ -72,6 +72,16 @@ def node() -> str:
     return exe
 
 
+def test_every_module_parses(tmp_path):
+    """No build step: the files are what SillyTavern's page loads, so a syntax error is caught here, not there
+    (each checked as a module: Node checks a `.js` file as a script and lets a module's error pass)."""
+    for js in sorted(EXT.glob("*.js")):
+        copy = tmp_path / f"{js.stem}.mjs"
+        shutil.copyfile(js, copy)
+        got = subprocess.run([node(), "--check", str(copy)], capture_output=True, text=True, timeout=60)
+        assert got.returncode == 0, (js.name, got.stderr)
+
+
 def badges(text: str) -> list[dict[str, Any]]:
     """receipts.js run in Node on a reply's text: each receipt's badge (what it says) and its HTML."""
     script = (f"import {{ receiptsIn, describe, badgeHtml }} from {json.dumps((EXT / 'receipts.js').as_uri())};\n"

@@ -41,13 +41,14 @@ async function call(request) {
     return callTagengine(ctx(), settings(), request);
 }
 
-/** The state of the chat on screen, drawn in the panel; `edited`: the chat index of the first message edited. */
+/** The state of the chat on screen, drawn in the panel; `edited`: the chat index of the first message edited
+ * (then the replies from there are written again where their receipts changed, the panel open or not). */
 async function refresh(edited = null) {
-    if (!panel || !settings().open) return;
+    if (!panel || (!settings().open && edited === null)) return;
     const mine = ++asked;
     const c = ctx();
     if (c.chatId === undefined || c.chatId === null) {
-        panel.show(null, 'Open a chat: the game sheet shows the game of the chat on screen.');
+        if (settings().open) panel.show(null, 'Open a chat: the game sheet shows the game of the chat on screen.');
         return;
     }
     const { messages, ids, stored } = chatMessages(c, noteText());
@@ -62,7 +63,7 @@ async function refresh(edited = null) {
     try {
         got = await call({ method: 'POST', path, body, messages });
     } catch (e) {
-        if (mine === asked) panel.show(null, e instanceof Unreachable ? e.message : `tagengine: ${e}`);
+        if (mine === asked && settings().open) panel.show(null, e instanceof Unreachable ? e.message : `tagengine: ${e}`);
         return;
     }
     if (mine !== asked) return;
@@ -75,7 +76,7 @@ async function refresh(edited = null) {
         await rewrite(rewrites, ids);
         return refresh();
     }
-    panel.show(got);
+    if (settings().open) panel.show(got);
 }
 
 /** An edited reply, and the replies after it, written again as a replay writes them (STX-7): their receipts
