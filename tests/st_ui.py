@@ -15,6 +15,11 @@ menu `#options_button` with `#option_regenerate`, `#option_impersonate`; the Aut
 from __future__ import annotations
 
 import contextlib
+import http.server
+import os
+import shutil
+import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -152,6 +157,19 @@ class Tavern:
         area.fill(text)
         self.page.click("#ANClose")
 
+    def install_extension(self, url: str) -> None:
+        """Extensions -> Install extension: the Git URL typed, Install, and the warning about an extension from
+        outside SillyTavern's own repositories confirmed; then the success toast."""
+        page = self.page
+        page.click("#extensions-settings-button .drawer-toggle")
+        page.click("#third_party_extension_button")
+        dialog = page.locator("dialog.popup").last
+        dialog.locator("input.popup-input, textarea.popup-input").first.fill(url)
+        dialog.locator(".popup-button-ok").click()
+        page.locator("dialog.popup", has_text="Install a third-party extension?").locator(".popup-button-ok").click()
+        page.locator(".toast-success", has_text="installed successfully").wait_for(timeout=WAIT)
+        page.click("#extensions-settings-button .drawer-toggle")  # closed again
+
     # -- the extension's panel ---------------------------------------------------------------------------------
     def panel(self) -> Any:
         return self.page.locator("#tagengine_panel")
@@ -165,3 +183,76 @@ class Tavern:
         """Wait until the panel shows `text` (after the refresh an event started)."""
         self.page.wait_for_function(
             "(t) => (document.getElementById('tagengine_panel')?.innerText ?? '').includes(t)", arg=text, timeout=WAIT)
+
+
+# -- a Git server, for *Install extension* from a Git URL ------------------------------------------------------
+
+
+class _GitHandler(http.server.BaseHTTPRequestHandler):
+    """Git's smart HTTP protocol: each request handed to `git http-backend` as a CGI request (git's own server
+    side, as behind any Git host), over the repositories of `root`."""
+
+    root: Path
+
+    def do_GET(self) -> None:
+        self._backend(b"")
+
+    def do_POST(self) -> None:
+        self._backend(self.rfile.read(int(self.headers.get("content-length") or 0)))
+
+    def _backend(self, body: bytes) -> None:
+        path, _, query = self.path.partition("?")
+        env = {**os.environ, "GIT_PROJECT_ROOT": str(self.root), "GIT_HTTP_EXPORT_ALL": "1",
+               "REQUEST_METHOD": self.command, "PATH_INFO": path, "QUERY_STRING": query,
+               "CONTENT_TYPE": self.headers.get("content-type") or "", "CONTENT_LENGTH": str(len(body)),
+               "REMOTE_ADDR": "127.0.0.1", "GIT_PROTOCOL": self.headers.get("git-protocol") or ""}
+        if self.headers.get("content-encoding"):
+            env["HTTP_CONTENT_ENCODING"] = self.headers["content-encoding"]
+        got = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True, timeout=60)
+        head, _, payload = got.stdout.partition(b"\r\n\r\n")
+        status, fields = 200, []
+        for line in head.decode("latin-1").split("\r\n"):
+            name, _, value = line.partition(":")
+            if name.lower() == "status":
+                status = int(value.split()[0])
+            elif name:
+                fields.append((name, value.strip()))
+        self.send_response(status)
+        for name, value in fields:
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:  # the base class names it `format`
+        pass
+
+
+@contextmanager
+def git_server(root: Path) -> Iterator[str]:
+    """A Git host on 127.0.0.1, port 0, serving the bare repositories in `root`; its base URL. Stopped on exit."""
+    handler = type("Handler", (_GitHandler,), {"root": root})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def extension_repository(files: Path, into: Path, name: str) -> Path:
+    """A bare repository `into/<name>.git` of one commit: the files SillyTavern's *Install extension* needs of
+    this checkout as they are now (the root manifest.json and sillytavern/extension/), at the same paths."""
+    work = into / f"{name}-work"
+    (work / "sillytavern").mkdir(parents=True)
+    shutil.copyfile(files / "manifest.json", work / "manifest.json")
+    shutil.copytree(files / "sillytavern" / "extension", work / "sillytavern" / "extension")
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid", "-c", "init.defaultBranch=main"]
+    for step in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "the extension"]):
+        subprocess.run([*git, *step], cwd=work, check=True, capture_output=True, timeout=60)
+    bare = into / f"{name}.git"
+    subprocess.run([*git, "clone", "-q", "--bare", str(work), str(bare)], check=True, capture_output=True, timeout=60)
+    return bare

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from serve_kit import Running
 from st_kit import SillyTavern, sillytavern
-from st_ui import WAIT, Tavern, browser
+from st_ui import WAIT, Tavern, browser, extension_repository, git_server
 
 from conftest import ROOT, SAMPLES
 from tagengine._internal.cli import run
@@ -242,3 +242,26 @@ def test_the_panel_at_a_phones_width(game: Game, tmp_path: Path) -> None:
         page.screenshot(path=str(SCREENS / "st-panel-360.png"))
     finally:
         context.close()
+
+
+def test_install_extension_from_the_repositorys_git_url(game: Game, tmp_path: Path) -> None:
+    """Extensions -> Install extension with the repository's Git URL (served by `git http-backend` on loopback):
+    SillyTavern clones it, finds the root manifest.json, and loads the modules it points to. Last in this file: the
+    page then runs a second copy of the extension (as a user who installed it both ways would)."""
+    t = game.t
+    repos = tmp_path / "git"
+    repos.mkdir()
+    extension_repository(ROOT, repos, "tagengine-git")
+    with git_server(repos) as base:
+        t.install_extension(f"{base}/tagengine-git.git")
+    folder = game.st.user_dir() / "extensions" / "tagengine-git"
+    assert (folder / "manifest.json").is_file() and (folder / "sillytavern" / "extension" / "index.js").is_file()
+    loaded = t.page.evaluate("""async () => {
+        const url = '/scripts/extensions/third-party/tagengine-git/sillytavern/extension/receipts.js';
+        const m = await import(url);
+        return typeof m.formatterHooks;
+    }""")
+    assert loaded == "function"
+    names = game.st.client.get("/api/extensions/discover").json()
+    assert any(n.get("name") == "third-party/tagengine-git" for n in names), names
+    t.page.wait_for_function("() => document.querySelectorAll('#tagengine_panel').length >= 2", timeout=WAIT)
