@@ -206,6 +206,10 @@ def test_a_checks_dice_card_and_a_hand_edit_through_a_regenerate(game: Game) -> 
     panel.locator(".te-card .te-die").first.wait_for(timeout=WAIT)
     card = panel.locator(".te-card").inner_text()
     assert "Prowl" in card and panel.locator(".te-card .te-outcome").count() == 1
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    t.page.evaluate("() => document.getElementById('toast-container')?.remove()")  # earlier tests' toasts
+    panel.evaluate("p => { p.scrollTop = p.scrollHeight; }")  # the dice card, at the panel's end
+    t.page.screenshot(path=str(SCREENS / "st-panel.png"))  # the badges, a clock, the dice card
     cutter = panel.locator("article[data-who=Cutter] .te-pool").first
     now = game.values()["sheets"]["Cutter"]["Stress"]
     cutter.locator("input").fill("5")
@@ -219,8 +223,6 @@ def test_a_checks_dice_card_and_a_hand_edit_through_a_regenerate(game: Game) -> 
     game.until(lambda v: v["sheets"]["Cutter"]["Stress"] == "5/9" and v["clocks"].get("Patrol returns") == "0/4",
                "the regenerated turn two")
     assert "[edit:" in game.stored(4)  # the regenerated reply opens with the same receipt (ED-6)
-    SCREENS.mkdir(parents=True, exist_ok=True)
-    t.page.screenshot(path=str(SCREENS / "st-panel.png"))  # the badges, two clocks, the hand edit, the dice card
 
 
 def test_the_panel_at_a_phones_width(game: Game, tmp_path: Path) -> None:
