@@ -323,7 +323,8 @@ def test_tagengine_serve_runs_from_the_command_line(tmp_path):
         assert url and url.startswith("http://127.0.0.1:")
         got = ask(openai.OpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0, timeout=30),
                   [{"role": "user", "content": "go"}], True)
-        assert got == expected("heist", CREW[:1])[0][0]
+        first = json.loads((SAMPLES / "transcripts" / "demo-game.json").read_text())["replies"][0][0]
+        assert got == expected("heist", [first])[0][0]  # the demo game's first reply (tests/test_demo_game.py)
     finally:
         proc.terminate()
         _, rest = proc.communicate(timeout=10)  # bounded: the server has stopped, its stderr is closed

@@ -42,7 +42,7 @@ export function campaignWords(doc) {
     if (doc.error) {
         return `This chat names the campaign "${c.name}" (${how}), and the server has no campaign of that name.`;
     }
-    return `Campaign "${c.name}" (${how}) \u00b7 ${c.ruleset ?? ''} \u00b7 turn ${doc.turn}`;
+    return `Campaign "${c.name}" (${how}) \u00b7 ${c.ruleset ?? ''} \u00b7 ${doc.turn ? `turn ${doc.turn}` : 'before the first turn'}`;
 }
 
 function clockFigure(c) {

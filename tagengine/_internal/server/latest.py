@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,17 @@ from .snapshots import SnapshotCache
 from .store import Store
 
 log = logging.getLogger("tagengine.serve")
+
+
+def turn_of(history: Sequence[Mapping[str, str]], replies: int) -> int:
+    """The turn a chat is at whose chain holds `replies` replies: those after the player's first message, so a
+    regenerate or a swipe keeps its number and a greeting that opens the chat is no turn (STX-8)."""
+    opening = 0
+    for m in history:
+        if m["role"] == "user":
+            break
+        opening += m["role"] == "assistant"
+    return max(0, replies - opening)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from ..chat_request import MarkedHistory, check_count, check_sizes, marker_warni
 from ..context import ServerContext
 from ..edits import replayed_point
 from ..errors import Refused, refusals_as_responses
+from ..latest import turn_of
 from ..limits import LOOP_CHARS
 from ..wire.json_codec import loads
 from .edit_api import at, json_answer
@@ -66,8 +67,8 @@ def chat_state_routes(ctx: ServerContext) -> list[Route]:
         after = await ctx.replayed(c, history)
         point = replayed_point(ctx, c, after)
         receipts = await last_receipts(c, history, after)
-        doc = {"campaign": {**said, "ruleset": c.rs.name}, "turn": len(after.replies), "at": at(point),
-               "history": list(after.notes), "sheet": panel_json(c.rs, point.state, receipts)}
+        doc = {"campaign": {**said, "ruleset": c.rs.name}, "turn": turn_of(history, len(after.replies)),
+               "at": at(point), "history": list(after.notes), "sheet": panel_json(c.rs, point.state, receipts)}
         if "rewrite_from" in body:
             doc["rewrites"] = await rewrites(c, history, messages, body["rewrite_from"], after)
         return json_answer(200, doc)
