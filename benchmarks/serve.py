@@ -53,6 +53,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _against import unpack
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -207,13 +209,7 @@ class Server:
 
 
 def code_at(ref: str, tmp: Path) -> Code:
-    root = tmp / "against"
-    root.mkdir()
-    archive = subprocess.run(["git", "archive", "--format=tar", ref], cwd=ROOT, capture_output=True, check=False)
-    if archive.returncode != 0:
-        raise SystemExit(f"--against {ref}: {archive.stderr.decode(errors='replace').strip()}")
-    subprocess.run(["tar", "-x", "-C", str(root)], input=archive.stdout, check=True)
-    return Code(ref, root)
+    return Code(ref, unpack(ref, tmp))
 
 
 def start_listener(argv: list[str], log: Path, what: str) -> tuple[Proc, str]:

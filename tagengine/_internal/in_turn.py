@@ -50,7 +50,7 @@ def file_descriptor(stream: Any) -> int | None:
     return fd if isinstance(fd, int) else None
 
 
-def writable(sink: Any) -> bool:
+def takes_turns(sink: Any) -> bool:
     """Whether processes can write `sink` in turn: bytes to a file descriptor (a file, a pipe, a terminal),
     forked here (children inherit the descriptors and the loaded engine). Text in memory cannot."""
     out = getattr(sink, "buffer", sink)
