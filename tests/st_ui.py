@@ -150,12 +150,16 @@ class Tavern:
                                     "!document.getElementById('curEditTextarea')", arg=[mesid, text], timeout=WAIT)
 
     def author_note(self, text: str) -> None:
-        """The chat's Author's Note set (its panel opened from the options menu, the text typed, closed)."""
-        self.option("toggle_AN")
+        """The chat's Author's Note set (its panel opened from the options menu, the text typed, closed). The
+        menu item toggles the panel, which opens and closes with an animation: it is asked to open only when it
+        is closed, and is closed once it has gone."""
         area = self.page.locator("#extension_floating_prompt")
+        if not area.is_visible():
+            self.option("toggle_AN")
         area.wait_for(state="visible", timeout=WAIT)
         area.fill(text)
         self.page.click("#ANClose")
+        area.wait_for(state="hidden", timeout=WAIT)
 
     def install_extension(self, url: str) -> None:
         """Extensions -> Install extension: the Git URL typed, Install, and the warning about an extension from
