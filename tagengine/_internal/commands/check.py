@@ -13,7 +13,7 @@ from typing import Any
 
 from ..ruleset import Ruleset
 from ..sheet import CheckNumber
-from ..sheet.check_numbers import check_number
+from ..sheet.check_numbers import check_number, fight_number
 from ..state import GameState
 from ..tags import Tag
 from ..text import normalise
@@ -22,8 +22,9 @@ from .numbers import parse_int
 from .result import Outcome, Result, refused
 from .target import find, subject, who
 
-KINDS = ("skill", "ability", "save")  # what a check rolls: exactly one of them (CK-2)
-ORDER = ("who", *KINDS, "with", "dc", "difficulty")  # a check's attributes (server/checks.py orders a tag so)
+KINDS = ("skill", "ability", "save")  # what a check rolls: exactly one of them (CK-2), or none in a fight (CB-7)
+FIGHT = ("attack", "save", "contest", "initiative")  # the rolls a fight builds from a sheet (ADJ-9, CB-7)
+ORDER = ("who", *KINDS, "with", "dc", "difficulty", "fight")  # its attributes (server/checks.py orders a tag so)
 ATTRIBUTES = frozenset(ORDER)
 DEFAULT_TARGET = 4  # CK-4: a dice pool that declares no target counts 4, 5 and 6 as successes
 MAX_POOL = 100  # CK-13: the most dice one check rolls; a sheet that asks for more is refused, not rolled
@@ -34,16 +35,17 @@ def signed(n: int) -> str:
 
 
 def op_of(rs: Ruleset, tag: Tag) -> str | Result:
-    """A check has one op, `roll`, once it names exactly one skill, ability or save and nothing unknown."""
+    """A check has one op, `roll`, once it names exactly one skill, ability or save (a fight's roll may name
+    none, CB-7) and nothing unknown."""
     if any(k not in ATTRIBUTES for k in tag.keys):
         return refused("unknown-attribute")
     kinds = [k for k in tag.keys if k in KINDS]
-    if not kinds:
-        return refused("missing-attribute")
     if len(kinds) > 1:
         return refused("one-action")
-    if kinds[0] == "ability" and tag.has("with"):
+    if tag.has("with") and (not kinds or kinds[0] == "ability"):
         return refused("unknown-attribute")  # `with=` swaps a skill's or save's ability (CAP-3)
+    if not kinds and not tag.has("fight"):
+        return refused("missing-attribute")
     return "roll"
 
 
@@ -82,19 +84,27 @@ def settle(rs: Ruleset, state: GameState, tag: Tag) -> Settled:
     if isinstance(names, Result):
         return Settled(names, state)
     ev = subject(rs, state, names[0]).ev
-    kind = next(k for k in tag.keys if k in KINDS)
-    items: tuple[Any, ...] = (ev.idx.skills.items if kind == "skill" else ev.idx.saves.items if kind == "save"
-                              else ev.idx.abilities.items)
-    cid = _pick(items, tag.get(kind), kind)
-    if isinstance(cid, Result):
-        return Settled(cid, state, names[0])
-    swap: str | None = None
-    if tag.has("with"):
-        got = _pick(ev.idx.abilities, tag.get("with"), "ability")
-        if isinstance(got, Result):
-            return Settled(got, state, names[0])
-        swap = got
-    number = check_number(ev, kind, cid, swap)
+    fight = None
+    if tag.has("fight"):
+        fight = next((f for f in FIGHT if f == normalise(tag.get("fight") or "")), None)
+        if fight is None:
+            return Settled(refused("invalid-value"), state, names[0])
+    kind = next((k for k in tag.keys if k in KINDS), None)
+    if kind is None:  # ADJ-9: a fight's roll read from no ability, skill or save
+        number = fight_number(ev, fight or "")
+    else:
+        items: tuple[Any, ...] = (ev.idx.skills.items if kind == "skill" else ev.idx.saves.items if kind == "save"
+                                  else ev.idx.abilities.items)
+        cid = _pick(items, tag.get(kind), kind)
+        if isinstance(cid, Result):
+            return Settled(cid, state, names[0])
+        swap: str | None = None
+        if tag.has("with"):
+            got = _pick(ev.idx.abilities, tag.get("with"), "ability")
+            if isinstance(got, Result):
+                return Settled(got, state, names[0])
+            swap = got
+        number = check_number(ev, kind, cid, swap)  # ADJ-8, ADJ-9: a fight's roll too, with its ability's entries
     if number.total is None:  # UNTR-9: not rolled at all; the dice stay where they were
         return Settled(refused("untrained"), state, names[0], number)
     res = rs.file.resolution
@@ -179,7 +189,7 @@ def card(rs: Ruleset, done: Settled) -> list[str]:
 
     lines = [f"{done.who}: {n.label} ({n.kind})"]
     lines.append(f"  {label}: {amount(n.base)}" + ("" if pool else " (its modifier)"))
-    if n.kind != "ability":
+    if n.kind in ("skill", "save"):
         level = next((lv.label for lv in rs.file.sheet.training if lv.id == n.training), n.training or "none")
         lines.append(f"  training, {level}: {signed(n.bonus)}" + ("" if n.trained else " (untrained)"))
     if n.untrained:
@@ -230,6 +240,7 @@ def teach(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
         "die": rs.die,
         "target": (t.value if t is not None else DEFAULT_TARGET) if rs.dice_pool else None,
         "moves": None if t is None or t.min == t.max or not rs.dice_pool else {"min": t.min, "max": t.max},
+        "fight": rs.file.combat is not None,  # CB-7: taught only to a ruleset that declares `combat`
         "refuse": any(k.untrained == "refuse" for k in (*s.skills, *s.saves))
         or any(sec.untrained == "refuse" for sec in s.sections),
     }

@@ -43,6 +43,8 @@ REASONS: dict[str, tuple[str, str]] = {
     "missing-kind": ("sheets", "marking a wound track needs `kind` (DEC-16)"),
     "bad-box": ("sheets", "`box` outside the track (DEC-16)"),
     "track-full": ("sheets", "no free box on a track with `onFull: \"refuse\"` (WOUND-52, WOUND-53)"),
+    "unknown-damage-type": ("sheets", "a hit's `type` names no damage type of `combat`, or none the health track's "
+                            "map gives a kind (CB-2)"),
     "not-advanceable": ("sheets", "a party field not in `advancement.fields` (DEC-15)"),
     # checks
     "untrained": ("checks", "the character is untrained and the rule is `refuse` (UNTR-9)"),

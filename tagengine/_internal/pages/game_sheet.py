@@ -91,6 +91,8 @@ def character_context(rs: Ruleset, view: SheetView) -> dict[str, Any]:
         "conditions": [{"label": label, "on": on} for _, label, on in view.conditions],
         "text": [{"label": label, "value": value} for _, label, value in view.text],
         "hidden": sorted(hidden.items()),
+        "health": None if view.health is None else {"label": view.health.label, "now": view.health.now,
+                                                      "down": view.health.down},  # WOUND-34, WOUND-39
     }
 
 

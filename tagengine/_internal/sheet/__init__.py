@@ -2,7 +2,7 @@
 
 from .evaluate import character, party, sheet_of
 from .evaluator import Eval
-from .views import CheckNumber, PoolView, SheetView, StateView, TrackView, WoundLevel, WoundView
+from .views import CheckNumber, HealthView, PoolView, SheetView, StateView, TrackView, WoundLevel, WoundView
 
-__all__ = ["CheckNumber", "Eval", "PoolView", "SheetView", "StateView", "TrackView", "WoundLevel", "WoundView",
-           "character", "party", "sheet_of"]
+__all__ = ["CheckNumber", "Eval", "HealthView", "PoolView", "SheetView", "StateView", "TrackView", "WoundLevel",
+           "WoundView", "character", "party", "sheet_of"]
