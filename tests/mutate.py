@@ -1,0 +1,224 @@
+"""Mutation testing of one engine module: do its tests fail when its code is broken? (decisions MU-1, MU-2)
+
+Usage: ./dev mutate MODULE [--jobs N] [--again] [--tests FILE...] [--no-record]
+
+MODULE is a folder or a file under tagengine/_internal (`commands`, `sheet`, `tags`, `ruleset/checks`). mutmut 3
+breaks its code one small change at a time (a `<` for a `<=`, a constant, a dropped argument...) and runs, for
+each change, the tests that reach the function it changed. A mutant no test fails on "survives". The score is
+killed / mutants a test reaches (mutmut's "no tests" mutants are in functions no engine test calls).
+
+The run happens in a scratch copy, `.mutants/<module>/` (git-ignored): the worktree is never mutated. The
+engine's tests are used, not the server, page, SillyTavern, Dask and wheel tests: those start other processes
+(uvicorn, Chromium, npm, a Dask cluster, pip), which a forked mutant cannot reach, and they are slow.
+`--again` keeps the earlier results and runs only what has not been killed yet, with the tests copied afresh
+(after adding a test for a survivor). The score is written to tests/mutation_scores.toml, from which
+tests/spec_coverage.py writes the table in docs/spec-coverage.md; the survivors are listed, each to be killed
+with a test or explained as equivalent in docs/mutation.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / ".mutants"
+SCORES = ROOT / "tests" / "mutation_scores.toml"
+COPIED = ("tagengine", "tests", "grammars", "prompts", "pages", "samples", "docs", "benchmarks", "README.md",
+          "pyproject.toml")
+LEFT_OUT = re.compile(r"test_(serve|st_|pages|replay|wheel|cold_start|cli|files_exits|chat_stream|docs|house|"
+                      r"spec_coverage|tokenizers|mistral|prefix_memo)")
+# Decorators mutmut must keep skipping: a cache filled by the clean run would answer for the mutant.
+CACHES = frozenset({"cache", "lru_cache", "cached_property"})
+# Imported once by the fork server, before any mutant: libraries, and the engine's layers below the module
+# mutated (docs/architecture.md: each imports only those below it), so no mutated code runs there. Each
+# mutant's worker imports the rest itself, with the mutant set: the module's constants are built under it.
+LIBRARIES = ("pydantic", "lark", "jinja2", "orjson", "tiktoken", "hypothesis", "hypothesis.strategies")
+LAYERS = ("ruleset", "state", "sheet", "tags", "commands")
+
+
+def engine_tests() -> list[str]:
+    return [f"tests/{p.name}" for p in sorted((ROOT / "tests").glob("test_*.py")) if not LEFT_OUT.match(p.name)]
+
+
+def decorator_name(dec: Any) -> str:
+    """The last name of a decorator expression: `functools.lru_cache(maxsize=8)` reads as `lru_cache`."""
+    import libcst as cst
+
+    node = dec.decorator
+    while isinstance(node, cst.Call):
+        node = node.func
+    if isinstance(node, cst.Attribute):
+        return str(node.attr.value)
+    return str(getattr(node, "value", ""))
+
+
+def mutate_decorated_functions() -> None:
+    """mutmut 3 skips every function with a decorator (its copies would be decorated again). The sheet ops
+    (`@character_op`) and clock ops (`@clock_op`) all have one, so: mutate them, keep the decorator on the
+    function mutmut swaps in (the trampoline) and take it off the original's copy and the mutants'. Caches
+    stay skipped; `staticmethod` and `classmethod` are mutmut's own business."""
+    import libcst as cst
+    from libcst.metadata import PositionProvider
+    from mutmut.mutation import file_mutation as fm
+
+    native = {"staticmethod", "classmethod"}
+
+    def ours(node: Any) -> bool:
+        names = {decorator_name(d) for d in node.decorators}
+        return isinstance(node, cst.FunctionDef) and bool(names) and not names & (CACHES | native)
+
+    skip = fm.MutationVisitor._skip_node_and_children
+
+    def skip_node_and_children(self: Any, node: Any) -> bool:
+        if isinstance(node, cst.FunctionDef) and ours(node):
+            position = self.get_metadata(PositionProvider, node, None)
+            if position and position.start.line in self._ignored_node_lines:  # `# pragma: no mutate block`
+                self.ignored_functions.add(node.name.value)
+                return True
+            return node.name.value in fm.NEVER_MUTATE_FUNCTION_NAMES
+        return bool(skip(self, node))
+
+    arrange = fm.function_trampoline_arrangement
+
+    def arrangement(function: Any, mutants: Any, class_name: str | None) -> Any:
+        declared, nodes, assigned, names = arrange(function, mutants, class_name)
+        if ours(function):  # nodes[0] is the trampoline; the rest are the original's copy and the mutants
+            nodes = [nodes[0], *(n.with_changes(decorators=[]) for n in nodes[1:])]
+        return declared, nodes, assigned, names
+
+    fm.MutationVisitor._skip_node_and_children = skip_node_and_children  # type: ignore[method-assign]
+    fm.function_trampoline_arrangement = arrangement
+
+
+def prepare(work: Path, module: str, tests: list[str], again: bool) -> None:
+    """The scratch copy: links to the repository's folders (mutmut copies them into `mutants/`), and a
+    pyproject.toml that says what to mutate and which tests to run."""
+    if not again and work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    for name in COPIED[:-1]:
+        link = work / name
+        if not link.exists():
+            link.symlink_to(ROOT / name)
+    shared = ROOT.parent / "shared"  # the spec and the corpus some tests read beside the checkout
+    if shared.exists() and not (work / "shared").exists():
+        (work / "shared").symlink_to(shared)
+    if again:  # the tests may have changed since: copy them afresh
+        shutil.rmtree(work / "mutants" / "tests", ignore_errors=True)
+    top = module.split("/")[0].removesuffix(".py")
+    below = LAYERS[:LAYERS.index(top)] if top in LAYERS else ()
+    preload = [*LIBRARIES, *(f"tagengine._internal.{layer}" for layer in below)]
+    (work / "preload.txt").write_text("\n".join(preload) + "\n", encoding="utf-8")
+    config = {
+        "source_paths": ["tagengine"],
+        "only_mutate": [f"tagengine/_internal/{module}" + ("" if module.endswith(".py") else "/*")],
+        "pytest_add_cli_args_test_selection": tests,
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-W", "ignore"],
+        "also_copy": [n for n in COPIED[1:-1] if n != "tests"],
+        # the worker forks from a server that ran no test and imported nothing the mutant changes: the module's
+        # constants and the engine's identity caches are built under the mutant, never taken from a clean run
+        "process_isolation": "forkserver",
+        "forkserver_warmup": "import",
+        "preload_modules_file": str(work / "preload.txt"),
+        "use_git_change_detection": False,
+    }
+    toml = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    toml += "\n[tool.mutmut]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in config.items())
+    (work / "pyproject.toml").write_text(toml, encoding="utf-8")
+
+
+def run_mutmut(work: Path, jobs: int) -> None:
+    """mutmut's own `run`, in the scratch copy, with decorated functions mutated too."""
+    os.chdir(work)
+    sys.path.insert(0, str(work))
+    mutate_decorated_functions()
+    from mutmut.__main__ import cli
+
+    try:
+        cli.main(["run", "--max-children", str(jobs)], prog_name="mutmut", standalone_mode=False)
+    except SystemExit as e:  # mutmut exits 1 when the clean run fails
+        if e.code:
+            raise
+
+
+def results(work: Path) -> tuple[Counter[str], dict[str, list[str]]]:
+    """Mutant counts by status, and the names of the mutants that were not killed, by status."""
+    from mutmut.stats import status_by_exit_code
+
+    counts: Counter[str] = Counter()
+    left: dict[str, list[str]] = {}
+    for meta in sorted((work / "mutants").rglob("*.py.meta")):
+        for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
+            status = status_by_exit_code[code]
+            counts[status] += 1
+            if status not in ("killed", "no tests", "timeout"):
+                left.setdefault(status, []).append(name)
+    return counts, left
+
+
+def score(counts: Counter[str]) -> tuple[int, int]:
+    """(killed, reached): a timeout is a kill (the mutant hangs a test); `no tests` is not reached."""
+    killed = counts["killed"] + counts["timeout"]
+    return killed, sum(counts.values()) - counts["no tests"]
+
+
+def record(module: str, counts: Counter[str]) -> None:
+    """Rewrite this module's entry in tests/mutation_scores.toml (the file is ours: one table per module)."""
+    import tomllib
+
+    data = tomllib.loads(SCORES.read_text(encoding="utf-8")) if SCORES.exists() else {}
+    killed, reached = score(counts)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    data[module] = {"killed": killed, "reached": reached, "survived": counts["survived"],
+                    "no_tests": counts["no tests"], "other": reached - killed - counts["survived"],
+                    "date": datetime.date.today().isoformat(), "commit": commit.strip()}
+    lines = ["# Mutation scores per engine module, written by `./dev mutate MODULE` (tests/mutate.py); read by",
+             "# tests/spec_coverage.py. Survivors are killed with a test or explained in docs/mutation.md.", ""]
+    for name in sorted(data):
+        lines.append(f'["{name}"]')
+        lines += [f"{k} = {json.dumps(v)}" for k, v in data[name].items()]
+        lines.append("")
+    SCORES.write_text("\n".join(lines), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("module", help="a folder or file under tagengine/_internal: commands, sheet, tags, ruleset/checks")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
+    ap.add_argument("--again", action="store_true", help="keep earlier results; rerun what was not killed")
+    ap.add_argument("--tests", nargs="+", help="test files to run instead of the engine's tests")
+    ap.add_argument("--no-record", action="store_true", help="do not write tests/mutation_scores.toml")
+    args = ap.parse_args(argv)
+    module = args.module.strip("/")
+    if not (ROOT / "tagengine" / "_internal" / module).exists():
+        ap.error(f"no tagengine/_internal/{module}")
+    work = WORK / module.replace("/", "-")
+    prepare(work, module, args.tests or engine_tests(), args.again)
+    run_mutmut(work, args.jobs)
+    counts, left = results(work)
+    killed, reached = score(counts)
+    print(f"\n{module}: {killed} of {reached} mutants killed ({100 * killed / max(1, reached):.1f}%); "
+          + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    for status, names in left.items():
+        print(f"{status}:")
+        for name in names:
+            print(f"  {name}")
+    if left:
+        print(f"see one with: cd {work.relative_to(ROOT)} && ../../.venv/bin/mutmut show NAME")
+    if not args.no_record and not args.tests:
+        record(module, counts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
