@@ -39,11 +39,28 @@ LEFT_OUT = re.compile(r"test_(serve|st_|pages|replay|wheel|cold_start|cli|files_
                       r"spec_coverage|tokenizers|mistral|prefix_memo)")
 # Decorators mutmut must keep skipping: a cache filled by the clean run would answer for the mutant.
 CACHES = frozenset({"cache", "lru_cache", "cached_property"})
-# Imported once by the fork server, before any mutant: libraries, and the engine's layers below the module
-# mutated (docs/architecture.md: each imports only those below it), so no mutated code runs there. Each
-# mutant's worker imports the rest itself, with the mutant set: the module's constants are built under it.
-LIBRARIES = ("pydantic", "lark", "jinja2", "orjson", "tiktoken", "hypothesis", "hypothesis.strategies")
-LAYERS = ("ruleset", "state", "sheet", "tags", "commands")
+
+
+PROPERTY_EXAMPLES = 40
+PLUGIN = f'''"""Loaded by tests/mutate.py into each mutation run (`-p mutation_hypothesis`): property tests try at most
+{PROPERTY_EXAMPLES} examples, the same ones every run (derandomized), so a mutant's verdict does not depend on luck
+and a survivor does not run thousands of examples. The suite itself (./dev test) keeps its own numbers."""
+
+import hypothesis
+
+_init = hypothesis.settings.__init__
+
+
+def _capped(self, parent=None, **kwargs):
+    kwargs["max_examples"] = min(kwargs.get("max_examples", {PROPERTY_EXAMPLES}), {PROPERTY_EXAMPLES})
+    kwargs.update(derandomize=True, database=None, deadline=None)
+    _init(self, parent, **kwargs)
+
+
+hypothesis.settings.__init__ = _capped
+hypothesis.settings.register_profile("mutation", max_examples={PROPERTY_EXAMPLES})
+hypothesis.settings.load_profile("mutation")
+'''
 
 
 def engine_tests() -> list[str]:
@@ -113,23 +130,21 @@ def prepare(work: Path, module: str, tests: list[str], again: bool) -> None:
     shared = ROOT.parent / "shared"  # the spec and the corpus some tests read beside the checkout
     if shared.exists() and not (work / "shared").exists():
         (work / "shared").symlink_to(shared)
-    if again:  # the tests may have changed since: copy them afresh
+    if again:  # the tests may have changed since: copy them afresh, and find again which tests reach what
         shutil.rmtree(work / "mutants" / "tests", ignore_errors=True)
-    top = module.split("/")[0].removesuffix(".py")
-    below = LAYERS[:LAYERS.index(top)] if top in LAYERS else ()
-    preload = [*LIBRARIES, *(f"tagengine._internal.{layer}" for layer in below)]
-    (work / "preload.txt").write_text("\n".join(preload) + "\n", encoding="utf-8")
+        (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    (work / "mutation_hypothesis.py").write_text(PLUGIN, encoding="utf-8")
     config = {
         "source_paths": ["tagengine"],
         "only_mutate": [f"tagengine/_internal/{module}" + ("" if module.endswith(".py") else "/*")],
         "pytest_add_cli_args_test_selection": tests,
-        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-W", "ignore"],
-        "also_copy": [n for n in COPIED[1:-1] if n != "tests"],
-        # the worker forks from a server that ran no test and imported nothing the mutant changes: the module's
-        # constants and the engine's identity caches are built under the mutant, never taken from a clean run
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-W", "ignore", "-p", "mutation_hypothesis"],
+        "also_copy": [*(n for n in COPIED[1:-1] if n != "tests"), "mutation_hypothesis.py"],
+        # the worker forks from a server that ran no test: it imported the libraries and collected the tests
+        # (module constants are the clean code's; the tests' own work, and every identity cache it fills, runs
+        # under the mutant). Importing the tests in every worker instead took 5-8 s a mutant on two cores.
         "process_isolation": "forkserver",
-        "forkserver_warmup": "import",
-        "preload_modules_file": str(work / "preload.txt"),
+        "forkserver_warmup": "collect",
         "use_git_change_detection": False,
     }
     toml = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
@@ -137,22 +152,23 @@ def prepare(work: Path, module: str, tests: list[str], again: bool) -> None:
     (work / "pyproject.toml").write_text(toml, encoding="utf-8")
 
 
-def run_mutmut(work: Path, jobs: int) -> None:
-    """mutmut's own `run`, in the scratch copy, with decorated functions mutated too."""
+def run_mutmut(work: Path, jobs: int, names: list[str]) -> None:
+    """mutmut's own `run`, in the scratch copy, with decorated functions mutated too; only `names` when given."""
     os.chdir(work)
     sys.path.insert(0, str(work))
     mutate_decorated_functions()
     from mutmut.__main__ import cli
 
     try:
-        cli.main(["run", "--max-children", str(jobs)], prog_name="mutmut", standalone_mode=False)
+        cli.main(["run", "--max-children", str(jobs), *names], prog_name="mutmut", standalone_mode=False)
     except SystemExit as e:  # mutmut exits 1 when the clean run fails
         if e.code:
             raise
 
 
-def results(work: Path) -> tuple[Counter[str], dict[str, list[str]]]:
-    """Mutant counts by status, and the names of the mutants that were not killed, by status."""
+def results(work: Path, *, reached_only: bool = True) -> tuple[Counter[str], dict[str, list[str]]]:
+    """Mutant counts by status, and the names of the mutants that were not killed, by status (those no test
+    reaches too, unless `reached_only`)."""
     from mutmut.stats import status_by_exit_code
 
     counts: Counter[str] = Counter()
@@ -161,7 +177,7 @@ def results(work: Path) -> tuple[Counter[str], dict[str, list[str]]]:
         for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
             status = status_by_exit_code[code]
             counts[status] += 1
-            if status not in ("killed", "no tests", "timeout"):
+            if status not in ("killed", "timeout") and not (reached_only and status == "no tests"):
                 left.setdefault(status, []).append(name)
     return counts, left
 
@@ -203,8 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     if not (ROOT / "tagengine" / "_internal" / module).exists():
         ap.error(f"no tagengine/_internal/{module}")
     work = WORK / module.replace("/", "-")
+    again = []
+    if args.again and work.exists():
+        again = [n for names in results(work, reached_only=False)[1].values() for n in names]
     prepare(work, module, args.tests or engine_tests(), args.again)
-    run_mutmut(work, args.jobs)
+    run_mutmut(work, args.jobs, again)
     counts, left = results(work)
     killed, reached = score(counts)
     print(f"\n{module}: {killed} of {reached} mutants killed ({100 * killed / max(1, reached):.1f}%); "
