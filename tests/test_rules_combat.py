@@ -207,6 +207,14 @@ def test_cb_1_a_hit_takes_points_from_a_health_pool_temporary_points_first():
     assert run(FIFTH, a.state, '[sheet: who="X" op="hit" amount="2"]')[1] == [("ok", f"{top - 2} of {top} left")]
 
 
+def test_cb_4_a_health_pool_is_down_at_0_only_and_holds_no_temporary_points_it_does_not_allow():
+    resolve = ruleset(lambda d: d.update(combat={"health": {"pool": "resolve"}}))  # no allowTemp
+    st = fresh(resolve, pools={"resolve": 1})
+    h = character(resolve, st, "X").health
+    assert (h.left, h.temp, h.down, h.now) == (1, 0, None, "1 of 4 left")
+    assert run(resolve, st, hit("edged"))[1] == [("ok", "down: 0 of 4 left")]
+
+
 def test_cb_1_refusals():
     st = fresh(GRAVE)
     cases = {

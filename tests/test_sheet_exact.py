@@ -55,6 +55,9 @@ def test_sheet_25_scale_rounds_half_away_from_zero_by_default():
     rs = rs_of(lambda d: d["sheet"].update(derived=[
         {"id": "h", "label": "H", "op": "scale", "from": {"field": "n"}, "by": 0.5}]))
     assert [ev_of(rs, {"n": n}).derived("h") for n in (-5, -1, 1, 5)] == [-3, -1, 1, 3]
+    rs = rs_of(lambda d: d["sheet"].update(derived=[
+        {"id": "z", "label": "Z", "op": "scale", "from": {"field": "n"}, "by": 0}]))
+    assert ev_of(rs, {"n": 7}).derived("z") == 0
 
 
 def test_ref_2_two_list_sums_of_one_list_are_each_their_own_column():
@@ -217,3 +220,94 @@ def test_characters_and_the_party_sheet_are_named_by_the_state():
     blades = load_sample("blades-like")
     assert party(blades, GameState.new(blades, ["A"])).name == "Crew"
     assert party(grave, sample_state("gravewatch")) is None
+
+
+# -- values as a card stores them (a chat app's card may hold anything) -------------------------------------------
+def raw_card(rs, **parts):
+    card = dict(GameState.new(rs, ["X"]).cards["X"])
+    for k, v in parts.items():
+        card[k] = {**card.get(k, {}), **v}
+    return card
+
+
+def test_hide_5_a_stored_field_of_the_wrong_kind_reads_its_default_and_a_number_its_bounds():
+    rs = rs_of(lambda d: d["sheet"]["fields"].extend([
+        {"id": "flag", "label": "Flag", "type": "boolean", "default": True},
+        {"id": "note", "label": "Note", "type": "text", "default": "none"},
+        {"id": "m", "label": "M", "type": "number", "min": 2, "max": 6}]))
+    card = raw_card(rs, fields={"n": True, "mood": "gone", "flag": "yes", "note": 7, "m": 1})
+    assert Eval(rs, card, None).fields == {"n": 0, "mood": "calm", "flag": True, "note": "none", "m": 2}
+    card = raw_card(rs, fields={"n": "3", "mood": "wild", "flag": False, "note": "ok", "m": 9})
+    assert Eval(rs, card, None).fields == {"n": 0, "mood": "wild", "flag": False, "note": "ok", "m": 6}
+    card = raw_card(rs, fields={"n": -25, "m": 4})
+    assert Eval(rs, card, None).fields["n"] == -20 and Eval(rs, card, None).fields["m"] == 4
+
+
+def test_sheet_7_a_stored_ability_of_the_wrong_kind_reads_its_default_or_its_min():
+    rs = rs_of(lambda d: d["sheet"]["abilities"].append({"id": "wits", "label": "Wits", "min": 1, "max": 5}))
+    ev = Eval(rs, raw_card(rs, abilities={"brawn": True, "wits": "4"}), None)
+    assert (ev.ability_score("brawn"), ev.ability_score("wits")) == (3, 1)
+    ev = Eval(rs, raw_card(rs, abilities={"brawn": 12, "wits": 0}), None)
+    assert (ev.ability_score("brawn"), ev.ability_score("wits")) == (9, 1)
+
+
+def test_ref_1_every_reference_reads_the_same_wherever_it_is_read():
+    """A pool's max, a cap and an adjust value are read by the evaluation itself, not the compiled derived values:
+    each form of reference must read the same there."""
+    def change(d):
+        d["sheet"]["abilities"][0].update(max=20)
+        d["sheet"].update(
+            abilityModifier="d20",
+            training=[{"id": "no", "label": "No", "bonus": 0}, {"id": "yes", "label": "Yes", "bonus": 2}],
+            skills=[{"id": "lift", "label": "Lift", "ability": "brawn"}],
+            saves=[{"id": "grit", "label": "Grit", "ability": "brawn"}],
+            lists=[{"id": "bag", "label": "Bag", "columns": [
+                {"id": "w", "label": "W", "type": "number", "min": 0, "max": 9, "default": 1},
+                {"id": "on", "label": "On", "type": "boolean", "default": True}]}])
+        d["sheet"]["fields"].append({"id": "key", "label": "Key", "type": "enum", "values": ["brawn"]})
+        d["sheet"]["live"].update(
+            tracks=[{"id": "t", "label": "T", "min": 1, "max": 9, "default": 4}],
+            pools=[{"id": p, "label": p, "max": ref} for p, ref in (
+                ("score", {"abilityScore": "brawn"}), ("mod", {"abilityMod": "brawn"}),
+                ("from_field", {"abilityModFromField": "key"}), ("skill", {"skillMod": "lift"}),
+                ("save", {"saveMod": "grit"}), ("sum", {"listSum": {"list": "bag", "column": "w", "onlyWhen": "on"}}),
+                ("zero", {"field": "n"}))])
+        d["sheet"]["derived"] = [{"id": "tr", "label": "Tr", "op": "sum", "of": [{"liveTrack": "t"}]}]
+    rs = rs_of(change)
+    card = raw_card(rs, abilities={"brawn": 14}, saves={"grit": "yes"},
+                    lists={"bag": [{"w": 2}, {"w": 3, "on": False}, {"w": 4}]})
+    ev = Eval(rs, card, None)
+    maxima = {p.id: ev.pool_max(p) for p in rs.sheet.pools}
+    assert maxima == {"score": 14, "mod": 2, "from_field": 2, "skill": 2, "save": 4, "sum": 6, "zero": 0}
+    assert ev.derived("tr") == 4  # liveTrack without `read` reads the value
+
+
+def test_pen_3_adj_6_a_dice_pool_floor_is_its_min_or_1_and_never_below_0():
+    def pool(d, **res):
+        d["sheet"].update(sections=[], skills=[{"id": "s", "label": "S", "ability": "brawn",
+                                                  "untrained": {"by": -5}}],
+                          training=[{"id": "no", "label": "No", "bonus": 0}])
+        d["resolution"] = {"type": "dice-pool", "adjust": [{"value": {"field": "n"}}], **res}
+    rs = rs_of(pool)  # no `pool`: the floor is 1
+    for n, total in ((0, 3), (-2, 1), (-9, 1)):
+        assert check_number(Eval(rs, raw_card(rs, fields={"n": n}), None), "ability", "brawn").total == total
+    skill = check_number(Eval(rs, raw_card(rs, fields={"n": 0}), None), "skill", "s")
+    assert (skill.sheet, skill.total) == (-2, 0)  # a sheet number below 0 rolls no dice, never fewer than none
+    rs = rs_of(lambda d: pool(d, pool={"min": 2}))
+    assert check_number(Eval(rs, raw_card(rs, fields={"n": -9}), None), "ability", "brawn").total == 2
+    assert check_number(Eval(rs, raw_card(rs, abilities={"brawn": 1}, fields={"n": -9}), None), "ability",
+                        "brawn").total == 1  # a sheet number already below the floor is kept
+
+
+def test_e_1_a_skill_without_an_ability_starts_from_0_and_a_pool_counts_scores_not_modifiers():
+    rs = rs_of(lambda d: (d["sheet"].update(abilityModifier="d20", skills=[{"id": "luck", "label": "Luck"}]),
+                          d.update(resolution={"type": "dice-pool"})))
+    ev = Eval(rs, raw_card(rs, abilities={"brawn": 7}), None)
+    assert check_number(ev, "skill", "luck").base == 0 and check_number(ev, "ability", "brawn").base == 7
+    assert check_number(ev, "ability", "brawn").target is None  # no `pool.target`: none (CK-4 counts 4)
+
+
+def test_pool_max_reads_0_when_its_reference_does():
+    rs = rs_of(lambda d: d["sheet"]["live"].update(pools=[{"id": "p", "label": "P", "max": {"field": "n"}}]))
+    (p,) = character(rs, GameState.new(rs, ["X"]), "X").pools
+    assert (p.cur, p.max) == (0, 0)
