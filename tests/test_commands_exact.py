@@ -1,0 +1,70 @@
+"""Commands at their edges, pinned where a mutation pass found them unchecked (issue 29, docs/mutation.md): the JSON
+receipt, a chat app's party saves, live text at its length limit."""
+
+from __future__ import annotations
+
+import pytest
+from cmdkit import run, sample_state
+
+from conftest import load_sample
+from tagengine._internal.commands import apply_reply
+from tagengine._internal.commands.party_save import PartyConflict, save_party
+from tagengine._internal.errors import StateError
+
+BLADES, GRAVE, FIFTH = (load_sample(n) for n in ("blades-like", "gravewatch", "fifth-like"))
+
+
+def test_dec_4_the_json_receipt_has_its_span_its_attributes_and_only_what_it_says():
+    text = ('A [sheet: who="Cutter" op="spend" pool="stress" amount="1"] B [clock: name="x" tick] '
+            'C [sheet: who="Cutter" op="spend" pool="stress" amount="1" !]')
+    out = apply_reply(BLADES, sample_state("blades-like"), text)
+    ok, refused, malformed = (r.to_json() for r in out.receipts)
+    assert ok == {"span": [2, ok["span"][1]], "tag": "sheet", "result": "ok", "now": ok["now"],
+                  "attrs": {"who": "Cutter", "op": "spend", "pool": "stress", "amount": "1"}}
+    assert out.text[ok["span"][0]:ok["span"][1]].endswith(f'now="{ok["now"]}"]')
+    assert refused == {"span": refused["span"], "tag": "clock", "attrs": {"name": "x", "tick": None},
+                       "result": "refused", "reason": "invalid-amount"}
+    assert malformed["detail"].startswith("unexpected '!'") and malformed["reason"] == "malformed"
+    assert "record" not in ok and "detail" not in ok
+    (check,) = apply_reply(GRAVE, sample_state("gravewatch"), '[check: who="Mira" skill="Ward"]').receipts
+    assert check.to_json()["record"] == dict(check.record) and "now" not in check.to_json()
+
+
+def test_party_36_a_save_of_a_ruleset_without_a_party_sheet_or_of_a_bad_draft_says_what_is_wrong():
+    with pytest.raises(StateError) as e:
+        save_party(GRAVE, sample_state("gravewatch"), {"fields": {}}, 0)
+    assert [(p.path, p.code, p.message) for p in e.value.problems] == [
+        ("party", "no-party", "the ruleset has no party sheet")]
+    assert e.value.source == "party save"
+    st = sample_state("blades-like")
+    with pytest.raises(StateError) as e:
+        save_party(BLADES, st, {"fields": {"heat": "hot"}, "lists": {"cohorts": [{"name": 5}]}}, st.party_revision)
+    assert e.value.source == "party save"
+    assert {p.path.split(".")[0] for p in e.value.problems} == {"fields", "lists"}
+    assert any(p.path.startswith("fields.heat") for p in e.value.problems)
+
+
+def test_party_36_a_saved_draft_keeps_its_lists():
+    st = sample_state("blades-like")
+    rows = [{"name": "The Lamplighters", "type": "gang", "elite": False}]
+    saved = save_party(BLADES, st, {"fields": st.party_sheet["fields"], "lists": {"cohorts": rows}},
+                       st.party_revision)
+    assert saved.party_sheet["lists"]["cohorts"][0]["name"] == "The Lamplighters"
+
+
+def test_party_37_a_stale_draft_says_which_revision_won():
+    st = sample_state("blades-like")
+    with pytest.raises(PartyConflict) as e:
+        save_party(BLADES, st, {}, st.party_revision - 1)
+    assert str(e.value) == f"the party sheet was saved at revision {st.party_revision} after this draft was opened"
+
+
+def test_u_40_live_text_at_its_length_limit_is_kept_and_read_back():
+    fifth_text = next(t for t in FIFTH.file.sheet.live.text)
+    exact = "x" * fifth_text.maxLength
+    a, res = run(FIFTH, sample_state("fifth-like"), f'[sheet: who="Vess" op="text" text="{fifth_text.label}" '
+                                                    f'to="{exact}"]')
+    assert res == [("ok", exact)] and a.state.live_of("Vess").text[fifth_text.id] == exact
+    _, res = run(FIFTH, sample_state("fifth-like"), f'[sheet: who="Vess" op="text" text="{fifth_text.label}" '
+                                                    f'to="{exact}x"]')
+    assert res == [("refused", "invalid-value")]
