@@ -68,3 +68,31 @@ def test_u_40_live_text_at_its_length_limit_is_kept_and_read_back():
     _, res = run(FIFTH, sample_state("fifth-like"), f'[sheet: who="Vess" op="text" text="{fifth_text.label}" '
                                                     f'to="{exact}x"]')
     assert res == [("refused", "invalid-value")]
+
+
+def test_c_3_restore_keeps_temporary_points_and_grants_only_the_larger():
+    st = sample_state("fifth-like")  # Vess: Hit points 21/23 +5 temp
+    a, res = run(FIFTH, st, '[sheet: who="Vess" op="restore" pool="Hit points" amount="1"]')
+    assert res == [("ok", "22/23 +5 temp")] and a.state.live_of("Vess").temp == {"hp": 5}
+    a, res = run(FIFTH, st, '[sheet: who="Vess" op="restore" pool="Hit points" amount="3" temp]')
+    assert res == [("ok", "21/23 +5 temp")] and a.state.live_of("Vess").pools["hp"] == 21
+    a, res = run(FIFTH, a.state, '[sheet: who="Vess" op="restore" pool="Hit points" amount="8" temp]')
+    assert res == [("ok", "21/23 +8 temp")] and a.state.live_of("Vess").temp == {"hp": 8}
+    for bad, why in (('temp="yes"', "invalid-value"), ('list="Features"', "unknown-attribute")):
+        a, res = run(FIFTH, st, f'[sheet: who="Vess" op="restore" pool="Hit points" {bad}]')
+        assert res == [("refused", why)] and a.state is st
+
+
+def test_cb_5_a_heal_of_0_heals_nothing_and_a_heal_of_temporary_points_keeps_the_larger_grant():
+    st = sample_state("fifth-like")
+    assert run(FIFTH, st, '[sheet: who="Vess" op="heal" amount="0"]')[1] == [("ok", "21 of 23 left +5 temp")]
+    a, res = run(FIFTH, st, '[sheet: who="Vess" op="heal" amount="3" temp]')
+    assert res == [("ok", "21 of 23 left +5 temp")] and a.state.live_of("Vess").pools["hp"] == 21
+    a, res = run(FIFTH, a.state, '[sheet: who="Vess" op="heal" amount="9" temp]')
+    assert res == [("ok", "21 of 23 left +9 temp")]
+
+
+def test_sheet_31_spending_0_of_a_row_is_allowed():
+    st = sample_state("fifth-like")
+    assert run(FIFTH, st, '[sheet: who="Vess" op="spend" row="Second wind" amount="0"]')[1] == [("ok", "1/2")]
+    assert run(FIFTH, st, '[sheet: who="Vess" op="restore" row="Second wind" amount="0"]')[1] == [("ok", "1/2")]
