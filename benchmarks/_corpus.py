@@ -14,6 +14,11 @@ SHARED = ROOT.parent / "shared"
 BENCH = SHARED / "bench"
 CACHE = ROOT / "benchmarks" / ".corpus"
 
+if not BENCH.is_dir():  # a user's clone: the comparator and its corpus are not there, so these figures cannot be
+    print(f"skipped: {Path(sys.argv[0]).name} compares against ../shared/bench (reference_regex.py, make_corpus.py, "
+          "bench_ruleset.json), which is not beside this checkout")
+    sys.exit(0)
+
 
 def corpus(chats: int = 200, turns: int = 20) -> Path:
     CACHE.mkdir(exist_ok=True)

@@ -1,10 +1,11 @@
 """Tag benchmark (issue: tags in, receipts out): apply every reply of the make_corpus corpus.
 
 Prints MB/s, replies/s, p50/p99 per reply, the ratio to ../shared/bench/reference_regex.py on the
-same corpus in the same run (target <= 3.0x; p99 <= 2 ms), and the hostile-input timings (each < 1 s).
-Each chat's replies apply in order from a new state, as a chat app would. The comparator's `rewrite`
-runs in this process, interleaved with the engine, and both are timed in CPU seconds, so a busy
-neighbour on a shared machine moves both alike.
+same corpus in the same run (target <= 1.5x since issue 30, 3.0x before; p99 <= 0.3 ms, 2 ms before), and
+the hostile-input timings (each <= 0.5 s, 1 s before). Each chat's replies apply in order from a new state,
+as a chat app would. The comparator's `rewrite` runs in this process, interleaved with the engine, and both
+are timed in CPU seconds, so a busy neighbour on a shared machine moves both alike; so is each reply for
+p50/p99 (its wall time is printed beside: on a busy machine one reply in a hundred is descheduled).
 
 Hostile inputs (about 1 MB each, or one tag that asks for a lot) are applied one by one, each in a
 forked child timed in CPU seconds and stopped after LIMIT seconds, so one regression cannot hang the
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import statistics
 import sys
 import time
@@ -28,6 +30,7 @@ from tagengine import GameState, Ruleset, apply_reply
 from tagengine._internal.stream import StreamFilter
 
 LIMIT = 30.0  # seconds: a hostile case still running then is reported as stopped
+ROUNDS = 9  # interleaved rounds of the engine and the comparator; the ratio is their median
 
 
 def hostile_cases(texts: list[str]) -> list[tuple[str, str, bool]]:
@@ -106,35 +109,39 @@ def main() -> None:
 
     engine_run()  # warm
     ratios, engines, refs = [], [], []
-    for _ in range(5):  # interleaved, CPU time: the comparator runs in this process on the same replies
+    for _ in range(ROUNDS):  # interleaved, CPU time: the comparator runs in this process on the same replies
         ref_run, eng_run = cpu_seconds(reference_run), cpu_seconds(engine_run)
         refs.append(ref_run)
         engines.append(eng_run)
         ratios.append(eng_run / ref_run)
     engine, ratio = min(engines), statistics.median(ratios)
     per: list[float] = []
+    walls: list[float] = []
     state = None
     for chat in chats:
         state = GameState.new(rs, chat["characters"])
         for m in chat["messages"]:
             if m["role"] == "assistant":
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.thread_time()
                 state = apply_reply(rs, state, m["content"]).state
-                per.append(time.perf_counter() - t)
+                per.append(time.thread_time() - c)
+                walls.append(time.perf_counter() - t)
     per.sort()
+    walls.sort()
     mb = size / 1e6
     print(f"corpus: {len(chats)} chats, {n} replies, {mb:.1f} MB")
-    print(f"engine: {engine:.3f} s CPU (best of 5)  {mb / engine:.1f} MB/s  {n / engine:.0f} replies/s; "
+    print(f"engine: {engine:.3f} s CPU (best of {ROUNDS})  {mb / engine:.1f} MB/s  {n / engine:.0f} replies/s; "
           f"reference_regex {min(refs):.3f} s")
-    print(f"per reply: p50 {statistics.median(per) * 1e3:.3f} ms  p99 {per[int(len(per) * 0.99)] * 1e3:.3f} ms "
-          f"(target p99 <= 2 ms)")
+    print(f"per reply, CPU: p50 {statistics.median(per) * 1e3:.3f} ms  p99 {per[int(len(per) * 0.99)] * 1e3:.3f} ms "
+          f"(target p99 <= 0.3 ms); wall: p50 {statistics.median(walls) * 1e3:.3f} ms  p99 "
+          f"{walls[int(len(walls) * 0.99)] * 1e3:.3f} ms; load average {os.getloadavg()[0]:.1f}")
     print(f"ratio engine/reference_regex, run by run: {', '.join(f'{r:.2f}' for r in ratios)}; "
-          f"median {ratio:.2f}x (target <= 3.0x)")
+          f"median {ratio:.2f}x (target <= 1.5x)")
     state = GameState.new(rs, ["Mira"])
     for label, text, streamed in hostile_cases(texts):
         seconds = _hostile_seconds(rs, state, text, streamed)
         took = f"{seconds:.3f} s" if seconds is not None else f"> {LIMIT:.0f} s (stopped)"
-        print(f"hostile: {label}: {took} (target < 1 s)")
+        print(f"hostile: {label}: {took} (target <= 0.5 s)")
 
 
 if __name__ == "__main__":

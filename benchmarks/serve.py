@@ -20,7 +20,8 @@ with the direct request after the same kind, the larger of the two cases countin
 The machine may be shared: every figure is taken in several rounds and the median printed; the load
 average is printed beside it, and so is the server's CPU time per request, which the load tilts less
 than wall time. `--against REF` serves the same requests, interleaved, with the code of another commit
-too (unpacked with `git archive`): a before/after that a change in the load cannot fake. `--profile
+too (unpacked with `git archive`): a before/after that a change in the load cannot fake; `--httpx-transport`
+serves them with this tree over httpx's own upstream transport too (`serve --upstream-transport httpx`). `--profile
 FILE` runs the server under cProfile (its figures are then not the server's own: use it to find where
 time goes, not to judge a target). Linux: the RSS and CPU figures read /proc.
 """
@@ -66,6 +67,9 @@ REPLIES = [
 ]  # replies of about 500 to 600 characters, each with tags that change the state
 REPLY = REPLIES[0]  # what the fake upstream answers
 TARGETS = {"p50": 2.0, "p99": 10.0, "ttfb": 2.0, "cold": 60.0}  # milliseconds
+HUGE = 64 * 1024 * 1024  # bytes of the fake upstream's huge answer (issue 26 item 2)
+ENDLESS = 1024 * 1024 * 1024  # the most its endless stream sends (item 3): it ends when the client goes
+ATTACKS = ("big message", "big history", "huge answer", "endless stream", "slow clients")
 
 
 # -- the fake upstream (its own process) ---------------------------------------------------------------
@@ -89,6 +93,10 @@ def fake_upstream() -> None:
 
     async def chat(request: Request) -> Response:
         body = json.loads(await request.body())
+        last = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")  # the reminder follows
+        if last in ("TURN:huge", "TURN:endless"):  # the attacks (`attacks` below)
+            return StreamingResponse(huge() if last == "TURN:huge" else endless(),
+                                     media_type="application/json" if last == "TURN:huge" else "text/event-stream")
         if body.get("stream") is not True:
             return Response(whole, media_type="application/json")
 
@@ -101,6 +109,24 @@ def fake_upstream() -> None:
             yield b"data: [DONE]\n\n"
 
         return StreamingResponse(pieces(), media_type="text/event-stream")
+
+    async def huge() -> AsyncIterator[bytes]:
+        """A whole answer of HUGE bytes, made as it is sent."""
+        head = b'{"id":"bench","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,' \
+               b'"message":{"role":"assistant","content":"'
+        yield head
+        piece = b"All quiet. " * 95325  # about 1 MiB
+        for _ in range(HUGE // len(piece)):
+            yield piece
+            await asyncio.sleep(0)
+        yield b'"},"finish_reason":"stop"}]}'
+
+    async def endless() -> AsyncIterator[bytes]:
+        """Content events until the client goes (at most ENDLESS bytes: a bound)."""
+        events = chunk({"content": "On and on. " * 93}) * 64
+        for _ in range(ENDLESS // len(events)):
+            yield events
+            await asyncio.sleep(0)
 
     # IPPROTO_TCP named, so that asyncio sets TCP_NODELAY on the accepted sockets as it does for uvicorn's own
     # (with proto 0 it does not, and each answer waits 40 ms for a delayed ACK)
@@ -118,11 +144,16 @@ class Proc:
     """A child process; stopped with SIGINT (then killed) on exit."""
 
     def __init__(self, argv: list[str], log: Path, pipe: bool = False, cwd: Path = ROOT,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, nofile: int | None = None) -> None:
         self.log = log
         self.out = log.open("wb")  # the server's log goes to the file, never to a pipe left full
+
+        def limit(files: int = nofile or 0) -> None:  # the child's limit on open files: the attacks run under 256
+            import resource
+            resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE if pipe else self.out, stderr=self.out, cwd=cwd,
-                                  env=env)
+                                  env=env, preexec_fn=limit if nofile else None)
 
     def stop(self) -> None:
         if self.p.poll() is None:
@@ -155,10 +186,12 @@ class Proc:
 
 @dataclass(frozen=True)
 class Code:
-    """A version of tagengine to serve with: this tree, or `--against REF` unpacked with `git archive`."""
+    """A version of tagengine to serve with: this tree, or `--against REF` unpacked with `git archive`; `args`:
+    more `serve` options (`--httpx-transport`: this tree with `--upstream-transport httpx`)."""
 
     label: str
     root: Path
+    args: tuple[str, ...] = ()
 
 
 @dataclass
@@ -193,14 +226,15 @@ def start_upstream(tmp: Path) -> tuple[Proc, str]:
     return start_listener([sys.executable, __file__, "--fake-upstream"], tmp / "upstream.log", "the fake upstream")
 
 
-def start_serve(tmp: Path, code: Code, data: Path, upstream: str, profile: str | None) -> Server:
+def start_serve(tmp: Path, code: Code, data: Path, upstream: str, profile: str | None,
+                nofile: int | None = None) -> Server:
     # `python -m tagengine` ends with os._exit (decision P-7), which cProfile's own runner does not survive
     prof = ["-c", "import cProfile, sys; from tagengine._internal.cli import run; "
             f"cProfile.run('run(sys.argv[1:])', {profile!r})"] if profile else ["-m", "tagengine"]
     argv = [sys.executable, *prof, "serve", "--upstream", f"{upstream}/v1", "--port", "0",
-            "--data", str(data), "--context", "200000"]
+            "--data", str(data), "--context", "200000", *code.args]
     env = {**os.environ, "PYTHONPATH": str(code.root)}  # ahead of the installed (editable) package
-    proc = Proc(argv, tmp / f"serve-{data.name}.log", cwd=code.root, env=env)
+    proc = Proc(argv, tmp / f"serve-{data.name}.log", cwd=code.root, env=env, nofile=nofile)
     for _ in range(600):  # bounded: 60 s
         text = proc.log.read_text(errors="replace")
         hit = re.search(r"running on http://127\.0\.0\.1:(\d+)", text)
@@ -470,6 +504,138 @@ async def soak(c: Any, server: Server, seconds: float, chats: int) -> dict[str, 
             "quarters": quarter}
 
 
+# -- under attack (issue 26) ------------------------------------------------------------------------------
+
+SMALL_TURN = {"model": "gpt-4o", "messages": [{"role": "system", "content": 'Probe. [tagengine: campaign="bench"]'},
+                                              {"role": "user", "content": "A small turn: what now?"}]}
+
+
+LETTERS = "".join(random.Random(26).choices("abcdefghijklmnopqrstuvwxyz", k=4 * 1024 * 1024))
+
+
+def attack_body(attack: str, k: int) -> bytes:
+    """The `k`-th request of an attack (the issue's reproductions, within the server's limits where it has them),
+    each new to the server: a text it has counted, or a history it has replayed, would cost it nothing again."""
+    system = {"role": "system", "content": 'GM. [tagengine: campaign="bench"]'}
+    if attack == "big message":  # three messages of a million letters and no space: the costliest to count
+        text = [LETTERS[k * 7 + n:][:1024 * 1024 - 10] for n in range(3)]
+        doc = {"model": "gpt-4o", "messages": [system, *({"role": "user", "content": t} for t in text),
+                                               {"role": "user", "content": "And then?"}]}
+    elif attack == "big history":  # eight replies of a megabyte of tags each, replayed
+        tags = '[clock: name="Alarm" tick="1"] ' * ((1024 * 1024 - 100) // 31)
+        msgs = [system]
+        for n in range(8):
+            msgs += [{"role": "user", "content": f"go {n}"}, {"role": "assistant", "content": f"{k}.{n} {tags}"}]
+        doc = {"model": "gpt-4o", "messages": [*msgs, {"role": "user", "content": "And then?"}]}
+    else:
+        turn = "TURN:huge" if attack == "huge answer" else "TURN:endless"
+        doc = {"model": "gpt-4o", "stream": attack == "endless stream",
+               "messages": [system, {"role": "user", "content": turn}]}
+    return json.dumps(doc).encode()
+
+
+async def attack_once(c: Any, s: Server, attack: str, body: bytes, until: float) -> str:
+    """One attack, until it is answered (the endless stream: until it ends, or `until`); what it got."""
+    if attack == "slow clients":  # 300 connections that send half a request line, held until `until`
+        port = int(s.url.rsplit(":", 1)[1])
+        held = []
+        try:
+            for _ in range(300):
+                _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 30)
+                writer.write(b"GET /healthz HTTP/1.1\r\n")
+                held.append(writer)
+            await asyncio.sleep(max(0.0, until - time.monotonic()))
+        except (OSError, TimeoutError) as e:
+            return f"{len(held)} opened, then {type(e).__name__}"
+        finally:
+            for w in held:
+                w.close()
+        return "300 held"
+    headers = {"content-type": "application/json"}
+    try:
+        async with c.stream("POST", f"{s.url}/v1/chat/completions", content=body, headers=headers) as r:
+            last = ""
+            async for line in r.aiter_lines():
+                last = line or last
+                if attack == "endless stream" and time.monotonic() > until:
+                    return f"{r.status_code}, still streaming when cut by the client"
+        code = re.search(r'"code": ?"(\w+)"', last)
+        return f"{r.status_code}" + (f" {code.group(1)}" if code else "")
+    except Exception as e:  # counted and shown: the attack goes on
+        return f"{type(e).__name__}"
+
+
+async def under_attack(s: Server, attack: str, seconds: float) -> dict[str, Any]:
+    """`attack`, again and again for `seconds` (at least once), while /healthz and a small chat turn are
+    asked by turns, each on a new connection (as a new client's): their times, and what the attacks got."""
+    import httpx
+
+    times: dict[str, list[float]] = {"healthz": [], "turn": []}
+    errors: list[str] = []
+    got: list[str] = []
+    done = asyncio.Event()
+    rss = [s.proc.rss_kb() or 0]
+    limits = httpx.Limits(max_keepalive_connections=0)  # a new connection per probe: a new client, as a chat app's
+    async with httpx.AsyncClient(timeout=60, limits=limits) as probe, httpx.AsyncClient(timeout=300) as c:
+
+        async def probes() -> None:
+            while not done.is_set():
+                for what in ("healthz", "turn"):
+                    t = time.perf_counter()
+                    try:
+                        r = await (probe.get(f"{s.url}/healthz") if what == "healthz" else
+                                   probe.post(f"{s.url}/v1/chat/completions", json=SMALL_TURN))
+                        if r.status_code != 200:
+                            errors.append(f"{what} {r.status_code}")
+                    except Exception as e:
+                        errors.append(f"{what} {type(e).__name__}")
+                    times[what].append(time.perf_counter() - t)
+                    rss.append(s.proc.rss_kb() or 0)
+
+        async def attacks() -> None:
+            start = time.monotonic()
+            while not got or time.monotonic() - start < seconds:
+                body = attack_body(attack, len(got)) if attack != "slow clients" else b""
+                got.append(await attack_once(c, s, attack, body, start + seconds))
+            done.set()
+
+        await asyncio.gather(probes(), attacks())
+    return {"healthz": times["healthz"], "turn": times["turn"], "errors": errors, "got": got,
+            "rss": (max(rss) - rss[0]) / 1024}
+
+
+async def attacks(tmp: Path, up: str, codes: list[Code], seconds: float) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each attack on a new server per version of the code, limited to 256 open files (the issue's): the
+    probes' times under each."""
+    import httpx
+
+    print(f"under attack: each attack for {seconds:g} s (at least once) while /healthz and a small "
+          f"turn are asked by turns; servers limited to 256 open files; {load()}")
+    out: dict[str, dict[str, dict[str, Any]]] = {code.label: {} for code in codes}
+    for code in codes:
+        s = start_serve(tmp, code, new_data(tmp, f"attack-{abs(hash(code.label))}"), up, None, nofile=256)
+        try:
+            async with httpx.AsyncClient(timeout=60) as c:
+                await c.post(f"{s.url}/v1/chat/completions", json=SMALL_TURN)  # warm
+            for attack in ATTACKS:
+                r = out[code.label][attack] = await under_attack(s, attack, seconds)
+                h, t = r["healthz"], r["turn"]
+                print(f"  {code.label:>10} {attack:>15}: /healthz p50 {ms(h):.1f} p99 {pct(h, 0.99) * 1e3:.1f} max "
+                      f"{max(h) * 1e3:.0f} ms (n {len(h)}); small turn p50 {ms(t):.1f} p99 {pct(t, 0.99) * 1e3:.1f} "
+                      f"max {max(t) * 1e3:.0f} ms (n {len(t)}); {len(r['errors'])} probe errors; RSS "
+                      f"+{r['rss']:.0f} MB; the attack got: {', '.join(sorted(set(r['got'])))} ({len(r['got'])}x); "
+                      f"{load()}")
+        finally:
+            s.proc.stop()
+    return out
+
+
+def attacked(r: dict[str, Any]) -> str:
+    """A cell of the "under attack" summary."""
+    errors = f" ({len(r['errors'])})" if r["errors"] else ""
+    return f"{pct(r['healthz'], 0.99) * 1e3:.1f} / {pct(r['turn'], 0.99) * 1e3:.1f}{errors}"
+
+
 def verdict(value: float, target: float) -> str:
     return f"{value:.2f} {'met' if value <= target else 'NOT met':>7}"
 
@@ -481,6 +647,8 @@ async def run(args: argparse.Namespace) -> None:
     procs: list[Proc] = []
     try:
         codes = [Code("this tree", ROOT)] + ([code_at(args.against, tmp)] if args.against else [])
+        if args.httpx_transport:  # SV-6: the server's own transport against httpx's, side by side
+            codes.append(Code("httpx's", ROOT, ("--upstream-transport", "httpx")))
         up_proc, up = start_upstream(tmp)
         procs.append(up_proc)
         async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=64,
@@ -498,6 +666,7 @@ async def run(args: argparse.Namespace) -> None:
             w = await warm(c, up, servers, args.rounds, args.runs)
             cw = await cold(c, tmp, up, codes, args.cold_runs, args.profile) if args.cold_runs else {}
             s = await soak(c, servers[0], args.soak_seconds, 32) if args.soak_seconds else None
+        under = await attacks(tmp, up, codes, args.attack_seconds) if args.attack_seconds else {}
         print()
         print(f"results, in ms (the medians of the rounds); {load()}")
         print(f"  {'':58}" + "".join(f"{code.label:>18}" for code in codes))
@@ -530,6 +699,10 @@ async def run(args: argparse.Namespace) -> None:
                   f"{', '.join(f'{x:.1f}' for x in mb)})")
             for e in s["errors"][:10]:
                 print(f"      {e}")
+        if under:
+            print("  under attack (issue 26): /healthz p99 / a small turn's p99, in ms; probe errors in brackets")
+            for attack in ATTACKS:
+                print(f"    {attack:54}" + "".join(f"{attacked(under[code.label][attack]):>18}" for code in codes))
     finally:
         for p in reversed(procs):
             p.stop()
@@ -556,9 +729,13 @@ def main() -> None:
     p.add_argument("--rounds", type=count, default=5, help="rounds of (a) and (b) (default 5)")
     p.add_argument("--runs", type=count, default=200, help="requests each way per round (default 200)")
     p.add_argument("--cold-runs", type=count, default=5, help="new stores for (c) (default 5; 0: no (c))")
+    p.add_argument("--attack-seconds", type=seconds, default=5.0,
+                   help="how long each attack of the \"under attack\" section runs, 0 to 3600 (default 5; 0: none)")
     p.add_argument("--against", metavar="REF", help="also serve with the code at this git commit (git archive), "
                                                     "side by side: a before/after that the machine's load "
                                                     "cannot tilt")
+    p.add_argument("--httpx-transport", action="store_true",
+                   help="also serve this tree with `--upstream-transport httpx`, side by side (SV-6)")
     p.add_argument("--profile", metavar="FILE", help="run the server under cProfile, its stats to FILE")
     p.add_argument("--fake-upstream", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()

@@ -1,7 +1,9 @@
 """tagengine: apply a Game Master's `[sheet: ...]` and `[clock: ...]` tags to game state; build its prompt.
 
-This module is the whole public API: everything in `__all__`, nothing else. The implementation lives
-under `tagengine._internal` (docs/architecture.md is the map) and may change between versions.
+This module is the core of the public API: everything in `__all__`, nothing else. `tagengine.chatapp` holds
+the helpers a chat app adds on top (sheet views, rests, maxima after a card edit, the world prompt). The
+implementation lives under `tagengine._internal` (docs/architecture.md is the map) and may change between
+versions.
 
     rs = tagengine.Ruleset.load("samples/rulesets/gravewatch.json")      # RulesetError lists every problem
     state = tagengine.GameState.new(rs, ["Mira", "Bram"])
@@ -14,73 +16,96 @@ Every error raised on purpose is a `TagengineError`.
 
 from __future__ import annotations
 
+from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from ._internal.batch import Summary, replay
-    from ._internal.chat import Chat
-    from ._internal.commands import REASONS, Applied, Receipt, apply_reply
-    from ._internal.commands.party_save import PartyConflict, save_party
-    from ._internal.commands.pools import clamp_maxima
-    from ._internal.errors import (
-        HistoryError,
-        NotFoundError,
-        Problem,
-        ProblemsError,
-        RulesetError,
-        StateError,
-        TagengineError,
-    )
-    from ._internal.prompt import Budget, BudgetError, Prompt, Report, Tokenizer, build_prompt, world_prompt
-    from ._internal.prompt.tokens import EncodingError
-    from ._internal.ruleset import Ruleset
-    from ._internal.sheet import SheetView, character, party
-    from ._internal.sheet.rests import Touched, take_rest
-    from ._internal.state import Clock, GameState, LiveValues, WoundMarks
-    from ._internal.stream import StreamFilter
-    from ._internal.tags import narration
+from ._internal.lazy import Moved, attribute
 
-# name -> the internal module that defines it; imported on first use, so `tagengine --version` and a cold
-# `tagengine preview` do not pay for what they do not touch.
-_HOME = {
-    "Applied": "commands", "Receipt": "commands", "apply_reply": "commands", "REASONS": "commands",
+if TYPE_CHECKING:  # for type checkers: the names of `_API` below, from the same homes (tests/test_house.py)
+    from ._internal.batch import Summary as Summary
+    from ._internal.batch import replay as replay
+    from ._internal.chat import Chat as Chat
+    from ._internal.commands.dispatch import Applied as Applied
+    from ._internal.commands.dispatch import Receipt as Receipt
+    from ._internal.commands.dispatch import apply_reply as apply_reply
+    from ._internal.commands.party_save import PartyConflict as PartyConflict
+    from ._internal.commands.reasons import REASONS as REASONS
+    from ._internal.errors import HistoryError as HistoryError
+    from ._internal.errors import NotFoundError as NotFoundError
+    from ._internal.errors import Problem as Problem
+    from ._internal.errors import ProblemsError as ProblemsError
+    from ._internal.errors import RulesetError as RulesetError
+    from ._internal.errors import StateError as StateError
+    from ._internal.errors import TagengineError as TagengineError
+    from ._internal.prompt.budget import Budget as Budget
+    from ._internal.prompt.budget import BudgetError as BudgetError
+    from ._internal.prompt.budget import Report as Report
+    from ._internal.prompt.build import Prompt as Prompt
+    from ._internal.prompt.build import build_prompt as build_prompt
+    from ._internal.prompt.tokens import ChatFormat as ChatFormat
+    from ._internal.prompt.tokens import EncodingError as EncodingError
+    from ._internal.prompt.tokens import Tokenizer as Tokenizer
+    from ._internal.prompt.tokens import TokenizerChoice as TokenizerChoice
+    from ._internal.ruleset import Ruleset as Ruleset
+    from ._internal.state.model import GameState as GameState
+    from ._internal.state.values import Clock as Clock
+    from ._internal.state.values import Dice as Dice
+    from ._internal.state.values import LiveValues as LiveValues
+    from ._internal.state.values import WoundMarks as WoundMarks
+    from ._internal.stream import StreamFilter as StreamFilter
+    from ._internal.tags.render import narration as narration
+    from ._internal.tags.vocabulary import Vocabulary as Vocabulary
+
+# The public API, one row a name: name -> the module under tagengine._internal that defines it. `__all__` and
+# the lazy `__getattr__` are made from it: a name is imported on first use, so `tagengine --version` and a
+# cold `tagengine preview` do not pay for what they do not touch.
+_API = {
+    # loading a ruleset
     "Ruleset": "ruleset",
-    "Clock": "state", "GameState": "state", "LiveValues": "state", "WoundMarks": "state",
-    "PartyConflict": "commands.party_save", "save_party": "commands.party_save",
-    "narration": "tags",
-    "SheetView": "sheet", "character": "sheet", "party": "sheet", "take_rest": "sheet.rests",
-    "Touched": "sheet.rests", "clamp_maxima": "commands.pools",
+    # the game state
+    "GameState": "state.model", "LiveValues": "state.values", "WoundMarks": "state.values", "Clock": "state.values",
+    "Dice": "state.values",
+    # applying a reply, and what the player sees of it
+    "apply_reply": "commands.dispatch", "Applied": "commands.dispatch", "Receipt": "commands.dispatch",
+    "REASONS": "commands.reasons", "narration": "tags.render", "Vocabulary": "tags.vocabulary",
+    # the prompt
+    "build_prompt": "prompt.build", "Prompt": "prompt.build", "Budget": "prompt.budget", "Report": "prompt.budget",
+    "Tokenizer": "prompt.tokens", "TokenizerChoice": "prompt.tokens", "ChatFormat": "prompt.tokens",
+    # a chat with snapshots, a streamed reply, a replay of transcripts
     "Chat": "chat", "StreamFilter": "stream", "replay": "batch", "Summary": "batch",
-    "Budget": "prompt", "BudgetError": "prompt", "Prompt": "prompt", "Report": "prompt", "Tokenizer": "prompt",
-    "build_prompt": "prompt", "world_prompt": "prompt", "EncodingError": "prompt.tokens",
+    # the errors
     "TagengineError": "errors", "ProblemsError": "errors", "Problem": "errors", "RulesetError": "errors",
-    "StateError": "errors", "HistoryError": "errors", "NotFoundError": "errors",
+    "StateError": "errors", "HistoryError": "errors", "NotFoundError": "errors", "BudgetError": "prompt.budget",
+    "EncodingError": "prompt.tokens", "PartyConflict": "commands.party_save",
 }
 
-__all__ = [
-    "REASONS", "Applied", "Budget", "BudgetError", "Chat", "Clock", "EncodingError", "GameState", "HistoryError",
-    "LiveValues", "NotFoundError", "PartyConflict", "Problem", "ProblemsError", "Prompt", "Receipt", "Report",
-    "Ruleset", "RulesetError", "SheetView", "StateError", "StreamFilter", "Summary", "TagengineError", "Tokenizer",
-    "Touched", "WoundMarks", "__version__", "apply_reply", "build_prompt", "character", "clamp_maxima", "narration",
-    "party", "replay", "save_party", "take_rest", "world_prompt",
-]
+# Names that left the top level (CHANGELOG.md): each still works for one more version, with a DeprecationWarning.
+_MOVED = {
+    "SheetView": Moved("sheet.views", "SheetView", "tagengine.chatapp.SheetView"),
+    "character": Moved("sheet.sheet_views", "view_character", "tagengine.chatapp.view_character(rs, state, name)"),
+    "party": Moved("sheet.sheet_views", "view_party", "tagengine.chatapp.view_party(rs, state)"),
+    "take_rest": Moved("sheet.rests", "take_rest", "tagengine.chatapp.take_rest"),
+    "Touched": Moved("sheet.rests", "Touched", "tagengine.chatapp.Touched"),
+    "clamp_maxima": Moved("commands.pools", "clamp_maxima", "tagengine.chatapp.clamp_maxima"),
+    "world_prompt": Moved("prompt.build", "world_prompt", "tagengine.chatapp.world_prompt"),
+    "save_party": Moved("commands.party_save", "save_party", "Chat(rs, state).save_party(draft, opened_at)"),
+}
+
+__all__ = ["__version__", *_API]
 
 
 def __getattr__(name: str) -> Any:
-    """Import the heavier parts on first use, so `tagengine --version` or `preview` start fast."""
     if name == "__version__":
         from ._internal.version import version
 
         globals()[name] = value = version()
         return value
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tagengine' has no attribute {name!r}")
-    from importlib import import_module
+    return attribute(__name__, name, _API, globals(), _import_home, _MOVED)
 
-    value = getattr(import_module(f"._internal.{module}", __name__), name)
-    globals()[name] = value
-    return value
+
+def _import_home(home: str) -> ModuleType:
+    return import_module(f"._internal.{home}", __name__)
 
 
 def __dir__() -> list[str]:

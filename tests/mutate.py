@@ -2,7 +2,7 @@
 
 Usage: ./dev mutate MODULE [--jobs N] [--again] [--tests FILE...] [--no-record]
 
-MODULE is a folder or a file under tagengine/_internal (`commands`, `sheet`, `tags`, `ruleset/checks`). mutmut 3
+MODULE is a folder or a file under tagengine/_internal (`commands`, `sheet`, `tags`, `ruleset/inspect`). mutmut 3
 breaks its code one small change at a time (a `<` for a `<=`, a constant, a dropped argument...) and runs, for
 each change, the tests that reach the function it changed. A mutant no test fails on "survives". The score is
 killed / mutants a test reaches (mutmut's "no tests" mutants are in functions no engine test calls).
@@ -127,9 +127,6 @@ def prepare(work: Path, module: str, tests: list[str], again: bool) -> None:
         link = work / name
         if not link.exists():
             link.symlink_to(ROOT / name)
-    shared = ROOT.parent / "shared"  # the spec and the corpus some tests read beside the checkout
-    if shared.exists() and not (work / "shared").exists():
-        (work / "shared").symlink_to(shared)
     if again:  # the tests may have changed since: copy them afresh, and find again which tests reach what
         shutil.rmtree(work / "mutants" / "tests", ignore_errors=True)
         (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
@@ -209,7 +206,7 @@ def record(module: str, counts: Counter[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("module", help="a folder or file under tagengine/_internal: commands, sheet, tags, ruleset/checks")
+    ap.add_argument("module", help="a folder or file under tagengine/_internal: commands, sheet, tags, ruleset/inspect")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
     ap.add_argument("--again", action="store_true", help="keep earlier results; rerun what was not killed")
     ap.add_argument("--tests", nargs="+", help="test files to run instead of the engine's tests")

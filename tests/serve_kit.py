@@ -6,15 +6,22 @@ random points, and records each request's raw body. `mode` makes it fail: 500, h
 ends), garbage SSE, or a stream cut off before [DONE]; `hold` stops a stream after its first pieces.
 `tokenize` (issue 15) adds a llama.cpp-, vLLM- or KoboldCpp-style tokenize endpoint that counts with
 `toy_tokens` and records each text it was asked in `tokenized`.
+
+Issue 26: `Served`, `tagengine serve` in a process of its own (its memory, its file descriptors, its log), and
+`Misbehaving`, an upstream that answers too much or without end on request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import re
+import signal
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -28,8 +35,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tagengine._internal.server.campaigns import Campaign, Campaigns, new_campaign
-from tagengine._internal.server.head_join import HeadJoiningProtocol
-from tagengine._internal.server.settle import PROBE_USER
+from tagengine._internal.server.connections import Guard
+from tagengine._internal.server.mid_reply import PROBE_USER
 from tagengine._internal.server.store import Store
 
 
@@ -45,14 +52,61 @@ def read_head(sock: socket.socket) -> bytes | None:
     return data
 
 
+class PromptServer(uvicorn.Server):
+    """uvicorn's Server, stopped as soon as the test asks. uvicorn looks at `should_exit` every 0.1 s, then
+    pauses 0.1 s before it waits, 0.1 s at a time, for the connections and tasks to end: 0.18 s a server, half
+    the fast lane's time with some 300 servers in it (issue 25). Here `stop` wakes the main loop at once and the
+    shutdown does what uvicorn's does (the same order, the same graceful timeout, the lifespan's shutdown) with
+    5 ms steps instead."""
+
+    STEP = 0.005
+
+    async def main_loop(self) -> None:
+        self.woken = asyncio.Event()
+        self.loop = asyncio.get_running_loop()
+        counter = 0
+        while not await self.on_tick(counter):  # the date header, and whether to exit, as uvicorn does
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.woken.wait(), 0.1)
+
+    def stop(self) -> None:
+        """From the test's thread: exit now (before the main loop runs, `should_exit` alone is seen)."""
+        self.should_exit = True
+        if hasattr(self, "loop"):
+            with contextlib.suppress(RuntimeError):  # the loop has ended already
+                self.loop.call_soon_threadsafe(self.woken.set)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+
+        async def drained() -> None:
+            while self.server_state.connections or self.server_state.tasks:
+                await asyncio.sleep(self.STEP)
+            for server in self.servers:
+                await server.wait_closed()
+
+        try:
+            await asyncio.wait_for(drained(), timeout=self.config.timeout_graceful_shutdown)
+        except TimeoutError:
+            for t in self.server_state.tasks:
+                t.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
+        if not self.force_exit:
+            await self.lifespan.shutdown()
+
+
 class Running:
     """An ASGI app served by uvicorn on 127.0.0.1, port 0, in a thread, over the HTTP protocol `tagengine
-    serve` runs (a head and its body in one write, SB-16); stopped on exit."""
+    serve` runs (a head and its body in one write, SB-16; slow clients timed, SEC-4); stopped on exit."""
 
-    def __init__(self, app: Any, http: Any = HeadJoiningProtocol) -> None:
+    def __init__(self, app: Any, http: Any = None) -> None:
+        http = http or Guard().protocol()  # as `tagengine serve`'s: slow clients timed, a head joined to its body
         config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
                                 timeout_graceful_shutdown=2, http=http)  # a hung upstream is cut off
-        self.server = uvicorn.Server(config)
+        self.server = PromptServer(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> Running:
@@ -70,7 +124,7 @@ class Running:
         return f"http://127.0.0.1:{port}"
 
     def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
+        self.server.stop()
         self.thread.join(10)
         assert not self.thread.is_alive()
 
@@ -231,3 +285,122 @@ def heist_store(tmp_path: Path) -> Iterator[tuple[Store, Campaign]]:
     new_campaign(store, "heist", str(SAMPLES / "rulesets" / "blades-like.json"), ["Cutter", "Lurk"])
     yield store, Campaigns(store).get("heist")
     store.close()
+
+
+class Served:
+    """`tagengine serve` in a process of its own on 127.0.0.1, port 0, for what only a process shows: its file
+    descriptors (`nofile`: its limit on open files, soft and hard), its memory, its log (standard error, read
+    into `lines` as it comes, so the pipe never fills). Stopped on exit (SIGINT, then killed), bounded."""
+
+    def __init__(self, data: Path, upstream: str, *args: str, nofile: int | None = None) -> None:
+        self.argv = [sys.executable, "-m", "tagengine", "serve", "--upstream", upstream, "--port", "0",
+                     "--data", str(data), *args]
+        self.nofile = nofile
+        self.lines: list[str] = []
+        self.url = ""
+
+    def __enter__(self) -> Served:
+        nofile = self.nofile
+
+        def limit() -> None:  # in the child, before it runs the server
+            if nofile is not None:
+                import resource
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True, preexec_fn=limit if nofile else None)
+        started = threading.Event()
+
+        def read() -> None:
+            assert self.proc.stderr is not None
+            for line in self.proc.stderr:
+                self.lines.append(line)
+                hit = re.search(r"running on (http://127\.0\.0\.1:\d+)", line)
+                if hit:
+                    self.url = hit.group(1)
+                    started.set()
+            started.set()
+
+        self.reader = threading.Thread(target=read, daemon=True)
+        self.reader.start()
+        started.wait(60)  # bounded: a server starts in a second or two
+        if not self.url:
+            self.__exit__()
+            raise AssertionError(f"tagengine serve did not start: {self.log}")
+        return self
+
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
+
+    def rss_mb(self) -> float:
+        """The server's resident memory (Linux: /proc), in MiB."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise AssertionError("no VmRSS")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.reader.join(10)
+
+
+SMALL_REPLY = 'The door gives. [clock: name="Alarm" size="6"] Quiet now.'
+
+
+@dataclass
+class Misbehaving:
+    """An upstream that answers the last user message `TURN:<how>` as `how` says, whole or streamed:
+    `small` (SMALL_REPLY), `huge` (a whole answer of `huge` bytes, sent as it is made), `endless` (content
+    events without end) and `thinking` (reasoning deltas without end, no content). What has no end ends when
+    the client goes, when `stop` is set, or after `cap` bytes (a bound, so a test can never hang on it); `sent`
+    counts the bytes each endless answer sent."""
+
+    huge: int = 24 * 1024 * 1024
+    cap: int = 512 * 1024 * 1024
+    stop: threading.Event = field(default_factory=threading.Event)
+    sent: list[int] = field(default_factory=list)
+
+    def app(self) -> Starlette:
+        async def chat(request: Request) -> Response:
+            body = json.loads(await request.body())
+            last = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+            how = last.removeprefix("TURN:")
+            if how == "huge":
+                return StreamingResponse(self.whole_of(self.huge), media_type="application/json")
+            if how in ("endless", "thinking"):
+                return StreamingResponse(self.endless(how == "thinking"), media_type="text/event-stream")
+            if body.get("stream"):
+                return Response(sse(chunk(SMALL_REPLY), chunk(finish="stop"), b"[DONE]"),
+                                media_type="text/event-stream")
+            return JSONResponse({"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": SMALL_REPLY},
+                                              "finish_reason": "stop"}]})
+
+        return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+    async def whole_of(self, size: int) -> AsyncIterator[bytes]:
+        head = b'{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":' \
+               b'{"role":"assistant","content":"'
+        yield head
+        piece = b"All quiet. " * 95325  # about 1 MiB
+        left = size - len(head)
+        while left > 0 and not self.stop.is_set():
+            yield piece[:left]
+            left -= len(piece)
+            await asyncio.sleep(0)
+        yield b'"},"finish_reason":"stop"}]}'
+
+    async def endless(self, thinking: bool) -> AsyncIterator[bytes]:
+        event = sse(chunk(reasoning_content="hmm " * 256) if thinking else chunk("On and on. " * 93))
+        self.sent.append(0)
+        while self.sent[-1] < self.cap and not self.stop.is_set():
+            yield event * 64
+            self.sent[-1] += 64 * len(event)
+            await asyncio.sleep(0)

@@ -9,7 +9,7 @@ from cmdkit import sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import load_sample
+from conftest import examples, load_sample
 from tagengine._internal.chat import Chat
 from tagengine._internal.commands.party_save import PartyConflict
 from tagengine._internal.state import Clock
@@ -109,7 +109,7 @@ def stream(text, cuts):
     return "".join(shown) + rest, shown, applied
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(pieces, max_size=25).map("".join), st.data())
 def test_any_split_into_chunks_gives_exactly_the_narration(text, data):
     cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=12)))
@@ -186,7 +186,7 @@ def splits(text, how, data):
     return sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=40)))
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(hostile, max_size=20).map("".join), st.sampled_from(["chars", "brackets", "random"]), st.data())
 def test_adversarial_splits_show_the_narration_and_hold_back_no_more_than_before(text, how, data):
     cuts = splits(text, how, data)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import hashlib
 
-from conftest import edit, load_sample, problems, sample_dict
+from hypothesis import given, settings
+from hypothesis import strategies as hst
+
+from conftest import edit, examples, load_sample, problems, sample_dict
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.prompt import reminder
 from tagengine._internal.ruleset import Ruleset
@@ -144,10 +147,10 @@ def test_adj_11_the_receipt_reports_what_the_sheet_added():
     assert one(EMBER, st, '[check: who="X" ability="Brawn"]')[1] == pool_record(4 - 2, 4, [("adjust", "-2")])
     assert one(EMBER, st, '[check: who="X" ability="Wits"]')[1] == pool_record(2, 4)  # not a Brawn check
     # ...and as a line on the dice card
-    from tagengine._internal.commands.check import card, settle
+    from tagengine._internal.commands.check import card, roll_tag
     from tagengine._internal.tags import Tag
 
-    done = settle(EMBER, st, Tag("check", (("who", "X"), ("ability", "Brawn"))))
+    done = roll_tag(EMBER, st, Tag("check", (("who", "X"), ("ability", "Brawn"))))
     assert "  sheet adjust: -2 (resolution.adjust, ADJ-11)" in card(EMBER, done)
 
 
@@ -251,3 +254,76 @@ def test_ck_14_a_ruleset_declares_its_die_and_the_import_checks_it_fits():
     assert ("resolution.pool.target", "target-off-die") in problems(edit(sample_dict("ember-roads"),
                                                                          lambda d: d["resolution"].update(die=4)))
     assert problems(edit(sample_dict("gravewatch"), lambda d: d["resolution"].update(die=6))) == []
+
+
+# -- the roll from plain arguments (`tagengine roll`, CL-5) ------------------------------------------------------
+def test_roll_check_rolls_a_named_check_without_a_tag():
+    from tagengine._internal.commands.check import roll_check
+
+    st = state(GRAVE, abilities={"lore": 3})
+    done = roll_check(GRAVE, st, "x", "ability", "Lore")  # names match without case (DEC-8)
+    assert (done.result.result, done.who, dict(done.result.record)) == ("ok", "X", pool_record(3, 4))
+    assert done.state.dice == Dice(SEED, 3) and st.dice == Dice(SEED, 0)  # the state given is unchanged
+    fifth = state(FIFTH, abilities={"int": 17}, skills={"arcana": "proficient"}, fields={"level": 1})
+    (d20,) = faces(1, 20)
+    done = roll_check(FIFTH, fifth, None, "skill", "arcana", dc="30")  # who left out: the one character
+    assert dict(done.result.record) == {"roll": str(d20), "total": "+5", "sum": str(d20 + 5), "outcome": "failure"}
+    assert (done.dc, done.outcome, done.faces) == (30, "failure", (d20,))
+    refusals = [("skill", "Swim", None, "unknown-skill"), ("skill", "Ward", "Luck", "unknown-ability"),
+                ("ability", "Nerve", "Sinew", "unknown-attribute"), ("luck", "Ward", None, "unknown-attribute")]
+    for kind, name, swap, reason in refusals:
+        done = roll_check(GRAVE, st, "X", kind, name, swap=swap)
+        assert (done.result.result, done.result.reason, done.state) == ("refused", reason, st), (kind, name)
+
+
+def test_kind_named_is_a_skill_else_a_save_else_an_ability():
+    from tagengine._internal.commands.check import kind_named
+
+    assert [kind_named(FIFTH, n) for n in ("Stealth", "wisdom save", "Wisdom", "Juggling")] == \
+        ["skill", "save", "ability", "skill"]
+
+
+def test_bare_flags_in_a_check_tag_keep_their_place_among_the_refusals():
+    """An attribute written as a bare flag: `with` or the kind without its name is `missing-attribute`, `dc` or
+    `difficulty` without its number `invalid-amount`, each where its value is read, after what comes before it."""
+    st = state(GRAVE)
+    cases = {
+        '[check: who="X" skill="Ward" with]': "missing-attribute",
+        '[check: who="Nobody" skill="Ward" with]': "unknown-character",
+        '[check: who="party" skill="Ward" with]': "invalid-value",
+        '[check: who="X" skill="Swim" with]': "unknown-skill",
+        '[check: who="Nobody" skill]': "unknown-character",
+        '[check: who="X" skill]': "missing-attribute",
+        '[check: who="X" skill="Ward" dc]': "no-difficulty",
+    }
+    for tag, reason in cases.items():
+        assert one(GRAVE, st, tag)[0].reason == reason, tag
+    assert one(FIFTH, state(FIFTH), '[check: who="X" skill="Stealth" dc]')[0].reason == "invalid-amount"
+    assert one(EMBER, state(EMBER), '[check: who="X" skill="Haul" difficulty]')[0].reason == "invalid-amount"
+    assert one(FIFTH, state(FIFTH), '[check: who="X" skill="Stealth" difficulty]')[0].reason == "no-difficulty"
+
+
+NAMES = {"skill": ["Ward", "Stealth", "Dig", "Haul", "Swim", ""], "save": ["Dread", "Wisdom save", "Endure", "Luck"],
+         "ability": ["Nerve", "Wisdom", "Brawn", "Luck"]}
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(ruleset=hst.sampled_from(["gravewatch", "ember-roads", "fifth-like"]),
+       who=hst.sampled_from([None, "X", "x", "Nobody", "party", ""]),
+       kind=hst.sampled_from(["skill", "save", "ability"]), data=hst.data(),
+       swap=hst.sampled_from([None, "Wits", "Brawn", "Wisdom", "Luck", ""]),
+       dc=hst.sampled_from([None, "15", "-3", "x", ""]),
+       difficulty=hst.sampled_from([None, "3", "5", "7", "hard", ""]))
+def test_roll_check_is_the_roll_the_same_check_tag_makes(ruleset, who, kind, data, swap, dc, difficulty):
+    """One engine path: for any attributes a check tag can spell with values, `roll_check` rolls exactly as
+    the tag does (result, record, dice, number, outcome)."""
+    from tagengine._internal.commands.check import roll_check, roll_tag
+    from tagengine._internal.tags import Tag
+
+    rs = {"gravewatch": GRAVE, "ember-roads": EMBER, "fifth-like": FIFTH}[ruleset]
+    name = data.draw(hst.sampled_from(NAMES[kind]))
+    start = state(rs, abilities={"wits": 3}, seed=data.draw(hst.sampled_from(["a", "b"])))
+    attrs = [(k, v) for k, v in (("who", who), (kind, name), ("with", swap), ("dc", dc), ("difficulty", difficulty))
+             if v is not None]
+    assert roll_check(rs, start, who, kind, name, swap=swap, dc=dc, difficulty=difficulty) == \
+        roll_tag(rs, start, Tag("check", tuple(attrs)))

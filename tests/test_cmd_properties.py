@@ -7,11 +7,11 @@ from cmdkit import sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import load_sample
+from conftest import examples, load_sample
 from tagengine._internal.commands import apply_reply
-from tagengine._internal.sheet import character, party
+from tagengine._internal.sheet import view_character, view_party
 
-SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GAMES = {n: (load_sample(n), sample_state(n)) for n in ("gravewatch", "fifth-like", "blades-like", "ember-roads")}
 
 amounts = st.sampled_from(["1", "2", "3", "-1", "-2", "-5", "0", "9", "x"])
@@ -44,7 +44,7 @@ replies = st.lists(command, min_size=1, max_size=12)
 
 def check_invariants(rs, state):
     for name in state.cards:
-        sheet = character(rs, state, name)
+        sheet = view_character(rs, state, name)
         for p in sheet.pools:
             assert 0 <= p.cur <= p.max and p.temp >= 0
         for w in sheet.wounds:
@@ -57,7 +57,7 @@ def check_invariants(rs, state):
                 assert [sev[m] for m in marks] == sorted((sev[m] for m in marks), reverse=True)
         for t in sheet.tracks:
             assert t.min <= t.value <= t.max
-    p = party(rs, state)
+    p = view_party(rs, state)
     for pool in p.pools if p else ():
         assert 0 <= pool.cur <= pool.max
     for c in state.clocks:

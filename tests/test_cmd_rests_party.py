@@ -8,7 +8,7 @@ from cmdkit import run, sample_state, with_live
 from conftest import edit, load_sample, sample_dict
 from tagengine._internal.commands.party_save import PartyConflict, save_party
 from tagengine._internal.ruleset import Ruleset
-from tagengine._internal.sheet import character
+from tagengine._internal.sheet import view_character
 from tagengine._internal.sheet.rests import take_rest
 from tagengine._internal.state import GameState, WoundMarks
 
@@ -16,7 +16,7 @@ GRAVE, FIFTH, BLADES = (load_sample(n) for n in ("gravewatch", "fifth-like", "bl
 
 
 def pool(rs, state, who, pid):
-    p = next(p for p in character(rs, state, who).pools if p.id == pid)
+    p = next(p for p in view_character(rs, state, who).pools if p.id == pid)
     return p.cur, p.max
 
 
@@ -64,7 +64,7 @@ def test_rest_7_8_fifth_long_rest_shares_half_the_hit_dice():
     a, _res = run(FIFTH, s, '[sheet: who="Vess" op="rest" rest="Long rest"]')
     assert pool(FIFTH, a.state, "Vess", "hd_d8") == (3, 3) and pool(FIFTH, a.state, "Vess", "hd_d10") == (0, 2)
     assert pool(FIFTH, a.state, "Vess", "hp") == (23, 23) and pool(FIFTH, a.state, "Vess", "slots_1") == (4, 4)
-    sheet = character(FIFTH, a.state, "Vess")
+    sheet = view_character(FIFTH, a.state, "Vess")
     assert sheet.row_pools["features"] == ((1, 1), (2, 2))
     assert [t.value for t in sheet.tracks] == [0, 0]
 

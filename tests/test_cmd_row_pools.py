@@ -9,14 +9,14 @@ from cmdkit import run, sample_state, with_live
 
 from conftest import edit, load_sample, sample_dict
 from tagengine._internal.ruleset import Ruleset
-from tagengine._internal.sheet import character
+from tagengine._internal.sheet import view_character
 from tagengine._internal.state import GameState
 
 FIFTH = load_sample("fifth-like")
 
 
 def uses(rs, state, who="Vess", lst="features"):
-    return character(rs, state, who).row_pools[lst]
+    return view_character(rs, state, who).row_pools[lst]
 
 
 def test_sheet_31_spend_and_restore_a_row_by_its_name():

@@ -35,10 +35,10 @@ def test_wound_15_17_new_mark_inserted_by_severity():
 
 
 def test_wound_18_penalty_lowest_marked_level():
-    from tagengine._internal.sheet import character
+    from tagengine._internal.sheet import view_character
 
     a, _ = run(GRAVE, bram(), dmg("knock") + dmg("knock") + dmg("knock"))
-    assert next(w for w in character(GRAVE, a.state, "Bram").wounds if w.id == "harm").penalty == -3
+    assert next(w for w in view_character(GRAVE, a.state, "Bram").wounds if w.id == "harm").penalty == -3
 
 
 def test_wound_16_19_20_amount_one_at_a_time_and_full_track_raises_lightest():

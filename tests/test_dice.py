@@ -8,7 +8,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import SAMPLES, load_sample
+from conftest import SAMPLES, examples, load_sample
 from tagengine._internal.cli import run
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.errors import StateError
@@ -96,7 +96,7 @@ TAGS = ['[check: who="Mira" skill="Ward"]', '[check: who="Bram" skill="Soothe" w
         '[sheet: who="Bram" op="spend" pool="resolve" amount="1"]', '[check: skill="Brawl" difficulty="3"]']
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.text(st.characters(min_codepoint=33, max_codepoint=0x2FFF), min_size=1, max_size=12),
        rolls=st.integers(0, 10**9), parts=st.lists(st.one_of(st.sampled_from(TAGS), st.text(max_size=8)), max_size=12))
 def test_dec_5_for_any_state_and_reply_applying_twice_gives_identical_text_and_dice(seed, rolls, parts):

@@ -11,7 +11,7 @@ import pytest
 from cmdkit import sample_state, with_live
 
 from conftest import GOLDEN, edit, load_sample, sample_dict
-from tagengine._internal.commands.check import card, settle
+from tagengine._internal.commands.check import card, roll_tag
 from tagengine._internal.ruleset import Ruleset
 from tagengine._internal.state import Dice, GameState
 from tagengine._internal.tags import parse
@@ -50,7 +50,7 @@ CASES = [  # (name, ruleset, state, tag)
 @pytest.mark.parametrize(("name", "rs", "state", "tag"), CASES, ids=[c[0] for c in CASES])
 def test_ck_10_the_dice_card_says_what_made_the_number_and_what_the_dice_did(name, rs, state, tag):
     st = state().with_dice(Dice("cards", 0))
-    done = settle(rs, st, parse(tag))
+    done = roll_tag(rs, st, parse(tag))
     text = "\n".join(card(rs, done)) + "\n"
     path = GOLDEN / "cards" / f"{name}.txt"
     if os.environ.get("UPDATE_GOLDEN"):

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLES
-from tagengine._internal import cli, files
-from tagengine._internal.cli import run
+from tagengine._internal import files
+from tagengine._internal.cli import inputs, run
+from tagengine._internal.cli.replay import MAX_WORKERS
 from tagengine._internal.state.model import MAX_STATE_BYTES
 
 RULES = str(SAMPLES / "rulesets" / "blades-like.json")
@@ -164,6 +165,7 @@ def _kill_at_random(cmds: list[list[str]], check, seed: int, spread: float) -> i
     return killed
 
 
+@pytest.mark.slow  # kills dozens of `tagengine apply` processes
 def test_apply_killed_anywhere_leaves_the_old_state_or_the_new_one(game, tmp_path):
     state, reply = game
     old = state.read_bytes()
@@ -199,6 +201,7 @@ def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir()}
 
 
+@pytest.mark.slow  # kills dozens of `tagengine replay` processes
 def test_replay_killed_anywhere_leaves_the_old_output_or_the_new_one(tmp_path):
     """Each run is killed at a random point after it has begun writing (seen in its directory), so the kills
     land in the writing phase rather than in the imports."""
@@ -295,7 +298,7 @@ def test_reading_dash_without_stdin_raises_the_one_error_naming_it(monkeypatch):
     from tagengine._internal.sillytavern.chatreplay import load
 
     monkeypatch.setattr("sys.stdin", None)
-    for read in (files.standard_input, lambda: cli.read_reply("-"), lambda: load("-")):
+    for read in (files.standard_input, lambda: inputs.read_reply("-"), lambda: load("-")):
         with pytest.raises(OSError) as e:
             read()
         assert (e.value.errno, e.value.strerror, e.value.filename) == (errno.EBADF, "standard input is closed",
@@ -330,13 +333,13 @@ def test_inputs_are_bounded(game, tmp_path):
     with open(huge, "wb") as f:  # sparse: costs no disk
         f.truncate(MAX_STATE_BYTES + 1)
     code, _, err = call("narrate", str(huge))
-    assert code == 1 and f"tagengine: {huge}: larger than {cli.MAX_REPLY_BYTES} bytes" in err
+    assert code == 1 and f"tagengine: {huge}: larger than {inputs.MAX_REPLY_BYTES} bytes" in err
     code, _, err = call("apply", RULES, str(huge), str(reply))
     assert code == 1 and f"{huge}: $: too-large" in err
     code, _, err = call("check", str(huge))
     assert code == 1 and "too-large" in err + _
-    assert call("narrate", "-", stdin=b"x" * (cli.MAX_REPLY_BYTES + 1))[0] == 1
-    assert call("narrate", "-", stdin=b"x" * cli.MAX_REPLY_BYTES)[0] == 0
+    assert call("narrate", "-", stdin=b"x" * (inputs.MAX_REPLY_BYTES + 1))[0] == 1
+    assert call("narrate", "-", stdin=b"x" * inputs.MAX_REPLY_BYTES)[0] == 0
 
 
 def test_dev_zero_is_refused_after_reading_only_the_limit(game):
@@ -368,7 +371,7 @@ def test_negative_budgets_are_usage_errors(game, flag, value):
     assert code == 2 and flag in err
 
 
-@pytest.mark.parametrize("workers", ["0", "-1", str(cli.MAX_WORKERS + 1), "99999999"])
+@pytest.mark.parametrize("workers", ["0", "-1", str(MAX_WORKERS + 1), "99999999"])
 def test_workers_out_of_range_are_usage_errors(workers):
     code, _, err = call("replay", RULES, str(SAMPLES / "transcripts" / "crew-night.jsonl"), "--workers", workers)
     assert code == 2 and "--workers" in err

@@ -13,7 +13,7 @@ from cmdkit import run, sample_state, with_live
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import SAMPLES, load_sample
+from conftest import SAMPLES, examples, load_sample
 from tagengine._internal.chat import Chat
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.commands.numbers import parse_int
@@ -26,7 +26,7 @@ GRAVE = load_sample("gravewatch")
 EMBER = load_sample("ember-roads")
 BLADES = load_sample("blades-like")
 FIFTH = load_sample("fifth-like")
-SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PACKAGE = str(Path(marking.__file__).resolve().parent.parent)
 
 

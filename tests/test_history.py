@@ -70,3 +70,26 @@ def test_states_dir_reads_replay_output_that_is_not_utf8(tmp_path):
     assert code == 0, err.getvalue()
     (written,) = (tmp_path / "states").iterdir()
     assert json.loads(written.read_text())["rulesetClocks"][0]["name"] == "Alarm raised"
+
+
+def test_tr_9_a_lone_surrogate_in_a_history_is_named_not_a_traceback(tmp_path):
+    """Issue 26 item 13: `\\udfff` (a JSON escape of a lone surrogate) is no character, and no UTF-8 output can
+    hold it: the line is named (exit 1), where the real command ended in a UnicodeEncodeError. A byte that was
+    not UTF-8 stays what it was (F-4, H-3): it goes out as it came."""
+    import subprocess
+    import sys
+
+    state = tmp_path / "s.json"
+    state.write_text(sample_state("blades-like").dumps())
+    history = tmp_path / "h.jsonl"
+    history.write_bytes(b'{"role": "user", "content": "ok"}\n{"role": "user", "content": "hi \\udfff there"}\n')
+    for extra in ([], ["--json"]):
+        got = subprocess.run([sys.executable, "-m", "tagengine", "preview", str(RULES), str(state), "--history",
+                              str(history), *extra], capture_output=True, timeout=120)
+        err = got.stderr.decode("utf-8", "replace")
+        assert got.returncode == 1 and "Traceback" not in err, err
+        assert 'line 2: bad-text: its "content" holds a lone surrogate (\\udfff)' in err
+    history.write_bytes(b'{"role": "user", "content": "caf\xe9"}\n')
+    got = subprocess.run([sys.executable, "-m", "tagengine", "preview", str(RULES), str(state), "--history",
+                          str(history), "--json"], capture_output=True, timeout=120)
+    assert got.returncode == 0 and b"caf\xe9" in got.stdout, got.stderr

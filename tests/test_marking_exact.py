@@ -15,7 +15,7 @@ def shape(length=4, indexed=False, refuse=False):
 
 
 def test_wound_20_the_scale_of_kinds_is_by_severity_not_by_name():
-    assert shape().scale == ["bashing", "lethal", "aggravated"]
+    assert shape().scale == ("bashing", "lethal", "aggravated")
     full = ("aggravated", "lethal", "bashing", "bashing")
     assert marking.mark(shape(), full, 0, "bashing", 1) == (("aggravated", "lethal", "lethal", "bashing"), 0)
     assert marking.mark(shape(), ("aggravated", "lethal", "lethal", "lethal"), 0, "bashing", 1) == (

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import SAMPLES
+from conftest import SAMPLES, examples
 from tagengine._internal.cli import run
 from tagengine._internal.prompt import registry
 from tagengine._internal.prompt.registry import MISTRAL_CHAT, MISTRAL_V1_CHAT, choose
@@ -68,7 +68,7 @@ def test_later_mistral_models_without_a_shipped_file_are_estimated():
 
 
 @pytest.mark.parametrize("model", ["ministral-8b-2410", "mistral-large-2407"])
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(text=st.text(max_size=120), keep=st.integers(-1, 60))
 def test_mistral_cuts_never_split_a_character_and_fit(model, text, keep):
     pytest.importorskip("mistral_common")

@@ -9,14 +9,14 @@ from cmdkit import run, sample_state, with_live
 from conftest import load_sample
 from tagengine._internal.commands.party_save import save_party
 from tagengine._internal.commands.pools import clamp_maxima
-from tagengine._internal.sheet import character, party
+from tagengine._internal.sheet import view_character, view_party
 from tagengine._internal.state import PARTY, GameState
 
 BLADES, FIFTH = load_sample("blades-like"), load_sample("fifth-like")
 
 
 def coin(state):
-    p = next(p for p in party(BLADES, state).pools if p.id == "coin")
+    p = next(p for p in view_party(BLADES, state).pools if p.id == "coin")
     return f"{p.cur}/{p.max}"
 
 
@@ -64,7 +64,7 @@ def card_with(state, rs, name, **fields):
 
 
 def hd(state, pid="hd_d8"):
-    p = next(p for p in character(FIFTH, state, "Vess").pools if p.id == pid)
+    p = next(p for p in view_character(FIFTH, state, "Vess").pools if p.id == pid)
     return f"{p.cur}/{p.max}"
 
 

@@ -9,16 +9,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import examples
 from tagengine._internal.prefix_memo import PrefixMemo, shared_start
 from tagengine._internal.prompt.tokens import OPENAI_CHAT, TiktokenTokenizer, TokenCounter
 from tagengine._internal.server import chain
+from tagengine._internal.server.chain import Chain
 
 
 @pytest.fixture(scope="module")
 def heist_campaign(tmp_path_factory):
     from serve_kit import heist_store
 
-    yield from (c for _, c in heist_store(tmp_path_factory.mktemp("heist")))
+    yield from heist_store(tmp_path_factory.mktemp("heist"))
 
 
 def running(known: list[int], items: list[int]) -> list[int]:
@@ -84,7 +86,7 @@ def test_a_sequence_over_half_the_size_bound_is_not_kept_and_the_total_holds():
     assert counted(memo, [40])[1] == [40]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.lists(st.integers(0, 3), max_size=8), min_size=1, max_size=12), st.integers(1, 4))
 def test_the_values_are_always_those_worked_out_from_scratch(seqs, keep):
     memo: PrefixMemo[int, int] = PrefixMemo(lambda n: n, keep=keep, max_size=40)
@@ -92,15 +94,19 @@ def test_the_values_are_always_those_worked_out_from_scratch(seqs, keep):
         assert counted(memo, items)[0] == running([], items)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.lists(st.lists(st.sampled_from(["a", "b", "  b ", "c" * 40]), max_size=6), min_size=1, max_size=8))
 def test_chain_keys_are_the_chain_step_by_step(heist_campaign, histories):
     """The keys along a history are first_key, then next_key reply by reply, whatever histories came before."""
+    store, c = heist_campaign
+    memoised, fresh = Chain(store), Chain(store)
     for replies in histories:
-        keys = [chain.first_key(heist_campaign)]
+        keys = [chain.first_key(c)]
         for text in replies:
-            keys.append(chain.next_key(keys[-1], text))
-        assert chain.chain_keys(heist_campaign, replies) == keys
+            keys.append(Chain(store).next_key(keys[-1], text))  # a new chain: nothing remembered
+        assert memoised.keys(c, replies) == keys
+        assert fresh.keys(c, replies) == keys
+        fresh = Chain(store)
 
 
 def test_token_counts_of_a_history_are_each_message_counted_alone():

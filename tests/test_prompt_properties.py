@@ -7,13 +7,13 @@ from cmdkit import sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import load_sample
+from conftest import examples, load_sample
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.prompt import Budget, BudgetError, build_prompt, encoding, system_prompt
 from tagengine._internal.prompt.registry import model_family
 from tagengine._internal.prompt.tokens import OPENAI_CHAT
 
-SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GAMES = {n: (load_sample(n), sample_state(n)) for n in ("gravewatch", "ember-roads", "fifth-like", "blades-like")}
 TURNS = ['[sheet: who="party" op="spend" pool="Resolve" amount="1"]', '[clock: name="A" size="4"]',
          '[sheet: who="Mira" op="damage" track="harm" kind="tear" amount="2"]', '[sheet: sheet="party" op="advance" '

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import load_sample
+from conftest import examples, load_sample
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.state import GameState
 from tagengine._internal.tags import narration, scan
@@ -14,7 +14,7 @@ from tagengine._internal.text import normalise
 
 RS = load_sample("blades-like")
 STATE = GameState.new(RS, ["Cutter", "Lurk"])
-SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 names = st.sampled_from(["Alarm raised", "alarm RAISED", "Tide", "The Duke's patience", "x" * 101, ""])
 numbers = st.sampled_from(["1", "2", "-1", "+3", "6", "4", "8", "0", "1.5", "x", "-99"])
@@ -102,7 +102,7 @@ def test_one_megabyte_reply_and_hostile_inputs():
                                                                                        for r in a.receipts])
 
 
-def test_real_model_replies_are_untouched(real_replies):
-    for text in real_replies:
+def test_untagged_replies_are_untouched(untagged_replies):
+    for text in untagged_replies:
         a = apply_reply(RS, STATE, text)
         assert a.text == text and a.receipts == () and narration(text) == text

@@ -7,7 +7,10 @@ import json
 import subprocess
 import sys
 
-from conftest import ROOT, SAMPLES
+import corpus_kit
+import pytest
+
+from conftest import SAMPLES
 from tagengine._internal.batch import replay
 from tagengine._internal.cli import run
 
@@ -15,16 +18,9 @@ RULES = str(SAMPLES / "rulesets" / "blades-like.json")
 
 
 def corpus(tmp_path, n=12):
-    script = ROOT.parent / "shared" / "bench" / "make_corpus.py"
-    lines = []
-    if script.exists():
-        out = subprocess.run([sys.executable, str(script), "--chats", str(n), "--turns", "3"], check=True,
-                             capture_output=True, text=True).stdout
-        lines = out.splitlines()
-    lines += (SAMPLES / "transcripts" / "crew-night.jsonl").read_text().splitlines()
-    path = tmp_path / "in.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    return path, lines
+    """`n` generated chats and the crew-night chat last (tests/corpus_kit.py)."""
+    path = corpus_kit.write(tmp_path / "in.jsonl", n)
+    return path, path.read_text(encoding="utf-8").splitlines()
 
 
 def do(path, workers=1):
@@ -105,3 +101,39 @@ def test_two_workers_from_a_stream_equal_one(tmp_path):
     sink = io.StringIO()
     replay(RULES, io.StringIO(path.read_text()), sink, workers=2)  # not a file: lines go to the workers
     assert sink.getvalue() == do(path, 1)[0]
+
+
+def test_two_workers_into_a_file_after_what_was_written_before(tmp_path):
+    """PF-13: the processes write their batches straight to the output's descriptor, in turn; what the caller
+    wrote before (still in the stream's buffer) goes first, what it writes after goes after."""
+    path, _ = corpus(tmp_path, 30)
+    expected = do(path, 1)[0].encode()
+    target = tmp_path / "out.jsonl"
+    with open(path, encoding="utf-8") as src, open(target, "w", encoding="utf-8") as sink:
+        sink.write("written before\n")
+        summary = replay(RULES, src, sink, workers=2)
+        sink.write("written after\n")
+    assert target.read_bytes() == b"written before\n" + expected + b"written after\n"
+    assert summary.chats == 31 and not summary.errors
+
+
+def test_a_full_disk_is_named_and_the_exit_is_1(tmp_path):
+    path, _ = corpus(tmp_path, 30)
+    err = io.StringIO()
+    with open("/dev/full", "w", encoding="utf-8") as out:
+        assert run(["replay", RULES, str(path), "--workers", "2"], out, err) == 1
+    assert err.getvalue() == "tagengine: <stdout>: No space left on device\n"
+
+
+@pytest.mark.slow
+def test_standard_input_from_a_file_or_a_pipe_equals_one_worker(tmp_path):
+    """`replay R - --workers 2 < FILE` reads the file by offsets as a named input is (PF-13); from a pipe the
+    lines travel through the parent: the same bytes either way."""
+    path, _ = corpus(tmp_path, 30)
+    expected = do(path, 1)[0].encode()
+    command = [sys.executable, "-m", "tagengine", "replay", RULES, "-", "--workers", "2"]
+    with open(path, "rb") as f:
+        from_file = subprocess.run(command, stdin=f, capture_output=True, timeout=120)
+    from_pipe = subprocess.run(command, input=path.read_bytes(), capture_output=True, timeout=120)
+    assert from_file.returncode == from_pipe.returncode == 0, (from_file.stderr, from_pipe.stderr)
+    assert from_file.stdout == from_pipe.stdout == expected

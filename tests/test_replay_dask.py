@@ -13,28 +13,23 @@ import signal
 import subprocess
 import sys
 
+import corpus_kit
 import pytest
 
 from conftest import ROOT, SAMPLES
-from tagengine._internal import batch, batch_dask
+from tagengine._internal import batch_dask
 from tagengine._internal.cli import run
+from tagengine._internal.files import BOM
 
 distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.slow  # a Dask LocalCluster of two worker processes
 
 RULES = str(SAMPLES / "rulesets" / "blades-like.json")
 
 
 def make_corpus(path, chats, turns=3, extra=()):
-    script = ROOT.parent / "shared" / "bench" / "make_corpus.py"
-    lines = []
-    if script.exists():
-        out = subprocess.run([sys.executable, str(script), "--chats", str(chats), "--turns", str(turns)],
-                             check=True, capture_output=True, text=True).stdout
-        lines = out.splitlines()
-    lines += (SAMPLES / "transcripts" / "crew-night.jsonl").read_text().splitlines()
-    lines += list(extra)
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    """`chats` generated chats, the crew-night chat, then `extra` lines (tests/corpus_kit.py)."""
+    return corpus_kit.write(path, chats, turns, extra)
 
 
 def local(path):
@@ -61,7 +56,7 @@ def spans_by_lines(data: bytes):
     """The reference: (number, line) of the non-blank lines, as `tagengine replay` numbers them."""
     out = []
     for n, line in enumerate(data.split(b"\n"), 1):
-        if n == 1 and line.startswith(batch.BOM):
+        if n == 1 and line.startswith(BOM):
             line = line[3:]
         if line.strip():
             out.append((n, line))
@@ -76,7 +71,7 @@ def test_partitions_own_each_line_once_with_its_number(tmp_path, seed):
     number the local replay gives it; a line over the limit is None, not read (F-5, F-6)."""
     rnd = random.Random(seed)
     pieces = [rnd.choice([b"", b" ", b"x" * rnd.randint(1, 40), b"{}\r", b"y" * 90]) for _ in range(60)]
-    data = (batch.BOM if seed % 2 else b"") + b"\n".join(pieces) + (b"\n" if seed % 3 else b"")
+    data = (BOM if seed % 2 else b"") + b"\n".join(pieces) + (b"\n" if seed % 3 else b"")
     path = tmp_path / "f"
     path.write_bytes(data)
     expected = [(n, None if len(x) > 80 else x) for n, x in spans_by_lines(data)]

@@ -8,11 +8,14 @@ import json
 import subprocess
 import sys
 import textwrap
+from unittest.mock import patch
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from conftest import SAMPLES
-from tagengine._internal import batch
+from conftest import SAMPLES, examples
+from tagengine._internal import batch, in_turn
 from tagengine._internal.cli import run
 
 RULES = str(SAMPLES / "rulesets" / "blades-like.json")
@@ -34,15 +37,24 @@ def replay(tmp_path, lines, *extra):
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_lone_surrogate_and_a_huge_integer_are_bad_lines_and_the_rest_go_on(tmp_path, workers):
+    """F-4, TR-9 (issue 26 item 13): a lone surrogate written as a JSON escape is no character: its chat is named
+    and left out of the output (it was replayed and written ASCII-escaped, exit 0), in a message's text, in a key
+    or in the id; a pair of escapes is one character and replays."""
     lines = [GOOD, chat("s", "x\ud800 " + TAG), '{"id": "n", "characters": ["Cutter"], "messages": [], "x": '
-             + "1" * 5000 + "}", '{"id": ' + "7" * 5000 + "}", GOOD]
+             + "1" * 5000 + "}", '{"id": ' + "7" * 5000 + "}", GOOD, chat("k\udfff"),
+             chat("p", "\U0001f600 " + TAG).replace("\\ud83d\\ude00", "\\uD83D\\uDE00"),
+             json.dumps({"id": "q", "characters": ["Cutter"], "messages": [], "x": {"a\udc00": 1}})]
     code, docs, err = replay(tmp_path, lines, "--workers", workers)
     assert code == 1  # F-4: a bad line means exit 1
-    assert [d.get("id") for d in docs] == ["crew-night", "s", None, None, "crew-night"]
-    assert docs[1]["receipts"] == {"ok": 1} and docs[1]["messages"][0]["content"].startswith("x\ud800")
+    assert [d.get("id") for d in docs] == ["crew-night", "s", None, None, "crew-night", None, "p", "q"]
+    assert docs[1] == {"id": "s", "error": "line 2: messages[0].content: a lone surrogate (\\ud800) is no character"}
     assert "line 3: not JSON: a number has more digits" in docs[2]["error"]
     assert "line 4:" in docs[3]["error"]
-    assert "2 bad line(s)" in err and "Traceback" not in err
+    assert docs[5] == {"id": None, "error": "line 6: id: a lone surrogate (\\udfff) is no character"}
+    assert docs[6]["receipts"] == {"ok": 1} and docs[6]["messages"][0]["content"].startswith("\U0001f600")
+    assert docs[7] == {"id": "q", "error": "line 8: x.a\\udc00: a lone surrogate (\\udc00) is no character"}
+    assert "5 bad line(s)" in err and "Traceback" not in err
+    assert "\\ud800" not in json.dumps(docs[:1] + docs[4:5] + docs[6:7])
 
 
 def test_a_bug_in_one_line_is_named_and_the_rest_go_on(tmp_path, monkeypatch):
@@ -68,11 +80,13 @@ def test_roles_match_without_case(tmp_path):
     assert 'result="ok"' in docs[0]["messages"][0]["content"]
 
 
-def test_state_files_never_collide_and_the_count_is_true(tmp_path):
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_state_files_never_collide_and_the_count_is_true(tmp_path, workers):
     ids = ["a/b", "a_b", "a\x00b", "A_B", "a_b", 5, "5", "..", ""]
     lines = [chat(i) for i in ids]
     states = tmp_path / "states"
-    code, _, err = replay(tmp_path, lines, "-o", str(tmp_path / "out.jsonl"), "--states-dir", str(states))
+    code, _, err = replay(tmp_path, lines, "-o", str(tmp_path / "out.jsonl"), "--states-dir", str(states),
+                          "--workers", workers)
     assert code == 0, err
     files = sorted(p.name for p in states.iterdir())
     assert len(files) == len(ids) and len({f.casefold() for f in files}) == len(ids)
@@ -95,28 +109,62 @@ def test_a_line_over_the_limit_is_named_not_read(tmp_path, monkeypatch):
     assert len(summary.errors) == 1 and summary.chats == 3
 
 
+def takes(path, size=batch.BATCH_PER_WORKER):
+    """The batches `_take` cuts a file into, one call after another as the processes of a replay make them."""
+    cursor = [0] * in_turn.CURSOR_INTS
+    with open(path, "rb") as f:
+        while (got := batch._take(f.fileno(), 0, size, cursor)) is not None:
+            yield got
+
+
 def test_tiny_chats_go_to_the_workers_in_large_batches(tmp_path):
     """100k tiny chats took 13 s on two workers against 4 s on one: batches of 4 chats meant 25,000 round
     trips, each a temporary file and an IPC message. A batch now holds at least BATCH_BYTES of input."""
     path = tmp_path / "tiny.jsonl"
     path.write_text("".join(chat(f"c{i}") + "\n" for i in range(10_000)))
-    sizes = [len(b) for b in batch._ranges(str(path), batch.BATCH_PER_WORKER)]
+    sizes = [len(b) for b in takes(path)]
     assert sum(sizes) == 10_000 and len(sizes) <= 40  # it was 2,500
     assert [len(b) for b in batch._batches(((i, b"x" * 200) for i in range(10_000)), 4)] == [328] * 30 + [160]
 
 
-def test_line_spans_match_splitlines(tmp_path):
-    for text in [b"", b"\n", b"a", b"a\n", b"a\n\n  \nb", b"\xef\xbb\xbfa\nb\n", b"x" * (1 << 20) + b"\ny\n" + b"z"]:
-        path = tmp_path / "f"
-        path.write_bytes(text)
+LINE = st.one_of(st.sampled_from([b"", b" ", b"\t", b"\r", b"{}", b"[1]", b"{not json", b"x" * 40, b"\xef\xbb\xbf",
+                                  b"\xff\xfe", chat("a").encode(), chat("b", TAG + "\r").encode()]),
+                 st.binary(max_size=60).filter(lambda b: b"\n" not in b))
+
+
+@settings(max_examples=examples(200))
+@given(lines=st.lists(LINE, max_size=30), bom=st.booleans(), last_newline=st.booleans(),
+       limit=st.integers(1, 80), size=st.integers(1, 5))
+def test_batches_taken_by_offset_are_the_lines_a_stream_gives(tmp_path_factory, lines, bom, last_newline, limit,
+                                                              size):
+    """What the processes of a replay read by offsets (`_take`, PF-13) is, line for line, number for number,
+    what one worker reads from a stream (`_lines`): blank lines skipped but counted, a BOM dropped from line 1
+    only, `\r` kept, a line over the limit None, the last line with or without its newline."""
+    data = (b"\xef\xbb\xbf" if bom else b"") + b"\n".join(lines) + (b"\n" if last_newline and lines else b"")
+    path = tmp_path_factory.mktemp("take") / "in.jsonl"
+    path.write_bytes(data)
+    with patch.object(batch, "MAX_CHAT_BYTES", limit), patch.object(batch, "BATCH_BYTES", 50):
+        taken = [item for b in takes(path, size) for item in b]
         with open(path, "rb") as f:
-            spans = list(batch._line_spans(f))
-        body = text.removeprefix(b"\xef\xbb\xbf")
-        lines = body.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        assert [text[s:e] for _, s, e, _ in spans] == lines
-        assert [blank for *_, blank in spans] == [not x.strip() for x in lines]
+            assert taken == list(batch._lines(f))
+
+
+@settings(max_examples=examples(30))
+@given(lines=st.lists(LINE, max_size=24), workers=st.integers(2, 3), limit=st.sampled_from([60, 400, 1 << 20]))
+def test_workers_in_turn_write_what_one_worker_writes(tmp_path_factory, lines, workers, limit):
+    """Any input, any number of workers: the same bytes and the same summary (chats, errors in order, receipts)
+    as one worker, with batches small enough that every process takes several."""
+    folder = tmp_path_factory.mktemp("turns")
+    path = folder / "in.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with patch.object(batch, "MAX_CHAT_BYTES", limit), patch.object(batch, "BATCH_BYTES", 100):
+        with open(path, "rb") as src:
+            one_out = io.BytesIO()
+            one = batch.replay(RULES, src, one_out, 1)
+        with open(path, "rb") as src, open(folder / "out", "wb") as sink:
+            many = batch.replay(RULES, src, sink, workers)
+    assert (folder / "out").read_bytes() == one_out.getvalue()
+    assert (many.chats, many.errors, many.receipts) == (one.chats, one.errors, one.receipts)
 
 
 def test_an_input_that_shrinks_during_the_run_gives_bad_lines_not_a_crash(tmp_path):
@@ -126,17 +174,18 @@ def test_an_input_that_shrinks_during_the_run_gives_bad_lines_not_a_crash(tmp_pa
     script = textwrap.dedent(f"""
         import io, os, sys
         from tagengine._internal import batch
-        real = batch._ranges
-        def shrinking(path, size):
-            for k, b in enumerate(real(path, size)):
-                yield b
-                if k == 0:
-                    os.truncate(path, 0)
-        batch._ranges = shrinking
+        real = batch._take
+        def shrinking(fd, start, size, cursor):
+            if cursor[1] and os.fstat(fd).st_size > cursor[0] + 1000:  # the second batch: cut in a line
+                os.truncate({str(path)!r}, cursor[0] + 1000)
+            return real(fd, start, size, cursor)
+        batch._take = shrinking
         from tagengine._internal.cli import run
         sys.exit(run(["replay", {RULES!r}, {str(path)!r}, "--workers", "2", "-o", {str(tmp_path / "out.jsonl")!r}],
                      io.StringIO(), io.StringIO()))
     """)
-    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert p.returncode in (0, 1), p.stderr[-2000:]
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr[-2000:]  # the line cut short is a bad line, named
     assert "Traceback" not in p.stderr
+    docs = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert "error" in docs[-1] and "not JSON" in docs[-1]["error"] and not any("error" in d for d in docs[:-1])

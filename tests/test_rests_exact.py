@@ -9,7 +9,7 @@ from cmdkit import sample_state, with_live
 from conftest import edit, sample_dict
 from tagengine._internal.errors import NotFoundError
 from tagengine._internal.ruleset import Ruleset
-from tagengine._internal.sheet import character
+from tagengine._internal.sheet import view_character
 from tagengine._internal.sheet.rests import take_rest
 from tagengine._internal.state import WoundMarks
 
@@ -32,7 +32,7 @@ def fifth_with(*steps, fn=None):
 
 
 def pools(rs, st, who):
-    return {p.id: (p.cur, p.max) for p in character(rs, st, who).pools}
+    return {p.id: (p.cur, p.max) for p in view_character(rs, st, who).pools}
 
 
 def test_rest_3_a_step_never_takes_a_pool_below_0():
@@ -60,7 +60,7 @@ def test_rest_2_a_list_pools_step_moves_each_row_by_itself(by, cells):
     rs = fifth_with({"listPools": "features", "by": by})
     st = with_live(rs, sample_state("fifth-like"), vess={"rows": {"features": [0, 1]}})  # 0/1 and 1/2
     new, _ = take_rest(rs, st, "Vess", "test")
-    assert character(rs, new, "Vess").row_pools["features"] == cells
+    assert view_character(rs, new, "Vess").row_pools["features"] == cells
 
 
 def test_rest_2_a_plain_track_step_by_a_fraction_of_its_max_and_never_past_it():

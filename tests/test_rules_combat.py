@@ -8,11 +8,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import edit, problems, sample_dict
+from conftest import edit, examples, problems, sample_dict
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.prompt import reminder
 from tagengine._internal.ruleset import Ruleset
-from tagengine._internal.sheet import character
+from tagengine._internal.sheet import view_character
 from tagengine._internal.state import Dice, GameState, LiveValues, WoundMarks
 
 GRAVE_DICT = sample_dict("gravewatch")  # health: Harm (Scuffed, Winded, Bleeding, Down); blunt->knock, edged->tear
@@ -92,13 +92,13 @@ def test_cb_2_the_kind_without_a_map_entry():
 def test_wound_34_a_full_track_puts_the_character_down():
     a, res = run(GRAVE, fresh(GRAVE, (["tear", "tear", "knock"], 0)), hit("blunt"))
     assert res == [("ok", "down: 0 of 4 left, at Down")]
-    view = character(GRAVE, a.state, "X").health
+    view = view_character(GRAVE, a.state, "X").health
     assert view is not None and view.down == "Harm is full" and view.left == 0
     assert "- Harm (health): down: 0 of 4 left, at Down;" in reminder(GRAVE, a.state)
     a, res = run(GRAVE, a.state, hit("blunt"))  # WOUND-20 still holds on the full track; still down
     assert marks_of(a).marks == ("tear", "tear", "tear", "knock") and res == [("ok", "down: 0 of 4 left, at Down")]
     a, res = run(GRAVE, fresh(GRAVE, (["tear", "knock"], 0)), hit("blunt"))
-    assert res == [("ok", "1 of 4 left, at Bleeding")] and character(GRAVE, a.state, "X").health.down is None
+    assert res == [("ok", "1 of 4 left, at Bleeding")] and view_character(GRAVE, a.state, "X").health.down is None
 
 
 def test_wound_36_a_hit_no_box_can_take_puts_the_character_down_and_is_not_refused():
@@ -106,7 +106,7 @@ def test_wound_36_a_hit_no_box_can_take_puts_the_character_down_and_is_not_refus
     a, res = run(PER_POINT, st, hit("stress", amount=3))  # box 3, and every box above it, is taken
     assert res == [("ok", "down: 2 of 4 boxes left +1 overflow")]
     assert marks_of(a, "strain") == WoundMarks((None, None, "strain", "strain"), 1)  # WOUND-49: nothing moved
-    assert character(PER_POINT, a.state, "X").health.down == "Strain overflowed"
+    assert view_character(PER_POINT, a.state, "X").health.down == "Strain overflowed"
     a, res = run(PER_POINT, fresh(PER_POINT), hit("stress", amount=5))  # a 5-point hit on 4 boxes
     assert res == [("ok", "down: 4 of 4 boxes left +1 overflow")]
     # the damage op on the same track still refuses a mark with no free box (WOUND-52, WOUND-53)
@@ -179,17 +179,17 @@ def test_wound_38_temporary_points_are_refused_on_a_health_track():
 # -- WOUND-39: the track read as its remaining levels -----------------------------------------------------------
 def test_wound_39_the_health_track_reads_as_its_remaining_levels():
     st = fresh(GRAVE, (["tear", "knock"], 0))
-    view = character(GRAVE, st, "X").health
+    view = view_character(GRAVE, st, "X").health
     assert (view.left, view.of, view.at, view.now) == (2, 4, "Winded", "2 of 4 left, at Winded")
     assert "- Harm (health): 2 of 4 left, at Winded; costs 1 die fewer on every roll" in reminder(GRAVE, st)
     assert run(GRAVE, st, hit("blunt"))[1] == [("ok", "1 of 4 left, at Bleeding")]
-    boxed = character(PER_POINT, fresh(PER_POINT, ([None, "strain"], 0), track="strain"), "X").health
+    boxed = view_character(PER_POINT, fresh(PER_POINT, ([None, "strain"], 0), track="strain"), "X").health
     assert (boxed.left, boxed.of, boxed.now) == (3, 4, "3 of 4 boxes left")
 
 
 # -- a pool as health ------------------------------------------------------------------------------------------
 def hp_max(rs):
-    return character(rs, fresh(rs), "X").health.of
+    return view_character(rs, fresh(rs), "X").health.of
 
 
 def test_cb_1_a_hit_takes_points_from_a_health_pool_temporary_points_first():
@@ -197,7 +197,8 @@ def test_cb_1_a_hit_takes_points_from_a_health_pool_temporary_points_first():
     a, res = run(FIFTH, fresh(FIFTH, temp={"hp": 3}), hit("slashing", 5))
     assert res == [("ok", f"{top - 2} of {top} left")] and a.state.live_of("X").pools["hp"] == top - 2
     a, res = run(FIFTH, a.state, hit("fire", 999))
-    assert res == [("ok", f"down: 0 of {top} left")] and character(FIFTH, a.state, "X").health.down == "Hit points is 0"
+    assert res == [("ok", f"down: 0 of {top} left")]
+    assert view_character(FIFTH, a.state, "X").health.down == "Hit points is 0"
     assert f"- Pools: Hit points 0/{top}, down;" in reminder(FIFTH, a.state)  # CB-4: the reminder tells the GM
     a, res = run(FIFTH, a.state, '[sheet: who="X" op="heal" amount="4"]')
     assert res == [("ok", f"4 of {top} left")]
@@ -210,7 +211,7 @@ def test_cb_1_a_hit_takes_points_from_a_health_pool_temporary_points_first():
 def test_cb_4_a_health_pool_is_down_at_0_only_and_holds_no_temporary_points_it_does_not_allow():
     resolve = ruleset(lambda d: d.update(combat={"health": {"pool": "resolve"}}))  # no allowTemp
     st = fresh(resolve, pools={"resolve": 1})
-    h = character(resolve, st, "X").health
+    h = view_character(resolve, st, "X").health
     assert (h.left, h.temp, h.down, h.now) == (1, 0, None, "1 of 4 left")
     assert run(resolve, st, hit("edged"))[1] == [("ok", "down: 0 of 4 left")]
 
@@ -234,7 +235,7 @@ def test_cb_1_refusals():
     assert run(none, fresh(none), hit("edged") + HEAL)[1] == [("refused", "unsupported-op")] * 2
     hidden = ruleset(lambda d: d.update(combat={"health": {"pool": "oil"}}))  # a wound track is never hidden (HIDE-7)
     a, res = run(hidden, fresh(hidden), hit("edged") + HEAL)  # oil shows only on the night watch; X keeps dusk
-    assert res == [("refused", "hidden")] * 2 and character(hidden, a.state, "X").health is None
+    assert res == [("refused", "hidden")] * 2 and view_character(hidden, a.state, "X").health is None
 
 
 def test_cb_1_who_party_hits_every_character():
@@ -297,7 +298,7 @@ def test_adj_9_any_other_roll_gets_only_the_entries_for_every_roll():
 HITS = st.lists(st.tuples(st.integers(0, 2), st.integers(1, 6)), max_size=12)  # 2: a heal, else a type
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(HITS, st.sampled_from(["grave", "point", "blow"]))
 def test_cb_a_hit_never_leaves_more_marks_than_boxes_and_receipts_are_idempotent(hits, which):
     rs = {"grave": GRAVE, "point": PER_POINT, "blow": PER_BLOW}[which]
@@ -305,9 +306,9 @@ def test_cb_a_hit_never_leaves_more_marks_than_boxes_and_receipts_are_idempotent
     text = " ".join(HEAL if i == 2 else hit(types[i], n) for i, n in hits)
     start = fresh(rs)
     a = apply_reply(rs, start, text)
-    w = next(v for v in character(rs, a.state, "X").wounds if v.id == track)
+    w = next(v for v in view_character(rs, a.state, "X").wounds if v.id == track)
     assert w.filled <= w.length and len(a.state.live_of("X").marks.get(track, WoundMarks()).marks) <= w.length
-    h = character(rs, a.state, "X").health
+    h = view_character(rs, a.state, "X").health
     assert h.left == w.length - w.filled and (h.down is not None) == (w.filled == w.length or w.overflow > 0)
     assert all(r.result == "ok" for r in a.receipts)  # a hit on its own health is never refused
     again = apply_reply(rs, start, a.text)  # DEC-5: the engine's own output applies to the same text and state

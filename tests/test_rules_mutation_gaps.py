@@ -10,7 +10,7 @@ from tagengine._internal.commands import apply_reply
 from tagengine._internal.errors import RulesetError
 from tagengine._internal.prompt import reminder
 from tagengine._internal.ruleset import Ruleset
-from tagengine._internal.sheet import Eval, character
+from tagengine._internal.sheet import Eval, view_character
 from tagengine._internal.state import GameState, WoundMarks
 
 GRAVE = load_sample("gravewatch")
@@ -25,7 +25,7 @@ def test_cap_1_a_positive_adjust_never_lifts_a_check_above_its_cap():
          "resolution": {"type": "dice-sum", "adjust": [{"value": {"const": 5}}]}}
     rs = Ruleset.from_dict(d)
     st = GameState.new(rs, ["X"])
-    (skill,) = character(rs, st, "X").skills
+    (skill,) = view_character(rs, st, "X").skills
     assert (skill.sheet, skill.adjust, skill.total) == (3, 5, 3)
     (r,) = apply_reply(rs, st, '[check: who="X" skill="S"]').receipts
     assert dict(r.record)["total"] == "+3"
@@ -149,7 +149,7 @@ def test_wound_44_a_box_count_the_sheet_computes_stops_at_64():
     rs = Ruleset.from_dict(edit(sample_dict("gravewatch"), lambda d: d["sheet"]["derived"][2].update(
         of=[{"const": 98}, {"abilityScore": "sinew"}])))  # strain_boxes: 98 + Sinew
     st = GameState.new(rs, ["X"])
-    strain = next(w for w in character(rs, st, "X").wounds if w.id == "strain")
+    strain = next(w for w in view_character(rs, st, "X").wounds if w.id == "strain")
     assert strain.length == 64
     _, res = run(rs, st, '[sheet: who="X" op="damage" track="strain" kind="strain" box="64"]')
     assert res == [("ok", "1/64")]
@@ -161,7 +161,7 @@ def test_rest_7_each_pool_gets_up_to_what_it_is_missing():
     fifth = load_sample("fifth-like")
     st = with_live(fifth, sample_state("fifth-like"), vess={"pools": {"hd_d8": 2, "hd_d10": 0}})  # 2/3 and 0/2
     a, _ = run(fifth, st, '[sheet: who="Vess" op="rest" rest="Long rest"]')  # half of 5, rounded down: 2
-    pools = {p.id: (p.cur, p.max) for p in character(fifth, a.state, "Vess").pools}
+    pools = {p.id: (p.cur, p.max) for p in view_character(fifth, a.state, "Vess").pools}
     assert pools["hd_d8"] == (3, 3) and pools["hd_d10"] == (1, 2)  # d8 is missing 1: the other 1 goes on
 
 

@@ -11,7 +11,7 @@ from cmdkit import run, sample_state
 from conftest import edit, load_sample, problems, sample_dict
 from tagengine._internal.prompt import reminder, system_prompt
 from tagengine._internal.ruleset import Ruleset
-from tagengine._internal.sheet import party
+from tagengine._internal.sheet import view_party
 from tagengine._internal.state import GameState
 
 GRAVE, BLADES = load_sample("gravewatch"), load_sample("blades-like")
@@ -68,11 +68,11 @@ def test_party_3_party_pools_use_the_live_pool_schema():
                                 "group": "debts", "allowTemp": True})
     rs = Ruleset.from_dict(d)  # start, group, hideWhen (moorings) and allowTemp are all accepted
     doc = sample_state("blades-like").to_json()
-    p = {pl.id: pl for pl in party(rs, GameState.loads(rs, json.dumps(doc))).pools}
+    p = {pl.id: pl for pl in view_party(rs, GameState.loads(rs, json.dumps(doc))).pools}
     assert (p["favors"].cur, p["favors"].max, p["favors"].group) == (4, 4, "debts")  # start full
     assert p["moorings"].hidden is None  # lair is the barge
     doc["gamePartySheet"]["fields"]["lair"] = "tower"
-    p = {pl.id: pl for pl in party(rs, GameState.loads(rs, json.dumps(doc))).pools}
+    p = {pl.id: pl for pl in view_party(rs, GameState.loads(rs, json.dumps(doc))).pools}
     assert p["moorings"].hidden  # hideWhen: lair notEquals barge
     bad = edit(d, lambda d: d["party"]["pools"][0].update(start="half"))
     assert ("party.pools[0].start", "not-allowed") in problems(bad)

@@ -15,7 +15,7 @@ from conftest import edit, problems
 from tagengine._internal.errors import RulesetError
 from tagengine._internal.prompt.template_data import character_block
 from tagengine._internal.ruleset import Ruleset
-from tagengine._internal.sheet import sheet_of
+from tagengine._internal.sheet import view_card
 from tagengine._internal.state import GameState, LiveValues
 
 MINI = {"sheet": {
@@ -68,7 +68,7 @@ def card(rs=RS, **parts):
 
 
 def checks(rs=RS, live=None, **parts):
-    s = sheet_of(rs, card(rs, **parts), live)
+    s = view_card(rs, card(rs, **parts), live)
     return {c.id: c for c in (*s.abilities, *s.skills, *s.saves)}
 
 
@@ -110,21 +110,21 @@ def test_sheet_10_untr_2_untrained_on_the_skill_the_save_or_the_section():
 def test_sheet_11_12_fields_hold_single_values_of_six_types():
     values = {"limit": 7, "calling": "drover", "note": "owes Bram", "story": "Born on the road.", "sworn": True,
               "die": "1d8"}
-    assert sheet_of(RS, card(fields=values), None).fields == values
+    assert view_card(RS, card(fields=values), None).fields == values
     bad = edit(MINI, lambda d: d["sheet"]["fields"].append({"id": "when", "label": "When", "type": "date"}))
     assert ("sheet.fields[6].type", "not-allowed") in problems(bad)
 
 
 def test_sheet_27_enum_table_from_an_enum_field_or_a_live_state():
-    assert sheet_of(RS, card(fields={"calling": "scout"}), None).derived["call"] == 2
-    assert sheet_of(RS, card(fields={"calling": "drover"}), None).derived["call"] == -1  # not in the table
-    assert sheet_of(RS, card(), LiveValues(states={"stance": "high"})).derived["poise"] == 3
-    assert sheet_of(RS, card(), LiveValues(states={"stance": "low"})).derived["poise"] == 0
+    assert view_card(RS, card(fields={"calling": "scout"}), None).derived["call"] == 2
+    assert view_card(RS, card(fields={"calling": "drover"}), None).derived["call"] == -1  # not in the table
+    assert view_card(RS, card(), LiveValues(states={"stance": "high"})).derived["poise"] == 3
+    assert view_card(RS, card(), LiveValues(states={"stance": "low"})).derived["poise"] == 0
 
 
 def test_sheet_28_lists_hold_rows_with_their_own_columns():
     rows = [{"name": "Rope", "uses": 2}, {"name": "Lamp", "uses": 1}]
-    assert [dict(r) for r in sheet_of(RS, card(lists={"gear": rows}), None).lists["gear"]] == rows
+    assert [dict(r) for r in view_card(RS, card(lists={"gear": rows}), None).lists["gear"]] == rows
     bad = edit(MINI, lambda d: d["sheet"]["lists"][0]["columns"].append(
         {"id": "name", "label": "Again", "type": "text"}))
     assert problems(bad) != []  # a list's columns are its own: each id once
@@ -132,8 +132,8 @@ def test_sheet_28_lists_hold_rows_with_their_own_columns():
 
 def test_sheet_31_list_pools_make_each_row_a_resource_with_its_own_maximum():
     c = card(lists={"gear": [{"name": "Rope", "uses": 2}, {"name": "Flask", "uses": 5}]})
-    assert sheet_of(RS, c, None).row_pools["gear"] == ((2, 2), (5, 5))  # start full, each at its own max
-    assert sheet_of(RS, c, LiveValues(rows={"gear": (0, 3)})).row_pools["gear"] == ((0, 2), (3, 5))
+    assert view_card(RS, c, None).row_pools["gear"] == ((2, 2), (5, 5))  # start full, each at its own max
+    assert view_card(RS, c, LiveValues(rows={"gear": (0, 3)})).row_pools["gear"] == ((0, 2), (3, 5))
 
 
 def test_sheet_32_a_numeric_column_may_be_filled_by_a_roll():
@@ -143,7 +143,7 @@ def test_sheet_32_a_numeric_column_may_be_filled_by_a_roll():
 
 
 def test_sheet_35_live_holds_pools_tracks_text_conditions_and_states():
-    s = sheet_of(RS, card(), LiveValues(pools={"grit": 1}, tracks={"fatigue": 2}, text={"heading": "north"},
+    s = view_card(RS, card(), LiveValues(pools={"grit": 1}, tracks={"fatigue": 2}, text={"heading": "north"},
                                   conditions=frozenset({"soaked"}), states={"stance": "high"}))
     assert [(p.id, p.cur, p.max) for p in s.pools] == [("grit", 1, 3)]
     assert [(t.id, t.value) for t in s.tracks] == [("fatigue", 2)]
@@ -170,18 +170,18 @@ def test_sheet_3_4_checks_grouped_under_their_section_in_the_gm_block():
 
 
 def test_track_4_wound_track_length_is_its_levels_or_its_own_max():
-    s = sheet_of(RS, card(), None)
+    s = view_card(RS, card(), None)
     assert s.wounds[0].length == 3  # three named levels, `max` left out (decisions T-13)
     rs = Ruleset.from_dict(edit(MINI, lambda d: boxed_harm(d, {"field": "limit"})))
-    assert sheet_of(rs, card(rs, fields={"limit": 6}), None).wounds[0].length == 6  # as long as its own max
+    assert view_card(rs, card(rs, fields={"limit": 6}), None).wounds[0].length == 6  # as long as its own max
     bad = edit(MINI, lambda d: d["sheet"]["live"]["tracks"][1].update(max=4))
     assert ("sheet.live.tracks[1].max", "wound-max-mismatch") in problems(bad)
 
 
 def test_wound_1_kinds_with_levels_or_boxes_make_a_wound_track():
-    s = sheet_of(RS, card(), None)
+    s = view_card(RS, card(), None)
     assert [t.id for t in s.tracks] == ["fatigue"] and [w.id for w in s.wounds] == ["harm"]
-    s = sheet_of(Ruleset.from_dict(edit(MINI, lambda d: boxed_harm(d, 3))), card(), None)
+    s = view_card(Ruleset.from_dict(edit(MINI, lambda d: boxed_harm(d, 3))), card(), None)
     assert [w.id for w in s.wounds] == ["harm"] and s.wounds[0].boxed
 
 
@@ -217,18 +217,18 @@ def test_hide_1_hides_a_field_a_derived_value_a_list_a_pool_and_a_plain_track():
 
     rs = Ruleset.from_dict(edit(MINI, hide_all))
     want = {"fields.note", "derived.call", "lists.gear", "pools.grit", "tracks.fatigue"}
-    assert set(sheet_of(rs, card(rs, fields={"calling": "drover"}), None).hidden) == want
-    assert set(sheet_of(rs, card(rs, fields={"calling": "scout"}), None).hidden) == set()
+    assert set(view_card(rs, card(rs, fields={"calling": "drover"}), None).hidden) == want
+    assert set(view_card(rs, card(rs, fields={"calling": "scout"}), None).hidden) == set()
 
 
 def test_state_7_default_omitted_is_the_first_value():
-    assert [st.value for st in sheet_of(RS, card(), None).states] == ["low"]  # no `default`: the first value
+    assert [st.value for st in view_card(RS, card(), None).states] == ["low"]  # no `default`: the first value
     rs = Ruleset.from_dict(edit(MINI, lambda d: d["sheet"]["live"]["states"][0].update(default="high")))
-    assert [st.value for st in sheet_of(rs, card(rs), None).states] == ["high"]
+    assert [st.value for st in view_card(rs, card(rs), None).states] == ["high"]
 
 
 def test_state_3_value_shown_by_its_label_or_as_itself():
     rs = Ruleset.from_dict(edit(MINI, lambda d: d["sheet"]["live"]["states"][0].update(
         valueLabels={"high": "High guard"})))
-    s = sheet_of(rs, card(rs), LiveValues(states={"stance": "high"})).states[0]
+    s = view_card(rs, card(rs), LiveValues(states={"stance": "high"})).states[0]
     assert s.values == (("low", "low"), ("high", "High guard")) and s.value_label == "High guard"

@@ -18,13 +18,3 @@ def test_sample_imports_and_declares_lowest_version(name: str) -> None:
     assert f"{m.capabilityApi.major}.{m.capabilityApi.minor}" == rs.requires_text
     assert rs.warnings == ()
 
-
-def test_bench_ruleset_imports() -> None:
-    from conftest import ROOT
-    from tagengine._internal.ruleset import Ruleset
-
-    path = ROOT.parent / "shared" / "bench" / "bench_ruleset.json"
-    if not path.exists():
-        pytest.skip("../shared is not beside this checkout")
-    rs = Ruleset.load(path)
-    assert rs.requires_text == "1.145"

@@ -13,7 +13,8 @@ from test_serve import SCRIPT, ask, client, expected, history, serving
 from conftest import load_sample
 from tagengine import apply_reply
 from tagengine._internal.prompt import build, tokens
-from tagengine._internal.server import chain
+from tagengine._internal.server.chain import Chain
+from tagengine._internal.server.store import Store
 
 
 def two_turns(tmp_path, fake: Fake, stream: bool) -> list[str]:
@@ -33,7 +34,7 @@ def test_the_next_turns_reminder_is_rendered_before_its_request_comes(tmp_path, 
     turn's request reaches the upstream without rendering one (and its receipts are as before)."""
     fake = Fake(SCRIPT)
     events: list[tuple[str, int]] = []
-    render, state_of = build.render, chain.state_of
+    render, state_of = build.render, Chain.state_of
 
     def render_spy(template, context):
         if template == "reminder.j2":
@@ -45,7 +46,7 @@ def test_the_next_turns_reminder_is_rendered_before_its_request_comes(tmp_path, 
         return state_of(*args, **kw)
 
     monkeypatch.setattr(build, "render", render_spy)
-    monkeypatch.setattr(chain, "state_of", state_spy)
+    monkeypatch.setattr(Chain, "state_of", state_spy)
     two_turns(tmp_path, fake, stream)
     assert events[:3] == [("request", 0), ("render", 0), ("render", 1)]  # turn 1: its own, then turn 2's
     assert events[3:] == [("request", 1), ("render", 2)]  # turn 2: none until its answer, then turn 3's
@@ -61,15 +62,17 @@ def test_a_reminder_is_the_same_text_however_often_its_state_is_asked_for():
     assert "Vault door" in build.reminder(rs, after) and "Vault door" not in first
 
 
-def test_remembered_chain_steps_are_the_sha256_steps():
+def test_remembered_chain_steps_are_the_sha256_steps(tmp_path):
     """next_key remembers its answers (S-24): the same as hashing, keyed by the key before and the reply."""
     def direct(key: str, reply: str) -> str:
         return hashlib.sha256(f"{key}\0{reply.strip()}".encode()).hexdigest()
 
+    chain = Chain(Store(tmp_path))
     for _ in range(2):  # the second time from the memo
         assert chain.next_key("a" * 64, " reply ") == direct("a" * 64, "reply")
         assert chain.next_key("b" * 64, " reply ") == direct("b" * 64, "reply")
         assert chain.next_key("a" * 64, "other") == direct("a" * 64, "other")
+    chain.store.close()
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -79,7 +82,7 @@ def test_the_reply_s_tokens_are_counted_before_the_next_turn_comes(tmp_path, mon
     tokens.counter.cache_clear()  # a new memo: earlier tests counted the same script's replies
     fake = Fake(SCRIPT)
     events: list[tuple[str, str]] = []
-    text, state_of = tokens.TokenCounter.text, chain.state_of
+    text, state_of = tokens.TokenCounter.text, Chain.state_of
 
     def text_spy(self, t):
         events.append(("count", t))
@@ -90,7 +93,7 @@ def test_the_reply_s_tokens_are_counted_before_the_next_turn_comes(tmp_path, mon
         return state_of(*args, **kw)
 
     monkeypatch.setattr(tokens.TokenCounter, "text", text_spy)
-    monkeypatch.setattr(chain, "state_of", state_spy)
+    monkeypatch.setattr(Chain, "state_of", state_spy)
     stored = two_turns(tmp_path, fake, stream)
     turn_two = [i for i, e in enumerate(events) if e[0] == "request"][1]
     counts = [i for i, e in enumerate(events) if e == ("count", stored[0])]

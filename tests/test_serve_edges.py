@@ -12,13 +12,15 @@ from cmdkit import sample_state
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import load_sample
+from conftest import examples, load_sample
 from tagengine import apply_reply
 from tagengine._internal.commands import Applied
 from tagengine._internal.server.chat_request import MAX_MODEL_NAME, budget_of, read_marked
 from tagengine._internal.server.errors import Refused
 from tagengine._internal.server.receipts import ReceiptStream
-from tagengine._internal.server.relay import dumps, relay_stream
+from tagengine._internal.server.relay import relay_stream
+from tagengine._internal.server.wire.json_codec import dumps
+from tagengine._internal.server.wire.sse import MAX_EVENT, read_events
 
 REPLY = 'Hello [clock: name="Alarm raised" size="6"]'
 
@@ -37,7 +39,8 @@ def relayed(chunks: list[object]) -> tuple[str, list[Applied]]:
         async def keep(applied: Applied) -> None:
             kept.append(applied)
 
-        return [b async for b in relay_stream(response, ReceiptStream(rs, state), keep, connected)]
+        events = read_events(response.aiter_bytes(), MAX_EVENT)
+        return [b async for b in relay_stream(response, events, ReceiptStream(rs, state), keep, connected)]
 
     sent = asyncio.run(run())
     text = ""
@@ -161,7 +164,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-2, 2) | st.text(max
                     max_leaves=12)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(JSON, max_size=4))
 def test_no_upstream_chunk_makes_the_relay_raise(odd):
     """Whatever JSON the upstream streams between a reply's pieces, the client gets events, never a

@@ -23,8 +23,8 @@ def failing(monkeypatch, actions):
     statement fails as a full disk's or a bad sector's would: a sqlite3.DatabaseError)."""
     real = store_module.Store.__init__
 
-    def opened(self, folder):
-        real(self, folder)
+    def opened(self, folder, **kw):
+        real(self, folder, **kw)
         self.db.set_authorizer(lambda action, table, *_: sqlite3.SQLITE_DENY if action in actions and table in CACHE
                                else sqlite3.SQLITE_OK)
 
@@ -67,7 +67,7 @@ def test_s_33_a_store_that_cannot_read_costs_no_turn(tmp_path, monkeypatch, capl
 def test_s_33_a_fault_in_the_work_after_an_answer_never_reaches_the_client(tmp_path, monkeypatch, caplog, stream):
     """Whatever fails once the answer has gone (keeping it, rendering the next reminder, counting it ahead),
     the client's answer is already whole: the fault is logged, and the next turn replays."""
-    from tagengine._internal.server import app as app_module
+    from tagengine._internal.server import turn as turn_module
 
     calls = []
 
@@ -75,7 +75,7 @@ def test_s_33_a_fault_in_the_work_after_an_answer_never_reaches_the_client(tmp_p
         calls.append(args)
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(app_module, "count_ahead", broken)
+    monkeypatch.setattr(turn_module, "count_ahead", broken)
     with caplog.at_level(logging.WARNING, "tagengine"):
         got = play(tmp_path, stream, play(tmp_path, stream, []))
         assert play(tmp_path, stream, got) == WANT
@@ -98,7 +98,7 @@ def test_s_33_a_fault_sqlite_rolled_back_itself_is_logged_as_itself(tmp_path, ca
         raise sqlite3.OperationalError("database or disk is full")
 
     with caplog.at_level(logging.WARNING, "tagengine"):
-        store.keeping("snapshots", faulty)
+        store.writing("snapshots", faulty)
     assert [r.getMessage() for r in caplog.records] == [
         "the store cannot keep snapshots (database or disk is full); the turn goes on, and the next one replays"]
     assert not store.db.in_transaction and store.snapshot("k") is None
@@ -114,10 +114,10 @@ def test_s_33_a_batch_that_fails_keeps_the_use_marks_and_they_stay_bounded(tmp_p
     store.touch("a")
     store.db.set_authorizer(lambda action, table, *_: sqlite3.SQLITE_DENY if action in WRITES and table in CACHE
                             else sqlite3.SQLITE_OK)
-    store.keeping("snapshots", lambda: None)  # the marks' UPDATE is refused: logged, kept
+    store.writing("snapshots", lambda: None)  # the marks' UPDATE is refused: logged, kept
     assert "a" in store._touched
     store.db.set_authorizer(None)
-    store.keeping("snapshots", lambda: None)
+    store.writing("snapshots", lambda: None)
     assert store._touched == {} and store.db.execute("SELECT used FROM snapshots").fetchone()[0] > used
     monkeypatch.setattr(store_module, "MARKS_MAX", 3)
     for k in "bcde":

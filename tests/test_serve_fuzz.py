@@ -26,6 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from test_serve import MARK, make_campaigns, snapshots
 
+from conftest import examples
 from tagengine._internal.server.app import Options, make_app
 from tagengine._internal.server.store import DB_NAME
 
@@ -120,7 +121,7 @@ def test_a_deeply_nested_streamed_event_ends_the_stream_with_an_error_event(tmp_
 
 
 def test_settle_reads_a_deeply_nested_continuation_as_no_json():
-    from tagengine._internal.server.settle import _json
+    from tagengine._internal.server.wire.json_codec import loads_or_none as _json
 
     assert _json((b'{"choices": ' + DEEP + b"}").decode()) is None
     assert _json('{"a": 1}') == {"a": 1}
@@ -163,7 +164,7 @@ def test_header_bytes_beyond_ascii_are_forwarded_as_they_came_not_a_500(tmp_path
     messages = MESSAGES if campaign else MESSAGES[1:]
     body = json.dumps({"model": "m", "messages": messages}).encode()
     with serving(tmp_path, up) as url:
-        status, answer = raw_request(url, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        status, answer = raw_request(url, b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                           b"Content-Type: application/json\r\nAuthorization: Bearer k\xe9y\r\n"
                                           b"User-Agent: caf\xe9\r\n", body)
         assert status == 200, answer
@@ -171,7 +172,8 @@ def test_header_bytes_beyond_ascii_are_forwarded_as_they_came_not_a_500(tmp_path
         assert up.headers[-1]["authorization"] == "Bearer k\xe9y"  # the same bytes (Starlette reads latin-1)
         if not campaign:  # a passthrough forwards the client's other headers too
             assert up.headers[-1]["user-agent"] == "caf\xe9"
-        status, answer = raw_request(url, b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\xe9y\r\n")
+        status, answer = raw_request(url, b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                     b"Authorization: Bearer k\xe9y\r\n")
         assert status == 200 and up.headers[-1]["authorization"] == "Bearer k\xe9y"
 
 
@@ -180,7 +182,7 @@ def test_header_bytes_beyond_ascii_reach_the_tokenize_endpoint_too(tmp_path):
     up = Raw(whole("The door opens."), tokens=b'{"tokens": [1, 2, 3]}')
     body = json.dumps({"model": "m", "messages": MESSAGES}).encode()
     with serving(tmp_path, up, count_with_upstream=True) as url:
-        status, answer = raw_request(url, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        status, answer = raw_request(url, b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                           b"Content-Type: application/json\r\nAuthorization: Bearer k\xe9y\r\n", body)
     assert status == 200, answer
 
@@ -367,8 +369,8 @@ def test_an_upstream_content_type_beyond_ascii_comes_back_as_its_bytes_not_a_500
               b"Connection: close\r\n\r\n" % len(body)) + body
     make_campaigns(tmp_path / "data")
     with raw_upstream(answer) as up, Running(make_app(Options(upstream=up, data=tmp_path / "data"))) as srv:
-        head = (b"GET %s HTTP/1.1\r\nHost: x\r\n" % path.encode() if messages is None else
-                b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" % path.encode())
+        head = (b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n" % path.encode() if messages is None else
+                b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" % path.encode())
         heads: list[bytes] = []
         status, got = raw_request(srv.url, head, json.dumps({"model": "m", "messages": messages}).encode()
                                   if messages is not None else b"", heads)
@@ -478,7 +480,7 @@ def test_no_upstream_answer_makes_the_server_fail(tmp_path, opts):
     up = Raw()
     try:
         with serving(tmp_path, up, **opts) as url:
-            @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+            @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
             @given(ANY, st.none() | TEXTS, st.booleans(), st.lists(ANY | TEXTS.map(chunk), max_size=4))
             def attack(doc: Any, prefill: str | None, stream: bool, events: list[Any]) -> None:
                 up.body = sse(*events, chunk("", "stop"), b"[DONE]") if stream else json.dumps(doc).encode()
@@ -517,7 +519,7 @@ def test_no_client_request_makes_the_server_fail(tmp_path, opts):
     up = Raw(sse(chunk('Hi [clock: name="Alarm raised" size="6"]', "stop"), b"[DONE]"), media="text/event-stream")
     try:
         with serving(tmp_path, up, **opts) as url:
-            @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+            @settings(max_examples=examples(80), deadline=None, suppress_health_check=list(HealthCheck))
             @given(st.lists(MESSAGE, max_size=4), FIELDS, CHECK, st.sampled_from(["", "/c/heist", "/c/nope"]))
             def attack(messages: list[Any], fields: dict[str, Any], check: dict[str, Any], prefix: str) -> None:
                 for path, body in ((f"{prefix}/v1/chat/completions", {"messages": messages, **fields}),
@@ -540,7 +542,7 @@ def test_an_upstream_error_message_of_any_text_becomes_a_header_that_can_be_sent
     """The probe (streamed) or the continuation (not streamed) answered 500 with a message holding a line break
     (a header injected, or uvicorn's "Invalid HTTP header value"), a euro sign (not latin-1) or a NUL: the
     reply is settled at the end, and the header says why in printable ASCII."""
-    from tagengine._internal.server.settle import PROBE_USER
+    from tagengine._internal.server.mid_reply import PROBE_USER
 
     first = 'The lock. [check: who="Cutter" skill="Finesse"] The'
     message = "boom \u20ac\r\nX-Injected: 1\x00"
@@ -574,7 +576,7 @@ def test_an_upstream_error_message_of_any_text_becomes_a_header_that_can_be_sent
 def test_a_long_event_in_many_pieces_reads_as_one(end):
     import asyncio
 
-    from tagengine._internal.server.relay import events
+    from tagengine._internal.server.wire.sse import MAX_EVENT, read_events
 
     long = b"data: " + json.dumps({"x": "a" * 100_000}).encode()
     body = long + end + b"data: second" + end + end + b"data: [DONE]" + end + end
@@ -591,6 +593,6 @@ def test_a_long_event_in_many_pieces_reads_as_one(end):
                     yield p
 
         async def read(parts: list[bytes]) -> list[str]:
-            return [e async for e in events(httpx.Response(200, stream=Chunks(parts)))]
+            return [e async for e in read_events(httpx.Response(200, stream=Chunks(parts)).aiter_bytes(), MAX_EVENT)]
 
         assert asyncio.run(read(parts)) == [long[6:].decode() + "\nsecond", "[DONE]"]

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tagengine._internal.server.head_join import HeadJoiner, HeadJoiningProtocol
-from tagengine._internal.server.streamed import Cut, Streamed
+from tagengine._internal.server.streamed import Incomplete, Streamed
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"
 
@@ -153,7 +153,7 @@ def sent_by(document: bool, cut: bool = False) -> list[tuple[str, bytes, bool]]:
         yield b"a"
         yield b"b"
         if cut:
-            raise Cut
+            raise Incomplete
         yield b"c"
 
     async def run():

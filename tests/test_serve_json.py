@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tagengine._internal.server.app import parse_body
+from tagengine._internal.server.chat_request import parse_body
 from tagengine._internal.server.errors import Refused
-from tagengine._internal.server.relay import dumps, loads
+from tagengine._internal.server.wire.json_codec import dumps, loads
 
 SCALARS = st.none() | st.booleans() | st.integers(min_value=-(2**80), max_value=2**80) | \
     st.floats(allow_nan=False, allow_infinity=False) | st.text()

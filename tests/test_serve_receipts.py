@@ -13,6 +13,7 @@ from test_golden_replies import start
 from conftest import GOLDEN, SAMPLES
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.server import chain
+from tagengine._internal.server.chain import Chain
 from tagengine._internal.server.receipts import ReceiptStream
 from tagengine._internal.server.store import Store
 
@@ -100,14 +101,15 @@ def crew_night(rs, state):
 
 def test_state_from_the_store_equals_the_replay_from_the_start(campaign, tmp_path):
     store, c = campaign
+    ch = Chain(store)
     messages, final = crew_night(c.rs, c.start)
-    cold = chain.state_of(c, store, messages)
+    cold = ch.state_of(c, messages)
     assert cold.replayed == 3 and cold.consistent and cold.state == final
-    warm = chain.state_of(c, store, messages)
+    warm = ch.state_of(c, messages)
     assert warm.replayed == 0 and warm.state == final and warm.key == cold.key
-    assert chain.state_of(c, store, messages[:3]).replayed == 0  # every snapshot on the way was kept
+    assert ch.state_of(c, messages[:3]).replayed == 0  # every snapshot on the way was kept
     fresh = Store(tmp_path / "other")  # the database deleted: same result
-    assert chain.state_of(c, fresh, messages).state == final
+    assert Chain(fresh).state_of(c, messages).state == final
     fresh.close()
 
 
@@ -115,30 +117,33 @@ def test_a_reply_the_chat_app_trimmed_is_the_same_turn(campaign):
     """S-23: SillyTavern trims white space around a reply before it stores it ("Trim spaces", on by default);
     the trimmed reply keys the same snapshot, so the next turn replays nothing."""
     store, c = campaign
+    ch = Chain(store)
     messages, final = crew_night(c.rs, c.start)
     padded = [{**m, "content": f"\n{m['content']}  \n\n"} if m["role"] == "assistant" else m for m in messages]
-    assert chain.state_of(c, store, padded).replayed == 3  # as the model sent them: padded
+    assert ch.state_of(c, padded).replayed == 3  # as the model sent them: padded
     trimmed = [{**m, "content": m["content"].strip()} for m in padded]  # as the chat app stored them
-    warm = chain.state_of(c, store, trimmed)
+    warm = ch.state_of(c, trimmed)
     assert warm.replayed == 0 and warm.state == final
 
 
 def test_a_history_missing_its_oldest_reply_is_reported_inconsistent(campaign, caplog):
     store, c = campaign
+    ch = Chain(store)
     messages, _ = crew_night(c.rs, c.start)
-    broken = chain.state_of(c, store, messages[2:])  # the store knows none of its replies yet
+    broken = ch.state_of(c, messages[2:])  # the store knows none of its replies yet
     assert not broken.consistent and broken.notes == (chain.INCOMPLETE,)
     assert "do not match a replay" in caplog.text
     assert store.known([broken.key]) is None  # a guess is never kept: the next request says it again
-    full = chain.state_of(c, store, messages)
+    full = ch.state_of(c, messages)
     assert full.consistent
     # S-15: now the store knows reply 2 by its content, at one state: the trimmed history resumes there
-    trimmed = chain.state_of(c, store, messages[2:])
+    trimmed = ch.state_of(c, messages[2:])
     assert trimmed.consistent and trimmed.state == full.state and trimmed.key == full.key
     assert trimmed.notes[0].startswith("resumed")
 
 
 def test_a_reply_without_receipts_is_not_a_sign_of_a_broken_history(campaign):
     store, c = campaign
+    ch = Chain(store)
     raw = [{"role": "assistant", "content": '[clock: name="Alarm" size="4"]'}]
-    assert chain.state_of(c, store, raw).consistent
+    assert ch.state_of(c, raw).consistent

@@ -22,7 +22,7 @@ from tagengine._internal.commands import apply_reply
 from tagengine._internal.commands.reasons import COMMAND_LIMIT
 from tagengine._internal.server.app import Options, make_app
 from tagengine._internal.server.campaigns import new_campaign
-from tagengine._internal.server.settle import Settler
+from tagengine._internal.server.mid_reply import MidReplyChecks
 from tagengine._internal.server.store import Store
 from tagengine._internal.server.upstream import Upstream
 from tagengine._internal.state import GameState
@@ -201,7 +201,7 @@ def test_concurrent_first_requests_share_one_probe():
         return httpx.Response(200, json={"choices": [{"index": 0, "message": {"content": " four five six"}}]})
 
     async def run() -> list[str | None]:
-        s = Settler(Upstream("http://up/v1", forward_client_key=True, transport=httpx.MockTransport(handler)))
+        s = MidReplyChecks(Upstream("http://up/v1", httpx.MockTransport(handler), forward_client_key=True))
         got = await asyncio.gather(*(s.probe({"model": "m"}, {}) for _ in range(5)))
         assert s.header({"model": "m"}) == "mid-reply"
         await s.upstream.close()

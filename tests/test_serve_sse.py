@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tagengine._internal.server import relay
-from tagengine._internal.server.relay import events
+from conftest import examples
+from tagengine._internal.server.wire.sse import MAX_EVENT, EventTooLarge, read_events
 
 
 class Chunks(httpx.AsyncByteStream):
@@ -24,9 +24,9 @@ class Chunks(httpx.AsyncByteStream):
             yield p
 
 
-def read(parts: list[bytes]) -> list[str]:
+def read(parts: list[bytes], limit: int = MAX_EVENT) -> list[str]:
     async def run() -> list[str]:
-        return [e async for e in events(httpx.Response(200, stream=Chunks(parts)))]
+        return [e async for e in read_events(httpx.Response(200, stream=Chunks(parts)).aiter_bytes(), limit)]
 
     return asyncio.run(run())
 
@@ -52,7 +52,7 @@ LINE = st.one_of(st.sampled_from([b"", b"data: [DONE]", b": a comment", b"event:
 END = st.sampled_from([b"\n", b"\r\n", b"\r"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.booleans(), st.lists(st.tuples(LINE, END), max_size=12), LINE, st.data())
 def test_events_split_anywhere_are_the_events_of_the_whole_body(bom, lines, last, data):
     """`last`: the body's last line, without a line end (read as the plain way reads it); `bom`: the body
@@ -80,13 +80,12 @@ def test_a_leading_byte_order_mark_is_ignored_even_split():
     assert read([b"\xef\xbb\xbfdata: a\n\n\xef\xbb\xbfdata: b\n\n"]) == ["a"]  # only the first
 
 
-def test_an_event_past_max_event_is_a_protocol_error_and_many_small_ones_are_not(monkeypatch):
+def test_an_event_past_max_event_is_an_error_and_many_small_ones_are_not():
     """FZ-13: what one upstream event can make the server hold is bounded: a line that never ends, or an
-    event of many data lines, past MAX_EVENT bytes is a RemoteProtocolError (the relay's error event)."""
-    monkeypatch.setattr(relay, "MAX_EVENT", 1000)
-    with pytest.raises(httpx.RemoteProtocolError, match="more than 1000 bytes"):
-        read([b"data: " + b"x" * 300, *[b"x" * 300] * 4])
-    with pytest.raises(httpx.RemoteProtocolError):
-        read([b"data: " + b"y" * 50 + b"\n"] * 30)
-    assert read([b"data: " + b"y" * 50 + b"\n\n"] * 300) == ["y" * 50] * 300
-    assert read([b"data: " + b"z" * 900, b"\n\n", b"data: " + b"z" * 900, b"\n\n"]) == ["z" * 900] * 2
+    event of many data lines, past MAX_EVENT bytes is an EventTooLarge (the relay's error event)."""
+    with pytest.raises(EventTooLarge, match="more than 1000 bytes"):
+        read([b"data: " + b"x" * 300, *[b"x" * 300] * 4], 1000)
+    with pytest.raises(EventTooLarge):
+        read([b"data: " + b"y" * 50 + b"\n"] * 30, 1000)
+    assert read([b"data: " + b"y" * 50 + b"\n\n"] * 300, 1000) == ["y" * 50] * 300
+    assert read([b"data: " + b"z" * 900, b"\n\n", b"data: " + b"z" * 900, b"\n\n"], 1000) == ["z" * 900] * 2

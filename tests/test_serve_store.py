@@ -13,7 +13,8 @@ from test_serve import SCRIPT, ask, client, expected, serving
 
 from tagengine._internal.server import chain
 from tagengine._internal.server import store as store_module
-from tagengine._internal.server.chain import THREAD_MIN
+from tagengine._internal.server.chain import THREAD_MIN, Chain
+from tagengine._internal.server.snapshots import SnapshotCache
 from tagengine._internal.server.store import DB_NAME, Store
 
 TICK = 'The guards stir. [clock: name="Watch" size="100"]'
@@ -57,31 +58,33 @@ def rows(store, campaign="heist"):
 
 def test_pruning_keeps_the_most_recently_used_snapshots_of_a_campaign(heist):
     store, c = heist
+    snapshots = SnapshotCache()
+    store.pruned = snapshots.drop_gone  # as the server's context joins them
+    ch = Chain(store, snapshots)
     msgs = [{"role": "assistant", "content": f'Step {k}. [clock: name="Watch" size="4"]'} for k in range(30)]
-    done = chain.state_of(c, store, msgs)
+    done = ch.state_of(c, msgs)
     assert isinstance(done, chain.Replayed)
-    keys = [chain.first_key(c)]
-    for m in msgs:
-        keys.append(chain.next_key(keys[-1], m["content"]))
+    keys = ch.keys(c, [m["content"] for m in msgs])
     assert rows(store) == set(keys[1:])
     store.put_snapshot("other-campaign-key", "{}", "vault")  # another campaign's are not counted
     assert store.snapshot(keys[1]) is not None  # used again: now the most recent
-    store.keep = 10
+    assert keys[-1] in snapshots
+    store.per_campaign = 10
     assert store.prune("heist") == 20
     assert rows(store) == {keys[1], *keys[-9:]}
     assert rows(store, "vault") == {"other-campaign-key"}
-    assert not set(store.recent) - rows(store)  # memory follows the file
+    assert snapshots.keys() and not set(snapshots.keys()) - rows(store)  # memory follows the file
     # a pruned snapshot costs a replay, never a result
-    again = chain.state_of(c, store, msgs[:15])
-    assert isinstance(again, chain.Replayed) and again.replayed == 14 and again.state == chain.state_of(
-        c, Store(store.folder / "fresh"), msgs[:15]).state
+    again = ch.state_of(c, msgs[:15])
+    assert isinstance(again, chain.Replayed) and again.replayed == 14 and again.state == Chain(
+        Store(store.folder / "fresh")).state_of(c, msgs[:15]).state
 
 
 def test_pruning_runs_as_snapshots_are_written(heist, monkeypatch):
     store, c = heist
     monkeypatch.setattr(store_module, "PRUNE_EVERY", 8)
-    store.keep = 12
-    chain.state_of(c, store, [{"role": "assistant", "content": f"Step {k}."} for k in range(100)])
+    store.per_campaign = 12
+    Chain(store).state_of(c, [{"role": "assistant", "content": f"Step {k}."} for k in range(100)])
     assert len(rows(store)) <= 12 + 8
 
 
@@ -123,3 +126,19 @@ def test_long_replays_in_threads_beside_turns_on_the_loop_do_not_cross(tmp_path)
 
 def history_one():
     return [{"role": "system", "content": '[tagengine: campaign="heist"]'}, {"role": "user", "content": "TURN:tick"}]
+
+
+def test_the_snapshot_cache_holds_the_most_recently_used_within_its_size(heist):
+    """SV-4: the states in memory, by chain key: `newest` finds the last key held (never key 0, the start) and
+    marks it used; past its size the least recently used goes; `drop_gone` follows the file."""
+    _, c = heist
+    cache = SnapshotCache(size=3)
+    for k in "abc":
+        cache.put(k, c.start)
+    assert cache.newest(["a", "b", "x"]) == (1, c.start)  # b: now the most recently used
+    assert cache.newest(["c", "x"]) is None  # keys[0] is a campaign's start, never looked up
+    cache.put("d", c.start)  # a goes: the least recently used
+    assert cache.keys() == ["c", "b", "d"] and cache.get("a") is None
+    assert cache.get("c") is c.start and cache.keys() == ["c", "b", "d"]  # a page's look moves nothing
+    cache.drop_gone(lambda keys: {"b"})
+    assert cache.keys() == ["b"]

@@ -7,12 +7,16 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from tagengine._internal.server.options import Options
 from tagengine._internal.server.transport import HIGH_WATER, HTTP11Transport
-from tagengine._internal.server.upstream import Upstream, proxied
+from tagengine._internal.server.upstreams.kinds import reach_upstream
+from tagengine._internal.server.upstreams.openai import proxied
 
 Answer = Callable[[int, bytes], bytes | None]  # (request number, request bytes) -> bytes to send, None: close
 
@@ -251,15 +255,22 @@ def test_a_cancelled_request_drops_its_connection() -> None:
     serve(silent.handle, test)
 
 
-def test_a_proxy_from_the_environment_keeps_httpx_own_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+def transport_of(url: str, tmp_path: Path, **kw: Any) -> httpx.AsyncBaseTransport | None:
+    """The transport the upstream kinds' table gives the server for `url`."""
+    return reach_upstream(Options(upstream=url, data=tmp_path, **kw)).transport
+
+
+def test_a_proxy_from_the_environment_keeps_httpx_own_transport(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
     for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                  "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)
     assert not proxied("http://127.0.0.1:5000/v1")
-    assert isinstance(Upstream("http://127.0.0.1:5000/v1", forward_client_key=False).transport, HTTP11Transport)
+    assert isinstance(transport_of("http://127.0.0.1:5000/v1", tmp_path), HTTP11Transport)
+    assert transport_of("http://127.0.0.1:5000/v1", tmp_path, upstream_transport="httpx") is None  # SV-6: the switch
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
     assert proxied("https://api.example.com/v1") and not proxied("http://127.0.0.1:5000/v1")
-    assert Upstream("https://api.example.com/v1", forward_client_key=False).transport is None
+    assert transport_of("https://api.example.com/v1", tmp_path) is None
     monkeypatch.setenv("NO_PROXY", "api.example.com")
     assert not proxied("https://api.example.com/v1")
 

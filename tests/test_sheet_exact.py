@@ -12,7 +12,7 @@ from conftest import edit, load_sample, sample_dict
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.errors import NotFoundError
 from tagengine._internal.ruleset import Ruleset
-from tagengine._internal.sheet import Eval, SheetView, character, party, sheet_of
+from tagengine._internal.sheet import Eval, SheetView, view_card, view_character, view_party
 from tagengine._internal.sheet.check_numbers import check_number, fight_number
 from tagengine._internal.sheet.ops import rounded, step
 from tagengine._internal.state import GameState
@@ -83,7 +83,7 @@ def test_track_2_a_plain_track_starts_at_its_default_and_reads_from_its_min():
     ev = ev_of(rs)
     assert ev.plain_value(rs.sheet.tracks.get("t")) == 5
     assert [ev.derived(f"r_{w}") for w in ("value", "filled", "remaining")] == [5, 3, 3]
-    (t,) = character(rs, GameState.new(rs, ["X"]), "X").tracks
+    (t,) = view_character(rs, GameState.new(rs, ["X"]), "X").tracks
     assert (t.value, t.min, t.max, t.default) == (5, 2, 8, 5)
 
 
@@ -91,7 +91,7 @@ def test_ref_10_a_hidden_plain_track_reads_0_and_says_why_it_is_hidden():
     rs = rs_of(lambda d: tracks(d, hideWhen={"field": "mood", "equals": "calm"}))
     ev = ev_of(rs)  # mood defaults to calm
     assert [ev.derived(f"r_{w}") for w in ("value", "filled", "remaining")] == [0, 0, 0]
-    (t,) = character(rs, GameState.new(rs, ["X"]), "X").tracks
+    (t,) = view_character(rs, GameState.new(rs, ["X"]), "X").tracks
     assert t.hidden == "mood is 'calm'"
     assert ev_of(rs, {"mood": "wild"}).derived("r_filled") == 3
 
@@ -106,27 +106,27 @@ def test_hide_1_2_each_form_hides_and_says_why(form, value, calm, wild):
     rs = rs_of(lambda d: d["sheet"]["live"].update(states=[{"id": "s", "label": "S", "values": ["a", "b"],
                                                             "hideWhen": {"field": "mood", form: value}}]))
     new = GameState.new(rs, ["X"])  # mood: calm, its first value
-    assert character(rs, new, "X").states[0].hidden == calm
+    assert view_character(rs, new, "X").states[0].hidden == calm
     card = {**new.cards["X"], "fields": {**new.cards["X"]["fields"], "mood": "wild"}}
-    assert character(rs, GameState(cards={"X": card}), "X").states[0].hidden == wild
+    assert view_character(rs, GameState(cards={"X": card}), "X").states[0].hidden == wild
 
 
 # -- pools ------------------------------------------------------------------------------------------------------
 def test_c_3_a_pool_that_allows_temporary_points_holds_0_until_granted():
     fifth = load_sample("fifth-like")
     st = GameState.new(fifth, ["X"])
-    hp = next(p for p in character(fifth, st, "X").pools if p.id == "hp")
+    hp = next(p for p in view_character(fifth, st, "X").pools if p.id == "hp")
     assert hp.temp == 0 and hp.now == f"{hp.max}/{hp.max}"
-    assert character(fifth, st, "X").health.temp == 0
+    assert view_character(fifth, st, "X").health.temp == 0
 
 
 def test_sheet_31_a_row_of_no_uses_is_a_pool_of_0():
     fifth = load_sample("fifth-like")
     card = {**GameState.new(fifth, ["X"]).cards["X"], "lists": {"features": [{"name": "Spent", "uses": 0},
                                                                                {"name": "Once", "uses": 1}]}}
-    view = sheet_of(fifth, card, None, "X")
+    view = view_card(fifth, card, None, "X")
     assert view.row_pools["features"] == ((0, 0), (1, 1))
-    assert sheet_of(fifth, card, None).name == ""
+    assert view_card(fifth, card, None).name == ""
 
 
 # -- wound tracks -----------------------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def test_wound_44_a_track_of_numbered_boxes_is_as_long_as_its_own_max():
         rs = rs_of(lambda d, m=top: d["sheet"]["live"].update(tracks=[
             {"id": "s", "label": "S", "min": 0, "max": m, "boxes": {}, "kinds": [{"id": "k", "label": "K",
                                                                               "severity": 0}]}]))
-        (w,) = character(rs, GameState.new(rs, ["X"]), "X").wounds
+        (w,) = view_character(rs, GameState.new(rs, ["X"]), "X").wounds
         assert (w.length, w.penalty) == (top, 0)  # no penalty table: no penalty
 
 
@@ -158,7 +158,7 @@ def extra_levels(rows, *, first=0, lo=0, hi=20, pmax=0):
             "kinds": [{"id": "k", "label": "K", "severity": 0}],
             "extra": {"list": "scars", "countColumn": "n", "penaltyColumn": "p"}}])))
     card = {**GameState.new(rs, ["X"]).cards["X"], "lists": {"scars": rows}}
-    (w,) = sheet_of(rs, card, None).wounds
+    (w,) = view_card(rs, card, None).wounds
     return [(lv.label, lv.penalty) for lv in w.levels]
 
 
@@ -180,8 +180,8 @@ def test_untr_1_a_training_id_the_ladder_lacks_reads_as_its_first_level():
 def test_sheet_3_an_ability_check_carries_its_section():
     rs = Ruleset.from_dict(edit(BASE, lambda d: (d["sheet"].update(sections=[{"id": "body", "label": "Body"}]),
                                                  d["sheet"]["abilities"][0].update(section="body"))))
-    assert character(rs, GameState.new(rs, ["X"]), "X").abilities[0].section == "body"
-    assert character(load_sample("gravewatch"), sample_state("gravewatch"), "Mira").abilities[0].section is None
+    assert view_character(rs, GameState.new(rs, ["X"]), "X").abilities[0].section == "body"
+    assert view_character(load_sample("gravewatch"), sample_state("gravewatch"), "Mira").abilities[0].section is None
 
 
 def test_a_check_number_for_an_id_the_sheet_lacks_is_a_zero():
@@ -215,11 +215,11 @@ def test_a_3_a_sheet_view_is_read_only_all_the_way_down():
 def test_characters_and_the_party_sheet_are_named_by_the_state():
     grave = load_sample("gravewatch")
     with pytest.raises(NotFoundError) as e:
-        character(grave, sample_state("gravewatch"), "Nobody")
+        view_character(grave, sample_state("gravewatch"), "Nobody")
     assert (e.value.what, e.value.name, e.value.known) == ("character", "Nobody", ("Mira", "Bram"))
     blades = load_sample("blades-like")
-    assert party(blades, GameState.new(blades, ["A"])).name == "Crew"
-    assert party(grave, sample_state("gravewatch")) is None
+    assert view_party(blades, GameState.new(blades, ["A"])).name == "Crew"
+    assert view_party(grave, sample_state("gravewatch")) is None
 
 
 # -- values as a card stores them (a chat app's card may hold anything) -------------------------------------------
@@ -309,5 +309,5 @@ def test_e_1_a_skill_without_an_ability_starts_from_0_and_a_pool_counts_scores_n
 
 def test_pool_max_reads_0_when_its_reference_does():
     rs = rs_of(lambda d: d["sheet"]["live"].update(pools=[{"id": "p", "label": "P", "max": {"field": "n"}}]))
-    (p,) = character(rs, GameState.new(rs, ["X"]), "X").pools
+    (p,) = view_character(rs, GameState.new(rs, ["X"]), "X").pools
     assert (p.cur, p.max) == (0, 0)

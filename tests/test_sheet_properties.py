@@ -7,13 +7,13 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import load_sample
+from conftest import examples, load_sample
 from tagengine._internal.errors import StateError
-from tagengine._internal.sheet import character, party
+from tagengine._internal.sheet import view_character, view_party
 from tagengine._internal.state import GameState
 
 RULESETS = {n: load_sample(n) for n in ("ember-roads", "gravewatch", "fifth-like", "blades-like")}
-SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 scalar = st.one_of(st.none(), st.booleans(), st.integers(-200, 200), st.text(max_size=8),
                    st.sampled_from(["night", "dawn", "reckless", "tear", "knock", "strain", "sworn", "d8", "full"]))
@@ -42,8 +42,8 @@ def test_evaluation_never_raises_for_a_state_that_loads(name, card, live_doc, no
         state = GameState.loads(rs, json.dumps(doc))
     except StateError:
         return
-    sheet = character(rs, state, "Mira")
-    party(rs, state)
+    sheet = view_character(rs, state, "Mira")
+    view_party(rs, state)
     for p in sheet.pools:
         assert 0 <= p.cur <= p.max
     for w in sheet.wounds:

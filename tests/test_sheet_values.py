@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import edit, load_sample, sample_dict
 from tagengine._internal.ruleset import Ruleset
-from tagengine._internal.sheet import Eval, sheet_of
+from tagengine._internal.sheet import Eval, view_card
 from tagengine._internal.sheet.ops import rounded
 from tagengine._internal.state import GameState, LiveValues, WoundMarks
 
@@ -127,9 +127,9 @@ def test_enum_1_4_5_table_and_default():
 
 def test_enum_6_dawn_watch_gives_one_more_resolve():
     dawn = GameState(cards={"A": card(GRAVE, fields={"watch": "dawn"})})
-    from tagengine._internal.sheet import character
+    from tagengine._internal.sheet import view_character
 
-    assert next(p for p in character(GRAVE, dawn, "A").pools if p.id == "resolve").max == 5
+    assert next(p for p in view_character(GRAVE, dawn, "A").pools if p.id == "resolve").max == 5
 
 
 def test_enum_4_hidden_live_state_reads_default():
@@ -141,20 +141,20 @@ def test_enum_4_hidden_live_state_reads_default():
 
 
 def test_hide_2_forms():
-    fifth = sheet_of(FIFTH, card(FIFTH, fields={"casting": "none"}), None)
+    fifth = view_card(FIFTH, card(FIFTH, fields={"casting": "none"}), None)
     assert "pools.slots_1" in fifth.hidden and "derived.spell_dc" in fifth.hidden  # equals (5e spell slots)
-    grave = sheet_of(GRAVE, card(GRAVE, fields={"watch": "dusk"}), None)
+    grave = view_card(GRAVE, card(GRAVE, fields={"watch": "dusk"}), None)
     assert grave.hidden == {"pools.oil": "watch is 'dusk', not 'night'"}  # notEquals (lantern oil)
-    grave = sheet_of(GRAVE, card(GRAVE, fields={"watch": "night"}), None)
+    grave = view_card(GRAVE, card(GRAVE, fields={"watch": "night"}), None)
     assert grave.hidden == {}
 
 
 def test_hide_5_unset_or_stale_enum_reads_default():
     c = card(GRAVE)
     c = {**c, "fields": {"watch": "noon"}}  # a value the ruleset no longer offers: the default, dusk
-    assert "pools.oil" in sheet_of(GRAVE, c, None).hidden
+    assert "pools.oil" in view_card(GRAVE, c, None).hidden
     c = {**c, "fields": {}}
-    assert "pools.oil" in sheet_of(GRAVE, c, None).hidden
+    assert "pools.oil" in view_card(GRAVE, c, None).hidden
 
 
 def test_state_9_stale_value_reads_default():

@@ -13,6 +13,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,44 @@ def test_two_workers_equal_one(tmp_path):
     assert cli("replay", RULES, *map(str, CHATS), *CREW, "-o", str(one))[0] == 0
     assert cli("replay", RULES, *map(str, CHATS), *CREW, "-o", str(two), "--workers", "2")[0] == 0
     assert one.read_bytes() == two.read_bytes()
+
+
+@pytest.mark.slow
+def test_a_chat_from_standard_input_among_files_on_two_workers(tmp_path):
+    """A worker's standard input is not the command's: with `--workers 2` a chat read from `-` was replayed from
+    an empty or half-read stream (a bad chat, exit 1). It is replayed in the parent, in its place, whether the
+    workers write in turn (`-o`) or their lines travel through the parent (stdout a pipe)."""
+    hidden, others = FIXTURES / "hidden.jsonl", [str(c) for c in CHATS if c.name != "hidden.jsonl"]
+    argv = [sys.executable, "-m", "tagengine", "replay", RULES, others[0], "-", *others[1:], "--format", "st", *CREW]
+    outputs = []
+    for workers, target in (("1", "one.jsonl"), ("2", "two.jsonl")):
+        with open(hidden, "rb") as f:
+            p = subprocess.run([*argv, "--workers", workers, "-o", str(tmp_path / target)], stdin=f,
+                               capture_output=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        outputs.append((tmp_path / target).read_bytes())
+    with open(hidden, "rb") as f:
+        piped = subprocess.run([*argv, "--workers", "2"], stdin=f, capture_output=True, timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    assert outputs[0] == outputs[1] == piped.stdout and outputs[0].count(b"\n") == len(CHATS)
+
+
+def test_two_workers_write_in_turn_into_memory_or_a_descriptor(tmp_path, rs):
+    """`replay_files` with two workers: into a file's descriptor the processes write in turn (PF-13), into text
+    in memory the lines travel through the parent; both are one worker's bytes."""
+    from tagengine._internal.sillytavern.chatbatch import given_start
+    from tagengine._internal.sillytavern.chatreplay import replay_files
+
+    given = given_start(["Cutter", "Lurk"], None, rs)
+    paths = [str(c) for c in CHATS] * 3
+    one = io.StringIO()
+    replay_files(RULES, paths, one, workers=1, given=given)
+    memory = io.StringIO()
+    replay_files(RULES, paths, memory, workers=2, given=given)
+    with open(tmp_path / "out.jsonl", "wb") as f:
+        summary = replay_files(RULES, paths, f, workers=2, given=given)
+    assert one.getvalue() == memory.getvalue() == (tmp_path / "out.jsonl").read_text(encoding="utf-8")
+    assert summary.chats == len(paths) and not summary.errors
 
 
 def test_swipes_invariants_and_each_swipe_from_the_state_before_its_reply(tmp_path, rs):
@@ -379,6 +418,7 @@ def test_parse_tolerates_blank_lines_and_reads_an_old_header():
     assert chat.render({}) == data  # the blank line and the final line break are kept
 
 
+@pytest.mark.slow  # starts SillyTavern
 def test_an_exported_chat_loads_and_saves_in_sillytavern(tmp_path):
     """Issue 16 against the real program (tests/st_kit.py, SillyTavern's own server; skipped where it is not
     installed): SillyTavern stores the fixture as it is written; `st export --in-place` on its stored file;

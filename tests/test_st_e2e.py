@@ -7,6 +7,7 @@ reply (its regeneration with another answer), then a turn after the swipe."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,9 @@ from st_kit import SillyTavern, generate, generate_stream, sillytavern
 
 from conftest import SAMPLES
 from tagengine._internal.commands import apply_reply
-from tagengine._internal.server import chain
 from tagengine._internal.server.app import Options, make_app
 from tagengine._internal.server.campaigns import Campaign, Campaigns, new_campaign
+from tagengine._internal.server.chain import Chain
 from tagengine._internal.server.store import Store
 from tagengine._internal.state import GameState
 
@@ -126,8 +127,8 @@ def test_sillytavern_plays_turns_and_a_swipe_through_tagengine_serve(st: SillyTa
     # the state right after the swipe is the one the server keeps for that history: a snapshot, nothing replayed
     store = Store(data)
     try:
-        after = chain.state_of(Campaigns(store).get("heist"), store,
-                               [{"role": "assistant", "content": t} for t in [GREETING, *stored[:2], swiped]])
+        after = Chain(store).state_of(Campaigns(store).get("heist"),
+                                      [{"role": "assistant", "content": t} for t in [GREETING, *stored[:2], swiped]])
     finally:
         store.close()
     assert after.replayed == 0 and after.consistent
@@ -164,3 +165,49 @@ def test_the_kit_stops_sillytavern_when_a_test_fails(tmp_path: Path) -> None:
         raise RuntimeError("a failing test")
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{url}/csrf-token", timeout=5)
+
+
+def test_sillytavern_quiet_requests_move_nothing(st: SillyTavern, tmp_path: Path) -> None:
+    """Issue 26 item 11 (TR-5), through SillyTavern's own server, with `--campaign heist` as the docs start it:
+    its Test Message (`[{"role": "user", "content": "Hi"}]`, not streamed), an Impersonate with its default
+    prompt, and an Impersonate whose prompt the user edited, told by the header the docs have the user add in
+    *Additional Parameters* (`X-Tagengine-Type: "{{lastGenerationType}}"`, which the page expands): none is
+    taught the game, none moves what the pages show. Before, the Test Message reset the sheet to 0/6."""
+    data = tmp_path / "data"
+    store = Store(data)
+    new_campaign(store, "heist", str(SAMPLES / "rulesets" / "blades-like.json"), ["Cutter", "Lurk"])
+    store.close()
+    hello = 'Hello. [clock: name="Alarm raised" tick="-6"]'
+    fake = Fake({**SCRIPT, "Hi": hello})
+    with Running(fake.app()) as up:
+        app = make_app(Options(upstream=f"{up.url}/v1", data=data, api_key=KEY, campaign="heist"))
+        ctx = app.state.context
+        with Running(app) as srv:
+            base = f"{srv.url}/v1"
+            stored: list[str] = []
+            for n in range(3):
+                stored.append(ask(st, base, prompt(["one", "two", "three"][:n + 1], stored), n == 1).strip())
+            assert 'now="6/6"' in stored[2]
+            for _ in range(500):  # bounded: the third turn's head is kept once its answer has gone
+                if (ctx.store.head("heist") or ("", 0))[1] == 3:
+                    break
+                time.sleep(0.01)
+            head, shown = ctx.store.head("heist"), ctx.latest.prompts["heist"]
+            assert head is not None and head[1] == 3
+            status, doc = generate(st, body(base, [{"role": "user", "content": "Hi"}]))  # Test Message
+            assert status == 200 and doc["choices"][0]["message"]["content"] == hello  # as the model wrote it
+            impersonate = {"role": "system", "content": "[Write your next reply from the point of view of User, using "
+                           "the chat history so far as a guideline for the writing style of User. Don't write as GM "
+                           "or system. Don't describe actions of GM.]"}
+            assert ask(st, base, [*prompt(["one", "two", "three"], stored), impersonate], True) == SCRIPT["three"]
+            edited = {**body(base, [*prompt(["one", "two", "three"], stored),
+                                    {"role": "system", "content": "Now write as the player."}]),
+                      "custom_include_headers": 'X-Tagengine-Type: "impersonate"'}
+            status, items = generate(st, edited)
+            assert status == 200 and items["choices"][0]["message"]["content"] == SCRIPT["three"]
+            time.sleep(0.3)  # bounded: what a turn keeps after its answer would have been kept by now
+            assert ctx.store.head("heist") == head and ctx.latest.prompts["heist"] is shown
+    quiet = [json.loads(raw) for raw in fake.bodies[3:]]
+    assert len(quiet) == 3 and all(NOTE not in json.dumps(q) for q in quiet)
+    assert quiet[0]["messages"] == [{"role": "user", "content": "Hi"}]  # as SillyTavern sent it: not taught
+    assert fake.headers[-1]["x-tagengine-type"] == "impersonate"  # SillyTavern passed the header on

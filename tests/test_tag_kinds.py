@@ -20,7 +20,7 @@ from tagengine._internal.commands.result import Outcome, ok
 from tagengine._internal.prompt import reminder
 from tagengine._internal.tags import parse
 from tagengine._internal.tags import vocabulary as voc
-from tagengine._internal.tags.scan import scan
+from tagengine._internal.tags.scan import found_in, scan
 
 PKG = ROOT / "tagengine"
 
@@ -104,7 +104,7 @@ def test_a_new_kind_needs_only_its_row_its_module_and_its_teaching(monkeypatch, 
     kinds = (*voc.TAG_KINDS, voc.TagKind("probe", "probe"))
     extended = voc.vocabulary(tuple(k.name for k in kinds))
     monkeypatch.setattr(table_module, "TAG_KINDS", kinds)
-    monkeypatch.setattr(dispatch, "scan", lambda text: scan(text, extended))  # the row, as the scanner reads it
+    monkeypatch.setattr(dispatch, "found_in", lambda text: found_in(text, extended))  # the row, as the scanner reads it
     (tmp_path / "teach").mkdir()
     (tmp_path / "teach" / "probe.j2").write_text('- Probes: [probe: say="{{ k.word }}"]\n')
     env = render.env().overlay(loader=ChoiceLoader([FileSystemLoader(str(tmp_path)), render.env().loader]))

@@ -11,7 +11,7 @@ from cmdkit import sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import load_sample
+from conftest import examples, load_sample
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.stream import StreamFilter
 from tagengine._internal.tags import narration, scan
@@ -94,7 +94,7 @@ lines = st.lists(st.sampled_from(['[sheet: who="Lurk" op=', '[clock: name="A"', 
                  max_size=12).map("\n".join)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(lines)
 def test_cut_tags_keep_idempotence_and_the_text_outside_them(text):
     a = apply_reply(RS, STATE, text)

@@ -106,7 +106,8 @@ def test_dec_3_why_a_span_is_malformed_and_what_it_kept():
 
 
 def test_dec_4_a_value_is_written_back_with_its_backslashes_and_quotes_escaped():
-    from tagengine._internal.tags.render import canonical, quote
+    from tagengine._internal.tags.model import quote
+    from tagengine._internal.tags.render import canonical
 
     assert quote('a\\b "c"') == '"a\\\\b \\"c\\""'
     assert canonical("clock", (("name", "a\\b"), ("clear", None)), (("result", "ok"),)) == (

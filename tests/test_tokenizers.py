@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer as HF
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
-from conftest import SAMPLES, load_sample
+from conftest import SAMPLES, examples, load_sample
 from tagengine._internal.cli import run
 from tagengine._internal.prompt import Budget, build_prompt
 from tagengine._internal.prompt.budget import cut_reference
@@ -106,7 +106,7 @@ def test_counts_through_the_registry_equal_the_librarys_own(kind, request):
     assert c.text(SENTENCES[2]) == len(own.encode(SENTENCES[2], add_special_tokens=False).ids)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.text(st.characters(codec="utf-8"), max_size=200), keep=st.integers(0, 120))
 def test_hf_cuts_never_split_a_character(bpe_path, text, keep):
     tok = HFTokenizer(str(bpe_path))
@@ -271,7 +271,7 @@ def test_deepseek_counts_with_the_installed_packages_tokenizer_json():
     assert tok.encode(code) == HF.from_file(chosen.name).encode(code, add_special_tokens=False).ids
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=st.text(max_size=200), keep=st.integers(-1, 80))
 def test_tiktoken_cut_is_the_decode_it_was(text, keep):
     """K-5: tiktoken's `cut` is the old decode of the first tokens, byte for byte (golden prompts unchanged)."""

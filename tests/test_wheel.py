@@ -15,6 +15,8 @@ import pytest
 
 from conftest import ROOT, SAMPLES
 
+pytestmark = pytest.mark.slow  # builds a wheel and installs it into a fresh virtual environment
+
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:

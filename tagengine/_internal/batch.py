@@ -14,13 +14,14 @@ changes underneath gives bad lines, not a crash (F-13). Roles match without case
 
 from __future__ import annotations
 
+import functools
 import gc
 import io
 import json
 import multiprocessing as mp
 import os
+import stat
 import sys
-import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -28,12 +29,14 @@ from typing import Any, BinaryIO, TextIO
 
 import orjson
 
+from . import in_turn
 from .commands import apply_reply
 from .errors import ProblemsError
-from .files import BOM, json_problem, strip_bom
+from .files import json_problem, strip_bom
 from .ruleset import Ruleset
 from .state import GameState, from_json
 from .tags.parse import parser
+from .text import escaped_surrogate, writable
 
 BATCH_PER_WORKER = 4  # chats per batch handed to a worker, at least
 BATCH_BYTES = 64 * 1024  # ...and until the batch holds this much input: tiny chats go 100s at a time (F-14)
@@ -85,7 +88,56 @@ def replay_line(rs: Ruleset, line: bytes | str, number: int) -> dict[str, Any]:
         return {"id": None, "error": f"line {number}: not JSON: {json_problem(e)}"}
     if not isinstance(chat, dict):
         return {"id": None, "error": f"line {number}: a chat is a JSON object"}
+    if _surrogate_escape_in(line):  # rare: most lines go on without a walk
+        lone = _escaped_surrogate_at(chat, not _is_utf8(line) if isinstance(line, bytes) else not writable(line))
+        if lone is not None:  # no UTF-8 output can hold it: the chat is left out, named (TR-9)
+            where, what = lone
+            cid = None if where == "id" else chat.get("id")
+            return {"id": cid, "error": f"line {number}: {where}: a lone surrogate ({what}) is no character"}
     return _replay_named(rs, chat, number, f"line {number}")
+
+
+def _escaped_surrogate_at(doc: Any, bytes_kept: bool) -> tuple[str, str] | None:
+    """(where, the surrogate as its escape) of the first text in `doc`, keys included, holding a lone surrogate
+    that a JSON escape wrote (`\\udfff`); None when there is none. With `bytes_kept` (a line that was not UTF-8),
+    those that stand for its bytes are not one: they go back out as they came (`line_bytes`). A loop, not a
+    recursion: the document may nest as deep as JSON lets it."""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, str):
+            lone = escaped_surrogate(node, bytes_kept=bytes_kept)
+            if lone is not None:
+                return _surrogates_escaped(at or "$"), _surrogates_escaped(lone)
+        elif isinstance(node, dict):
+            for k in node:
+                lone = escaped_surrogate(k, bytes_kept=bytes_kept)
+                if lone is not None:
+                    return _surrogates_escaped(f"{at}.{k}" if at else k), _surrogates_escaped(lone)
+            stack.extend((v, f"{at}.{k}" if at else k) for k, v in reversed(node.items()))
+        elif isinstance(node, list):
+            stack.extend((v, f"{at}[{i}]") for i, v in reversed(list(enumerate(node))))
+    return None
+
+
+def _surrogates_escaped(text: str) -> str:
+    """`text` with its lone surrogates as JSON escapes, so an error that names one can be written anywhere."""
+    return text if writable(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _surrogate_escape_in(line: bytes | str) -> bool:
+    """Whether the line holds `\\ud` (in either case): the start of every JSON escape of a surrogate."""
+    if isinstance(line, bytes):
+        return b"\\ud" in line or b"\\uD" in line
+    return "\\ud" in line or "\\uD" in line
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _replay_named(rs: Ruleset, chat: dict[str, Any], number: int, where: str) -> dict[str, Any]:
@@ -170,64 +222,73 @@ def replay_batch(rs: Ruleset, batch: list[tuple[int, bytes | None]]) -> tuple[by
     return b"\n".join(out) + b"\n", errors, counts
 
 
-def _work_ranges(task: tuple[str, list[tuple[int, int, int]], str]) -> tuple[str, list[str], dict[str, int]]:
-    """A batch given as byte ranges of the input file; the output goes to a file of its own. Nothing but
-    offsets and a path crosses the process boundary, so the parent stays idle and both cores work."""
-    path, ranges, out_path = task
-    with open(path, "rb") as f:
-        batch: list[tuple[int, bytes | None]] = []
-        for number, start, end in ranges:
-            if end - start > MAX_CHAT_BYTES:
-                batch.append((number, None))
-                continue
-            f.seek(start)  # a file that shrank since gives a short line, which is then a bad line
-            batch.append((number, f.read(end - start)))
+def _work_batch(batch: list[tuple[int, bytes | None]]) -> tuple[bytes, tuple[int, list[str], dict[str, int]]]:
+    """`_work` as `in_turn.run_in_turn` calls it: (the output, (chats, errors, receipt counts))."""
     data, errors, counts = _work(batch)
-    with open(out_path, "wb") as out:
-        out.write(data)
-    return out_path, errors, counts
+    return data, (len(batch), errors, counts)
 
 
-def _line_spans(f: BinaryIO) -> Iterator[tuple[int, int, int, bool]]:
-    """(line number, start, end, blank) of every line, read in 1 MiB pieces with plain reads: a file
-    that shrinks or grows meanwhile cannot crash the reader as a mapped one does (bus error, F-13)."""
-    number, offset, start, blank = 0, 0, 0, True
-    while True:
-        chunk = f.read(1 << 20)
-        if not chunk:
-            break
-        pos = 0
-        if offset == 0 and chunk.startswith(BOM):  # a leading BOM is not part of line 1 (F-6)
-            start = pos = 3
+class LineReader:
+    """Lines from `read()`'s pieces (b"" at the end); a line longer than the limit is skipped unheld."""
+
+    def __init__(self, read: Callable[[], bytes]) -> None:
+        self.read = read
+        self.buf = b""
+        self.i = 0
+
+    def line(self, limit: int) -> tuple[bytes | None, int] | None:
+        """(the line without its newline, or None if longer than `limit`; bytes consumed), None at the end."""
+        parts: list[bytes] = []
+        held = consumed = 0
         while True:
-            nl = chunk.find(b"\n", pos)
-            blank = blank and not (chunk[pos:] if nl == -1 else chunk[pos:nl]).strip()
-            if nl == -1:
-                break
-            number += 1
-            yield number, start, offset + nl, blank
-            start, blank, pos = offset + nl + 1, True, nl + 1
-        offset += len(chunk)
-    if offset > start:
-        yield number + 1, start, offset, blank
+            nl = self.buf.find(b"\n", self.i)
+            piece = self.buf[self.i: len(self.buf) if nl == -1 else nl]
+            consumed += len(piece)
+            held += len(piece)
+            if held <= limit:
+                parts.append(piece)
+            else:
+                parts = []
+            if nl != -1:
+                self.i = nl + 1
+                return (b"".join(parts) if held <= limit else None), consumed + 1
+            self.buf, self.i = self.read(), 0
+            if not self.buf:
+                if consumed == 0:
+                    return None
+                return (b"".join(parts) if held <= limit else None), consumed
 
 
-def _ranges(path: str, size: int) -> Iterator[list[tuple[int, int, int]]]:
-    """Batches of (line number, start, end) for the non-blank lines of a file, found without copying it;
-    a batch closes at `size` chats once it holds BATCH_BYTES, or at BATCH_MAX chats."""
-    with open(path, "rb") as f:
-        batch: list[tuple[int, int, int]] = []
-        held = 0
-        for number, start, end, blank in _line_spans(f):
-            if blank:
-                continue
-            batch.append((number, start, end))
-            held += end - start
-            if (len(batch) >= size and held >= BATCH_BYTES) or len(batch) >= BATCH_MAX:
-                yield batch
-                batch, held = [], 0
-        if batch:
-            yield batch
+def _take(fd: int, start: int, size: int, cursor: Any) -> list[tuple[int, bytes | None]] | None:
+    """The next batch of non-blank lines of the file `fd`, cut as `_batches` cuts them (F-14); None at its
+    end. `cursor`: [bytes read past `start`, lines read], shared by the processes of `in_turn.run_in_turn`,
+    which calls this under its lock. Plain reads by offset (F-13): a file that shrinks meanwhile gives
+    short lines, which are bad lines."""
+    pos, number = cursor[0], cursor[1]
+    at = start + pos
+
+    def read() -> bytes:
+        nonlocal at
+        piece = os.pread(fd, BATCH_BYTES, at)
+        at += len(piece)
+        return piece
+
+    reader = LineReader(read)
+    batch: list[tuple[int, bytes | None]] = []
+    held = 0
+    while not ((len(batch) >= size and held >= BATCH_BYTES) or len(batch) >= BATCH_MAX):
+        got = reader.line(MAX_CHAT_BYTES)
+        if got is None:
+            break
+        data, used = got
+        pos, number = pos + used, number + 1
+        if number == 1 and data is not None:
+            data = strip_bom(data)  # a leading BOM is not part of line 1 (F-6)
+        if data is None or data.strip():
+            batch.append((number, data))
+            held += len(data or b"")
+    cursor[0], cursor[1] = pos, number
+    return batch or None
 
 
 @dataclass
@@ -262,14 +323,15 @@ def _lines(stream: TextIO | BinaryIO) -> Iterator[tuple[int, bytes | None]]:
             return
         number += 1
         data = line if isinstance(line, bytes) else line.encode("utf-8", "surrogateescape")
-        data = data.removesuffix(b"\n")  # as `_ranges` and the Dask replay cut lines: one output whatever the workers
-        if number == 1:
-            data = strip_bom(data)
-        if len(data.rstrip(b"\r\n")) > MAX_CHAT_BYTES:
+        data = data.removesuffix(b"\n")  # as `_take` and the Dask replay cut lines: one output whatever the workers
+        if len(data) > MAX_CHAT_BYTES:  # its bytes before the newline, a `\r` or a BOM included, as `LineReader`
             while line and not line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
                 line = raw.readline(1 << 20)
             yield number, None
-        elif data.strip():
+            continue
+        if number == 1:
+            data = strip_bom(data)
+        if data.strip():
             yield number, data
 
 
@@ -287,12 +349,17 @@ def _batches(items: Iterable[tuple[int, bytes | None]], size: int) -> Iterator[l
         yield batch
 
 
-def _file_path(source: Any) -> str | None:
-    """The path of a regular file we may read by offsets, else None (stdin, pipes, in-memory text)."""
-    name = getattr(source, "name", None)
-    if isinstance(name, str) and os.path.isfile(name) and getattr(source, "seekable", lambda: False)():
-        return name
-    return None
+def _regular_file(source: Any) -> tuple[int, int] | None:
+    """(descriptor, where its unread part starts) of a regular file, which workers read by offsets; None
+    for a pipe, a terminal or text in memory (their lines travel through the parent)."""
+    raw = getattr(source, "buffer", source)
+    fd = in_turn.file_descriptor(raw)
+    try:
+        if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return fd, raw.tell()
+    except (OSError, ValueError):
+        return None
 
 
 def _in_order(pool: Any, fn: Any, tasks: Iterable[tuple[Any, int]], limit: int) -> Iterator[tuple[Any, int]]:
@@ -312,15 +379,18 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
            progress: TextIO | None = None, *, processes: bool = False,
            tick: Callable[[int, int], None] | None = None) -> Summary:
     """Replay every chat of `source` into `sink`, in input order, holding a bounded number of batches.
-    One worker runs in this process unless `processes` asks for a pool even then. A bad line is named in
+    One worker runs in this process by itself, unless `processes` asks for the parallel way even then: from a
+    regular file into a descriptor, this process and `workers - 1` children each take a batch and write it in
+    turn (`in_turn.py`, PF-13); else the lines travel through this process to a pool. A bad line is named in
     the output and the summary, never raised; RulesetError when the ruleset cannot be loaded, OSError
     when `source` or `sink` fails. `tick(chats, bad)` is called after each batch written (a progress bar)."""
     summary = Summary()
     out: Any = getattr(sink, "buffer", sink)  # bytes or text, as `binary` says
     binary = not isinstance(getattr(out, "wrapped", out), io.TextIOBase)
 
-    def emit(data: bytes, errors: list[str], receipts: dict[str, int], size: int) -> None:
-        out.write(data if binary else data.decode("utf-8", "surrogateescape"))
+    def emit(data: bytes | None, errors: list[str], receipts: dict[str, int], size: int) -> None:
+        if data is not None:
+            out.write(data if binary else data.decode("utf-8", "surrogateescape"))
         summary.add(size, errors, receipts)
         if tick is not None:
             tick(size, len(errors))
@@ -334,23 +404,22 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
             emit(*_work(batch), len(batch))
     else:
         parser()  # built before the fork, so no worker spends its start building it again
-        gc.freeze()  # keep the collector from touching (and so copying) every page the workers inherit
-        ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-        path = _file_path(source)
-        with tempfile.TemporaryDirectory(prefix="tagengine-replay-") as tmp, \
-                ctx.Pool(max(1, workers), initializer=_init, initargs=(ruleset_path,)) as pool:
-            if path is not None:  # workers read byte ranges and write files: the parent only moves names
-                tasks = (((path, ranges, os.path.join(tmp, f"{k}.jsonl")), len(ranges))
-                         for k, ranges in enumerate(_ranges(path, BATCH_PER_WORKER)))
-                for (part, errors, receipts), size in _in_order(pool, _work_ranges, tasks, workers * 4):
-                    with open(part, "rb") as f:
-                        data = f.read()
-                    os.unlink(part)
-                    emit(data, errors, receipts, size)
-            else:  # stdin or a pipe: the lines travel to the workers
-                batches = ((b, len(b)) for b in _batches(_lines(source), BATCH_PER_WORKER))
-                for (data, errors, receipts), size in _in_order(pool, _work, batches, workers * 4):
-                    emit(data, errors, receipts, size)
+        here = _regular_file(source)
+        if here is not None and in_turn.writes_in_turn(sink):  # each process reads its batches, writes in turn (PF-13)
+            in_turn.run_in_turn(functools.partial(_take, *here, BATCH_PER_WORKER), _work_batch, sink,
+                                max(1, workers), lambda result: emit(None, result[1], result[2], result[0]))
+        else:  # stdin or a pipe, or an output without a descriptor: the lines travel through this process
+            thawed = gc.get_freeze_count() == 0
+            gc.freeze()  # keep the collector from touching (and so copying) every page the workers inherit
+            ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+            try:
+                with ctx.Pool(max(1, workers), initializer=_init, initargs=(ruleset_path,)) as pool:
+                    batches = ((b, len(b)) for b in _batches(_lines(source), BATCH_PER_WORKER))
+                    for (data, errors, receipts), size in _in_order(pool, _work, batches, workers * 4):
+                        emit(data, errors, receipts, size)
+            finally:
+                if thawed:
+                    gc.unfreeze()  # the caller's objects are the collector's again
     if progress is not None:
         progress.write("\n")
     return summary

@@ -27,7 +27,7 @@ import fsspec
 from distributed import Client, LocalCluster, as_completed
 from fsspec.implementations.local import LocalFileSystem
 
-from .batch import BATCH_BYTES, BATCH_MAX, MAX_CHAT_BYTES, Summary, line_bytes, replay_batch
+from .batch import BATCH_BYTES, BATCH_MAX, MAX_CHAT_BYTES, LineReader, Summary, line_bytes, replay_batch
 from .files import atomic_writer, strip_bom
 from .ruleset import Ruleset
 from .states_dir import lines_of, write_states
@@ -92,7 +92,7 @@ def connect(address: str) -> tuple[Client, LocalCluster | None]:
 # --- on the workers --------------------------------------------------------------------------------------
 
 
-def _ruleset(text: bytes, digest: str) -> Ruleset:
+def _worker_ruleset(text: bytes, digest: str) -> Ruleset:
     """The ruleset travels as its text (a worker may not see the client's files), loaded once per process."""
     rs = _RULESETS.get(digest)
     if rs is None:
@@ -127,43 +127,12 @@ def count_newlines(fs: Any, path: str, start: int, end: int) -> int:
     return n
 
 
-class _Reader:
-    """Lines of a file from a position, read in CHUNK pieces; a line over `limit` bytes is skipped unheld."""
-
-    def __init__(self, f: Any) -> None:
-        self.f = f
-        self.buf = b""
-        self.i = 0
-
-    def line(self, limit: int) -> tuple[bytes | None, int] | None:
-        """(the line without its newline, or None if longer than `limit`; bytes consumed), None at the end."""
-        parts: list[bytes] = []
-        held = consumed = 0
-        while True:
-            nl = self.buf.find(b"\n", self.i)
-            piece = self.buf[self.i: len(self.buf) if nl == -1 else nl]
-            consumed += len(piece)
-            held += len(piece)
-            if held <= limit:
-                parts.append(piece)
-            else:
-                parts = []
-            if nl != -1:
-                self.i = nl + 1
-                return (b"".join(parts) if held <= limit else None), consumed + 1
-            self.buf, self.i = self.f.read(CHUNK), 0
-            if not self.buf:
-                if consumed == 0:
-                    return None
-                return (b"".join(parts) if held <= limit else None), consumed
-
-
 def owned_lines(f: Any, start: int, end: int, newlines_before: int,
                 limit: int = MAX_CHAT_BYTES) -> Iterator[tuple[int, bytes | None]]:
     """(line number, line or None when over `limit`) of the non-blank lines that start in [start, end);
     `f` is the file at offset max(start - 1, 0), and `newlines_before` counts the newlines before that
     offset. Blank lines count in the numbering and are skipped, as `tagengine replay` does."""
-    reader = _Reader(f)
+    reader = LineReader(lambda: f.read(CHUNK))
     pos, seen = max(start - 1, 0), newlines_before
     if start > 0:  # the tail of the line before ours (nothing but its newline when one ends at start - 1)
         got = reader.line(0)
@@ -195,7 +164,7 @@ def replay_partition(text: bytes, digest: str, part: Partition, newlines_before:
     where = f"{part.url} (partition {part.index}, bytes {part.start}-{part.end}, to {part.output})"
     if newlines_before < 0:
         return {"unreadable": f"{where}: its lines could not be counted (the input could not be read)"}
-    rs = _ruleset(text, digest)
+    rs = _worker_ruleset(text, digest)
     done = Summary()
     try:
         with part.fs.open(part.path, "rb") as f, _atomic(out_fs, part.output) as out:
@@ -224,7 +193,7 @@ def replay_whole_file(text: bytes, digest: str, part: Partition, out_fs: Any, pe
                       ) -> dict[str, Any]:
     """One input that is one chat (`replay --format st --dask`, DK-10) replayed into its one part, written as
     `replay_partition` writes (DK-4); a malformed chat is an error line and an error, a failed write is named."""
-    data, errors, receipts = per_file(_ruleset(text, digest), part.fs, part.path, part.url)
+    data, errors, receipts = per_file(_worker_ruleset(text, digest), part.fs, part.path, part.url)
     try:
         out_fs.makedirs(posixpath.dirname(part.output), exist_ok=True)
         with _atomic(out_fs, part.output) as out:
@@ -396,7 +365,7 @@ def _replay_ranges(client: Client, text: bytes, digest: str, parts: list[Partiti
 
 
 def _run_item(text: bytes, digest: str, item: tuple[Any, ...], fn: Callable[..., Any]) -> Any:
-    return fn(_ruleset(text, digest), *item)
+    return fn(_worker_ruleset(text, digest), *item)
 
 
 def map_chats(ruleset_path: str, address: str, items: list[tuple[Any, ...]], fn: Callable[..., Any],

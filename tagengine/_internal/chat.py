@@ -1,8 +1,13 @@
-"""A chat with a state snapshot after every assistant reply: receive, regenerate, swipes, deletes.
+"""A chat with a state snapshot after every assistant reply: receive, regenerate, swipes, deletes, and the
+players' edits.
 
 Regenerating starts from the snapshot before the reply, continuing from the current one (CLOCK-26,
 PARTY-25); selecting or deleting a swipe or a message restores that snapshot, clocks and party sheet
 included (CLOCK-27). Snapshots are immutable GameStates, so going back costs nothing.
+
+A player's edit (`edit`, `edit_party`, `save_party`) applies at once and waits, made on the current snapshot,
+for the next reply, which opens with its receipt: from then on the chat's text holds it, and a regenerated
+reply keeps it. Going back past that snapshot (a swipe, a delete) leaves it out (docs/decisions.md ED-6).
 """
 
 from __future__ import annotations
@@ -12,13 +17,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .commands import Applied, apply_reply
-from .commands.party_save import save_party
+from .commands.edit import PlayerEdit, decode_changes, edit_receipts, encode_changes, opening_of
+from .commands.party_save import PartyConflict, draft_changes
+from .commands.sheet_edits import Changes, Edited, edit_party, edit_sheet
 from .errors import NotFoundError, Problem, StateError
 from .history import read_messages
 from .ruleset import Ruleset
+from .sheet.edit_paths import Change
 from .state import GameState, clocks_json, dice_json, from_json, live_json, name_problems, thaw
 
-FORMAT = "tagengine.chat/1"
+CHAT_FORMAT = "tagengine.chat/1"
 
 
 @dataclass
@@ -39,15 +47,37 @@ class Chat:
         self.start = state
         self.messages: list[Message] = []
         self.revision = state.party_revision  # chat metadata: only ever grows (PARTY-36)
+        # the players' edits the chat does not hold yet: made on the snapshot `_edited_on` (an Applied, or the
+        # start), from the state `_edited_from`, giving `_edited_state` (ED-6)
+        self._edits: tuple[PlayerEdit, ...] = ()
+        self._edited_on: object = None
+        self._edited_from: GameState | None = None
+        self._edited_state: GameState | None = None
 
     # -- reading -----------------------------------------------------------------------------------
+    def _snapshot(self) -> tuple[object, GameState]:
+        """The current snapshot (the selected swipe of the last reply, else the start) and its state."""
+        for m in reversed(self.messages):
+            if m.swipes:
+                return m.swipes[m.selected], replace(m.swipes[m.selected].state, party_revision=self.revision)
+        return self.start, replace(self.start, party_revision=self.revision)
+
+    def _pending(self) -> bool:
+        """Edits wait for the next reply, while the snapshot they were made on is still the current one."""
+        return bool(self._edits) and self._edited_on is self._snapshot()[0]
+
+    @property
+    def edits(self) -> tuple[PlayerEdit, ...]:
+        """The players' edits made since the last reply, which the next one writes (ED-6)."""
+        return self._edits if self._pending() else ()
+
     @property
     def state(self) -> GameState:
-        """The current snapshot: after the last assistant reply, else the start."""
-        for m in reversed(self.messages):
-            if m.snapshot is not None:
-                return replace(m.snapshot, party_revision=self.revision)
-        return replace(self.start, party_revision=self.revision)
+        """The current snapshot (after the last assistant reply, else the start), with the players' edits made
+        since."""
+        if self._pending() and self._edited_state is not None:
+            return self._edited_state
+        return self._snapshot()[1]
 
     def _before(self, index: int) -> GameState:
         for m in reversed(self.messages[:index]):
@@ -55,7 +85,7 @@ class Chat:
                 return m.snapshot
         return self.start
 
-    def _settle(self, before: GameState) -> None:
+    def _bump_revision(self, before: GameState) -> None:
         """A restore that changes the party sheet is a story change: the revision moves on (PARTY-36)."""
         after = self.state
         if after.party_sheet != before.party_sheet or after.party_revision != before.party_revision:
@@ -66,12 +96,46 @@ class Chat:
         self.messages.append(Message("user", content))
 
     def receive(self, reply: str) -> Applied:
-        """A new assistant reply, applied to the current snapshot (continue, CLOCK-26)."""
-        before = self.state
-        applied = apply_reply(self.rs, before, reply)
+        """A new assistant reply, applied to the current snapshot (continue, CLOCK-26); it opens with the receipts
+        of the edits made since (ED-6)."""
+        before, opening = self._snapshot()[1], ""
+        if self._pending() and self._edited_from is not None:
+            before = self._edited_from
+            opening = edit_receipts(self.rs, before, self._edits).text
+        applied = apply_reply(self.rs, before, opening + reply)
         self.messages.append(Message("assistant", applied.text, [applied]))
         self.revision = max(self.revision, applied.state.party_revision)
+        self._edits = ()
         return applied
+
+    # -- a player's edits --------------------------------------------------------------------------
+    def edit(self, who: str, changes: Changes) -> Edited:
+        """A player's edit of the character `who`, checked as the editor checks it (`edit_sheet`): made at once
+        when every change is allowed, written at the start of the next reply; else nothing changes and the
+        problems say why."""
+        state = self.state
+        edited = edit_sheet(self.rs, state, who, changes)
+        name = state.character(who)
+        if edited.ok and name is not None and edited.state.to_json() != state.to_json():
+            self._keep(PlayerEdit(name, edited.changes), state, edited.state)
+        return edited
+
+    def edit_party(self, changes: Changes, opened_at: int | None = None) -> Edited:
+        """A player's edit of the party sheet (`edit_party`): refused `stale-revision` when it was opened at a
+        revision that is no longer the chat's (PARTY-37)."""
+        state = self.state
+        edited = edit_party(self.rs, state, changes, opened_at=opened_at)
+        if edited.ok and edited.state.to_json() != state.to_json():
+            self._keep(PlayerEdit(None, edited.changes), state, edited.state)
+            self.revision = max(self.revision, edited.state.party_revision)
+        return edited
+
+    def _keep(self, edit: PlayerEdit, before: GameState, after: GameState) -> None:
+        snapshot = self._snapshot()[0]
+        if not self._pending():
+            self._edits, self._edited_on, self._edited_from = (), snapshot, before
+        self._edits = (*self._edits, edit)
+        self._edited_state = after
 
     def _last_assistant(self) -> int:
         for i in range(len(self.messages) - 1, -1, -1):
@@ -84,11 +148,12 @@ class Chat:
         NotFoundError when the chat has no reply yet."""
         i = self._last_assistant()
         before = self.state
-        applied = apply_reply(self.rs, replace(self._before(i), party_revision=self.revision), reply)
         m = self.messages[i]
+        opening = opening_of(m.content)  # the edits the reply opened with stay in the chat (ED-6)
+        applied = apply_reply(self.rs, replace(self._before(i), party_revision=self.revision), opening + reply)
         m.swipes.append(applied)
         m.selected, m.content = len(m.swipes) - 1, applied.text
-        self._settle(before)
+        self._bump_revision(before)
         return applied
 
     def select_swipe(self, k: int) -> GameState:
@@ -99,7 +164,7 @@ class Chat:
         if not 0 <= k < len(m.swipes):
             raise NotFoundError("swipe", k, tuple(str(i) for i in range(len(m.swipes))))
         m.selected, m.content = k, m.swipes[k].text
-        self._settle(before)
+        self._bump_revision(before)
         return self.state
 
     def delete_swipe(self, k: int) -> GameState:
@@ -116,7 +181,7 @@ class Chat:
         else:
             m.selected = min(m.selected if m.selected < k else max(0, m.selected - 1), len(m.swipes) - 1)
             m.content = m.swipes[m.selected].text
-        self._settle(before)
+        self._bump_revision(before)
         return self.state
 
     def delete_message(self, index: int) -> GameState:
@@ -126,19 +191,18 @@ class Chat:
         if not -len(self.messages) <= index < len(self.messages):
             raise NotFoundError("message", index, tuple(str(i) for i in range(len(self.messages))))
         del self.messages[index]
-        self._settle(before)
+        self._bump_revision(before)
         return self.state
 
     def save_party(self, draft: Mapping[str, Any], opened_at: int) -> GameState:
-        """A player's edit of the party sheet (PARTY-36, PARTY-37): PartyConflict when stale."""
-        new = save_party(self.rs, self.state, draft, opened_at)
-        self.revision = new.party_revision
-        i = next((j for j in range(len(self.messages) - 1, -1, -1) if self.messages[j].snapshot is not None), None)
-        if i is None:
-            self.start = new
-        else:
-            m = self.messages[i]
-            m.swipes[m.selected] = replace(m.swipes[m.selected], state=new)
+        """A player's save of the whole party sheet (PARTY-36, PARTY-37): PartyConflict carrying the newer sheet
+        when stale, StateError when the draft does not fit the ruleset. Made as an edit (`edit_party`)."""
+        state = self.state
+        if self.rs.file.party is not None and opened_at != state.party_revision:
+            raise PartyConflict(state.party_sheet, state.party_revision)
+        edited = self.edit_party(draft_changes(self.rs, state, draft), opened_at)
+        if not edited.ok:
+            raise StateError(edited.problems, "party save")
         return self.state
 
     # -- history -----------------------------------------------------------------------------------
@@ -162,7 +226,7 @@ class Chat:
         """Chat metadata as the spec stores it, and per snapshot `rulesetLive`, `rulesetClocks`, `rulesetDice`."""
         current = self.state.to_json()
         doc: dict[str, Any] = {
-            "format": FORMAT,
+            "format": CHAT_FORMAT,
             "metadata": {k: current[k] for k in ("gameCharacterCards", "gamePartySheet", "gamePartySheetRevision")},
             "start": self.start.to_json(),
             "messages": [],
@@ -173,14 +237,16 @@ class Chat:
                 entry["selected"] = m.selected
                 entry["swipes"] = [{"text": a.text, "snapshot": snapshot_json(a.state)} for a in m.swipes]
             doc["messages"].append(entry)
+        if self._pending():  # made since the last reply: the next one writes them (ED-6)
+            doc["edits"] = [{"who": e.who, "changes": encode_changes(e.changes)} for e in self._edits]
         return doc
 
     @classmethod
     def from_json(cls, rs: Ruleset, doc: Any) -> Chat:
         """A chat from its JSON document. Any malformed document is a StateError listing every problem
         with its path (`messages[3].swipes[0].text`); nothing else comes out (docs/decisions.md H-5)."""
-        if not isinstance(doc, Mapping) or doc.get("format") != FORMAT:
-            raise StateError([Problem("format", "not-chat", f"expected format {FORMAT!r}", None)], "chat")
+        if not isinstance(doc, Mapping) or doc.get("format") != CHAT_FORMAT:
+            raise StateError([Problem("format", "not-chat", f"expected format {CHAT_FORMAT!r}", None)], "chat")
         problems: list[Problem] = []
         meta = _part(doc, "metadata", Mapping, {}, "metadata", problems)
         cards = meta.get("gameCharacterCards")
@@ -196,7 +262,7 @@ class Chat:
             problems.append(Problem("metadata.gamePartySheetRevision", "wrong-type",
                                     "the revision is a whole number, 0 or more", revision))
             revision = None
-        start = _state(rs, doc.get("start"), "start", problems)
+        start = _read_state(rs, doc.get("start"), "start", problems)
         base = start.to_json() if start is not None else {}
         messages: list[Message] = []
         for i, entry in enumerate(_part(doc, "messages", list, [], "messages", problems)):
@@ -216,9 +282,9 @@ class Chat:
                 if start is None:
                     continue
                 snap = {**base, **snapshot}
-                if cards is not None:
+                if cards is not None and "gameCharacterCards" not in snapshot:  # a document from before ED-6
                     snap["gameCharacterCards"] = cards
-                state = _state(rs, snap, f"{sp}.snapshot", problems)
+                state = _read_state(rs, snap, f"{sp}.snapshot", problems)
                 if state is not None:
                     m.swipes.append(Applied(text, state, ()))
             selected = entry.get("selected", 0)
@@ -233,6 +299,19 @@ class Chat:
         chat = cls(rs, start)
         chat.messages = messages
         chat.revision = start.party_revision if revision is None else revision
+        for i, entry in enumerate(_part(doc, "edits", list, [], "edits", problems)):
+            who, text = (entry.get("who"), entry.get("changes")) if isinstance(entry, Mapping) else (None, None)
+            if not isinstance(text, str) or not isinstance(who, str | None):
+                problems.append(Problem(f"edits[{i}]", "wrong-type", "an edit is {who, changes}", None))
+                continue
+            try:
+                changes = decode_changes(text)
+            except UnicodeDecodeError:
+                changes = [Change("set", "changes", text)]  # not a path: reported below as unknown-path
+            edited = chat.edit_party(changes) if who is None else chat.edit(who, changes)
+            problems += [replace(p, path=f"edits[{i}].{p.path}") for p in edited.problems]
+        if problems:
+            raise StateError(problems, "chat")
         return chat
 
 
@@ -250,7 +329,7 @@ def _part(doc: Mapping[str, Any], key: str, kind: type[Any], default: Any, path:
     return value
 
 
-def _state(rs: Ruleset, raw: Any, path: str, problems: list[Problem]) -> GameState | None:
+def _read_state(rs: Ruleset, raw: Any, path: str, problems: list[Problem]) -> GameState | None:
     """A state inside the chat; its problems are reported under `path`."""
     try:
         return from_json(rs, raw, "chat")
@@ -260,9 +339,10 @@ def _state(rs: Ruleset, raw: Any, path: str, problems: list[Problem]) -> GameSta
 
 
 def snapshot_json(state: GameState) -> dict[str, Any]:
-    """What one snapshot keeps: live values, clocks, the party sheet as it stood (PARTY-25), and the dice
-    (a reloaded chat rolls on where it stopped, decision CK-12)."""
+    """What one snapshot keeps: live values, clocks, the party sheet as it stood (PARTY-25), the dice (a reloaded
+    chat rolls on where it stopped, decision CK-12), and the cards, which a player's edit receipt changes (ED-6)."""
     return {
+        "gameCharacterCards": {n: thaw(c) for n, c in state.cards.items()},
         "rulesetLive": {k: doc for k, v in state.live.items() if (doc := live_json(v))},
         "rulesetClocks": clocks_json(state.clocks),
         "gamePartySheet": thaw(state.party_sheet),

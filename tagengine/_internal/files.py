@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import secrets
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -48,7 +47,7 @@ def _named(e: OSError, path: str) -> OSError:
     return type(e)(e.errno, e.strerror or str(e), path)
 
 
-def check_target(path: str | Path) -> None:
+def refuse_symlink(path: str | Path) -> None:
     """Refuse a symbolic link as an output path (F-2): replacing it would silently break the link, and
     writing through it would change a file the user never named."""
     if os.path.islink(path):
@@ -57,12 +56,14 @@ def check_target(path: str | Path) -> None:
 
 
 @contextmanager
-def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
+def atomic_writer(path: str | Path, *, durable: bool = True) -> Iterator[BinaryIO]:
     """A binary file that replaces `path` only when the block ends without an exception; until then
     `path` keeps its old content (or stays absent). A failed or interrupted write removes the
-    temporary file; a process killed with SIGKILL leaves `.NAME.<random>.tmp` beside the target."""
+    temporary file; a process killed with SIGKILL leaves `.NAME.<random>.tmp` beside the target.
+    `durable=False` skips the two fsyncs: still all or nothing for every reader, but a power cut may
+    lose the file, which only a cache that checks what it reads may accept (disk_cache.py, PF-2)."""
     target = os.fspath(path)
-    check_target(target)
+    refuse_symlink(target)
     folder = os.path.dirname(target) or "."
     base = os.path.basename(target)
     mode = None
@@ -70,7 +71,7 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
         mode = os.stat(target).st_mode & 0o7777  # keep an existing file's permissions
     fd, tmp = -1, ""
     for _ in range(100):
-        tmp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
+        tmp = os.path.join(folder, f".{base}.{os.urandom(4).hex()}.tmp")  # what secrets.token_hex does
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
             break
@@ -87,16 +88,18 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
                 f.flush()
                 if mode is not None and hasattr(os, "fchmod"):
                     os.fchmod(f.fileno(), mode)
-                os.fsync(f.fileno())
+                if durable:
+                    os.fsync(f.fileno())
             except OSError as e:
                 raise _named(e, target) from None
         try:
-            check_target(target)  # a link may have appeared while we wrote
+            refuse_symlink(target)  # a link may have appeared while we wrote
             os.replace(tmp, target)
         except OSError as e:
             raise _named(e, target) from None
         tmp = ""
-        fsync_dir(folder)
+        if durable:
+            fsync_dir(folder)
     finally:
         if tmp:
             with suppress(OSError):
@@ -134,9 +137,9 @@ class NamedStream:
         return getattr(self._stream, attr)
 
 
-def write_atomic(path: str | Path, data: bytes) -> None:
-    """Replace `path` with `data`, all or nothing (F-1)."""
-    with atomic_writer(path) as f:
+def write_atomic(path: str | Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace `path` with `data`, all or nothing (F-1); `durable` as for `atomic_writer`."""
+    with atomic_writer(path, durable=durable) as f:
         f.write(data)
 
 

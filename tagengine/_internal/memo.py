@@ -25,9 +25,23 @@ class IdentityCache(Generic[T]):
         self._lock = threading.Lock()
 
     def get(self, owners: tuple[Any, ...], build: Callable[[], T]) -> T:
-        key = tuple(map(id, owners))
-        hit = self._entries.get(key)  # a single dict read: atomic, no lock needed to look
-        if hit is not None and all(map(is_, hit[0], owners)):
+        n = len(owners)
+        if n == 1:  # one or two owners, the usual case: the key and the check without iterators (issue 30)
+            key: tuple[int, ...] = (id(owners[0]),)
+            hit = self._entries.get(key)  # a single dict read: atomic, no lock needed to look
+            if hit is not None and hit[0][0] is not owners[0]:
+                hit = None
+        elif n == 2:
+            key = (id(owners[0]), id(owners[1]))
+            hit = self._entries.get(key)
+            if hit is not None and (hit[0][0] is not owners[0] or hit[0][1] is not owners[1]):
+                hit = None
+        else:
+            key = tuple(map(id, owners))
+            hit = self._entries.get(key)
+            if hit is not None and not all(map(is_, hit[0], owners)):
+                hit = None
+        if hit is not None:
             try:  # noqa: SIM105 - contextlib.suppress costs a microsecond here, on every look-up
                 self._entries.move_to_end(key)
             except KeyError:  # another thread has just dropped it; the value is still right

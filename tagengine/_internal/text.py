@@ -33,6 +33,17 @@ def writable(text: str) -> bool:
     return _SURROGATE.search(text) is None
 
 
+_NOT_A_BYTE = re.compile("[\ud800-\udc7f\udd00-\udfff]")  # surrogateescape gives U+DC80..U+DCFF only
+
+
+def escaped_surrogate(text: str, *, bytes_kept: bool) -> str | None:
+    """The first lone surrogate in `text` that stands for no character: one written as a JSON escape
+    (`\\udfff`), which no UTF-8 output can hold (TR-9). `bytes_kept`: the text came from a line that was not
+    UTF-8 and was read with `surrogateescape`, so U+DC80..U+DCFF there are its bytes, kept as they came (H-3)."""
+    found = (_NOT_A_BYTE if bytes_kept else _SURROGATE).search(text)
+    return None if found is None else found.group()
+
+
 @lru_cache(maxsize=8192)
 def normalise(name: str) -> str:
     """Case-insensitive name key: trimmed, inner white space collapsed (DEC-8)."""

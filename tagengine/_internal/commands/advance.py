@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..ruleset import Ruleset
 from ..state import PARTY, GameState
 from ..tags import Tag
@@ -11,7 +9,7 @@ from ..text import prompt_unsafe
 from .numbers import parse_int
 from .pools import clamp_maxima
 from .result import Outcome, Result, ok, refuse
-from .target import Subject, character_op, find
+from .subject import Subject, character_op, find
 
 
 @character_op("advance", required=["field"], choose_one=["by", "to"], party=True, character=False)
@@ -45,5 +43,5 @@ def advance(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
             return refuse(state, "invalid-value")
     fields = {**(state.party_sheet.get("fields") or {}), f.id: value}
     sheet = {**state.party_sheet, "fields": fields}
-    new = replace(state, party_sheet=sheet, party_revision=state.party_revision + 1)  # DEC-15
+    new = state.with_party_sheet(sheet, state.party_revision + 1)  # DEC-15
     return Outcome(ok(str(value)), clamp_maxima(rs, state, new, [PARTY]))  # PARTY-20: a lowered max clamps

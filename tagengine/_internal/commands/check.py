@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..ruleset import Ruleset
-from ..sheet import CheckNumber
+from ..sheet import CheckNumber, Eval
 from ..sheet.check_numbers import check_number, fight_number
 from ..state import GameState
 from ..tags import Tag
@@ -20,7 +20,7 @@ from ..text import normalise
 from .family import Family, Op
 from .numbers import parse_int
 from .result import Outcome, Result, refused
-from .target import find, subject, who
+from .subject import find, subject
 
 KINDS = ("skill", "ability", "save")  # what a check rolls: exactly one of them (CK-2), or none in a fight (CB-7)
 FIGHT = ("attack", "save", "contest", "initiative")  # the rolls a fight builds from a sheet (ADJ-9, CB-7)
@@ -50,8 +50,8 @@ def op_of(rs: Ruleset, tag: Tag) -> str | Result:
 
 
 @dataclass(frozen=True, slots=True)
-class Settled:
-    """One check settled: its result (the receipt's record), the state after it (the dice moved on), and for
+class RolledCheck:
+    """One check rolled: its result (the receipt's record), the state after it (the dice moved on), and for
     the dice card the number rolled (`number`), the faces, the target or dc, and the outcome."""
 
     result: Result
@@ -72,58 +72,125 @@ def _pick(items: Iterable[Any], name: str | None, what: str) -> str | Result:
     return hit if isinstance(hit, Result) else str(hit.id)
 
 
-def settle(rs: Ruleset, state: GameState, tag: Tag) -> Settled:
+def kind_named(rs: Ruleset, name: str) -> str:
+    """What a bare name rolls (CK-10): a skill of that name, else a save, else an ability; `skill` when none
+    matches, so the roll is refused `unknown-skill`."""
+    for kind, items in (("skill", rs.sheet.skills.items), ("save", rs.sheet.saves.items),
+                        ("ability", rs.sheet.abilities.items)):
+        if not isinstance(find(items, name, kind), Result):
+            return kind
+    return "skill"
+
+
+def roll_tag(rs: Ruleset, state: GameState, tag: Tag) -> RolledCheck:
     """Roll the check `tag` asks for against `state`; the state given is never changed. Never raises."""
     op = op_of(rs, tag)
     if isinstance(op, Result):
-        return Settled(op, state)
-    name = tag.get("who")
-    if name is not None and normalise(name) == "party":
-        return Settled(refused("invalid-value"), state)  # a check is one character's roll (CK-2)
-    names = who(state, tag)
-    if isinstance(names, Result):
-        return Settled(names, state)
-    ev = subject(rs, state, names[0]).ev
+        return RolledCheck(op, state)
+    roller = _roller(rs, state, tag.get("who"))
+    if isinstance(roller, RolledCheck):
+        return roller
+    card, ev = roller
     fight = None
     if tag.has("fight"):
         fight = next((f for f in FIGHT if f == normalise(tag.get("fight") or "")), None)
         if fight is None:
-            return Settled(refused("invalid-value"), state, names[0])
+            return RolledCheck(refused("invalid-value"), state, card)
+    dc, difficulty = _number(tag, "dc"), _number(tag, "difficulty")
     kind = next((k for k in tag.keys if k in KINDS), None)
     if kind is None:  # ADJ-9: a fight's roll read from no ability, skill or save
-        number = fight_number(ev, fight or "")
+        return _rolled(rs, state, card, fight_number(ev, fight or ""), dc, difficulty)
+    cid = _pick(_items(ev, kind), tag.get(kind), kind)
+    if isinstance(cid, Result):
+        return RolledCheck(cid, state, card)
+    if tag.has("with") and tag.get("with") is None:  # a bare `with` flag names no ability
+        return RolledCheck(refused("missing-attribute"), state, card)
+    return _swapped(rs, state, (card, ev, cid), kind, tag.get("with"), dc, difficulty)
+
+
+def _number(tag: Tag, key: str) -> str | None:
+    """`dc` or `difficulty` as written; "" for a bare flag (a number left out: `invalid-amount`)."""
+    value = tag.get(key)
+    return "" if value is None and tag.has(key) else value
+
+
+def roll_check(rs: Ruleset, state: GameState, who: str | None, kind: str, name: str, *, swap: str | None = None,
+               dc: str | None = None, difficulty: str | None = None) -> RolledCheck:
+    """One named check rolled for one character, from plain arguments: the roll a `[check:]` tag with these
+    attributes makes (`tagengine roll`). `who` None: the game's one character; `kind` one of KINDS; `swap`
+    the `with=` ability; `dc` (dice sum) and `difficulty` (dice pool) as a tag writes them. Refusals are a
+    tag's (`missing-attribute`, `unknown-skill`, `untrained`...). The state given is never changed."""
+    if kind not in KINDS:
+        return RolledCheck(refused("unknown-attribute"), state)
+    if kind == "ability" and swap is not None:
+        return RolledCheck(refused("unknown-attribute"), state)  # `with=` swaps a skill's or save's ability (CAP-3)
+    roller = _roller(rs, state, who)
+    if isinstance(roller, RolledCheck):
+        return roller
+    card, ev = roller
+    cid = _pick(_items(ev, kind), name, kind)
+    if isinstance(cid, Result):
+        return RolledCheck(cid, state, card)
+    return _swapped(rs, state, (card, ev, cid), kind, swap, dc, difficulty)
+
+
+def _roller(rs: Ruleset, state: GameState, who: str | None) -> tuple[str, Eval] | RolledCheck:
+    """The character who rolls: its card name and sheet; else the refusal."""
+    if who is not None and normalise(who) == "party":
+        return RolledCheck(refused("invalid-value"), state)  # a check is one character's roll (CK-2)
+    if who is None:
+        card = next(iter(state.cards)) if len(state.cards) == 1 else None  # DESIGN.md section 5
+        if card is None:
+            return RolledCheck(refused("missing-attribute"), state)
     else:
-        items: tuple[Any, ...] = (ev.idx.skills.items if kind == "skill" else ev.idx.saves.items if kind == "save"
-                                  else ev.idx.abilities.items)
-        cid = _pick(items, tag.get(kind), kind)
-        if isinstance(cid, Result):
-            return Settled(cid, state, names[0])
-        swap: str | None = None
-        if tag.has("with"):
-            got = _pick(ev.idx.abilities, tag.get("with"), "ability")
-            if isinstance(got, Result):
-                return Settled(got, state, names[0])
-            swap = got
-        number = check_number(ev, kind, cid, swap)  # ADJ-8, ADJ-9: a fight's roll too, with its ability's entries
+        card = state.character(who)
+        if card is None:
+            return RolledCheck(refused("unknown-character"), state)
+    return card, subject(rs, state, card).ev
+
+
+def _items(ev: Eval, kind: str) -> tuple[Any, ...]:
+    """The skills, saves or abilities a check of `kind` names one of."""
+    return tuple(ev.idx.skills.items if kind == "skill" else ev.idx.saves.items if kind == "save"
+                 else ev.idx.abilities.items)
+
+
+def _swapped(rs: Ruleset, state: GameState, named: tuple[str, Eval, str], kind: str, swap: str | None,
+             dc_given: str | None, difficulty_given: str | None) -> RolledCheck:
+    """The named check, its ability swapped for the `with=` one (CAP-3), rolled; ADJ-8, ADJ-9: a fight's roll
+    made with an ability, skill or save gets that ability's `adjust` entries as any check does."""
+    card, ev, cid = named
+    swapped: str | None = None
+    if swap is not None:
+        got = _pick(ev.idx.abilities, swap, "ability")
+        if isinstance(got, Result):
+            return RolledCheck(got, state, card)
+        swapped = got
+    return _rolled(rs, state, card, check_number(ev, kind, cid, swapped), dc_given, difficulty_given)
+
+
+def _rolled(rs: Ruleset, state: GameState, card: str, number: CheckNumber, dc_given: str | None,
+            difficulty_given: str | None) -> RolledCheck:
+    """`number` rolled with the state's dice: the dice pool's successes or the dice sum."""
     if number.total is None:  # UNTR-9: not rolled at all; the dice stay where they were
-        return Settled(refused("untrained"), state, names[0], number)
+        return RolledCheck(refused("untrained"), state, card, number)
     res = rs.file.resolution
     if rs.dice_pool:
-        if tag.has("dc"):
-            return Settled(refused("no-difficulty"), state, names[0], number)
+        if dc_given is not None:
+            return RolledCheck(refused("no-difficulty"), state, card, number)
         target = number.target if number.target is not None else DEFAULT_TARGET
-        if tag.has("difficulty"):
+        if difficulty_given is not None:
             t = res.pool.target if res is not None and res.pool is not None else None
             if t is None or t.min == t.max:
-                return Settled(refused("no-difficulty"), state, names[0], number)  # UNTR-8: a fixed target
-            asked = parse_int(tag.get("difficulty"))
+                return RolledCheck(refused("no-difficulty"), state, card, number)  # UNTR-8: a fixed target
+            asked = parse_int(difficulty_given)
             if asked is None:
-                return Settled(refused("invalid-amount"), state, names[0], number)
+                return RolledCheck(refused("invalid-amount"), state, card, number)
             if not t.min <= asked <= t.max:
-                return Settled(refused("invalid-value"), state, names[0], number)
+                return RolledCheck(refused("invalid-value"), state, card, number)
             target = min(t.max, asked + 1) if number.rule == "harder" else asked  # UNTR-7
         if number.total > MAX_POOL:  # work bounded by the text, not by the numbers in a sheet (issue 17)
-            return Settled(refused("too-many-dice"), state, names[0], number)
+            return RolledCheck(refused("too-many-dice"), state, card, number)
         faces, dice = state.dice.roll(number.total, rs.die)  # PEN-3: no dice, no roll, a failure
         hits = sum(1 for f in faces if f >= target)
         outcome = "success" if hits >= 1 else "failure"
@@ -131,22 +198,22 @@ def settle(rs: Ruleset, state: GameState, tag: Tag) -> Settled:
                   ("successes", str(hits))]
         record += _modifiers(number)
         record.append(("outcome", outcome))
-        return Settled(Result("ok", record=tuple(record)), state.with_dice(dice), names[0], number, faces,
+        return RolledCheck(Result("ok", record=tuple(record)), state.with_dice(dice), card, number, faces,
                        rs.die, target, None, outcome)
-    if tag.has("difficulty"):
-        return Settled(refused("no-difficulty"), state, names[0], number)
+    if difficulty_given is not None:
+        return RolledCheck(refused("no-difficulty"), state, card, number)
     dc = None
-    if tag.has("dc"):
-        dc = parse_int(tag.get("dc"))
+    if dc_given is not None:
+        dc = parse_int(dc_given)
         if dc is None:
-            return Settled(refused("invalid-amount"), state, names[0], number)
+            return RolledCheck(refused("invalid-amount"), state, card, number)
     faces, dice = state.dice.roll(1, rs.die)
     total = faces[0] + number.total
     verdict = None if dc is None else ("success" if total >= dc else "failure")
     summed = [("roll", str(faces[0])), ("total", signed(number.total)), ("sum", str(total)), *_modifiers(number)]
     if verdict is not None:
         summed.append(("outcome", verdict))
-    return Settled(Result("ok", record=tuple(summed)), state.with_dice(dice), names[0], number, faces, rs.die,
+    return RolledCheck(Result("ok", record=tuple(summed)), state.with_dice(dice), card, number, faces, rs.die,
                    None, dc, verdict)
 
 
@@ -161,7 +228,7 @@ def _modifiers(number: CheckNumber) -> list[tuple[str, str]]:
 
 
 def roll(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
-    done = settle(rs, state, tag)
+    done = roll_tag(rs, state, tag)
     return Outcome(done.result, done.state)
 
 
@@ -169,7 +236,7 @@ def _dice(n: int) -> str:
     return f"{n} {'die' if abs(n) == 1 else 'dice'}"
 
 
-def card(rs: Ruleset, done: Settled) -> list[str]:
+def card(rs: Ruleset, done: RolledCheck) -> list[str]:
     """The dice card for people (ADJ-11, PEN-6): the number, every modifier with where it came from, the
     dice and the outcome; for a refused check, why it could not be attempted (UNTR-10)."""
     n = done.number

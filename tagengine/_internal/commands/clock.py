@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from ..ruleset import Ruleset
@@ -14,6 +15,7 @@ from .numbers import parse_int
 from .result import Outcome, Result, ok, refuse, refused
 
 ACTIONS = ("size", "tick", "clear")
+ACTION_SET = frozenset(ACTIONS)
 ATTRIBUTES = frozenset({"name", *ACTIONS})
 
 
@@ -21,16 +23,16 @@ def op_of(rs: Ruleset, tag: Tag) -> str | Result:
     """The one action a clock tag asks for (CLOCK-17), after the checks every clock tag shares."""
     if rs.file.clocks is None:
         return refused("clocks-disabled")  # CLOCK-2
-    if any(k not in ATTRIBUTES for k in tag.keys):
+    if not tag.keyset <= ATTRIBUTES:
         return refused("unknown-attribute")
     if tag.get("name") is None:
         return refused("missing-attribute")
-    actions = [k for k in tag.keys if k in ACTIONS]
+    actions = tag.keyset & ACTION_SET  # a key written twice never gets here (duplicate-attribute, DEC-7)
     if len(actions) != 1:
         return refused("one-action")
     if bad_name(name_of(tag)):
         return refused("bad-name")
-    return actions[0]
+    return next(iter(actions))
 
 
 def name_of(tag: Tag) -> str:
@@ -42,6 +44,7 @@ def clock_op(name: str) -> Callable[[Handler], Op]:
     return lambda fn: Op(name, fn)
 
 
+@lru_cache(maxsize=1024)
 def bad_name(name: str) -> bool:
     """CLOCK-16: one line of 1 to 100 characters, no double quotes, brackets, control characters or {{ }}."""
     return not 1 <= len(name) <= 100 or prompt_unsafe(name, label=True) is not None

@@ -10,17 +10,17 @@ from typing import Any
 from ..ruleset import Ruleset
 from ..ruleset.live import PoolDef, TrackDef
 from ..sheet import marking
-from ..sheet.health import health, health_def
+from ..sheet.combat_health import health_def, health_view
 from ..state import GameState
 from ..tags import Tag
 from ..text import normalise
 from .pools import amount_of, set_pool
 from .result import Outcome, Result, ok, refuse, refused
-from .target import Subject, character_op, subject
+from .subject import Subject, character_op, subject
 from .wounds import with_marks
 
 
-def _health(rs: Ruleset, subj: Subject) -> PoolDef | TrackDef | Result:
+def _struck(rs: Ruleset, subj: Subject) -> PoolDef | TrackDef | Result:
     """The pool or wound track a fight hits: `unsupported-op` without `combat.health` (DEC-13), `hidden`
     when this sheet hides it."""
     combat = rs.file.combat
@@ -69,7 +69,7 @@ def kind_hit(rs: Ruleset, t: TrackDef, dtype: str | None) -> str | Result:
 
 def _now(rs: Ruleset, state: GameState, name: str) -> str | None:
     """The receipt's `now`: the health as it now reads, down or not (WOUND-34, WOUND-39; CB-6)."""
-    view = health(subject(rs, state, name).ev)
+    view = health_view(subject(rs, state, name).ev)
     return view.now if view is not None else None
 
 
@@ -79,7 +79,7 @@ def hit(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
     takes `damageKinds.marks` marks of the kind its type gives (WOUND-33), on the first box, or on the box
     its points name under `per-point` damage (WOUND-35); a hit is never refused for want of a box: it puts
     the character down (WOUND-34, WOUND-36)."""
-    found = _health(rs, subj)
+    found = _struck(rs, subj)
     if isinstance(found, Result):
         return Outcome(found, state)
     amount = amount_of(tag)
@@ -98,7 +98,7 @@ def hit(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
     if isinstance(kind, Result):
         return Outcome(kind, state)
     combat = rs.file.combat
-    assert combat is not None  # _health found one
+    assert combat is not None  # _struck found one
     count = combat.damageKinds.marks if combat.damageKinds is not None else 1
     box = amount if combat.damage == "per-point" else 1
     model, current, _ = subj.ev.wound_marks(found)
@@ -113,7 +113,7 @@ def heal_in_fight(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Out
     temporary points where it allows them (as op="restore", decisions C-3). A wound track loses one mark
     per heal, whatever its amount: overflow first, then the lightest mark of any kind (WOUND-24, WOUND-37;
     CB-5); it holds no temporary points (WOUND-38)."""
-    found = _health(rs, subj)
+    found = _struck(rs, subj)
     if isinstance(found, Result):
         return Outcome(found, state)
     amount = amount_of(tag)

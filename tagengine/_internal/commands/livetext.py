@@ -7,7 +7,7 @@ from ..state import GameState
 from ..tags import Tag
 from ..text import prompt_unsafe
 from .result import Outcome, Result, ok, refuse
-from .target import Subject, character_op, find
+from .subject import Subject, character_op, find
 
 
 @character_op("text", required=["text", "to"])

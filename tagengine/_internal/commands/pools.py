@@ -9,12 +9,12 @@ from ..ruleset import Ruleset
 from ..ruleset.live import PoolDef
 from ..ruleset.sheet import ListDef
 from ..sheet import Eval
-from ..state import PARTY, GameState
+from ..state import PARTY, GameState, updated
 from ..tags import Tag
 from ..text import normalise, prompt_unsafe
 from .numbers import parse_int
 from .result import Outcome, Result, ok, refuse, refused
-from .target import Subject, character_op, find, subject
+from .subject import Subject, character_op, find, subject
 
 
 def pool_of(subj: Subject, tag: Tag) -> PoolDef | Result:
@@ -34,17 +34,18 @@ def now(subj: Subject, pool: PoolDef, cur: int, temp: int = 0) -> str:
 
 def set_pool(state: GameState, subj: Subject, pool: PoolDef, cur: int, temp: int | None = None) -> GameState:
     live = subj.live
-    pools = {**live.pools, pool.id: cur}
+    pools = updated(live.pools, pool.id, cur)
+    if temp is None:  # the temporary points stay as they are: the same read-only mapping
+        return subj.with_live(state, live.but(pools=pools))
     temps = dict(live.temp)
-    if temp is not None:
-        if temp:
-            temps[pool.id] = temp
-        else:
-            temps.pop(pool.id, None)
+    if temp:
+        temps[pool.id] = temp
+    else:
+        temps.pop(pool.id, None)
     return subj.with_live(state, live.but(pools=pools, temp=temps))
 
 
-def _target(subj: Subject, tag: Tag) -> tuple[PoolDef, int] | Result:
+def _pool_and_amount(subj: Subject, tag: Tag) -> tuple[PoolDef, int] | Result:
     pool = pool_of(subj, tag)
     if isinstance(pool, Result):
         return pool
@@ -62,7 +63,7 @@ def spend(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
         return _spend_row(state, subj, tag)
     if tag.has("list"):
         return refuse(state, "unknown-attribute")  # `list` picks the list of a `row` (docs/decisions.md R-1)
-    got = _target(subj, tag)
+    got = _pool_and_amount(subj, tag)
     if isinstance(got, Result):
         return Outcome(got, state)
     pool, amount = got
@@ -81,7 +82,7 @@ def restore(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
         return _restore_row(state, subj, tag)
     if tag.has("list"):
         return refuse(state, "unknown-attribute")
-    got = _target(subj, tag)
+    got = _pool_and_amount(subj, tag)
     if isinstance(got, Result):
         return Outcome(got, state)
     pool, amount = got
@@ -126,7 +127,7 @@ def row_of(subj: Subject, tag: Tag) -> tuple[ListDef, int] | Result:
     return lst, hits[0]
 
 
-def _row_target(subj: Subject, tag: Tag) -> tuple[ListDef, int, int, int, int] | Result:
+def _row_and_amount(subj: Subject, tag: Tag) -> tuple[ListDef, int, int, int, int] | Result:
     """(list, row index, current, max, amount)."""
     got = row_of(subj, tag)
     if isinstance(got, Result):
@@ -152,7 +153,7 @@ def set_rows(state: GameState, subj: Subject, list_id: str, values: dict[int, in
 
 
 def _spend_row(state: GameState, subj: Subject, tag: Tag) -> Outcome:
-    got = _row_target(subj, tag)
+    got = _row_and_amount(subj, tag)
     if isinstance(got, Result):
         return Outcome(got, state)
     lst, i, cur, top, amount = got
@@ -164,7 +165,7 @@ def _spend_row(state: GameState, subj: Subject, tag: Tag) -> Outcome:
 def _restore_row(state: GameState, subj: Subject, tag: Tag) -> Outcome:
     if tag.has("temp"):
         return refuse(state, "invalid-value")  # a row has no temporary uses (as a pool without allowTemp)
-    got = _row_target(subj, tag)
+    got = _row_and_amount(subj, tag)
     if isinstance(got, Result):
         return Outcome(got, state)
     lst, i, cur, top, amount = got
@@ -212,7 +213,7 @@ def damage_pool(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outco
     """Temporary points first where `allowTemp`; the pool floors at 0."""
     if tag.has("kind") or tag.has("box"):
         return refuse(state, "unknown-attribute")
-    got = _target(subj, tag)
+    got = _pool_and_amount(subj, tag)
     if isinstance(got, Result):
         return Outcome(got, state)
     pool, amount = got

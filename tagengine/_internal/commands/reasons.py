@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 COMMAND_LIMIT = 40  # DEC-6, CLOCK-22: commands applied per reply; later ones are refused `command-limit`
 
-REASONS: dict[str, tuple[str, str]] = {
+# read-only: `tagengine.REASONS` is this table, and nothing may add a reason to it at run time
+REASONS: Mapping[str, tuple[str, str]] = MappingProxyType({
     # any tag
     "malformed": ("any tag", "opens like a tag but does not parse (DEC-2, DEC-3)"),
     "unknown-attribute": ("any tag", "an attribute this command does not take (DEC-7)"),
@@ -46,6 +50,10 @@ REASONS: dict[str, tuple[str, str]] = {
     "unknown-damage-type": ("sheets", "a hit's `type` names no damage type of `combat`, or none the health track's "
                             "map gives a kind (CB-2)"),
     "not-advanceable": ("sheets", "a party field not in `advancement.fields` (DEC-15)"),
+    # edits (a player's, written by the engine)
+    "unverified-edit": ("edits", "an edit receipt whose `mac` does not verify here: not written by the engine for "
+                                 "this point of the chat (docs/decisions.md ED-8)"),
+    "invalid-edit": ("edits", "an edit receipt whose changes no longer fit the sheet (ED-9)"),
     # checks
     "untrained": ("checks", "the character is untrained and the rule is `refuse` (UNTR-9)"),
     "unknown-skill": ("checks", "no such skill (docs/decisions.md CK-8)"),
@@ -53,4 +61,4 @@ REASONS: dict[str, tuple[str, str]] = {
     "unknown-save": ("checks", "no such save (CK-8)"),
     "too-many-dice": ("checks", "the sheet gives the check more than 100 dice to roll (CK-13)"),
     "no-difficulty": ("checks", "`dc` outside dice-sum, or `difficulty` where the target per die cannot move (CK-5)"),
-}
+})

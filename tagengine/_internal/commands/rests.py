@@ -7,7 +7,7 @@ from ..sheet.rests import Touched, take_rest
 from ..state import GameState
 from ..tags import Tag
 from .result import Outcome, Result, ok
-from .target import Subject, character_op, find, subject
+from .subject import Subject, character_op, find, subject
 
 
 def summary(rs: Ruleset, state: GameState, name: str, touched: list[Touched]) -> str:

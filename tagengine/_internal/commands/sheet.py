@@ -11,7 +11,7 @@ from ..tags import Tag
 from . import advance, combat, conditions, livetext, pools, rests, states, tracks, wounds
 from .family import Family
 from .result import Result, refused
-from .target import subject
+from .subject import subject
 
 
 def op_of(rs: Ruleset, tag: Tag) -> str | Result:

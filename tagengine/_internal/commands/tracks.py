@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ..ruleset import Ruleset
-from ..state import GameState
+from ..state import GameState, updated
 from ..tags import Tag
 from .numbers import parse_int
 from .result import Outcome, Result, ok, refuse
-from .target import Subject, character_op, find
+from .subject import Subject, character_op, find
 
 
 @character_op("track", required=["track"], choose_one=["by", "to"])
@@ -31,5 +31,5 @@ def track(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
             return refuse(state, "invalid-value")
         new = to
     new = max(t.min, min(subj.ev.plain_max(t), new))
-    live = subj.live.but(tracks={**subj.live.tracks, t.id: new})
+    live = subj.live.but(tracks=updated(subj.live.tracks, t.id, new))
     return Outcome(ok(str(new)), subj.with_live(state, live))

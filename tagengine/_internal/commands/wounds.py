@@ -6,23 +6,23 @@ from ..ruleset import Ruleset
 from ..ruleset.live import TrackDef
 from ..sheet import marking
 from ..sheet.views import now_text
-from ..state import GameState, WoundMarks
+from ..state import GameState, WoundMarks, updated
 from ..tags import Tag
 from .numbers import parse_int
 from .pools import amount_of, damage_pool
 from .result import Outcome, Result, ok, refuse
-from .target import Subject, character_op, find
+from .subject import Subject, character_op, find
 
 
 def with_marks(state: GameState, subj: Subject, t: TrackDef, marks: tuple[str | None, ...],
                overflow: int) -> GameState:
     """The state with the subject's marks of track `t` replaced."""
-    return subj.with_live(state, subj.live.but(marks={**subj.live.marks, t.id: WoundMarks(marks, overflow)}))
+    return subj.with_live(state, subj.live.but(marks=updated(subj.live.marks, t.id, WoundMarks(marks, overflow))))
 
 
-def kind_of(t: TrackDef, name: str) -> str | None:
+def kind_of(subj: Subject, t: TrackDef, name: str) -> str | None:
     """The one kind of the track `name` names (DEC-8), or None."""
-    kind = find(t.kinds or (), name, "kind")
+    kind = find(subj.ev.idx.kinds[t.id], name, "kind")
     return None if isinstance(kind, Result) else kind.id
 
 
@@ -52,18 +52,18 @@ def damage(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
             return refuse(state, "bad-box")  # DEC-16; box= only on a track that fills by box (WOUND-28)
     kind_name = tag.get("kind")
     if amount < 0:  # WOUND-23: a heal is the same command with a negative amount
-        kind = kind_of(t, kind_name) if kind_name is not None else None
+        kind = kind_of(subj, t, kind_name) if kind_name is not None else None
         marks, overflow = marking.heal(model, current.marks, current.overflow, -amount, kind)
     else:
         if kind_name is None:
             return refuse(state, "missing-kind")
-        kind = kind_of(t, kind_name)
+        kind = kind_of(subj, t, kind_name)
         if kind is None:
             return refuse(state, "unknown-kind")
         try:
             marks, overflow = marking.mark(model, current.marks, current.overflow, kind, amount, box)
         except marking.TrackFull:
             return refuse(state, "track-full")  # WOUND-52, WOUND-53: the whole command
-    filled = sum(1 for m in marks if m is not None)
+    filled = len(marks) - marks.count(None)
     now = now_text(t.boxes is not None, levels, model.length, filled, overflow)  # DEC-11
     return Outcome(ok(now), with_marks(state, subj, t, marks, overflow))

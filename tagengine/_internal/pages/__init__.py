@@ -7,7 +7,7 @@ modules turn engine data into plain values for them. Nothing here imports the se
 
 from .game_sheet import sheet_context, sheet_html
 from .prompt_preview import prompt_context
-from .ruleset_check import check_context
+from .ruleset_inspection import inspection_context
 from .templates import render_page, stylesheet
 
-__all__ = ["check_context", "prompt_context", "render_page", "sheet_context", "sheet_html", "stylesheet"]
+__all__ = ["inspection_context", "prompt_context", "render_page", "sheet_context", "sheet_html", "stylesheet"]

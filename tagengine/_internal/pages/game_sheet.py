@@ -9,10 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from ..commands.reasons import REASONS
+from ..errors import Problem
 from ..ruleset import Ruleset
-from ..sheet import CheckNumber, PoolView, SheetView, character, party
+from ..sheet import CheckNumber, PoolView, SheetView, view_character, view_party
 from ..sheet.show import check_parts, party_summary
 from ..state import Clock, GameState
 from .templates import render_page
@@ -60,8 +62,11 @@ def wound_cells(w: Any) -> list[dict[str, Any]]:
     return cells
 
 
-def character_context(rs: Ruleset, view: SheetView) -> dict[str, Any]:
+def character_context(rs: Ruleset, view: SheetView, controls: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One character's sheet; with `controls` (the game sheet's hand edits by path, `sheet_editor.play_context`),
+    each live value carries its control (`ctl`)."""
     s = rs.file.sheet
+    ctl = controls or {}
     dice = rs.dice_pool
     hidden = view.hidden
     sections = {sec.id: sec.label for sec in s.sections}
@@ -80,16 +85,20 @@ def character_context(rs: Ruleset, view: SheetView) -> dict[str, Any]:
         "fields": fields,
         "derived": derived,
         "lists": lists_context(s.lists, view),
-        "pools": [pool_context(p) for p in view.pools if p.hidden is None],
-        "tracks": [{"label": t.label, "value": t.value, "min": t.min, "max": t.max,
+        "pools": [{**pool_context(p), "ctl": ctl.get(f"pools.{p.id}"), "temp_ctl": ctl.get(f"temp.{p.id}")}
+                  for p in view.pools if p.hidden is None],
+        "tracks": [{"label": t.label, "value": t.value, "min": t.min, "max": t.max, "ctl": ctl.get(f"tracks.{t.id}"),
                     "pct": pct(t.value - t.min, t.max - t.min)} for t in view.tracks if t.hidden is None],
         "wounds": [{"label": w.label, "boxed": w.boxed, "now": w.now, "penalty": w.penalty, "overflow": w.overflow,
-                    "cells": wound_cells(w)} for w in view.wounds],
-        "states": [{"label": st.label, "value": st.value_label,
-                    "choices": [{"label": label, "on": vid == st.value} for vid, label in st.values]}
+                    "cells": wound_cells(w), "ctl": ctl.get(f"marks.{w.id}")} for w in view.wounds],
+        "states": [{"label": st.label, "value": st.value_label, "path": f"states.{st.id}",
+                    "ctl": ctl.get(f"states.{st.id}"),
+                    "choices": [{"label": label, "value": vid, "on": vid == st.value} for vid, label in st.values]}
                    for st in view.states if st.hidden is None],
-        "conditions": [{"label": label, "on": on} for _, label, on in view.conditions],
-        "text": [{"label": label, "value": value} for _, label, value in view.text],
+        "conditions": [{"label": label, "on": on, "path": f"conditions.{cid}", "ctl": ctl.get(f"conditions.{cid}")}
+                       for cid, label, on in view.conditions],
+        "text": [{"label": label, "value": value, "ctl": ctl.get(f"text.{tid}")} for tid, label, value in view.text],
+        "uses": [u for k, u in ctl.items() if k.startswith("rows.")],
         "hidden": sorted(hidden.items()),
         "health": None if view.health is None else {"label": view.health.label, "now": view.health.now,
                                                       "down": view.health.down},  # WOUND-34, WOUND-39
@@ -116,15 +125,19 @@ def lists_context(defs: Iterable[Any], view: SheetView) -> list[dict[str, Any]]:
     return out
 
 
-def party_context(rs: Ruleset, view: SheetView, revision: int) -> dict[str, Any]:
+def party_context(rs: Ruleset, view: SheetView, revision: int,
+                  controls: Mapping[str, Any] | None = None) -> dict[str, Any]:
     p = rs.file.party
     assert p is not None
     labels = {f.id: f for f in p.fields}
     fields, pools = party_summary(rs, view)
+    ctl = controls or {}
     return {"label": p.label, "revision": revision,
             "fields": [{"label": labels[f].label, "value": shown(view.fields.get(f), labels[f].valueLabels)}
                        for f in fields if f in labels],
-            "pools": [pool_context(v) for v in view.pools if v.id in pools],
+            "pools": [{**pool_context(v), "ctl": ctl.get(f"pools.{v.id}"), "temp_ctl": None} for v in view.pools
+                      if v.id in pools],
+            "uses": [u for k, u in ctl.items() if k.startswith("rows.")],
             "lists": lists_context(p.lists, view)}
 
 
@@ -155,12 +168,22 @@ def receipt_context(r: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def sheet_context(rs: Ruleset, state: GameState, *, names: Sequence[str] | None = None,
-                  receipts: Sequence[Mapping[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
-    """Plain values for `sheet.html.j2`: the characters (all, or `names`), the party, clocks, receipts."""
-    chars = [character_context(rs, character(rs, state, n)) for n in (state.characters if names is None else names)]
-    pv = party(rs, state)
-    return {"ruleset": rs.name, "characters": chars,
-            "party": party_context(rs, pv, state.party_revision) if pv is not None else None,
+                  receipts: Sequence[Mapping[str, Any]] | None = None,
+                  controls: Mapping[str | None, Mapping[str, Any]] | None = None,
+                  problems: Mapping[str | None, Sequence[Problem]] | None = None, **extra: Any) -> dict[str, Any]:
+    """Plain values for `sheet.html.j2`: the characters (all, or `names`), the party, clocks, receipts. With
+    `controls` (the server's game sheet: by card name, None for the party) each sheet carries its hand edits
+    and the links that post them, and the `problems` of a refused one that no control shows; `tagengine sheet
+    --html` has none."""
+    ctl, found = controls or {}, problems or {}
+    chars = [{**character_context(rs, view_character(rs, state, n), ctl.get(n)), "quoted": quote(n, safe=""),
+              "problems": [{"code": p.code, "message": p.message} for p in found.get(n, ())]}
+             for n in (state.characters if names is None else names)]
+    pv = view_party(rs, state)
+    party = party_context(rs, pv, state.party_revision, ctl.get(None)) if pv is not None else None
+    if party is not None:
+        party["problems"] = [{"code": p.code, "message": p.message} for p in found.get(None, ())]
+    return {"ruleset": rs.name, "characters": chars, "controls": controls is not None, "party": party,
             "clocks": [clock_context(c) for c in state.clocks], "clocks_enabled": rs.file.clocks is not None,
             "receipts": None if receipts is None else [receipt_context(r) for r in receipts],
             "title": extra.pop("title", rs.name), "campaign": extra.pop("campaign", None),

@@ -9,26 +9,22 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, StrictUndefined
 
-from ..resources import read_text, resource_dir
+from ..prompt.render import environment
+from ..resources import read_text
 
 STYLESHEET = "pages.css"
 REFRESH_SCRIPT = "refresh.js"
+EDITOR_SCRIPT = "editor.js"  # issue 27: chips, live derived values, hiding as typed, saves without a reload
 
 
 @cache
 def html_env() -> Environment:
     """The pages' environment: every value autoescaped (UI-3), unlike the prompts' plain-text one
     (prompt/render.env)."""
-    return Environment(
-        loader=FileSystemLoader(str(resource_dir("pages"))),
-        undefined=StrictUndefined,
-        autoescape=True,  # every template is HTML, whatever its name ends in
-        trim_blocks=True,
-        lstrip_blocks=True,
-        auto_reload=False,
-    )
+    return environment("pages", undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                       autoescape=True)  # every template is HTML, whatever its name ends in
 
 
 @cache
@@ -39,6 +35,11 @@ def stylesheet() -> str:
 @cache
 def refresh_script() -> str:
     return read_text("pages", REFRESH_SCRIPT)
+
+
+@cache
+def editor_script() -> str:
+    return read_text("pages", EDITOR_SCRIPT)
 
 
 def render_page(template: str, context: dict[str, Any], *, inline: bool = False) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, cast
 from weakref import WeakKeyDictionary
@@ -22,9 +23,10 @@ from .budget import (
 )
 from .render import render
 from .template_data import guidance, reminder_context, system_context
-from .tokens import TokenCounter
+from .tokens import SlowFit, TokenCounter
 
 DEFAULT_BUDGET = Budget()
+SYSTEM_MAX = 64  # system prompts kept per ruleset: one per budget (context, response, model, tokenizer)
 
 
 @dataclass(frozen=True)
@@ -47,15 +49,24 @@ _SYSTEM: WeakKeyDictionary[Ruleset, dict[tuple[Any, ...], SystemPrompt]] = WeakK
 _REMINDERS: IdentityCache[str] = IdentityCache(256)
 
 
-def system_prompt(rs: Ruleset, budget: Budget = DEFAULT_BUDGET, c: TokenCounter | None = None) -> SystemPrompt:
-    """The system prompt for this ruleset and budget, fitted once and cached (DEC-30, DEC-34). `c`: the
-    budget's counter, when the caller has it already."""
+def system_prompt(rs: Ruleset, budget: Budget = DEFAULT_BUDGET, c: TokenCounter | None = None, *,
+                  quick: bool = False) -> SystemPrompt:
+    """The system prompt for this ruleset and budget, fitted once and cached (DEC-30, DEC-34); SYSTEM_MAX
+    budgets per ruleset, the oldest dropped (a server's requests choose the budget: each new `max_tokens`
+    is one). `c`: the budget's counter, when the caller has it already. `quick`: SlowFit rather than fit one
+    anew."""
     c = c if c is not None else get_counter(budget)
     key = (budget, c.tokenizer)
     per_rs = _SYSTEM.setdefault(rs, {})
     hit = per_rs.get(key)
     if hit is None:
-        hit = per_rs[key] = _fit_system(rs, budget, c)
+        if quick:
+            raise SlowFit("a system prompt to fit")
+        hit = _fit_system(rs, budget, c)
+        if len(per_rs) >= SYSTEM_MAX:
+            with suppress(KeyError, RuntimeError, StopIteration):  # another thread dropped it, or added one
+                del per_rs[next(iter(per_rs))]
+        per_rs[key] = hit
     return hit
 
 
@@ -73,14 +84,14 @@ def _fit_system(rs: Ruleset, budget: Budget, c: TokenCounter) -> SystemPrompt:
     full = rs.file.gmReference
     if tokens > allowance and full:  # GMREF-8: the reference first, with a marked cut
         ref_tokens = c.text(full)
-        keep = ref_tokens - (tokens - allowance) - c.text(CUT_MARKER.format(kept=len(full), total=len(full))) - 2
+        keep_tokens = ref_tokens - (tokens - allowance) - c.text(CUT_MARKER.format(kept=len(full), total=len(full))) - 2
         kept = len(full)
         for _ in range(4):
-            reference, kept = cut_reference(c, full, keep)
+            reference, kept = cut_reference(c, full, keep_tokens)
             text, tokens = make()
-            if tokens <= allowance or keep <= 0:
+            if tokens <= allowance or keep_tokens <= 0:
                 break
-            keep -= tokens - allowance + 4
+            keep_tokens -= tokens - allowance + 4
         cuts.append({"part": "gmReference", "action": "cut", "kept_chars": kept, "total_chars": len(full),
                      "tokens_removed": ref_tokens - c.text(reference or "")})
     texts = guidance(rs)
@@ -113,15 +124,18 @@ def reminder(rs: Ruleset, state: GameState) -> str:
 
 
 def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, Any]] = (),
-                 budget: Budget = DEFAULT_BUDGET, *, checked: bool = False) -> Prompt:
+                 budget: Budget = DEFAULT_BUDGET, *, checked: bool = False, quick: int | None = None) -> Prompt:
     """Messages for one request: system, history, reminder (DEC-29), fitted by DEC-32. Raises BudgetError
     when even the trimmed prompt does not fit, HistoryError for a message that is not {role, content},
     EncodingError when the tokenizer cannot be built. `checked`: the history is plain messages already
-    (lower-case roles, text), as `read_messages` gives them; the server reads each request's once (S-27)."""
+    (lower-case roles, text), as `read_messages` gives them; the server reads each request's once (S-27).
+    `quick`: SlowFit, before the work, when the fit would count more than that many characters of the
+    history it has not counted before, fit a system prompt anew or use a counter that has counted nothing
+    (the server then fits in a worker thread, SEC-2)."""
     chosen = budget.choice()  # once: it looks for the user's tokenizers.toml
     c = get_counter(budget, chosen)
     tokenizer, margin = c.tokenizer, chosen.margin
-    system = system_prompt(rs, budget, c)
+    system = system_prompt(rs, budget, c, quick=quick is not None)
     note = reminder(rs, state)
     hist = cast(list[dict[str, str]], list(history)) if checked else read_messages(history)
     last_user = next((i for i in range(len(hist) - 1, -1, -1) if hist[i]["role"] == "user"), None)
@@ -134,10 +148,10 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
                     chat=chosen.chat.name, family=chosen.family)
     report.cuts.extend(system.cuts)
     usable = budget.usable(chosen)
-    costs = c.messages(hist)
+    costs = c.messages(hist, quick)
     tail_tokens = sum(c.message(m["role"], m["content"]) for m in tail)
     fixed = system.tokens + tail_tokens + c.priming
-    keep = [True] * len(hist)
+    in_prompt = [True] * len(hist)
     used = fixed + sum(costs)
     dropped = dropped_tokens = 0
     for i in range(len(hist)):  # DEC-32: the oldest history first, never the last user message
@@ -145,7 +159,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
             break
         if i == last_user:
             continue
-        keep[i] = False
+        in_prompt[i] = False
         used -= costs[i]
         dropped += 1
         dropped_tokens += costs[i]
@@ -156,7 +170,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     if used + response > usable:  # then the response budget, down to its minimum
         response = max(budget.response_min, usable - used)
         report.cuts.append({"part": "response", "action": "lowered", "from": budget.response, "to": response})
-    kept = [m for m, k in zip(hist, keep, strict=True) if k] if dropped else hist
+    kept = [m for m, k in zip(hist, in_prompt, strict=True) if k] if dropped else hist
     messages = [{"role": "system", "content": system.text}, *kept, *tail]
     report.response = response
     report.parts = {"system": system.tokens, "history": used - fixed, "reminder": tail_tokens, "priming": c.priming,

@@ -14,14 +14,17 @@ once and keeps it (DEC-33), and `start` then answers None.
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from .tokens import EncodingError, Tokenizer, TokenizerChoice, cut_text
+if TYPE_CHECKING:
+    from .tokens import Tokenizer, TokenizerChoice
+
+# pickle and tokens.py are imported by the functions that use them: every command's `main` imports this
+# module to call `allow()`, and only `preview` forks (decision PF-4).
 
 _allowed = False
 
@@ -77,6 +80,10 @@ class ForkedTokenizer:
         self._answers: BinaryIO = os.fdopen(from_child, "rb")
 
     def _ask(self, op: str, arg: Any) -> Any:
+        import pickle
+
+        from .tokens import EncodingError
+
         try:
             pickle.dump((op, arg), self._requests, pickle.HIGHEST_PROTOCOL)
             self._requests.flush()
@@ -122,6 +129,10 @@ class ForkedTokenizer:
 def _serve(build: Callable[[], Tokenizer], requests: BinaryIO, answers: BinaryIO) -> None:
     """The child: build the tokenizer, then answer each request until the parent closes the pipe.
     A failed build is answered, request by request, with its message."""
+    import pickle
+
+    from .tokens import cut_text
+
     failure: str | None = None
     try:
         tokenizer = build()

@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..commands.pools import uses_label
+from ..commands.subject import subject
 from ..commands.table import families
-from ..commands.target import subject
 from ..ruleset import Ruleset
 from ..ruleset.sheet import UntrainedByDef
-from ..sheet import CheckNumber, Eval, SheetView, character, party
+from ..sheet import CheckNumber, Eval, SheetView, view_character, view_party
 from ..sheet.show import party_summary
 from ..state import PARTY, GameState
 
@@ -94,7 +94,7 @@ def row_pool_lines(ev: Eval) -> list[tuple[str, str]]:
 
 
 def character_block(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
-    s = character(rs, state, name)
+    s = view_character(rs, state, name)
     sheet = rs.file.sheet
     levels = {lv.id: lv.label for lv in sheet.training}
     sections = {sec.id: sec.label for sec in sheet.sections}
@@ -158,7 +158,7 @@ def character_block(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
 
 def party_block(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
     """PARTY-13..15, PARTY-21: label, summary fields (else all visible), pools always, summary lists."""
-    p = party(rs, state)
+    p = view_party(rs, state)
     if p is None or rs.file.party is None:
         return None
     defs = rs.file.party

@@ -58,6 +58,12 @@ class EncodingError(TagengineError, RuntimeError):
     """A bundled encoding file is missing or does not match tiktoken's published sha256."""
 
 
+class SlowFit(Exception):
+    """A fit asked to be quick (`build_prompt(..., quick=N)`) would count more than N characters it has not
+    counted before, or load a tokenizer, or fit a system prompt anew: raised before that work starts, so the
+    caller can run it elsewhere (the server: in a worker thread, SEC-2)."""
+
+
 class Tokenizer(Protocol):
     """What the budget needs from a token counter; plug in your own for other model families.
 
@@ -264,10 +270,24 @@ class TokenCounter:
             return 0
         return self._count(text) if self._count is not None else len(self.tokenizer.encode(text))
 
-    def messages(self, messages: list[dict[str, str]]) -> list[int]:
+    def messages(self, messages: list[dict[str, str]], quick: int | None = None) -> list[int]:
         """`message` for each of a history's messages: one call for the lot (a prompt's fit counts every
-        message of a long chat on every turn; the start it shares with a recent one is known, S-30)."""
-        return self._runs.values(list(map(_ROLE_CONTENT, messages)), self._more)
+        message of a long chat on every turn; the start it shares with a recent one is known, S-30). `quick`:
+        raise SlowFit, before counting any, when more than that many characters are new to this counter
+        (or it has counted nothing yet: its tokenizer may still have to be loaded)."""
+        if quick is None:
+            return self._runs.values(list(map(_ROLE_CONTENT, messages)), self._more)
+        if not self._memo:
+            raise SlowFit("a counter that has counted nothing yet")
+
+        def more(known: list[int], items: list[tuple[str, str]]) -> list[int]:
+            memo = self._memo
+            new = sum(len(key[1]) for key in items[len(known):] if key not in memo)
+            if new > quick:
+                raise SlowFit(f"{new} characters to count")
+            return self._more(known, items)
+
+        return self._runs.values(list(map(_ROLE_CONTENT, messages)), more)
 
     def _more(self, known: list[int], items: list[tuple[str, str]]) -> list[int]:
         memo, one = self._memo, self.message

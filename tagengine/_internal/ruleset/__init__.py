@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Problem, RulesetError
-from . import capability
+from . import capability, kept
 from .index import SheetIndex
-from .load import load_path, validate
+from .load import ruleset_bytes, validate
 from .top import RulesetDef
 
 __all__ = ["Ruleset", "RulesetDef", "RulesetError"]
@@ -33,9 +33,16 @@ class Ruleset:
 
     @classmethod
     def load(cls, path: str | Path) -> Ruleset:
-        """A ruleset file, checked. Raises RulesetError listing every problem (an unreadable file too)."""
-        model, ctx = load_path(path)
-        return cls._build(model, ctx, str(path))
+        """A ruleset file, checked. Raises RulesetError listing every problem (an unreadable file too).
+        A file that imported before is read back from the cache folder, checks and all (PF-2)."""
+        data = ruleset_bytes(path)
+        found = kept.recall(data)
+        if found is not None:
+            return cls(*found, source=str(path))
+        model, ctx = validate(data, str(path))
+        rs = cls._build(model, ctx, str(path))
+        kept.keep(data, (rs.file, rs.sheet, rs.party, rs.warnings, rs.requires))
+        return rs
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "<ruleset>") -> Ruleset:

@@ -8,7 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class BaseDef(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # defer_build (PF-1): a model's validator is built when a ruleset is first validated, not when its class
+    # is defined; a command that reads its ruleset from the cache (ruleset/kept.py) never builds one.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
     def keys_set(self) -> set[str]:
         """The keys the author wrote (aliases resolved to field names)."""

@@ -6,9 +6,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .checks.inspection import Inspection
-from .checks.refs import sheet_refs
 from .hide import HideWhenDef
+from .inspect.inspection import Inspection
+from .inspect.refs import sheet_refs
 from .refs import ValueRefDef
 from .sheet import ColumnDef, FieldDef, FractionOfMaxDef
 
@@ -139,7 +139,7 @@ def required(ctx: Inspection) -> Version | None:
     return max((u.version for u in uses(ctx)), default=None)
 
 
-def check_capability(ctx: Inspection) -> None:
+def inspect_capability(ctx: Inspection) -> None:
     """DEC-22: a package's declaration must cover every feature it uses."""
     m = ctx.rs.manifest
     if m is None:

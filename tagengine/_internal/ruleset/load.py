@@ -1,4 +1,4 @@
-"""Reading a ruleset file: JSON, then the pydantic shape, then every import check, all problems at once."""
+"""Reading a ruleset file: JSON, then the pydantic shape, then every import inspection, all problems at once."""
 
 from __future__ import annotations
 
@@ -14,17 +14,17 @@ from pydantic import ValidationError
 from ..errors import Problem, RulesetError
 from ..files import TooLarge, json_problem, read_file, strip_bom
 from . import capability
-from .checks import combat, derived, fields, gm, ids, party, refs, resolution, rests, states, tracks
-from .checks.inspection import Inspection
 from .index import ById, SheetIndex
+from .inspect import combat, derived, fields, gm, ids, party, refs, resolution, rests, states, tracks
+from .inspect.inspection import Inspection
 from .top import RulesetDef
 
-# The import checks, in the order they run (markdown-it's rule chain is the model): each reads the
-# validated file through the Inspection and adds problems and warnings to it. Add a check here.
-CHECKS: tuple[Callable[[Inspection], None], ...] = (
-    ids.check_ids, refs.check_refs, fields.check_fields, derived.check_derived, tracks.check_tracks,
-    states.check_states, rests.check_rests, resolution.check_resolution, gm.check_gm, party.check_party,
-    combat.check_combat, capability.check_capability,
+# The import inspections, in the order they run (markdown-it's rule chain is the model): each reads the
+# validated file through the Inspection and adds problems and warnings to it. Add an inspection here.
+INSPECTIONS: tuple[Callable[[Inspection], None], ...] = (
+    ids.inspect_ids, refs.inspect_refs, fields.inspect_fields, derived.inspect_derived, tracks.inspect_tracks,
+    states.inspect_states, rests.inspect_rests, resolution.inspect_resolution, gm.inspect_gm, party.inspect_party,
+    combat.inspect_combat, capability.inspect_capability,
 )
 MAX_BYTES = 4 * 1024 * 1024
 
@@ -87,7 +87,7 @@ def _path_text(parts: list[str | int]) -> str:
 
 
 def _pruned(raw: Any, err: ValidationError) -> tuple[Any, list[str]] | None:
-    """The file without the keys pydantic refused, so the rule checks can still run (DEC-24: every
+    """The file without the keys pydantic refused, so the rule inspections can still run (DEC-24: every
     problem in one run). Only keys are dropped, never list items, so every other path stays true;
     None when a refused part cannot be dropped (a list item, or a required key)."""
     data = copy.deepcopy(raw)
@@ -110,8 +110,8 @@ def _pruned(raw: Any, err: ValidationError) -> tuple[Any, list[str]] | None:
 def _rule_problems(model: RulesetDef) -> Inspection:
     sheet, party_idx = index_of(model)
     ctx = Inspection(model, sheet, party_idx)
-    for check in CHECKS:
-        check(ctx)
+    for inspect_area in INSPECTIONS:
+        inspect_area(ctx)
     return ctx
 
 
@@ -160,7 +160,7 @@ def index_of(model: RulesetDef) -> tuple[SheetIndex, SheetIndex | None]:
 
 
 def validate(text: str | bytes, source: str = "<ruleset>") -> tuple[RulesetDef, Inspection]:
-    """The validated file and the check context (with warnings); RulesetError lists every problem.
+    """The validated file and its Inspection (with warnings); RulesetError lists every problem.
     A leading UTF-8 BOM is dropped, as for every file tagengine reads (decision F-6)."""
     text = strip_bom(text) if isinstance(text, bytes) else text.removeprefix("\ufeff")
     raw = read_json(text, source)
@@ -199,13 +199,13 @@ def _shape_then_rules(raw: Any, err: ValidationError) -> list[Problem]:
     return problems
 
 
-def load_path(path: str | Path) -> tuple[RulesetDef, Inspection]:
+def ruleset_bytes(path: str | Path) -> bytes:
+    """A ruleset file's bytes, BOM dropped; RulesetError when it cannot be read or is too large."""
     p = Path(path)
     try:
-        data = read_file(p, MAX_BYTES)
+        return read_file(p, MAX_BYTES)
     except TooLarge:  # read no further than the limit (decision F-5)
         raise RulesetError([Problem("$", "too-large", f"the file is over {MAX_BYTES} bytes; a ruleset is at most "
                                     f"{MAX_BYTES} bytes", None)], str(p)) from None
     except OSError as e:
         raise RulesetError([Problem("$", "unreadable", f"cannot read {p}: {e.strerror}", str(p))], str(p)) from None
-    return validate(data, str(p))

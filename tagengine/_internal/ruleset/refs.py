@@ -13,7 +13,6 @@ REF_KEYS = (
     "const", "field", "derived", "abilityScore", "abilityMod", "abilityModFromField",
     "skillMod", "saveMod", "listSum", "livePool", "liveTrack", "itemStat", "liveState",
 )
-LIVE_KEYS = frozenset({"livePool", "liveTrack", "liveState", "itemStat"})
 
 
 class ListSumDef(BaseDef):

@@ -169,5 +169,5 @@ class SheetDef(BaseDef):
     fields: list[FieldDef] = []
     derived: list[DerivedDef] = []
     lists: list[ListDef] = []
-    live: LiveDef = LiveDef()
+    live: LiveDef = LiveDef.model_construct()  # the default, without building LiveDef's validator at import (PF-1)
     rests: list[RestDef] = []

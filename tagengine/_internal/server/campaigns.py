@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,16 +57,18 @@ def canonical_json(doc: object) -> str:
 
 
 class Campaigns:
-    """Campaigns by name, loaded once and loaded again when their ruleset file changes on disk."""
+    """Campaigns by name, loaded once and loaded again when their ruleset file changes on disk, or when their
+    start is made again (`set_start`)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, loaded: Callable[[], None] | None = None) -> None:
         self.store = store
         self._loaded: dict[str, tuple[tuple[int, int], Campaign, CampaignRow]] = {}
+        self.on_load = loaded  # called after a campaign is (re)loaded: the server freezes its heap (heap.py)
 
     def get(self, name: str) -> Campaign:
         """Raises NotFoundError for an unknown campaign, RulesetError or OSError for its ruleset file."""
         hit = self._loaded.get(name)
-        row = hit[2] if hit is not None else self.store.campaign(name)  # a row never changes once made
+        row = hit[2] if hit is not None else self.store.campaign(name)  # a row changes only through set_start
         st = os.stat(row.ruleset)
         stamp = (st.st_mtime_ns, st.st_size)
         if hit is not None and hit[0] == stamp:
@@ -76,4 +78,15 @@ class Campaigns:
         start = from_json(rs, json.loads(row.start), f"campaign {name}")
         c = Campaign(name, rs, digest_of(data), start, canonical_json(start.to_json()))
         self._loaded[name] = (stamp, c, row)
+        if self.on_load is not None:
+            self.on_load()
         return c
+
+    def set_start(self, name: str, state: GameState) -> bool:
+        """Make `state` the campaign's start, while no reply of it has been kept (issue 27, ED-14: before the first
+        reply the sheets are still being made, and the chain's first key follows the new start); whether it was.
+        Raises NotFoundError for an unknown campaign."""
+        self.store.campaign(name)
+        done = self.store.set_start(name, canonical_json(state.to_json()), ", ".join(state.characters))
+        self._loaded.pop(name, None)  # read again: its start and first key
+        return done

@@ -14,6 +14,9 @@ replay is stored, so the next request says it again.
 
 With --hide-tags the player was shown narrations: `narrations` in the store maps (chain key before, the
 narration's hash) back to the tagged reply, which the chain then uses as if the app had stored it (S-14).
+
+A `Chain` is one server's: its store, its `SnapshotCache` and its memos of chain steps, so two servers in one
+process share none of them (SV-4).
 """
 
 from __future__ import annotations
@@ -22,61 +25,32 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from operator import itemgetter
 
 from ..commands import apply_reply
 from ..prefix_memo import PrefixMemo
 from ..state import GameState, from_json
 from .campaigns import Campaign, canonical_json
+from .limits import LOOP_CHARS
+from .snapshots import SnapshotCache
 from .store import Store
 
 log = logging.getLogger("tagengine.serve")
-RECENT_MAX = 4096  # snapshots a store keeps in memory as GameState objects, the least recently used dropped
 _RECEIPT = re.compile(r'\bresult\s*=\s*"')
 INCOMPLETE = "incomplete: the state was rebuilt from what the history holds"
+HIDDEN = "hidden"  # a note's first word: narrations of a --hide-tags server read back by one without it (TR-6)
+NEXT_MAX = 16_384  # chain steps remembered: every request hashes its whole history again (S-24)
+NEXT_CHARS = 16 * 1024 * 1024  # and the characters of their replies (the keys hold them; a reply may be long)
+THREAD_MIN = 16  # replies to replay: more go to a worker thread, so the event loop never waits on a long history
+HASH_CHARS = 512 * 1024  # characters of a history: past them its look-up (hashing the replies) goes to a worker
+_CONTENT = itemgetter("content")
 
 
 def first_key(c: Campaign) -> str:
     return _hash(f"tagengine.chain/1\0{c.name}\0{c.digest}\0{c.start_json}")
-
-
-NEXT_MAX = 16_384  # chain steps remembered: every request hashes its whole history again (S-24)
-NEXT_CHARS = 16 * 1024 * 1024  # and the characters of their replies (the keys hold them; a reply may be long)
-_NEXT: dict[tuple[str, str], str] = {}
-_next_chars = 0
-
-
-def next_key(key: str, reply: str) -> str:
-    """The key after `reply`, without its surrounding white space: chat apps trim replies before they store
-    them (SillyTavern's "Trim spaces"), and a trimmed reply is the same turn (S-23). Remembered: a dict
-    look-up costs a tenth of the sha256 (one table for all threads; a look-up or a store is atomic, and the
-    character count only decides when the table is emptied)."""
-    global _next_chars
-    hit = _NEXT.get((key, reply))
-    if hit is None:
-        if len(_NEXT) >= NEXT_MAX or _next_chars >= NEXT_CHARS:
-            _NEXT.clear()
-            _next_chars = 0
-        _next_chars += len(reply)
-        hit = _NEXT[(key, reply)] = _hash(f"{key}\0{reply.strip()}")
-    return hit
-
-
-_KEYS: PrefixMemo[str, str] = PrefixMemo(len)
-
-
-def chain_keys(c: Campaign, replies: list[str]) -> list[str]:
-    """The chain's keys along `replies`: [first_key(c), the key after the first reply, ...]. The keys of
-    the start this history shares with one of the last few are not worked out again (S-30)."""
-    return _KEYS.values([first_key(c), *replies], _more_keys)
-
-
-def _more_keys(known: list[str], items: list[str]) -> list[str]:
-    keys = known or items[:1]  # items[0] is the first key itself
-    for text in items[len(keys):]:
-        keys.append(next_key(keys[-1], text))
-    return keys
 
 
 def content_key(c: Campaign, reply: str) -> str:
@@ -96,13 +70,10 @@ def has_receipts(text: str) -> bool:
     return _RECEIPT.search(text) is not None
 
 
-THREAD_MIN = 16  # replies to replay: more go to a worker thread, so the event loop never waits on a long history
-
-
 @dataclass(frozen=True)
 class Replayed:
     state: GameState  # after the last assistant message of the history
-    key: str  # its chain key: the next reply's key is next_key(key, reply)
+    key: str  # its chain key: the next reply's key is Chain.next_key(key, reply)
     replayed: int  # replies applied (the rest came from the store)
     # every replayed reply's receipts came out as stored: the state is not a guess from an incomplete history,
     # so snapshots after it may be kept (else nothing was stored)
@@ -111,12 +82,124 @@ class Replayed:
     replies: tuple[str, ...] = ()  # the assistant messages as the chain read them (--hide-tags: tagged again)
 
 
+class Chain:
+    """State from a history, for one server: `state_of` (look up, replay, keep what was replayed) and
+    `record` (a new reply's snapshot). Safe from the event loop and a worker thread at once: the store and
+    the snapshot cache take their locks, and the memos below are plain dicts and a table replaced whole,
+    whose one look-up or store is atomic."""
+
+    def __init__(self, store: Store, snapshots: SnapshotCache | None = None) -> None:
+        self.store = store
+        self.snapshots = snapshots if snapshots is not None else SnapshotCache()
+        self._steps: dict[tuple[str, str], str] = {}  # (key, reply) -> the key after it
+        self._step_chars = 0
+        self._keys: PrefixMemo[str, str] = PrefixMemo(len)  # the keys along the last few histories (S-30)
+        self._more = self._more_keys  # bound once: a warm turn makes no method object
+        self._narrated: bool | None = None  # the store holds a --hide-tags narration (read once, then kept, TR-6)
+
+    def narrated(self) -> bool:
+        """Whether narrations may need mapping back: a --hide-tags server played on this store, now or before."""
+        if self._narrated is None:
+            self._narrated = self.store.holds_narrations()
+        return self._narrated
+
+    def next_key(self, key: str, reply: str) -> str:
+        """The key after `reply`, without its surrounding white space: chat apps trim replies before they
+        store them (SillyTavern's "Trim spaces"), and a trimmed reply is the same turn (S-23). Remembered: a
+        dict look-up costs a tenth of the sha256 (the character count only decides when the table is
+        emptied)."""
+        hit = self._steps.get((key, reply))
+        if hit is None:
+            if len(self._steps) >= NEXT_MAX or self._step_chars >= NEXT_CHARS:
+                self._steps.clear()
+                self._step_chars = 0
+            self._step_chars += len(reply)
+            hit = self._steps[(key, reply)] = _hash(f"{key}\0{reply.strip()}")
+        return hit
+
+    def keys(self, c: Campaign, replies: list[str]) -> list[str]:
+        """The chain's keys along `replies`: [first_key(c), the key after the first reply, ...]. The keys of
+        the start this history shares with one of the last few are not worked out again (S-30)."""
+        return self._keys.values([first_key(c), *replies], self._more)
+
+    def _more_keys(self, known: list[str], items: list[str]) -> list[str]:
+        keys = known or items[:1]  # items[0] is the first key itself
+        for text in items[len(keys):]:
+            keys.append(self.next_key(keys[-1], text))
+        return keys
+
+    def state_of(self, c: Campaign, messages: Sequence[Mapping[str, str]], *, hidden: bool = False,
+                 defer: int | None = None) -> Replayed | Pending | Deferred:
+        """The state after `messages` (role/content dicts). Writes the snapshots it computes. With `defer`,
+        work too long for the event loop comes back to run elsewhere (SEC-2): a history of more than
+        HASH_CHARS characters whole (a `Deferred`: hashing it alone would take milliseconds), else a replay of
+        more than `defer` replies or LOOP_CHARS characters (a `Pending`)."""
+        if defer is not None and sum(map(len, map(_CONTENT, messages))) > HASH_CHARS:
+            return Deferred(partial(self._replay_of, c, messages, hidden))
+        replay = self._replay_of(c, messages, hidden)
+        if defer is not None and (replay.pending > defer or sum(map(len, replay.replies[replay.start:])) > LOOP_CHARS):
+            return replay
+        return replay.run()
+
+    def _replay_of(self, c: Campaign, messages: Sequence[Mapping[str, str]], hidden: bool) -> Pending:
+        """The replay still to do after the newest state the cache or the store holds along `messages`."""
+        store = self.store
+        replies, notes, walked = _replies(self, c, messages, hidden)
+        keys = walked if walked is not None else self.keys(c, replies)
+        state, start, found = c.start, 0, False
+        held = self.snapshots.newest(keys)
+        if held is not None:  # the same state object as last time: the sheet views' caches stay warm
+            start, state = held
+            found = True
+            store.touch(keys[start])
+        else:
+            hit = store.known(keys[1:])
+            raw = store.snapshot(hit) if hit is not None else None
+            if hit is not None and raw is not None:
+                state, start, found = from_json(c.rs, json.loads(raw), "snapshot"), keys.index(hit), True
+        return Pending(self, c, replies, keys, start, state, found, notes)
+
+    def record(self, c: Campaign, key: str, reply: str, state: GameState, shown: str | None = None,
+               *, consistent: bool = True) -> str:
+        """Keep the snapshot after a new reply (its text as the chain reads it); its key. `shown`: the
+        narration the player got instead (--hide-tags), mapped back to `reply` by the next request. Not
+        `consistent` (the state before was rebuilt from an incomplete history): only the narration map,
+        which is a fact."""
+        store = self.store
+        new = self.next_key(key, reply)
+        doc = canonical_json(state.to_json()) if consistent else ""
+
+        def write() -> None:
+            if consistent:
+                store.put_snapshot(new, doc, c.name)
+                if has_receipts(reply):
+                    store.put_reply(content_key(c, reply), new)
+            if shown is not None:
+                store.put_narration(key, shown_key(shown), reply)
+                self._narrated = True
+
+        store.writing("snapshots", write)
+        if consistent:
+            self.snapshots.put(new, state)
+        return new
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A history's whole look-up and replay, to run in a worker thread (`run()`)."""
+
+    lookup: Callable[[], Pending]
+
+    def run(self) -> Replayed:
+        return self.lookup().run()
+
+
 @dataclass
 class Pending:
     """A history to replay from `start` on; `run()` may go to a worker thread (the store is guarded)."""
 
+    chain: Chain
     c: Campaign
-    store: Store
     replies: list[str]  # as the chain reads them (narrations mapped back to their tagged text)
     keys: list[str]  # keys[i] is the key before replies[i]; keys[-1] after the last
     start: int  # replies before this index came from the store
@@ -129,7 +212,7 @@ class Pending:
         return len(self.replies) - self.start
 
     def run(self) -> Replayed:
-        c, store, replies, keys = self.c, self.store, self.replies, self.keys
+        c, replies, keys = self.c, self.replies, self.keys
         state, consistent = self.state, True
         snaps: list[tuple[str, GameState]] = []  # written only when the whole replay holds
         known: list[tuple[str, str]] = []  # (content key, chain key after) of replies with receipts
@@ -139,7 +222,7 @@ class Pending:
             receipts = has_receipts(replies[i])
             if applied.text != replies[i] and receipts:  # a reply without receipts says nothing
                 if consistent and not self.found:
-                    resumed = _resume(c, store, replies, keys, i)
+                    resumed = _resume(self.chain, c, replies, keys, i)
                     if resumed is not None:
                         j, state = resumed
                         self.notes.append(f"resumed: the history does not start at the campaign's start; the state "
@@ -157,16 +240,8 @@ class Pending:
             i += 1
         if consistent:  # a guess from an incomplete history is never kept: the next request says it again
             if snaps or known:  # else no transaction: a warm turn commits nothing before its request leaves
-                docs = [(key, canonical_json(snap.to_json())) for key, snap in snaps]  # outside the lock
-
-                def write() -> None:
-                    for key, doc in docs:
-                        store.put_snapshot(key, doc, c.name)
-                    for content, key in known:
-                        store.put_reply(content, key)
-
-                store.keeping("snapshots", write)
-            _keep(store, keys[-1], state)
+                _write_replayed(self.chain.store, c, snaps, known)
+            self.chain.snapshots.put(keys[-1], state)
         else:
             self.notes.append(INCOMPLETE)
             log.warning("campaign %s: the history's receipts do not match a replay from the campaign's start "
@@ -174,9 +249,25 @@ class Pending:
         return Replayed(state, keys[-1], len(replies) - self.start, consistent, tuple(self.notes), tuple(replies))
 
 
-def _resume(c: Campaign, store: Store, replies: list[str], keys: list[str], upto: int) -> tuple[int, GameState] | None:
+def _write_replayed(store: Store, c: Campaign, snaps: list[tuple[str, GameState]],
+                    known: list[tuple[str, str]]) -> None:
+    """A consistent replay's snapshots and replies with receipts, in one batch."""
+    docs = [(key, canonical_json(snap.to_json())) for key, snap in snaps]  # outside the lock
+
+    def write() -> None:
+        for key, doc in docs:
+            store.put_snapshot(key, doc, c.name)
+        for content, key in known:
+            store.put_reply(content, key)
+
+    store.writing("snapshots", write)
+
+
+def _resume(chain: Chain, c: Campaign, replies: list[str], keys: list[str],
+            upto: int) -> tuple[int, GameState] | None:
     """The newest reply at or after `upto` with receipts that the store knows by its content at one state
     only: its index and that state, the keys after it re-based on its key. None when there is none."""
+    store = chain.store
     for j in range(len(replies) - 1, upto - 1, -1):
         if not has_receipts(replies[j]):
             continue
@@ -190,48 +281,24 @@ def _resume(c: Campaign, store: Store, replies: list[str], keys: list[str], upto
         raw = distinct.pop()
         keys[j + 1] = min(k for k, s in states.items() if s == raw)
         for n in range(j + 1, len(replies)):
-            keys[n + 1] = next_key(keys[n], replies[n])
+            keys[n + 1] = chain.next_key(keys[n], replies[n])
         return j, from_json(c.rs, json.loads(raw), "snapshot")
     return None
 
 
-def state_of(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]], *, hidden: bool = False,
-             defer: int | None = None) -> Replayed | Pending:
-    """The state after `messages` (role/content dicts). Writes the snapshots it computes. With `defer`, a
-    history with more than that many replies to replay comes back as a `Pending` to run elsewhere."""
-    replies, notes, walked = _replies(c, store, messages, hidden)
-    keys = walked if walked is not None else chain_keys(c, replies)
-    state, start, found = c.start, 0, False
-    mem = store.recent
-    with store.lock:
-        recent = next((i for i in range(len(keys) - 1, 0, -1) if keys[i] in mem), None)
-        if recent is not None:  # the same state object as last time: the sheet views' caches stay warm
-            state, start, found = mem[keys[recent]], recent, True
-            mem.move_to_end(keys[recent])
-    if recent is not None:
-        store.touch(keys[recent])
-    else:
-        hit = store.known(keys[1:])
-        raw = store.snapshot(hit) if hit is not None else None
-        if hit is not None and raw is not None:
-            state, start, found = from_json(c.rs, json.loads(raw), "snapshot"), keys.index(hit), True
-    plan = Pending(c, store, replies, keys, start, state, found, notes)
-    if defer is not None and plan.pending > defer:
-        return plan
-    return plan.run()
-
-
-def _replies(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]],
+def _replies(chain: Chain, c: Campaign, messages: Sequence[Mapping[str, str]],
              hidden: bool) -> tuple[list[str], list[str], list[str] | None]:
-    """The assistant messages as the chain reads them; with `hidden`, narrations mapped to their tagged text,
-    and the chain's keys along them (the mapping walks the chain: `chain_keys` of the texts, made once)."""
+    """The assistant messages as the chain reads them; narrations mapped to their tagged text, and the chain's
+    keys along them (the mapping walks the chain: `Chain.keys` of the texts, made once). With `hidden` (the
+    server's --hide-tags), and without it once the store holds narrations: a chat played with --hide-tags keeps
+    its state when the server is started again without it, and says so (TR-6)."""
     replies = [m["content"] for m in messages if m["role"] == "assistant"]
-    if not hidden or not replies:
+    if not replies or not (hidden or chain.narrated()):
         return replies, [], None
     shown = [shown_key(t) for t in replies]
-    known = store.narrations(sorted(set(shown)))
+    known = chain.store.narrations(sorted(set(shown)))
     out: list[str] = []
-    unknown, key, greeting = 0, first_key(c), True
+    unknown, mapped, key, greeting = 0, 0, first_key(c), True
     keys = [key]
     for m in messages:
         if m["role"] == "user":
@@ -242,45 +309,23 @@ def _replies(c: Campaign, store: Store, messages: Sequence[Mapping[str, str]],
         tagged = known.get((key, shown[len(out)]))
         if tagged is not None:
             text = tagged
+            mapped += 1
         elif not greeting and not has_receipts(text):
             unknown += 1  # a narration the store does not know (or a reply the server never gave)
         out.append(text)
-        key = next_key(key, text)
+        key = chain.next_key(key, text)
         keys.append(key)
     notes = []
+    if not hidden:  # the chat was played with --hide-tags, the server is not: said, and read back all the same
+        if not mapped:
+            return replies, [], None
+        notes.append(f"{HIDDEN}: {mapped} narrated repl{'y' if mapped == 1 else 'ies'} of a --hide-tags server "
+                     "read back as the tagged replies the store keeps; start the server with --hide-tags again")
+        log.warning("campaign %s: %d narrated replies of a --hide-tags server read back as their tagged text; this "
+                    "server shows tags (start it with --hide-tags to go on hiding them)", c.name, mapped)
     if unknown:
         notes.append(f"unmapped: {unknown} narrated repl{'y' if unknown == 1 else 'ies'} the store does not know "
                      "replayed as shown (without tags)")
         log.warning("campaign %s: %d narrated replies the store does not know are replayed without their tags",
                     c.name, unknown)
     return out, notes, keys
-
-
-def remember(c: Campaign, store: Store, key: str, reply: str, state: GameState, shown: str | None = None,
-             *, consistent: bool = True) -> str:
-    """Keep the snapshot after a new reply (its text as the chain reads it); its key. `shown`: the narration
-    the player got instead (--hide-tags), mapped back to `reply` by the next request. Not `consistent` (the
-    state before was rebuilt from an incomplete history): only the narration map, which is a fact."""
-    new = next_key(key, reply)
-    doc = canonical_json(state.to_json()) if consistent else ""
-
-    def write() -> None:
-        if consistent:
-            store.put_snapshot(new, doc, c.name)
-            if has_receipts(reply):
-                store.put_reply(content_key(c, reply), new)
-        if shown is not None:
-            store.put_narration(key, shown_key(shown), reply)
-
-    store.keeping("snapshots", write)
-    if consistent:
-        _keep(store, new, state)
-    return new
-
-
-def _keep(store: Store, key: str, state: GameState) -> None:
-    with store.lock:
-        store.recent[key] = state
-        store.recent.move_to_end(key)
-        while len(store.recent) > RECENT_MAX:
-            store.recent.popitem(last=False)

@@ -1,10 +1,17 @@
 """Reading a chat request: the bounded body, its JSON, the campaign marker, the plain history the engine
-replays, the token budget. Shared by the chat completions route (app.py) and the checks endpoint (checks.py)."""
+replays, the token budget. Shared by the chat turn (turn.py) and the checks endpoint (routes/checks.py).
+
+A request's messages are read here, not by `history.py` (the engine's reader, which refuses what is not a
+message): a chat app sends what it sends, so an unknown role is read as system, content given as parts is
+read as its text parts, and a tool-call turn with no content is dropped (S-6, S-27); the plain history that
+comes out is what `history.py`'s rules accept."""
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from starlette.requests import Request
@@ -13,13 +20,19 @@ from ..history import ROLES
 from ..prompt import Budget
 from ..prompt.contexts import context_of
 from .errors import Refused
-from .relay import loads
+from .limits import MAX_BODY, MAX_MESSAGE, MAX_MESSAGES
+from .wire.json_codec import loads
 
+log = logging.getLogger("tagengine.serve")
 MAX_MODEL_NAME = 256  # characters
-MAX_BODY = 32 * 1024 * 1024  # one request: far above any context window's worth of chat
 DEFAULT_CONTEXT = 8192
 DEFAULT_RESPONSE = 1024
+_CONTENT = itemgetter("content")
 MARKER = re.compile(r'\[tagengine:[ \t]*campaign[ \t]*=[ \t]*"([^"\n]*)"[ \t]*\]')
+# what a person may have meant as a marker (any case, other spaces and quotes: a no-break space, 'heist', “heist”);
+# found from its `[`, so a message without one costs a scan for `[` (TR-8)
+NEAR_MARKER = re.compile(r"(?i)\[\W{0,3}tag\W{0,3}engine\W{0,3}campaign[^\]\n]{0,120}\]?")
+WARNING_HEADER = "x-tagengine-warning"
 
 
 async def body_within(request: Request, limit: int) -> bytes | None:
@@ -34,10 +47,25 @@ async def body_within(request: Request, limit: int) -> bytes | None:
 
 
 async def read_body(request: Request) -> bytes:
-    raw = await body_within(request, MAX_BODY)
+    """The body, at most MAX_BODY bytes: a Content-Length past it is refused before a byte is read (SEC-1)."""
+    declared = request.headers.get("content-length", "")
+    raw = None if declared.isdigit() and int(declared) > MAX_BODY else await body_within(request, MAX_BODY)
     if raw is None:
-        raise Refused(400, f"the request body is over {MAX_BODY} bytes", "request_too_large")
+        raise Refused(413, f"the request body is over {MAX_BODY} bytes, the most this server reads",
+                      "request_too_large")
     return raw
+
+
+def check_sizes(messages: list[Any], history: list[dict[str, str]]) -> None:
+    """A 413 for a message of the plain `history` (read from the request's `messages`) of more than MAX_MESSAGE
+    characters, naming it as `messages[i]` (SEC-1). Linear, and cheap: a length per message."""
+    longest = max(map(len, map(_CONTENT, history)), default=0)
+    if longest > MAX_MESSAGE:
+        i = next((i for i, m in enumerate(messages) if isinstance(m, dict)
+                  and len(text_of(m.get("content")) or "") > MAX_MESSAGE), None)
+        where = f"messages[{i}]" if i is not None else "a message"
+        raise Refused(413, f"{where} has {longest} characters of text: the most this server reads in one message "
+                           f"is {MAX_MESSAGE}", "message_too_large")
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
@@ -52,7 +80,15 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise Refused(400, "`messages` must be a non-empty list of messages", "invalid_messages")
+    check_count(messages)
     return body
+
+
+def check_count(messages: list[Any]) -> None:
+    """A 413 for more than MAX_MESSAGES messages, before any is read (SEC-1)."""
+    if len(messages) > MAX_MESSAGES:
+        raise Refused(413, f"`messages` has {len(messages)} items: the most this server reads in one request is "
+                           f"{MAX_MESSAGES}", "too_many_messages")
 
 
 def text_of(content: Any) -> str | None:
@@ -82,6 +118,7 @@ class MarkedHistory:
     campaign: str | None
     history: list[dict[str, str]]
     problem: Refused | None = None
+    near_miss: str | None = None  # the first near-miss marker in a system or user message: sent on as it is
 
     def plain(self) -> list[dict[str, str]]:
         """The history, or the 400 that says why there is none."""
@@ -92,14 +129,15 @@ class MarkedHistory:
 
 def read_marked(messages: list[Any]) -> MarkedHistory:
     """Raises Refused (400) for an item that is not a message: an object with a string role."""
-    found = None
+    found = near = None
     out: list[dict[str, str]] = []
     problem = None
     for i, m in enumerate(messages):
         if type(m) is dict:  # the common case first: a message with a known role, text and no marker
             role, content = m.get("role"), m.get("content")
             low = _ROLE.get(role) if type(role) is str else None  # a role may be anything, a list too
-            if low is not None and type(content) is str and "[tagengine:" not in content:
+            if low is not None and type(content) is str and "[tagengine:" not in content and \
+                    (low == "assistant" or NEAR_MARKER.search(content) is None):
                 # the request's own dict when it is just that (the body is this request's, read-only from here)
                 out.append(m if len(m) == 2 and m["role"] == low else {"role": low, "content": content})
                 continue
@@ -114,6 +152,8 @@ def read_marked(messages: list[Any]) -> MarkedHistory:
             if not (content is None and low == "assistant") and problem is None:  # else a tool-call turn
                 problem = Refused(400, f"messages[{i}].content must be text", "invalid_messages")
             continue
+        if low in ("system", "user") and near is None:
+            near = near_miss(text)
         if "[tagengine:" in text:  # the marker's own start: most messages are skipped without the regex
             if low in ("system", "user"):
                 for hit in MARKER.finditer(text):
@@ -123,7 +163,41 @@ def read_marked(messages: list[Any]) -> MarkedHistory:
                 continue
             text = stripped
         out.append({"role": low if low in _ROLE else "system", "content": text})
-    return MarkedHistory(found, out, problem)
+    return MarkedHistory(found, out, problem, near)
+
+
+def marker_warning(marked: MarkedHistory, campaign: str | None) -> dict[str, str] | None:
+    """A near-miss marker said in the log and in `x-tagengine-warning` (TR-8); None when there is none. The
+    request goes on as it would have: to `campaign` (a default, or a marker elsewhere), else passed through."""
+    if marked.near_miss is None:
+        return None
+    said = (f"a campaign marker was not read and goes to the model as it is: {marked.near_miss!a}; write it "
+            '[tagengine: campaign="NAME"] (ASCII spaces and double quotes)')
+    log.warning("%s; the request %s", said, "passes through" if campaign is None else f"plays campaign {campaign}")
+    return {WARNING_HEADER: said}
+
+
+def near_miss(text: str) -> str | None:
+    """The first thing in `text` that looks like a campaign marker and is not one, or None."""
+    for hit in NEAR_MARKER.finditer(text):
+        if MARKER.match(text, hit.start()) is None:
+            return hit.group()
+    return None
+
+
+def without_markers(messages: list[Any]) -> list[Any]:
+    """The messages as they came, the campaign markers taken out of their text (a message the marker left
+    empty dropped, as `read_marked` does): what a request passed on to the model carries."""
+    out = []
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, str) and "[tagengine:" in content:
+            stripped = MARKER.sub("", content)
+            if stripped != content and not stripped.strip():
+                continue
+            m = {**m, "content": stripped}
+        out.append(m)
+    return out
 
 
 def with_replies(history: list[dict[str, str]], replies: tuple[str, ...]) -> list[dict[str, str]]:

@@ -1,4 +1,5 @@
-"""Errors in the OpenAI wire format: `{"error": {"message", "type", "code"}}` with the right status."""
+"""Errors as the client gets them: `Refused` (raised deep, answered at the route in the OpenAI error format),
+and the upstream's failures mapped to it."""
 
 from __future__ import annotations
 
@@ -6,17 +7,20 @@ from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import Any
 
+import httpx
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+
+from .limits import MAX_REPLY
+from .upstream import AnswerTooLarge
+from .wire.json_codec import loads_or_none
+from .wire.openai import error_doc, error_message
+from .wire.sse import EventTooLarge
 
 
 def error(status: int, message: str, code: str, kind: str = "invalid_request_error",
           headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": error_body(message, code, kind)}, status_code=status, headers=headers)
-
-
-def error_body(message: str, code: str, kind: str = "invalid_request_error") -> dict[str, Any]:
-    return {"message": message, "type": kind, "code": code}
+    return JSONResponse(error_doc(message, code, kind), status_code=status, headers=headers)
 
 
 class Refused(Exception):
@@ -28,7 +32,7 @@ class Refused(Exception):
 
     def doc(self) -> dict[str, Any]:
         """The error as the wire has it, for a stream's error event."""
-        return {"error": error_body(self.message, self.code, self.kind)}
+        return error_doc(self.message, self.code, self.kind)
 
     def response(self) -> JSONResponse:
         return JSONResponse(self.doc(), status_code=self.status)
@@ -45,3 +49,31 @@ def refusals_as_responses(route: Callable[[Request], Awaitable[Response]]) -> Ca
             return r.response()
 
     return wrapped
+
+
+def upstream_failure(e: Exception) -> Refused:
+    """An httpx failure (or an event past the reader's bound) as the client's error (the key is in no
+    message httpx makes)."""
+    if isinstance(e, httpx.TimeoutException):
+        return Refused(504, "the upstream model did not answer in time", "upstream_timeout", "upstream_error")
+    if isinstance(e, httpx.ConnectError):
+        return Refused(502, "the upstream model cannot be reached", "upstream_unreachable", "upstream_error")
+    if isinstance(e, EventTooLarge | AnswerTooLarge):  # past a bound (FZ-13, SEC-3)
+        return Refused(502, str(e), "upstream_too_large", "upstream_error")
+    return Refused(502, f"the upstream connection failed: {type(e).__name__}", "upstream_failed", "upstream_error")
+
+
+def reply_too_large() -> Refused:
+    """A reply from the upstream past MAX_REPLY characters: not applied, not kept (SEC-3)."""
+    return Refused(502, f"the upstream model's reply is over {MAX_REPLY} characters, the most this server applies",
+                   "reply_too_large", "upstream_error")
+
+
+def upstream_status(status: int, body: bytes) -> Refused:
+    """An upstream 4xx/5xx as an error with the same status; the upstream's own message when it has one. A
+    status past 599, which no server can answer with (uvicorn writes 100..599), is a 502."""
+    message = f"the upstream model answered {status}"
+    detail = error_message(loads_or_none(body))
+    if detail is not None:
+        message += f": {detail[:500]}"
+    return Refused(status if status < 600 else 502, message, "upstream_error", "upstream_error")

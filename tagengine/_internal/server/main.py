@@ -8,10 +8,10 @@ from typing import TextIO
 import uvicorn
 
 from .access_log import AccessLog
-from .app import Options, make_app
-from .head_join import HeadJoiningProtocol
-
-KEEP_ALIVE = 75  # seconds an idle client connection is kept (nginx's default)
+from .app import make_app
+from .connections import guard_for_this_process
+from .limits import KEEP_ALIVE
+from .options import Options
 
 
 def serve(opts: Options, host: str, port: int, err: TextIO) -> int:
@@ -25,6 +25,12 @@ def serve(opts: Options, host: str, port: int, err: TextIO) -> int:
     # keep-alive past the 5 s that httpx (so the openai SDK) and uvicorn both default to: at equal timeouts a
     # client reuses a connection just as the server closes it (a ReadError now and then); a chat app's turns
     # come seconds apart, and each then opens no new connection (S-29)
+    # slow clients timed, connections capped below the file-descriptor limit (connections.py, SEC-4), a head
+    # and its body in one write (head_join.py, SB-16); X-Forwarded-Proto and -For are believed from
+    # --trust-proxy's addresses only (uvicorn believes this machine's by default, and any process here could
+    # then choose its client address, TR-3)
+    protocol = guard_for_this_process().protocol()
     uvicorn.run(AccessLog(app), host=host, port=port, log_level="info", access_log=False,
-                timeout_keep_alive=KEEP_ALIVE, http=HeadJoiningProtocol)  # a head and its body in one write
+                timeout_keep_alive=KEEP_ALIVE, http=protocol,
+                proxy_headers=opts.trust_proxy is not None, forwarded_allow_ips=opts.trust_proxy)
     return 0

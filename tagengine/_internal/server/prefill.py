@@ -45,7 +45,8 @@ class Continued:
         self.held = prefill[len(first):]  # the prefill's tail the filter holds (an open tag)
         self.sent: list[str] = []
 
-    def _cut(self, out: str) -> str:
+    def _past_prefill(self, out: str) -> str:
+        """What the inner filter gave, without the prefill's held tail the app already has."""
         if self.held and out:
             if out.startswith(self.held):
                 out = out[len(self.held):]
@@ -54,11 +55,11 @@ class Continued:
         return out
 
     def feed(self, chunk: str) -> str:
-        return self._cut(self.inner.feed(chunk))
+        return self._past_prefill(self.inner.feed(chunk))
 
     def finish(self) -> tuple[str, Applied]:
         rest, applied = self.inner.finish()
-        return self._cut(rest), applied
+        return self._past_prefill(rest), applied
 
     @property
     def shown(self) -> str:

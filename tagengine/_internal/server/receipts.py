@@ -53,9 +53,9 @@ class ReceiptStream:
             self._send(chunk)  # prose outside any tag: as it is
             return chunk
         last_open = chunk.rfind("[")
-        cut = last_open if last_open != -1 and "]" not in chunk[last_open:] else len(chunk)
-        part = "".join(self._held) + chunk[:cut]
-        self._held = [chunk[cut:]] if cut < len(chunk) else []
+        upto = last_open if last_open != -1 and "]" not in chunk[last_open:] else len(chunk)  # then held
+        part = "".join(self._held) + chunk[:upto]
+        self._held = [chunk[upto:]] if upto < len(chunk) else []
         out = self._apply(part) if part else ""
         self._send(out)
         return out

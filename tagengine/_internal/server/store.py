@@ -3,11 +3,13 @@
 The store is only a cache for snapshots (deleting it changes no result, only speed); campaigns are the
 one thing it keeps that cannot be rebuilt, and with `--hide-tags` the tagged text behind each narration
 the player was shown (`narrations`: lost with the file, then said in a header). One connection, guarded
-by `lock` (an RLock): the event loop and a worker thread replaying a long history (S-19) may both call.
+by `lock` (an RLock), which every method holds while it uses the connection: the event loop and a worker
+thread replaying a long history (S-19) may both call. The states a server holds in memory are not here but
+in its `SnapshotCache` (snapshots.py), which `pruned` tells what a pruning removed.
 
 So a fault of the file (a full disk, an I/O error, a lock another process holds too long) costs the cache,
 never a turn (S-33): what a turn reads of it (`snapshot`, `known`, `replies`, `narrations`, `head`) is then
-"not known" (`reading`), and what it writes (`keeping`, `put_head`) is dropped; each fault is logged. The campaigns'
+"not known" (`reading`), and what it writes (`writing`, `put_head`) is dropped; each fault is logged. The campaigns'
 own rows still raise: without them there is no campaign.
 """
 
@@ -19,12 +21,10 @@ import re
 import sqlite3
 import sys
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import NotFoundError
 
@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS replies (content TEXT NOT NULL, key TEXT NOT NULL, PR
 """
 # added after the first release of the file: a database made before gets them by ALTER TABLE
 _SNAPSHOT_COLUMNS = {"campaign": "TEXT NOT NULL DEFAULT ''", "used": "INTEGER NOT NULL DEFAULT 0"}
-DEFAULT_KEEP = 10000  # snapshots per campaign (S-20)
+DEFAULT_PER_CAMPAIGN = 10000  # snapshots kept per campaign, the least recently used pruned (S-20)
 PRUNE_EVERY = 64  # new snapshots of a campaign between two counts of its rows
 MARKS_MAX = 4096  # snapshot uses waiting for a batch to be written
 _CHUNK = 500  # keys per `IN (...)` query
@@ -62,6 +62,11 @@ def default_data_dir() -> Path:
     return base / "tagengine"
 
 
+class StoreUnavailable(OSError):
+    """The data folder's database cannot be opened or set up (a read-only folder, a file that is not a
+    database). An OSError, so a command says it in one line and exits 1, as for any file it cannot use."""
+
+
 @dataclass(frozen=True)
 class CampaignRow:
     name: str
@@ -72,11 +77,29 @@ class CampaignRow:
 
 
 class Store:
-    def __init__(self, folder: str | Path) -> None:
+    """`per_campaign`: snapshots kept per campaign (`serve --keep`). `pruned(existing)`: called after a pruning
+    with `existing(keys) -> the keys still stored`, for what holds states in memory."""
+
+    def __init__(self, folder: str | Path, *, per_campaign: int = DEFAULT_PER_CAMPAIGN,
+                 pruned: Callable[[Callable[[list[str]], set[str]]], None] | None = None) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / DB_NAME
         self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            self._open()
+        except sqlite3.Error as e:  # a read-only folder, a file that is not a database: one line, exit 1 (SEC-6)
+            self.db.close()
+            message = f"the server's database cannot be opened ({e}): the data folder (--data) must be writable"
+            raise StoreUnavailable(None, f"{message}, and this file tagengine's own", str(self.path)) from None
+        self.lock = threading.RLock()
+        self.per_campaign = per_campaign
+        self.pruned = pruned
+        self._clock = int(self.db.execute("SELECT coalesce(max(used), 0) FROM snapshots").fetchone()[0])
+        self._added: dict[str, int] = {}  # campaign -> snapshots written since its last count
+        self._touched: dict[str, int] = {}  # snapshots used from memory since the last batch -> their use
+
+    def _open(self) -> None:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
@@ -85,17 +108,10 @@ class Store:
             if col not in have:
                 self.db.execute(f"ALTER TABLE snapshots ADD COLUMN {col} {decl}")
         self.db.execute("CREATE INDEX IF NOT EXISTS snapshots_use ON snapshots (campaign, used)")
-        self.lock = threading.RLock()
-        self.keep = DEFAULT_KEEP
-        self._clock = int(self.db.execute("SELECT coalesce(max(used), 0) FROM snapshots").fetchone()[0])
-        self._added: dict[str, int] = {}  # campaign -> snapshots written since its last count
-        self._touched: dict[str, int] = {}  # snapshots used from memory since the last batch -> their use
-        # chain key -> the snapshot as a GameState (chain.py): a warm turn neither parses JSON nor
-        # rebuilds sheet views, since their caches follow the state object
-        self.recent: OrderedDict[str, Any] = OrderedDict()
 
     def close(self) -> None:
-        self.db.close()
+        with self.lock:
+            self.db.close()
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -120,7 +136,7 @@ class Store:
                 if self._touched.get(k) == n:
                     del self._touched[k]
 
-    def keeping(self, what: str, writes: Callable[[], object]) -> None:
+    def writing(self, what: str, writes: Callable[[], object]) -> None:
         """`writes()` as one batch of cache writes (snapshots, replies, narrations, the pages' head); a fault
         of the file drops them, logged, instead of raising into the turn (S-33)."""
         try:
@@ -143,23 +159,34 @@ class Store:
     def add_campaign(self, row: CampaignRow) -> None:
         """Raises ValueError when the name is taken (a campaign is never overwritten by accident)."""
         try:
-            self.db.execute("INSERT INTO campaigns VALUES (?, ?, ?, ?, ?)",
-                            (row.name, row.ruleset, row.digest, row.start, row.characters))
+            with self.lock:
+                self.db.execute("INSERT INTO campaigns VALUES (?, ?, ?, ?, ?)",
+                                (row.name, row.ruleset, row.digest, row.start, row.characters))
         except sqlite3.IntegrityError:
             raise ValueError(f"a campaign named {row.name!r} exists already") from None
 
     def campaign(self, name: str) -> CampaignRow:
         """Raises NotFoundError naming the campaign and the known ones."""
         try:
-            got = self.db.execute("SELECT * FROM campaigns WHERE name = ?", (name,)).fetchone()
+            with self.lock:
+                got = self.db.execute("SELECT * FROM campaigns WHERE name = ?", (name,)).fetchone()
         except UnicodeEncodeError:  # a lone surrogate (a name that is not UTF-8): no campaign has such a name
             got = None
         if got is None:
             raise NotFoundError("campaign", name, tuple(c.name for c in self.campaigns()))
         return CampaignRow(*got)
 
+    def set_start(self, name: str, start: str, characters: str) -> bool:
+        """A campaign's start made again (issue 27: the sheets a player fills in before the first reply), in one
+        statement, only while no reply of it has been kept (no head): whether it was."""
+        with self.lock:
+            done = self.db.execute("UPDATE campaigns SET start = ?, characters = ? WHERE name = ? AND NOT EXISTS "
+                                   "(SELECT 1 FROM heads WHERE campaign = ?)", (start, characters, name, name))
+            return done.rowcount == 1
+
     def campaigns(self) -> list[CampaignRow]:
-        return [CampaignRow(*r) for r in self.db.execute("SELECT * FROM campaigns ORDER BY name")]
+        with self.lock:
+            return [CampaignRow(*r) for r in self.db.execute("SELECT * FROM campaigns ORDER BY name")]
 
     # -- snapshots (LRU per campaign: `used` is a counter, not a clock, bumped on each write and each hit)
     def _tick(self) -> int:
@@ -214,28 +241,24 @@ class Store:
                 self.prune(campaign)
 
     def prune(self, campaign: str) -> int:
-        """Keep the campaign's `keep` most recently used snapshots; the snapshots removed."""
+        """Keep the campaign's `per_campaign` most recently used snapshots; the snapshots removed."""
         with self.batch():
             self._added[campaign] = 0
             count = self.db.execute("SELECT count(*) FROM snapshots WHERE campaign = ?", (campaign,)).fetchone()[0]
-            if count <= self.keep:
+            if count <= self.per_campaign:
                 return 0
             self.db.execute("DELETE FROM snapshots WHERE key IN (SELECT key FROM snapshots WHERE campaign = ? "
-                            "ORDER BY used LIMIT ?)", (campaign, count - self.keep))
+                            "ORDER BY used LIMIT ?)", (campaign, count - self.per_campaign))
             self.db.execute("DELETE FROM replies WHERE key NOT IN (SELECT key FROM snapshots)")
-            self.recent_drop()
-            return int(count - self.keep)
+            if self.pruned is not None:  # what holds states in memory follows the file
+                self.pruned(self.existing)
+            return int(count - self.per_campaign)
 
-    def recent_drop(self) -> None:
-        """The in-memory snapshots follow the file's: those pruned there go here too."""
-        if not self.recent:
-            return
-        keys = list(self.recent)
-        alive = {r[0] for _, rows in self._where_in("SELECT key FROM snapshots WHERE key IN ({})", keys)
-                 for r in rows}
-        for k in keys:
-            if k not in alive:
-                del self.recent[k]
+    def existing(self, keys: list[str]) -> set[str]:
+        """Those of `keys` that have a snapshot."""
+        with self.lock:
+            return {r[0] for _, rows in self._where_in("SELECT key FROM snapshots WHERE key IN ({})", keys)
+                    for r in rows}
 
     # -- what the chain needs besides snapshots
     def put_narration(self, prev: str, shown: str, tagged: str) -> None:
@@ -255,6 +278,13 @@ class Store:
                 for prev, h, tagged in rows:
                     out[(prev, h)] = tagged.decode("utf-8", "surrogatepass") if isinstance(tagged, bytes) else tagged
         return out
+
+    def holds_narrations(self) -> bool:
+        """Whether a --hide-tags server kept any narration here (then every server reads them back, TR-6)."""
+        found = None
+        with self.reading("narrations"):
+            found = self.db.execute("SELECT 1 FROM narrations LIMIT 1").fetchone()
+        return found is not None
 
     def put_reply(self, content: str, key: str) -> None:
         """A reply with receipts, by the hash of its campaign and text, and the chain key after it."""
@@ -279,6 +309,6 @@ class Store:
     def put_head(self, campaign: str, key: str, receipts: str) -> None:
         """Record a completed reply's chain key and receipts (dropped when the file cannot take it: the pages
         then show the turn before)."""
-        self.keeping("the pages' newest turn", lambda: self.db.execute(
+        self.writing("the pages' newest turn", lambda: self.db.execute(
             "INSERT INTO heads VALUES (?, ?, 1, ?) ON CONFLICT(campaign) DO UPDATE SET "
             "key = excluded.key, turn = heads.turn + 1, receipts = excluded.receipts", (campaign, key, receipts)))

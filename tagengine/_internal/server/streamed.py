@@ -8,7 +8,7 @@ by the stream's own clean-up, as before: nothing is kept). Holding the head back
 was slower (the client then read the head only after the piece); under `tagengine serve` the head leaves
 with the first piece only when that piece is ready in the same turn of the event loop (head_join.py).
 
-A body that raises `Cut` ends the response without its end (no last chunk: uvicorn closes the connection), so
+A body that raises `Incomplete` ends the response without its end (no last chunk: uvicorn closes the connection), so
 the client knows the answer is incomplete instead of taking what came for all of it (S-34).
 """
 
@@ -21,7 +21,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 
-class Cut(Exception):
+class Incomplete(Exception):
     """Raised by a Streamed body: the answer is incomplete, and the client must be able to tell."""
 
 
@@ -63,7 +63,7 @@ class Streamed(Response):
                     if last:
                         await send({"type": "http.response.body", "body": last, "more_body": True})
                     last = chunk
-            except Cut:
+            except Incomplete:
                 # what came goes out; the response is left without its end, so the server closes the connection
                 if last:
                     await send({"type": "http.response.body", "body": last, "more_body": True})

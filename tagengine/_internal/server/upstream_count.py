@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from array import array
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import PurePath
 from typing import Any
 
@@ -30,10 +30,14 @@ import httpx
 from ..history import ROLES
 from ..prompt import Budget, Prompt, Report, build_prompt, reminder
 from ..prompt.registry import choose
+from ..prompt.tokens import SlowFit
 from ..prompt.upstream_tokens import NotCounted, UpstreamTokenizer
 from ..ruleset import Ruleset
 from ..state import GameState
+from .limits import LOOP_CHARS
+from .offload import Workers
 from .upstream import Upstream, wire_headers
+from .wire.json_codec import dumps, loads
 
 log = logging.getLogger("tagengine.serve")
 
@@ -125,8 +129,9 @@ def root_of(base: str) -> str:
 class UpstreamCounts:
     """Which tokenize endpoint the upstream has, and the counts it gave (bounded LRU per model and text)."""
 
-    def __init__(self, upstream: Upstream, timeout: float = COUNT_TIMEOUT) -> None:
+    def __init__(self, upstream: Upstream, workers: Workers | None = None, timeout: float = COUNT_TIMEOUT) -> None:
         self.upstream = upstream
+        self.workers = workers if workers is not None else Workers()
         self.root = root_of(upstream.base)
         self.timeout = timeout
         self.endpoint: Endpoint | None = None
@@ -140,15 +145,17 @@ class UpstreamCounts:
     async def _ask(self, ep: Endpoint, text: str, model: str | None, incoming: Mapping[str, str]) -> Sequence[int]:
         self.asked += 1
         try:
-            got = await self.upstream.client.post(f"{self.root}{ep.path}", content=json.dumps(ep.body(text, model)),
-                                                  headers=wire_headers(self.upstream.headers(incoming)),
-                                                  timeout=self.timeout)
+            # through Upstream.send, where every answer is read within its bound (SEC-3)
+            got = await self.upstream.send(httpx.Request(
+                "POST", f"{self.root}{ep.path}", content=dumps(ep.body(text, model)),
+                headers=wire_headers(self.upstream.headers(incoming)),
+                extensions={"timeout": httpx.Timeout(self.timeout).as_dict()}))
         except httpx.HTTPError as e:
             raise CountFailed(f"{ep.kind} {ep.path}: {type(e).__name__}", reached=False) from None
         if got.status_code >= 400:
             raise CountFailed(f"{ep.kind} {ep.path}: HTTP {got.status_code}")
         try:
-            ids = ep.ids(json.loads(got.content))
+            ids = ep.ids(loads(got.content))
         except (ValueError, RecursionError):
             ids = None
         if ids is None:
@@ -194,7 +201,7 @@ class UpstreamCounts:
 
         return ids
 
-    def _keep(self, model: str | None, text: str, ids: Sequence[int]) -> None:
+    def _put(self, model: str | None, text: str, ids: Sequence[int]) -> None:
         old = self._known.pop((model or "", text), None)  # two requests may fetch the same text at once
         self._tokens += len(ids) - (len(old) if old is not None else 0)
         self._known[(model or "", text)] = ids
@@ -210,7 +217,7 @@ class UpstreamCounts:
 
         async def one(text: str) -> None:
             async with gate:
-                self._keep(model, text, await self._ask(ep, text, model, incoming))
+                self._put(model, text, await self._ask(ep, text, model, incoming))
 
         failed = [r for r in await asyncio.gather(*(one(t) for t in missing), return_exceptions=True)
                   if isinstance(r, BaseException)]
@@ -224,7 +231,8 @@ class UpstreamCounts:
         returned is the one it counted with, so the prompt page counts each message as the fit did."""
         ep = await self.detect(budget.model, incoming)
         if ep is None:
-            return build_prompt(rs, state, history, budget, checked=True), budget, "none" if self.detected else "failed"
+            local = await local_prompt(self.workers, rs, state, history, budget)
+            return local, budget, "none" if self.detected else "failed"
         tok = UpstreamTokenizer(ep.kind, budget.model, self.table, self.lookup(budget.model),
                                 choose(budget.model).build())
         counted = replace(budget, tokenizer=tok)
@@ -238,21 +246,32 @@ class UpstreamCounts:
                     await self.fetch(ep, budget.model, [e.text], incoming)
         except CountFailed as e:
             log.warning("token counts: the upstream's count failed (%s); this request is counted locally", e)
-            return build_prompt(rs, state, history, budget, checked=True), budget, "failed"
+            return await local_prompt(self.workers, rs, state, history, budget), budget, "failed"
         log.warning("token counts: the fit still met new texts after %d rounds; this request is counted locally",
                     MAX_ROUNDS)
-        return build_prompt(rs, state, history, budget, checked=True), budget, "rounds"
+        return await local_prompt(self.workers, rs, state, history, budget), budget, "rounds"
 
 
-async def local_fit(rs: Ruleset, state: GameState, history: list[dict[str, str]], budget: Budget,
-                    incoming: Mapping[str, str]) -> tuple[Prompt, Budget, str | None]:
-    """Without `--count-with-upstream`: the registry's choice, as before."""
-    return build_prompt(rs, state, history, budget, checked=True), budget, None
+async def local_prompt(workers: Workers, rs: Ruleset, state: GameState, history: list[dict[str, str]],
+                       budget: Budget) -> Prompt:
+    """`build_prompt` with the registry's choice: on the event loop when it has little new text to count
+    (LOOP_CHARS), else in a worker thread (SEC-2)."""
+    try:
+        return build_prompt(rs, state, history, budget, checked=True, quick=LOOP_CHARS)
+    except SlowFit:
+        return await workers.run(partial(build_prompt, rs, state, history, budget, checked=True))
 
 
-def fitter(upstream: Upstream, count_with_upstream: bool) -> Fit:
-    """How the server fits a prompt: asking the upstream for counts, or not."""
-    return UpstreamCounts(upstream).fit if count_with_upstream else local_fit
+def fitter(upstream: Upstream, count_with_upstream: bool, workers: Workers) -> Fit:
+    """How the server fits a prompt: asking the upstream for counts, or not (the registry's choice)."""
+    if count_with_upstream:
+        return UpstreamCounts(upstream, workers).fit
+
+    async def local_fit(rs: Ruleset, state: GameState, history: list[dict[str, str]], budget: Budget,
+                        incoming: Mapping[str, str]) -> tuple[Prompt, Budget, str | None]:
+        return await local_prompt(workers, rs, state, history, budget), budget, None
+
+    return local_fit
 
 
 def tokens_header(report: Report, fallback: str | None, whence: str) -> str:

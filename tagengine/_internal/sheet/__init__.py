@@ -1,8 +1,8 @@
 """Pure evaluation of a character or party sheet: references, derived values, visibility, check numbers."""
 
-from .evaluate import character, party, sheet_of
 from .evaluator import Eval
+from .sheet_views import view_card, view_character, view_party
 from .views import CheckNumber, HealthView, PoolView, SheetView, StateView, TrackView, WoundLevel, WoundView
 
 __all__ = ["CheckNumber", "Eval", "HealthView", "PoolView", "SheetView", "StateView", "TrackView", "WoundLevel",
-           "WoundView", "character", "party", "sheet_of"]
+           "WoundView", "view_card", "view_character", "view_party"]

@@ -15,11 +15,11 @@ from . import ops
 if TYPE_CHECKING:
     from .evaluator import Eval
 
-Reader = Callable[["Eval"], int]
-_PROGRAMS: WeakKeyDictionary[Ruleset, list[Reader]] = WeakKeyDictionary()
+Compiled = Callable[["Eval"], int]
+_PROGRAMS: WeakKeyDictionary[Ruleset, list[Compiled]] = WeakKeyDictionary()
 
 
-def reader(ref: ValueRefDef) -> Reader:
+def compile_ref(ref: ValueRefDef) -> Compiled:
     """A function reading `ref` from an evaluation (REF-1)."""
     key, target = ref.key, ref.target
     if key == "const":
@@ -39,10 +39,10 @@ def reader(ref: ValueRefDef) -> Reader:
     return lambda ev: ev.read(ref)
 
 
-def compute(d: DerivedDef) -> Reader:
+def compute(d: DerivedDef) -> Compiled:
     """The whole derived value as one function (SHEET-23..27, ENUM-1..5)."""
     if d.op in ("sum", "min", "max", "multiply"):
-        fns = [reader(r) for r in d.of or []]
+        fns = [compile_ref(r) for r in d.of or []]
         combiners: dict[str, Callable[[list[int]], int]] = {"sum": sum, "min": min, "max": max, "multiply": math.prod}
         combine = combiners[d.op]
         if not fns:
@@ -50,7 +50,7 @@ def compute(d: DerivedDef) -> Reader:
         return lambda ev: combine([f(ev) for f in fns])
     if d.from_ is None:
         return lambda ev: 0
-    src = reader(d.from_)
+    src = compile_ref(d.from_)
     if d.op == "scale":
         factor, how = d.by or 0, d.round
         return lambda ev: ops.rounded(src(ev) * factor, how)
@@ -61,7 +61,7 @@ def compute(d: DerivedDef) -> Reader:
     return lambda ev: ev.enum_table(d)
 
 
-def program(rs: Ruleset) -> list[Reader]:
+def program(rs: Ruleset) -> list[Compiled]:
     """One compiled function per derived value, in declaration order; built once per ruleset."""
     prog = _PROGRAMS.get(rs)
     if prog is None:

@@ -20,6 +20,7 @@ from .views import CheckNumber, WoundLevel, WoundView
 from .visibility import hidden_by
 
 _MAXIMA: IdentityCache[dict[str, int]] = IdentityCache()
+NO_MARKS = WoundMarks()  # a wound track with nothing stored: one shared value
 
 
 def maxima(*owners: Any) -> dict[str, int]:
@@ -249,9 +250,13 @@ class Eval:
             rows_ = self.list_rows(track.extra.list) if track.extra is not None else None
             levels = wounds.levels_with_extra(track, rows_)
             length = len(levels)
-        model = marking.TrackShape(length, wounds.severity_of(track), track.fill == "indexed", track.onFull == "refuse")
-        stored = self.live.marks.get(track.id) or WoundMarks()
+        model = wounds.shape(track, length)
+        stored = self.live.marks.get(track.id)
+        if stored is None:
+            return model, NO_MARKS, levels
         marks, overflow = marking.fit_marks(model, stored.marks, stored.overflow)
+        if marks == stored.marks and overflow == stored.overflow:
+            return model, stored, levels
         return model, WoundMarks(marks, overflow), levels
 
     def row_cells(self, list_id: str) -> list[tuple[int, int]] | None:

@@ -7,7 +7,7 @@ Severity fill keeps marks dense and sorted most severe first. Indexed fill keeps
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..state import COUNT_MAX
 
@@ -22,11 +22,12 @@ class TrackShape:
     severity: Mapping[str, int]  # kind id -> severity
     indexed: bool = False
     refuse_when_full: bool = False
+    # Kind ids from lightest to most severe: the ruleset's scale of kinds (WOUND-20). Worked out once: a
+    # track's shape is built once per track and length (wounds.shape).
+    scale: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
-    @property
-    def scale(self) -> list[str]:
-        """Kind ids from lightest to most severe: the ruleset's scale of kinds (WOUND-20)."""
-        return sorted(self.severity, key=lambda k: self.severity[k])
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", tuple(sorted(self.severity, key=lambda k: self.severity[k])))
 
 
 OVERFLOW_MAX = COUNT_MAX
@@ -40,8 +41,9 @@ class TrackFull(Exception):
 def fit_marks(t: TrackShape, marks: Sequence[str | None], overflow: int) -> tuple[Slots, int]:
     """Marks that no longer fit the track's length are overflow (WOUND-60); severity order (WOUND-15)."""
     kept = list(marks[: t.length])
-    overflow = min(OVERFLOW_MAX, overflow + sum(1 for m in marks[t.length:] if m is not None))
-    if not t.indexed:
+    past = sum(1 for m in marks[t.length:] if m is not None) if len(marks) > t.length else 0
+    overflow = min(OVERFLOW_MAX, overflow + past)
+    if not t.indexed and kept:
         kept = sorted((m for m in kept if m is not None), key=lambda m: -t.severity.get(m or "", 0))
     while kept and kept[-1] is None:
         kept.pop()
@@ -65,7 +67,7 @@ def mark(t: TrackShape, marks: Slots, overflow: int, kind: str, amount: int,
     then each further mark raises the lightest mark one step (WOUND-20) until every mark is at the
     highest severity, and whatever is left is overflow (WOUND-21), capped at OVERFLOW_MAX (docs/decisions.md H-1)."""
     if t.indexed or t.refuse_when_full:
-        free = t.length - sum(1 for m in marks if m is not None)
+        free = t.length - (len(marks) - marks.count(None))
         if amount > free:
             raise TrackFull  # WOUND-53: the whole command is refused
     if t.indexed:

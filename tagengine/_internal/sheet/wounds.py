@@ -8,11 +8,13 @@ from typing import Any
 from ..memo import IdentityCache
 from ..ruleset.live import TrackDef
 from ..state import WoundMarks
+from .marking import TrackShape
 from .ops import step
 from .views import WoundLevel, WoundView
 
 _BASE: IdentityCache[tuple[WoundLevel, ...]] = IdentityCache()
 _SEVERITY: IdentityCache[Mapping[str, int]] = IdentityCache()
+_SHAPES: IdentityCache[dict[int, TrackShape]] = IdentityCache()
 
 
 def base_levels(track: TrackDef) -> tuple[WoundLevel, ...]:
@@ -59,6 +61,17 @@ def view(track: TrackDef, marks: WoundMarks | None, length: int, rows: list[dict
         penalty = levels[filled - 1].penalty if filled else 0  # WOUND-18: the lowest marked level, not a sum
     return WoundView(track.id, track.label, track.boxes is not None, length, levels, tuple(kept),
                      marks.overflow + lost, penalty, kinds)
+
+
+def shape(track: TrackDef, length: int) -> TrackShape:
+    """What the mark algebra needs of the track at `length` boxes or levels, built once per track model and
+    length: every wound command reads it (issue 30)."""
+    by_length = _SHAPES.get((track,), dict)
+    found = by_length.get(length)
+    if found is None:
+        found = by_length[length] = TrackShape(length, severity_of(track), track.fill == "indexed",
+                                               track.onFull == "refuse")
+    return found
 
 
 def severity_of(track: TrackDef) -> Mapping[str, int]:

@@ -1,7 +1,7 @@
 """The SillyTavern kit: `regex.py` (`tagengine st regex`), `chatfile.py` (its chat files, read and written back
 exactly), `chatreplay.py` (those chats replayed: `st import`, `st export`, `replay --format st`) and
-`chat_commands.py` (the command line of those three).
+`chatbatch.py` (many chat files at once, from plain arguments: what those three commands call).
 
-Nothing is imported here: building the command line imports `chat_commands.py`, which stays light (no Lark,
-no pydantic), so `tagengine --version` starts as fast as before.
+Nothing is imported here; the command line (`cli/st.py`, `cli/replay.py`) imports these modules only when one
+of those commands runs.
 """

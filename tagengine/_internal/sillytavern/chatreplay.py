@@ -16,12 +16,14 @@ The start of a chat is the `--character`/`--start` given, else what an earlier e
 
 from __future__ import annotations
 
+import functools
 import io
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TextIO
 
+from .. import in_turn
 from ..files import STDIN, standard_input
 from .chatfile import TAGENGINE, ChatFile, ChatFileError, Entry, LineProblem, parse_chat, read_chat
 
@@ -88,7 +90,7 @@ _RULESET: Any = None  # a worker's ruleset, loaded once per process
 _GIVEN: Start | None = None
 
 
-def _init(ruleset_path: str, given: Start | None) -> None:
+def _start_worker(ruleset_path: str, given: Start | None) -> None:
     global _RULESET, _GIVEN
     from ..ruleset import Ruleset
 
@@ -119,8 +121,21 @@ def replay_on_fs(rs: Any, fs: Any, fspath: str, url: str, given: Start | None = 
     return replay_file(rs, url, given, opener=lambda: fs.open(fspath, "rb"))
 
 
-def _work(path: str) -> tuple[bytes, list[str], dict[str, int]]:
+def _replay_path(path: str) -> tuple[bytes, list[str], dict[str, int]]:
     return replay_file(_RULESET, path, _GIVEN)
+
+
+def _replay_unless_stdin(path: str) -> tuple[bytes, list[str], dict[str, int]] | None:
+    return None if path == STDIN else _replay_path(path)
+
+
+def _next_file(count: int, cursor: Any) -> int | None:
+    """The index of the next chat file to replay (`in_turn.run_in_turn`'s `take`), None after the last."""
+    i = int(cursor[0])
+    if i >= count:
+        return None
+    cursor[0] = i + 1
+    return i
 
 
 def replay_files(ruleset_path: str, paths: Iterable[str], sink: TextIO | BinaryIO, workers: int = 1,
@@ -136,9 +151,7 @@ def replay_files(ruleset_path: str, paths: Iterable[str], sink: TextIO | BinaryI
     out: Any = getattr(sink, "buffer", sink)
     binary = not isinstance(getattr(out, "wrapped", out), io.TextIOBase)
 
-    def emit(result: tuple[bytes, list[str], dict[str, int]]) -> None:
-        data, errors, receipts = result
-        out.write(data if binary else data.decode("utf-8", "surrogateescape"))
+    def counted(errors: list[str], receipts: dict[str, int]) -> None:
         summary.add(1, errors, receipts)
         if tick is not None:
             tick(1, len(errors))
@@ -146,18 +159,38 @@ def replay_files(ruleset_path: str, paths: Iterable[str], sink: TextIO | BinaryI
             progress.write(f"\rreplayed {summary.chats} chats, {len(summary.errors)} bad")
             progress.flush()
 
-    _init(ruleset_path, given)
+    def emit(result: tuple[bytes, list[str], dict[str, int]]) -> None:
+        data, errors, receipts = result
+        out.write(data if binary else data.decode("utf-8", "surrogateescape"))
+        counted(errors, receipts)
+
+    _start_worker(ruleset_path, given)
     paths = list(paths)
     if workers <= 1 or len(paths) <= 1:
         for path in paths:
-            emit(_work(path))
+            emit(_replay_path(path))
     else:
-        import multiprocessing as mp
+        from ..tags.parse import parser
 
-        ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-        with ctx.Pool(min(workers, len(paths)), initializer=_init, initargs=(ruleset_path, given)) as pool:
-            for result in pool.imap(_work, paths, chunksize=1):  # in order, a few files in flight
-                emit(result)
+        parser()  # built once, before the fork
+        # a worker's standard input is not this process's (multiprocessing gives it /dev/null): a chat read
+        # from it is replayed here, before the others
+        early = {i: _replay_path(p) for i, p in enumerate(paths) if p == STDIN}
+        if in_turn.writes_in_turn(sink):  # each process writes its chats' lines in turn (PF-13)
+
+            def work(i: int) -> tuple[bytes, tuple[list[str], dict[str, int]]]:
+                data, errors, receipts = early[i] if i in early else _replay_path(paths[i])
+                return data, (errors, receipts)
+
+            in_turn.run_in_turn(functools.partial(_next_file, len(paths)), work, sink, min(workers, len(paths)),
+                                lambda result: counted(*result))
+        else:  # text in memory: the lines travel through this process
+            import multiprocessing as mp
+
+            ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+            with ctx.Pool(min(workers, len(paths)), initializer=_start_worker, initargs=(ruleset_path, given)) as pool:
+                for i, result in enumerate(pool.imap(_replay_unless_stdin, paths, chunksize=1)):  # in order
+                    emit(early[i] if result is None else result)
     if progress is not None:
         progress.write("\n")
     return summary

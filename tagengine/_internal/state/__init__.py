@@ -8,7 +8,20 @@ write.py    the JSON document                               format.py    the fil
 from .defaults import default_card, default_party, default_value, name_problems
 from .model import GameState, from_json
 from .read import Reader, StateParts
-from .values import COUNT_MAX, FORMAT, NO_LIVE, PARTY, Clock, Dice, LiveValues, WoundMarks, empty_map, freeze, thaw
+from .values import (
+    COUNT_MAX,
+    FORMAT,
+    NO_LIVE,
+    PARTY,
+    Clock,
+    Dice,
+    LiveValues,
+    WoundMarks,
+    empty_map,
+    freeze,
+    thaw,
+    updated,
+)
 from .write import clocks_json, dice_json, live_json, state_json
 
 __all__ = [
@@ -35,4 +48,5 @@ __all__ = [
     "name_problems",
     "state_json",
     "thaw",
+    "updated",
 ]

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Doc(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Never used to validate: only the JSON Schema needs a built model, so none is built at import (PF-1).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class CardDoc(_Doc):
@@ -56,7 +57,7 @@ class PartySheetDoc(_Doc):
 class StateDoc(_Doc):
     format: Literal["tagengine.state/1"]
     gameCharacterCards: dict[str, CardDoc] = {}
-    gamePartySheet: PartySheetDoc = PartySheetDoc()
+    gamePartySheet: PartySheetDoc = PartySheetDoc.model_construct()  # no validator built at import (PF-1)
     gamePartySheetRevision: int = 0
     rulesetLive: dict[str, LiveDoc] = Field({}, description="by normalised character name; `$party` is the party")
     rulesetClocks: list[ClockDoc] = []

@@ -16,11 +16,12 @@ from typing import Any
 
 from ..errors import Problem, StateError
 from ..files import TooLarge, json_problem, read_file, strip_bom, write_atomic
+from ..memo import IdentityCache
 from ..ruleset import Ruleset
 from ..text import normalise
 from .defaults import default_card, default_party, name_problems, seed_problem
 from .read import read_parts
-from .values import NO_LIVE, PARTY, UNSEEDED, Clock, Dice, LiveValues, empty_map, freeze
+from .values import EMPTY, NO_LIVE, PARTY, UNSEEDED, Clock, Dice, LiveValues, empty_map, freeze, updated
 from .write import derived_seed, state_json, state_text
 
 MAX_STATE_BYTES = 16 * 1024 * 1024  # a state file (F-5): far above any real game's
@@ -59,16 +60,8 @@ class GameState:
     def _derived(self, party_sheet: Mapping[str, Any], party_revision: int, live: Mapping[str, LiveValues],
                  clocks: tuple[Clock, ...], dice: Dice | None = None) -> GameState:
         """A state made from this one's own read-only parts and new ones the engine built: no copy."""
-        new = object.__new__(GameState)
-        setattr_ = object.__setattr__
-        setattr_(new, "cards", self.cards)
-        setattr_(new, "party_sheet", party_sheet)
-        setattr_(new, "party_revision", party_revision)
-        setattr_(new, "live", live)
-        setattr_(new, "clocks", clocks)
-        setattr_(new, "warnings", self.warnings)
-        setattr_(new, "dice", self.dice if dice is None else dice)
-        return new
+        return _assembled(self.cards, party_sheet, party_revision, live, clocks, self.warnings,
+                          self.dice if dice is None else dice)
 
     # -- building -------------------------------------------------------------------------------
     @classmethod
@@ -86,8 +79,16 @@ class GameState:
             problems.append(Problem("seed", "bad-seed", seed_problem(seed) or "", seed))
         if problems:
             raise StateError(problems, "new state")
-        return cls(cards={n: default_card(rs) for n in names}, party_sheet=default_party(rs),
-                   dice=UNSEEDED if seed is None else Dice(seed, 0))
+        card, party, seeds = _blank(rs)
+        cards = MappingProxyType(dict.fromkeys(names, card))  # read-only all the way down, so one card serves all
+        if seed is None:  # derived from the content, as __post_init__ derives it, and the same for the same names
+            key = tuple(names)
+            seed = seeds.get(key)
+            if seed is None:
+                seed = derived_seed(cards, party, 0, EMPTY, ())
+                if len(seeds) < _SEEDS_KEPT:
+                    seeds[key] = seed
+        return _assembled(cards, party, 0, EMPTY, (), (), Dice(seed, 0))
 
     @property
     def characters(self) -> tuple[str, ...]:
@@ -111,11 +112,18 @@ class GameState:
         if not isinstance(live, LiveValues):
             raise StateError([Problem(f"live.{name}", "wrong-type", "live values are a LiveValues",
                                       type(live).__name__)], "state")
-        return self._derived(self.party_sheet, self.party_revision, MappingProxyType({**self.live, key: live}),
-                             self.clocks)
+        return _assembled(self.cards, self.party_sheet, self.party_revision,
+                          MappingProxyType(updated(self.live, key, live)), self.clocks, self.warnings, self.dice)
 
     def with_clocks(self, clocks: tuple[Clock, ...]) -> GameState:
         return self._derived(self.party_sheet, self.party_revision, self.live, tuple(clocks))
+
+    def with_card(self, name: str, card: Mapping[str, Any]) -> GameState:
+        """The state with the card of the character `name` (a card name of this state) replaced by a read-only
+        copy of `card`: a player's edit of a sheet (docs/editor.md)."""
+        new = self._derived(self.party_sheet, self.party_revision, self.live, self.clocks)
+        object.__setattr__(new, "cards", MappingProxyType({**self.cards, name: freeze(card)}))
+        return new
 
     def with_party_sheet(self, sheet: Mapping[str, Any], revision: int) -> GameState:
         return self._derived(freeze(sheet), revision, self.live, self.clocks)
@@ -161,6 +169,32 @@ class GameState:
             raise StateError([Problem("$", "too-large", f"a state file is at most {e.limit} bytes", None)],
                              p) from None
         return cls.loads(rs, data, p)
+
+
+_BLANKS: IdentityCache[tuple[Mapping[str, Any], Mapping[str, Any], dict[tuple[str, ...], str]]] = IdentityCache(64)
+_SEEDS_KEPT = 1024  # derived seeds kept per ruleset, by the tuple of names
+
+
+def _blank(rs: Ruleset) -> tuple[Mapping[str, Any], Mapping[str, Any], dict[tuple[str, ...], str]]:
+    """A ruleset's blank card and party sheet, frozen once, and the seeds of new states by their names:
+    `GameState.new` runs once per chat of a replay (issue 30)."""
+    return _BLANKS.get((rs,), lambda: (freeze(default_card(rs)), freeze(default_party(rs)), {}))
+
+
+def _assembled(cards: Mapping[str, Mapping[str, Any]], party_sheet: Mapping[str, Any], party_revision: int,
+               live: Mapping[str, LiveValues], clocks: tuple[Clock, ...], warnings: tuple[Problem, ...],
+               dice: Dice) -> GameState:
+    """A state from parts that are read-only already (the engine's own): no copy, no check."""
+    new = object.__new__(GameState)
+    fields = new.__dict__  # what object.__setattr__ would write, field by field, in one go (issue 30)
+    fields["cards"] = cards
+    fields["party_sheet"] = party_sheet
+    fields["party_revision"] = party_revision
+    fields["live"] = live
+    fields["clocks"] = clocks
+    fields["warnings"] = warnings
+    fields["dice"] = dice
+    return new
 
 
 def from_json(rs: Ruleset, raw: Any, source: str = "<state>") -> GameState:

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 FORMAT = "tagengine.state/1"
 PARTY = "$party"  # the party sheet's key among the live values (PARTY-24)
@@ -20,6 +20,7 @@ COUNT_MAX = 999_999_999
 plain tracks with a computed max, row pools): the largest number a tag can spell (docs/decisions.md H-1)."""
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
+V = TypeVar("V")
 
 
 def empty_map() -> Mapping[str, Any]:
@@ -34,6 +35,15 @@ def freeze(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(freeze(v) for v in value)
     return value
+
+
+def updated(mapping: Mapping[str, V], key: str, value: V) -> dict[str, V]:
+    """A new dict: `mapping` with `key` set to `value`. A state's mappings are read-only proxies over dicts,
+    and a proxy's `copy` copies its dict in one step, three times faster than `{**mapping, key: value}`,
+    which reads a proxy key by key (the commands do this on every change, issue 30)."""
+    out = mapping.copy() if isinstance(mapping, MappingProxyType) else dict(mapping)
+    out[key] = value
+    return out
 
 
 def thaw(value: Any) -> Any:
@@ -101,16 +111,22 @@ class LiveValues:
         built and keep no reference to, so those are wrapped read-only without a copy; the other parts are
         this value's own, already read-only (`__post_init__` copies what a caller passes to the class)."""
         new = object.__new__(LiveValues)
-        setattr_, proxy = object.__setattr__, MappingProxyType
-        setattr_(new, "pools", self.pools if pools is None else proxy(pools))
-        setattr_(new, "temp", self.temp if temp is None else proxy(temp))
-        setattr_(new, "tracks", self.tracks if tracks is None else proxy(tracks))
-        setattr_(new, "marks", self.marks if marks is None else proxy(marks))
-        setattr_(new, "states", self.states if states is None else proxy(states))
-        setattr_(new, "conditions", self.conditions if conditions is None else frozenset(conditions))
-        setattr_(new, "text", self.text if text is None else proxy(text))
-        setattr_(new, "rows", self.rows if rows is None else proxy({k: tuple(v) for k, v in rows.items()}))
+        proxy = MappingProxyType
+        # each slot's own setter: what object.__setattr__ ends in, at half its cost (issue 30)
+        set_pools, set_temp, set_tracks, set_marks, set_states, set_conditions, set_text, set_rows = _SLOT_SETTERS
+        set_pools(new, self.pools if pools is None else proxy(pools))
+        set_temp(new, self.temp if temp is None else proxy(temp))
+        set_tracks(new, self.tracks if tracks is None else proxy(tracks))
+        set_marks(new, self.marks if marks is None else proxy(marks))
+        set_states(new, self.states if states is None else proxy(states))
+        set_conditions(new, self.conditions if conditions is None else frozenset(conditions))
+        set_text(new, self.text if text is None else proxy(text))
+        set_rows(new, self.rows if rows is None else proxy({k: tuple(v) for k, v in rows.items()}))
         return new
+
+
+_SLOT_SETTERS = tuple(getattr(LiveValues, name).__set__ for name in
+                      ("pools", "temp", "tracks", "marks", "states", "conditions", "text", "rows"))
 
 
 NO_LIVE = LiveValues()  # one shared "at start" value, so an unplayed character's snapshot is the same object

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 from ..text import writable
 
@@ -18,6 +19,15 @@ MAX_ATTRIBUTES = 64
 Attr = tuple[str, str | None]  # (key, value); None for a bare flag such as `clear`
 
 
+def quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def written(attrs: tuple[Attr, ...]) -> str:
+    """Attributes as a receipt writes them (DEC-4): each after a space, `k="v"` or a bare `flag`."""
+    return "".join(f" {k}" if v is None else f" {k}={quote(v)}" for k, v in attrs)
+
+
 @dataclass(frozen=True, slots=True)
 class Tag:
     """A parsed tag: lower-case name and the model's attributes in the model's order, result keys dropped."""
@@ -25,9 +35,12 @@ class Tag:
     name: str
     attrs: tuple[Attr, ...]
     keys: tuple[str, ...] = field(init=False, compare=False, repr=False)
+    keyset: frozenset[str] = field(init=False, compare=False, repr=False)  # the keys, for the commands' set tests
     attrmap: Mapping[str, str | None] = field(init=False, compare=False, repr=False)  # first value of each key
     repeated: bool = field(init=False, compare=False, repr=False)  # a key written twice (DEC-7)
     writable: bool = field(init=False, compare=False, repr=False)  # every value encodes to UTF-8 (H-3)
+    # `[name: k="v" ...`: the receipt's text up to the engine's own attributes (render.canonical), once per tag
+    head: str = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         """Worked out once per tag: parsed tags are cached and shared, so the map is read-only."""
@@ -35,9 +48,11 @@ class Tag:
         for k, v in self.attrs:
             first.setdefault(k, v)
         object.__setattr__(self, "keys", tuple(k for k, _ in self.attrs))
+        object.__setattr__(self, "keyset", frozenset(first))
         object.__setattr__(self, "attrmap", MappingProxyType(first))
         object.__setattr__(self, "repeated", len(first) != len(self.attrs))
         object.__setattr__(self, "writable", all(v is None or writable(v) for _, v in self.attrs))
+        object.__setattr__(self, "head", f"[{self.name}:{written(self.attrs)}")
 
     def get(self, key: str) -> str | None:
         return self.attrmap.get(key)
@@ -46,9 +61,10 @@ class Tag:
         return key in self.attrmap
 
 
-@dataclass(frozen=True, slots=True)
-class Found:
-    """One tag-shaped span of a reply: `tag` when it parsed, else `raw` and `error` (malformed, DEC-2)."""
+class Found(NamedTuple):
+    """One tag-shaped span of a reply: `tag` when it parsed, else `raw` and `error` (malformed, DEC-2).
+    A named tuple, where the house's values are frozen dataclasses: the scanner makes one per candidate,
+    and a tuple is made in a third of the time (issue 30)."""
 
     start: int
     end: int

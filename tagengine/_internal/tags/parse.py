@@ -1,17 +1,26 @@
-"""Lark parses one candidate tag into a `Tag` (grammars/tags.lark); the parser is built once, lazily."""
+"""Lark parses one candidate tag into a `Tag` (grammars/tags.lark); the parser is built once, lazily.
+
+A well-formed tag is read with one regular expression made of the grammar's own terminals (SC-5); those
+terminals are kept in the cache folder (decision PF-3), so a command whose tags all read that way never
+imports lark: a cold `tagengine apply` saves the 40 ms of importing it and building the parser.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache, lru_cache
+from typing import TYPE_CHECKING
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import LarkError, UnexpectedInput
-
+from .. import disk_cache
 from ..errors import TagengineError
-from ..resources import read_text
+from ..resources import read_text, resource_dir
 from .model import MAX_ATTRIBUTES, RESULT_KEYS, Attr, Tag
 from .vocabulary import RECORD_KEYS
+
+if TYPE_CHECKING:
+    from lark import Lark
+    from lark.exceptions import UnexpectedInput
 
 _ESCAPE = {'\\"': '"', "\\\\": "\\"}
 
@@ -32,31 +41,32 @@ def unescape(body: str) -> str:
     return "".join(out)
 
 
-@v_args(inline=True)
-class TagBuilder(Transformer[Token, tuple[str, tuple[Attr, ...]]]):
-    """Builds the `Tag` value straight from the LALR parse (no tree kept)."""
-
-    def start(self, name: Token, *attrs: Attr) -> tuple[str, tuple[Attr, ...]]:
-        return str(name).lower(), attrs
-
-    def pair(self, key: Token, value: str) -> Attr:
-        return str(key), value
-
-    def flag(self, key: Token) -> Attr:
-        return str(key), None
-
-    def quoted(self, tok: Token) -> str:
-        return unescape(str(tok)[1:-1])
-
-    def typographic(self, tok: Token) -> str:
-        return str(tok)[1:-1]
-
-    def bare(self, tok: Token) -> str:
-        return str(tok)
-
-
 @cache
 def parser() -> Lark:
+    """Lark's LALR parser of the grammar, with a transformer that builds the `Tag` value straight from the
+    parse (no tree kept). Built on first use, lark imported with it."""
+    from lark import Lark, Token, Transformer, v_args
+
+    @v_args(inline=True)
+    class TagBuilder(Transformer[Token, tuple[str, tuple[Attr, ...]]]):
+        def start(self, name: Token, *attrs: Attr) -> tuple[str, tuple[Attr, ...]]:
+            return str(name).lower(), attrs
+
+        def pair(self, key: Token, value: str) -> Attr:
+            return str(key), value
+
+        def flag(self, key: Token) -> Attr:
+            return str(key), None
+
+        def quoted(self, tok: Token) -> str:
+            return unescape(str(tok)[1:-1])
+
+        def typographic(self, tok: Token) -> str:
+            return str(tok)[1:-1]
+
+        def bare(self, tok: Token) -> str:
+            return str(tok)
+
     return Lark(read_text("grammars", "tags.lark"), parser="lalr", transformer=TagBuilder())
 
 
@@ -76,19 +86,67 @@ def _describe(err: UnexpectedInput, text: str) -> str:
 _CACHED_UP_TO = 4096  # characters: a longer candidate is rare, and 4096 of them would pin gigabytes
 
 
+TERMINALS_KIND = "tags"  # the cache folder's subfolder for the grammar's terminals
+
+
+def _lark_source() -> bytes:
+    """The source of lark's own `__init__.py` (it names lark's version), read without importing lark."""
+    from importlib.util import find_spec
+
+    spec = find_spec("lark")
+    if spec is None or spec.origin is None:
+        return b""
+    with open(spec.origin, "rb") as f:
+        return f.read()
+
+
+def terminals() -> dict[str, str]:
+    """Each terminal of the grammar as the regular expression Lark's lexer uses, from the cache folder when
+    this grammar was read by this lark before (its key: the grammar's text and lark's source); else from
+    Lark, and kept."""
+    grammar = (resource_dir("grammars") / "tags.lark").read_bytes()
+    key = disk_cache.digest(grammar, _lark_source())
+    kept = disk_cache.read_entry(TERMINALS_KIND, key)
+    if kept is not None:
+        try:
+            found = json.loads(kept)
+        except ValueError:
+            found = None
+        if isinstance(found, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
+            return found
+    found = {d.name: d.pattern.to_regexp() for d in parser().terminals}
+    disk_cache.write_entry(TERMINALS_KIND, key, json.dumps(found, sort_keys=True).encode())
+    return found
+
+
+Expressions = tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]
+
+
 @cache
-def _whole_tag() -> tuple[re.Pattern[str], re.Pattern[str]]:
+def _whole_tag() -> Expressions:
     """A well-formed tag as one regular expression, built from the grammar's own terminals, so the
     syntax is still written only in grammars/tags.lark: `[` NAME `:` (KEY (`=` value)?)* `]`, blanks
     ignored between tokens. Atomic groups take each token whole, as Lark's lexer does, and keep the
-    match linear. Returns (the whole tag, one attribute)."""
-    t = {d.name: d.pattern.to_regexp() for d in parser().terminals}
+    match linear. Returns (the whole tag, one attribute, the start of a tag: see `broken`). Terminals
+    from the cache folder that do not make these expressions are read again from Lark."""
+    try:
+        return _expressions(terminals())
+    except (KeyError, re.error):
+        return _expressions({d.name: d.pattern.to_regexp() for d in parser().terminals})
+
+
+def _expressions(t: dict[str, str]) -> Expressions:
     ws = f"(?:{t['WS']})?"
     value = f"(?:(?P<s>{t['STRING']})|(?P<t>{t['TYPO']})|(?P<b>{t['BARE']}))"
     attr = f"{ws}(?P<key>{t['KEY']})(?:{ws}={ws}{value})?"
     plain_attr = re.sub(r"\(\?P<[a-z]+>", "(?:", attr)
     whole = rf"\[{ws}(?P<name>{t['NAME']}){ws}:(?P<body>(?>{plain_attr})*+){ws}\]"
-    return re.compile(whole), re.compile(attr)
+    # The start of a tag, cut after a token: whole attributes (a flag only when no `=` follows it), then
+    # perhaps a key and its `=`; at most MAX_ATTRIBUTES keys in all. Each token is taken whole (atomic).
+    key, plain_value = f"(?>{t['KEY']})", "(?>" + re.sub(r"\(\?P<[a-z]+>", "(?:", value) + ")"
+    closed_attr = f"{ws}{key}(?:{ws}={ws}{plain_value}|(?!{ws}=))"
+    start = rf"\[{ws}(?>{t['NAME']}){ws}:(?>{closed_attr}){{0,{MAX_ATTRIBUTES - 1}}}+(?:{ws}{key}{ws}=)?{ws}"
+    return re.compile(whole), re.compile(attr), re.compile(start)
 
 
 def _lexed(text: str) -> Tag | None:
@@ -96,7 +154,7 @@ def _lexed(text: str) -> Tag | None:
     (a malformed tag, more than MAX_ATTRIBUTES attributes), which Lark then judges and explains. For
     every text it reads, the Tag equals Lark's (a property test compares them): Lark's per-token cost
     made dense tags take over a second per MB (SC-5)."""
-    whole, attr = _whole_tag()
+    whole, attr, _ = _whole_tag()
     m = whole.fullmatch(text)
     if m is None:
         return None
@@ -126,6 +184,8 @@ def judged_by_lark(text: str) -> Tag | str:
     A tag with more than MAX_ATTRIBUTES attributes is malformed, judged after that many: parsing
     costs per token, and 1 MB of attributes in one tag must not take seconds (SC-3).
     """
+    from lark.exceptions import LarkError, UnexpectedInput
+
     try:
         walk = parser().parse_interactive(text)
         keys = 0
@@ -155,8 +215,17 @@ def broken(lines: str) -> bool:
     """Whether the start of a candidate, made of whole lines, already fails to parse whatever follows.
 
     No token spans a line break, so an error on a finished line stays; the stream filter uses this to
-    show the lines after a cut-off tag without waiting for the end of the reply (SC-4).
+    show the lines after a cut-off tag without waiting for the end of the reply (SC-4). A start that one
+    regular expression reads as whole tokens of a tag (`_whole_tag`) is not broken; Lark judges the rest:
+    its per-token cost made a dense tag streamed a character at a time cost half a second per 200 KB.
     """
+    return _whole_tag()[2].fullmatch(lines) is None and broken_by_lark(lines)
+
+
+def broken_by_lark(lines: str) -> bool:
+    """`broken` as the grammar itself says it, token by token."""
+    from lark.exceptions import LarkError, UnexpectedInput
+
     try:
         keys = 0
         for token in parser().parse_interactive(lines).iter_parse():
@@ -171,12 +240,18 @@ def broken(lines: str) -> bool:
     return False
 
 
+def verdict(text: str) -> Tag | str:
+    """`parse` without raising: the Tag, or why the candidate is malformed (the scanner's way in: an
+    exception per malformed tag costs more than the tag)."""
+    return _verdict(text) if len(text) <= _CACHED_UP_TO else _verdict.__wrapped__(text)
+
+
 def parse(text: str) -> Tag:
     """Parse one complete candidate `[name: ...]`; Malformed says where it fails. Pure and cached.
 
     A `raw` attribute is kept: the scanner reads it as an earlier malformed verdict (DEC-5).
     """
-    verdict = _verdict(text) if len(text) <= _CACHED_UP_TO else _verdict.__wrapped__(text)
-    if isinstance(verdict, str):
-        raise Malformed(verdict)
-    return verdict
+    found = verdict(text)
+    if isinstance(found, str):
+        raise Malformed(found)
+    return found

@@ -4,22 +4,16 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .model import Attr
+from .model import Attr, written
 from .scan import scan
 from .vocabulary import VOCABULARY, Vocabulary
 
 
-def quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 @lru_cache(maxsize=8192)
 def canonical(name: str, attrs: tuple[Attr, ...], result: tuple[Attr, ...]) -> str:
-    """`[name: k="v" flag ... result="ok" now="..."]`: the model's attributes, then the engine's."""
-    parts = [f"[{name}:"]
-    for k, v in (*attrs, *result):
-        parts.append(k if v is None else f"{k}={quote(v)}")
-    return " ".join(parts) + "]"
+    """`[name: k="v" flag ... result="ok" now="..."]`: the model's attributes, then the engine's. For a
+    parsed tag this is `tag.head + written(result) + "]"`, each part worked out once (issue 30)."""
+    return f"[{name}:{written((*attrs, *result))}]"
 
 
 def narration(text: str, vocabulary: Vocabulary = VOCABULARY) -> str:

@@ -21,6 +21,9 @@ class TagKind:
     # Receipt attributes the engine writes beside result/now/reason (a check's roll record): like the
     # result keys, the model's own copies are dropped when the tag is read (DEC-4, DEC-5).
     record: tuple[str, ...] = ()
+    # A command of the model's, counted toward the 40 a reply may carry (DEC-6). An edit receipt is not: the
+    # engine writes it at the start of a reply, for the player's edits (docs/decisions.md ED-7).
+    command: bool = True
 
 
 TAG_KINDS: tuple[TagKind, ...] = (
@@ -28,9 +31,11 @@ TAG_KINDS: tuple[TagKind, ...] = (
     TagKind("clock", "clock"),
     TagKind("check", "check", record=("dice", "rolled", "target", "successes", "roll", "total", "sum", "penalty",
                                       "adjust", "outcome")),
+    TagKind("edit", "edit", command=False),
 )
 TAG_NAMES: tuple[str, ...] = tuple(k.name for k in TAG_KINDS)
 RECORD_KEYS: dict[str, frozenset[str]] = {k.name: frozenset(k.record) for k in TAG_KINDS if k.record}
+UNCOUNTED: frozenset[str] = frozenset(k.name for k in TAG_KINDS if not k.command)
 
 Trie = dict[str, "Trie"]  # letter -> what may follow; "" marks the end of a whole name
 _NAME = re.compile(r"[a-z]+")

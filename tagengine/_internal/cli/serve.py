@@ -1,0 +1,197 @@
+"""`tagengine serve` (the OpenAI-compatible middleware, issue 12), `tagengine campaign new|list|show` (what it
+serves) and `tagengine sessions end` (its pages' sign-ins, issue 26). The server's packages (Starlette, uvicorn,
+httpx) are imported only when `serve` or `campaign` runs.
+
+Every option of `serve` is in `add_serve`, and `cmd_serve` passes each to `server.app.Options`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from .conventions import ArgParser, Usage, int_at_least, print_json
+
+if TYPE_CHECKING:
+    from ..server.store import CampaignRow, Store
+
+
+def add_campaign(cp: argparse.ArgumentParser) -> None:
+    cp_sub = cp.add_subparsers(dest="campaign_command", required=True, parser_class=ArgParser)
+    data = ArgParser(add_help=False)
+    data.add_argument("--data", metavar="DIR", help="the server's data folder (default: the user data folder)")
+    cn = cp_sub.add_parser("new", parents=[data], help="a new campaign: characters at their start values, or a "
+                           "state file's")
+    cn.add_argument("name")
+    cn.add_argument("ruleset")
+    cn.add_argument("characters", nargs="*", metavar="CHARACTER")
+    cn.add_argument("--state", metavar="FILE", help="start from this state file (characters made with `tagengine "
+                    "character set`) instead of naming blank characters")
+    cn.add_argument("--seed", help="the dice's seed (default: a random one, or with --state the file's dice; give "
+                    "one to make the campaign again exactly)")
+    cn.set_defaults(func=cmd_campaign_new)
+    cl = cp_sub.add_parser("list", parents=[data], help="the campaigns: name, ruleset, characters")
+    cl.set_defaults(func=cmd_campaign_list)
+    cs = cp_sub.add_parser("show", parents=[data], help="one campaign as JSON: ruleset, digest, start state")
+    cs.add_argument("name")
+    cs.set_defaults(func=cmd_campaign_show)
+
+
+def add_serve(sv: argparse.ArgumentParser) -> None:
+    sv.add_argument("--upstream", required=True, metavar="URL",
+                    help="the model's OpenAI-compatible base URL (http://host:port/v1), or `demo`")
+    sv.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine)")
+    sv.add_argument("--port", type=int_at_least(0), default=5005, help="the port (default 5005)")
+    sv.add_argument("--data", metavar="DIR", help="the data folder (default: the user data folder)")
+    sv.add_argument("--campaign", metavar="NAME", help="the campaign of a request that names none")
+    sv.add_argument("--api-key", metavar="KEY", help="require `Authorization: Bearer KEY` from clients")
+    sv.add_argument("--context", type=int_at_least(1),
+                    help="the model's context window in tokens (default: by the model's name, else 8192)")
+    sv.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the upstream (default 300)")
+    sv.add_argument("--count-with-upstream", action="store_true",
+                    help="count tokens with the upstream's tokenize endpoint (llama.cpp, vLLM, KoboldCpp): exact "
+                         "for the model it has loaded")
+    sv.add_argument("--hide-tags", action="store_true",
+                    help="the player gets the narration; the tagged replies stay in the server's store")
+    sv.add_argument("--keep", type=int_at_least(1), default=10000,
+                    help="state snapshots kept per campaign, the least recently used pruned (default 10000)")
+    sv.add_argument("--settle-checks", action="store_true", help="settle checks mid-reply: stop the model at a "
+                    "check tag and have it continue after the dice (docs/checks-in-serve.md)")
+    sv.add_argument("--upstream-transport", choices=["own", "httpx"], default="own",
+                    help="how the upstream is reached: the server's own HTTP/1.1 transport (default, faster) "
+                         "or httpx's")
+    sv.add_argument("--rulesets", metavar="DIR", help="a folder of ruleset files (*.json) a campaign started on the "
+                    "pages (/ui/new) may use; a ruleset can also be uploaded there")
+    # who may talk to the server (issue 26, docs/security.md)
+    sv.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                    help="another name clients reach the server by (a LAN name, the name a proxy passes on), "
+                         "beside localhost, IP addresses and --host; `*` for any. Repeatable")
+    sv.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                    help="a web page's origin that may call the server from the browser and read its answers "
+                         "(CORS), e.g. SillyTavern's http://127.0.0.1:8000 for its extension. Repeatable")
+    sv.add_argument("--trust-proxy", nargs="?", const="127.0.0.1,::1", metavar="ADDRESSES",
+                    help="believe X-Forwarded-Proto and X-Forwarded-For from a proxy at these addresses "
+                         "(comma-separated IPs or networks; alone: this machine). The sign-in cookie is then "
+                         "Secure behind https")
+    sv.set_defaults(func=cmd_serve)
+
+
+def add_sessions(ss: argparse.ArgumentParser) -> None:
+    ss_sub = ss.add_subparsers(dest="sessions_command", required=True, parser_class=ArgParser)
+    end = ss_sub.add_parser("end", help="sign every browser out of the pages of `serve --api-key` (a new secret "
+                            "in the data folder; a running server reads it at the next page)")
+    end.add_argument("--data", metavar="DIR", help="the server's data folder (default: the user data folder)")
+    end.set_defaults(func=cmd_sessions_end)
+
+
+def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..server.main import serve
+    from ..server.options import Options
+    from ..server.origins import allowed_origins
+    from ..server.store import default_data_dir
+
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        err.write(f"tagengine serve: listening on {args.host}, beyond this machine\n")
+    try:
+        allowed_origins(args.allow_origin)
+    except ValueError as e:
+        raise Usage(f"tagengine serve: {e}") from None
+    opts = Options(upstream=args.upstream, data=Path(args.data) if args.data else default_data_dir(),
+                   campaign=args.campaign, api_key=args.api_key, context=args.context, timeout=args.timeout,
+                   count_with_upstream=args.count_with_upstream, hide_tags=args.hide_tags, keep=args.keep,
+                   settle_checks=args.settle_checks, upstream_transport=args.upstream_transport, host=args.host,
+                   allow_host=tuple(args.allow_host), allow_origin=tuple(args.allow_origin),
+                   trust_proxy=args.trust_proxy, rulesets=Path(args.rulesets) if args.rulesets else None)
+    return serve(opts, args.host, args.port, err)
+
+
+def cmd_sessions_end(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..server.sessions import SECRET_FILE, end_all
+    from ..server.store import default_data_dir
+
+    folder = Path(args.data) if args.data else default_data_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    end_all(folder)  # an OSError reaches `run`, which names it (exit 1)
+    out.write(f"every sign-in to the pages ended: a new secret in {folder / SECRET_FILE}\n")
+    return 0
+
+
+def _open_store(args: argparse.Namespace) -> Store:
+    from ..server.store import Store, default_data_dir
+
+    return Store(args.data or default_data_dir())
+
+
+def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..server.campaigns import new_campaign
+
+    if (args.state is None) == (not args.characters):
+        raise Usage("tagengine campaign new: name the characters, or give --state FILE (not both)")
+    store = _open_store(args)
+    try:
+        row = (new_campaign(store, args.name, args.ruleset, args.characters, args.seed) if args.state is None else
+               _campaign_from_state(store, args.name, args.ruleset, args.state, args.seed, err))
+    except ValueError as e:
+        err.write(f"tagengine campaign new: {e}\n")
+        return 1
+    finally:
+        store.close()
+    out.write(f"campaign {row.name}: {row.ruleset} (sha256 {row.digest[:12]}), {row.characters}\n")
+    return 0
+
+
+def _campaign_from_state(store: Store, name: str, ruleset: str, state_file: str, seed: str | None,
+                         err: TextIO) -> CampaignRow:
+    """A campaign whose start is a state file, read as `apply` reads one (its warnings on `err`), with its own dice
+    unless `seed` is given. Raises ValueError for a bad or taken name or seed, RulesetError and StateError for the
+    files. (`server/campaigns.new_campaign` makes one from character names; this is its twin for a state.)"""
+    from ..errors import Problem, StateError
+    from ..files import read_file
+    from ..ruleset import Ruleset
+    from ..server.campaigns import MAX_RULESET_BYTES, canonical_json, digest_of
+    from ..server.store import NAME, CampaignRow
+    from ..state import Dice, GameState
+    from ..state.defaults import seed_problem
+
+    if not NAME.fullmatch(name):
+        raise ValueError(f"campaign name {name!r}: use 1 to 64 letters, digits, '.', '_' or '-'")
+    path = Path(ruleset).resolve()
+    data = read_file(path, MAX_RULESET_BYTES)
+    rs = Ruleset.from_json(data, str(path))  # the same bytes as the digest
+    state = GameState.load(rs, state_file)
+    for w in state.warnings:
+        err.write(f"{state_file}: {w} (warning)\n")
+    if seed is not None:
+        if (why := seed_problem(seed)) is not None:
+            raise StateError([Problem("seed", "bad-seed", why, seed)], "campaign new")
+        state = state.with_dice(Dice(seed, 0))
+    row = CampaignRow(name, str(path), digest_of(data), canonical_json(state.to_json()), ", ".join(state.characters))
+    store.add_campaign(row)
+    return row
+
+
+def cmd_campaign_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    store = _open_store(args)
+    try:
+        for row in store.campaigns():
+            out.write(f"{row.name}\t{row.ruleset}\t{row.characters}\n")
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_campaign_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..errors import NotFoundError
+
+    store = _open_store(args)
+    try:
+        row = store.campaign(args.name)
+    except NotFoundError as e:
+        err.write(f"tagengine campaign show: {e}\n")
+        return 1
+    finally:
+        store.close()
+    print_json({"name": row.name, "ruleset": row.ruleset, "sha256": row.digest, "start": json.loads(row.start)}, out)
+    return 0

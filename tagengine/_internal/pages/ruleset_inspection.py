@@ -1,0 +1,88 @@
+"""The ruleset checker page (`/ui/check`, as `tagengine check`): the inspection of a pasted or uploaded file,
+every problem grouped by section, and the Capability API version the file (and each feature at a problem's
+path) needs. Nothing is stored."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import Problem, RulesetError
+from ..ruleset import Ruleset
+from ..ruleset.capability import Use, fmt, uses
+from ..ruleset.inspect.inspection import Inspection
+from ..ruleset.load import MAX_BYTES, index_of
+from ..ruleset.top import RulesetDef
+
+_FIRST = re.compile(r"[^.\[]+")
+
+
+def section_of(path: str) -> str:
+    """The part of the file a path is in: its top key, or `sheet.<key>` inside the big `sheet` object."""
+    if path in ("", "$"):
+        return "the whole file"
+    parts: list[str] = _FIRST.findall(path)
+    if parts[0] == "sheet" and len(parts) > 1:
+        return ".".join(parts[:3]) if parts[1] == "live" and len(parts) > 2 else ".".join(parts[:2])
+    return parts[0]
+
+
+def capability_uses(data: bytes) -> list[Use] | None:
+    """The features that need a Capability API version, when the file's shape can be read at all."""
+    try:
+        model = RulesetDef.model_validate_json(data.decode("utf-8").removeprefix("\ufeff"), strict=True)
+        sheet, party = index_of(model)
+        return sorted_uses(Inspection(model, sheet, party))
+    except (ValidationError, ValueError, RecursionError, LookupError, TypeError, AttributeError):
+        return None  # a file whose shape is wrong: the problems say why
+
+
+def sorted_uses(ctx: Inspection) -> list[Use]:
+    return sorted(uses(ctx), key=lambda u: (u.version, u.path))
+
+
+def problem_row(p: Problem, found: list[Use]) -> dict[str, Any]:
+    here = [u for u in found if u.path == p.path or u.path.startswith((p.path + ".", p.path + "["))]
+    value = p.value if p.value is None or isinstance(p.value, str) else json.dumps(p.value, ensure_ascii=False)
+    return {"path": p.path, "code": p.code, "message": p.message, "value": value,
+            "needs": fmt(max(u.version for u in here)) if here else None}
+
+
+def inspection_context(data: bytes | None, source: str) -> dict[str, Any]:
+    """Plain values for `check.html.j2` (the page of `/ui/check`); `data` None: the empty form."""
+    if data is None:
+        return {"inspected": False, "source": None}
+    problems: list[Problem]
+    warnings: list[Problem] = []
+    name = None
+    if len(data) > MAX_BYTES:
+        problems = [Problem("$", "too-large", f"the file is {len(data)} bytes; a ruleset is at most {MAX_BYTES}")]
+        found: list[Use] | None = None
+    else:
+        try:
+            rs = Ruleset.from_json(data, source)
+            problems, warnings, name = [], list(rs.warnings), rs.name
+            found = sorted_uses(Inspection(rs.file, rs.sheet, rs.party))  # the model validated: not again
+        except RulesetError as e:
+            problems = list(e.problems)
+            found = capability_uses(data)
+    if name is None:
+        try:
+            raw = json.loads(data)
+            got = raw.get("manifest", {}).get("name") if isinstance(raw, dict) else None
+            name = got if isinstance(got, str) else None
+        except (ValueError, RecursionError, AttributeError):
+            name = None
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for p in problems:
+        groups.setdefault(section_of(p.path), []).append(problem_row(p, found or []))
+    needs = fmt(max(u.version for u in found)) if found else None
+    return {"inspected": True, "source": source, "name": name, "valid": not problems, "count": len(problems),
+            "groups": sorted(groups.items(), key=lambda kv: kv[0]), "warnings": [problem_row(w, found or [])
+                                                                           for w in warnings],
+            "needs": needs, "shape_known": found is not None,
+            "uses": [{"version": fmt(u.version), "feature": u.feature, "path": u.path, "rule": u.rule}
+                     for u in (found or [])]}

@@ -1,0 +1,74 @@
+"""`ServerContext`: everything one server holds, made once by `make_app` and handed to each route group.
+
+Two servers in one process (two apps, as the tests make) share nothing through it: each has its own store,
+campaigns, upstream client, snapshot cache, chain memos, token counts and mid-reply memory (SV-4).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..errors import NotFoundError, TagengineError
+from .campaigns import Campaign, Campaigns
+from .chain import THREAD_MIN, Chain, Replayed
+from .edits import PendingEdits
+from .errors import Refused
+from .heap import freeze_long_lived
+from .latest import Latest
+from .mid_reply import MidReplyChecks
+from .offload import Workers
+from .options import Options
+from .sessions import Sessions
+from .snapshots import SnapshotCache
+from .store import Store
+from .upstream_count import fitter
+from .upstreams.kinds import reach_upstream
+
+log = logging.getLogger("tagengine.serve")
+
+
+class ServerContext:
+    """One server's parts: `options` (as started), `store` (the SQLite file), `campaigns`, `snapshots` (the
+    states held in memory), `chain` (state from a history), `latest` (what the pages show), `upstream`,
+    `workers` (the heavy steps' threads), `fit` (the prompt fitted, counted as --count-with-upstream says),
+    `mid_reply` (--settle-checks, else None), `sessions` (the pages' sign-ins, with --api-key; else None)
+    and `edits` (the players' edits waiting for the next reply)."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.snapshots = SnapshotCache()
+        self.store = Store(options.data, per_campaign=options.keep, pruned=self.snapshots.drop_gone)
+        self.campaigns = Campaigns(self.store, loaded=freeze_long_lived)  # a ruleset kept for good: frozen (ED-23)
+        self.chain = Chain(self.store, self.snapshots)
+        self.latest = Latest(self.store, self.snapshots)
+        self.upstream = reach_upstream(options)
+        self.workers = Workers()
+        self.fit = fitter(self.upstream, options.count_with_upstream, self.workers)
+        self.mid_reply = MidReplyChecks(self.upstream, self.workers) if options.settle_checks else None
+        self.sessions = Sessions(options.data, options.api_key) if options.api_key else None  # the pages' sign-ins
+        self.edits = PendingEdits(self.store)  # issue 27: the players' edits waiting for the next reply (edits.py)
+
+    def campaign(self, name: str) -> Campaign:
+        """The campaign `name`, else a 404 naming only the one asked for (a client may not list campaigns),
+        or a 500 when its ruleset cannot be loaded."""
+        try:
+            return self.campaigns.get(name)
+        except NotFoundError:
+            raise Refused(404, f"unknown campaign {name!r}", "campaign_not_found") from None
+        except (TagengineError, OSError) as e:
+            # the reason names the server's own files: it goes to the log, the client gets none of it (SEC-9)
+            log.error("campaign %s: its ruleset cannot be loaded: %s", name, e)
+            raise Refused(500, f"campaign {name!r}: its ruleset cannot be loaded; the server's log says why",
+                          "campaign_broken", "server_error") from None
+
+    async def replayed(self, c: Campaign, history: list[dict[str, str]]) -> Replayed:
+        """The state after `history` (plain role/content messages), read as the server reads replies
+        (--hide-tags: narrations mapped back). What is too long for the event loop runs in a worker thread
+        (`Chain.state_of`'s `defer`: a replay of more than THREAD_MIN replies or LOOP_CHARS characters, a
+        history too long to hash), so it never stalls other requests (S-19, SEC-2)."""
+        found = self.chain.state_of(c, history, hidden=self.options.hide_tags, defer=THREAD_MIN)
+        return found if isinstance(found, Replayed) else await self.workers.run(found.run)
+
+    async def close(self) -> None:
+        await self.upstream.close()
+        self.store.close()

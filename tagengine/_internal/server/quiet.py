@@ -1,0 +1,55 @@
+"""Requests that are not a turn of the game (issue 26 item 11, decision TR-5): a chat app's connection test,
+an impersonation (the model writes the player's next message), another extension's quiet prompt (a summary,
+an expression, an image prompt). Such a request is passed to the model as the app sent it (markers taken
+out): not taught the game, its reply not applied, and nothing the pages show moves. Its answer says why in
+`x-tagengine-quiet`.
+
+How one is told, in order (docs/sillytavern.md; SillyTavern 1.19.0's request shapes):
+
+1. `X-Tagengine-Type` (SillyTavern: *Additional Parameters* -> headers, `"{{lastGenerationType}}"`):
+   `quiet` or `impersonate` is quiet. `normal`, `regenerate`, `swipe` and `continue` are turns, and step 3
+   is skipped, but not step 2: the macro keeps the last generation's type, so a Test Message carries the
+   type of the turn before it.
+2. SillyTavern's *Test Message*: exactly one message, the user's "Hi", not streamed.
+3. Without a header: the last message is a system message with one of SillyTavern's default instructions,
+   "Ignore previous instructions" (its extensions' quiet prompts) or "[Write your next reply from the point
+   of view of" (Impersonate). Edited instructions are not recognised: then the header is the way.
+
+A request read as a turn whose history holds no reply and one user message (a first message: a new chat, or
+an extension's raw prompt with no chat in it) is played, but while the pages show a later turn of that
+campaign it leaves them as they are (a history of two user messages and no reply is a chat whose replies were
+deleted: a turn) (`turn.begin`, `Turn.on_pages`): the one structural sign left, and a new chat moves them from its
+second reply on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+TYPE_HEADER = "x-tagengine-type"
+QUIET_HEADER = "x-tagengine-quiet"
+TURN_TYPES = frozenset({"normal", "regenerate", "swipe", "continue"})
+QUIET_TYPES = frozenset({"quiet", "impersonate"})
+TEST_MESSAGE = [{"role": "user", "content": "Hi"}]  # SillyTavern's Test Message, whole (openai.js)
+QUIET_PROMPT = "Ignore previous instructions"  # how SillyTavern's extensions' default quiet prompts start
+IMPERSONATE = "[Write your next reply from the point of view of "  # SillyTavern's default impersonation prompt
+
+
+def quiet_reason(headers: Mapping[str, str], body: Mapping[str, Any], history: list[dict[str, str]]) -> str | None:
+    """Why the request is not a turn of the game (the `x-tagengine-quiet` value), or None: a turn. `history`:
+    the plain messages, markers taken out (`MarkedHistory.history`)."""
+    said = headers.get(TYPE_HEADER)
+    kind = said.strip().lower() if said is not None else None
+    if kind in QUIET_TYPES:
+        return f"{TYPE_HEADER}: {kind}"
+    if len(history) == 1 and history == TEST_MESSAGE and body.get("stream") is not True:
+        return "a connection test (SillyTavern's Test Message)"
+    if kind in TURN_TYPES or not history or history[-1]["role"] != "system":
+        return None
+    last = history[-1]["content"].lstrip()
+    if last.startswith(QUIET_PROMPT):
+        return "an extension's quiet prompt (Ignore previous instructions...)"
+    if last.startswith(IMPERSONATE):
+        return "an impersonation (Write your next reply from the point of view of...)"
+    return None

@@ -1,0 +1,120 @@
+"""Starting a campaign from the pages (issue 27 item 1): `GET /ui/new` is the form, `POST /ui/new` makes the
+campaign and goes on (303) to its first character's sheet in the editor, where the sheets are filled in before
+the first reply (they are the campaign's start then: server/edits.py, ED-14).
+
+A ruleset comes from the server's folder (`serve --rulesets DIR`: its `*.json` files, each read again when it
+changes) or is uploaded (or pasted) and inspected as `/ui/check` does; an uploaded one that loads is kept in the
+data folder (`rulesets/<sha256>.json`), since a campaign reads its ruleset file again when it changes. Parsing a
+ruleset and listing the folder run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+from urllib.parse import quote
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from ...errors import TagengineError
+from ...files import read_file, write_atomic
+from ...pages.campaign_start import RulesetFile, StartForm, checked_start, start_context
+from ...ruleset import Ruleset
+from ...ruleset.load import MAX_BYTES
+from ..campaigns import new_campaign
+from ..chat_request import body_within
+from ..context import ServerContext
+from ..forms import FormPost, read_form
+from ..store import NAME
+from .pages import MAX_FORM, nav, page, problem_page
+
+log = logging.getLogger("tagengine.serve")
+MAX_FOLDER = 200  # ruleset files listed from --rulesets DIR
+UPLOADS = "rulesets"  # under the data folder: the rulesets uploaded for a campaign
+
+
+def campaign_page_routes(ctx: ServerContext) -> list[Route]:
+    listed: dict[str, tuple[tuple[int, int], RulesetFile]] = {}  # this server's reading of its folder, by file
+
+    def folder() -> list[RulesetFile]:
+        """The folder's rulesets, each read again when its file changed (a worker thread's work)."""
+        where = ctx.options.rulesets
+        if where is None:
+            return []
+        out = []
+        for path in sorted(p for p in where.glob("*.json") if p.is_file())[:MAX_FOLDER]:
+            st = path.stat()
+            stamp = (st.st_mtime_ns, st.st_size)
+            hit = listed.get(path.name)
+            if hit is None or hit[0] != stamp:
+                hit = (stamp, read_ruleset_file(path))
+                listed[path.name] = hit
+            out.append(hit[1])
+        return out
+
+    async def new(request: Request) -> Response:
+        if request.method == "GET":
+            values = start_context(StartForm(), await run_in_threadpool(folder), ctx.options.rulesets is not None)
+            return page("new.html.j2", {**values, "nav": nav(ctx, None, "new")})
+        body = await body_within(request, MAX_FORM)
+        if body is None:
+            return problem_page(413, "Start a campaign", f"The form is over {MAX_FORM} bytes.")
+        post = await run_in_threadpool(read_form, request.headers.get("content-type", ""), body)
+        listing = await run_in_threadpool(folder)
+        form = await run_in_threadpool(check_post, post, listing)
+        if not form.problems:
+            made = await run_in_threadpool(make_campaign, ctx, form)  # the ruleset file read and parsed again
+            if made is None:
+                return RedirectResponse(f"/ui/c/{quote(form.name, safe='')}/edit/{quote(form.characters[0], safe='')}"
+                                        "?made=1", status_code=303)
+            form.problem("name", made)
+        values = start_context(form, listing, ctx.options.rulesets is not None)
+        return page("new.html.j2", {**values, "nav": nav(ctx, None, "new")}, 422)
+
+    return [Route("/ui/new", new, methods=["GET", "POST"])]
+
+
+def read_ruleset_file(path: Path) -> RulesetFile:
+    try:
+        return RulesetFile(path.name, Ruleset.from_json(read_file(path, MAX_BYTES), str(path)).name)
+    except (TagengineError, OSError, ValueError) as e:
+        count = len(getattr(e, "problems", ())) or 1
+        return RulesetFile(path.name, None, f"does not load ({count} problem{'' if count == 1 else 's'})")
+
+
+def check_post(post: FormPost, listing: list[RulesetFile]) -> StartForm:
+    upload = post.files.get("file")
+    pasted = post.get("ruleset_text")
+    given, source = None, ""
+    if upload is not None and upload.data.strip():
+        given, source = upload.data, upload.filename or "uploaded file"
+    elif pasted.strip():
+        given, source = pasted.encode("utf-8", "surrogatepass"), "pasted ruleset"
+    return checked_start(post.get("name"), post.get("characters"), post.get("ruleset_file"), listing, given, source,
+                         NAME)
+
+
+def make_campaign(ctx: ServerContext, form: StartForm) -> str | None:
+    """Make the campaign; None when made, else why not (its name was taken meanwhile, a file cannot be kept)."""
+    if form.given is not None:
+        path = ctx.options.data / UPLOADS / f"{hashlib.sha256(form.given).hexdigest()}.json"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                write_atomic(path, form.given)
+        except OSError as e:
+            log.error("cannot keep an uploaded ruleset in %s: %s", path, e)
+            return "The server cannot keep the uploaded ruleset (see its log)."
+        ruleset = str(path)
+    else:
+        assert ctx.options.rulesets is not None  # a folder file was chosen, so there is a folder
+        ruleset = str(ctx.options.rulesets / form.chosen)
+    try:
+        new_campaign(ctx.store, form.name, ruleset, form.characters)
+    except (ValueError, TagengineError, OSError) as e:
+        return f"{e}"
+    return None

@@ -1,0 +1,147 @@
+"""`POST /tagengine/checks` (issue 13, UNTR-11, U-7; docs/checks-in-serve.md, CK-15..CK-17): one check rolled
+against the state a chat's history gives, the way the next `[check:]` tag in that chat would roll it.
+
+The state comes from the same chain replay as chat completions (`ServerContext.replayed` over the same plain
+history), so a check here and a check tag in the next reply see the very same sheet and dice. Nothing is
+stored but the chain's own snapshots: the roll is an answer, not a reply, so it cannot join the chat's
+history, and the dice do not move (CK-16).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ...commands.check import KINDS, ORDER, RolledCheck, card, roll_tag
+from ...tags import Tag
+from ...tags.render import canonical
+from ..campaigns import Campaign
+from ..chat_request import check_count, check_sizes, read_body, read_marked
+from ..context import ServerContext
+from ..edits import waiting_state
+from ..errors import Refused, refusals_as_responses
+from ..wire.json_codec import dumps, loads
+
+PATH = "/tagengine/checks"
+KEYS = ORDER  # the tag's attributes, in the order its receipt writes them
+MAX_VALUE = 1000  # characters in one value of the check: a name or a number
+# Refusals that name something the campaign does not have: 404 naming it; every other refusal is a 400.
+NOT_FOUND = {"unknown-character": ("who", "character_not_found", "character"),
+             "unknown-skill": ("skill", "skill_not_found", "skill"),
+             "unknown-save": ("save", "save_not_found", "save"),
+             "unknown-ability": ("ability", "ability_not_found", "ability")}
+
+
+def check_routes(ctx: ServerContext) -> list[Route]:
+    """The endpoint under both prefixes: `/tagengine/checks` and `/c/{campaign}/tagengine/checks`. With
+    --hide-tags the history's replies are narrations, mapped back as chat completions map them."""
+
+    @refusals_as_responses
+    async def endpoint(request: Request) -> Response:
+        body = parse_checks_body(await read_body(request))
+        messages = body.get("messages", [])
+        if not isinstance(messages, list):
+            raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
+        check_count(messages)
+        marked = read_marked(messages)  # each message checked here (S-27)
+        tag = check_tag(body.get("check"))
+        named = body.get("campaign")
+        if named is not None and not isinstance(named, str):
+            raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
+        name = named or marked.campaign or request.path_params.get("campaign") or ctx.options.campaign
+        if name is None:
+            raise Refused(400, "no campaign: name it in `campaign`, in a [tagengine: campaign=\"NAME\"] marker, "
+                          "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
+        c = ctx.campaign(name)
+        history = marked.plain()
+        check_sizes(messages, history)
+        before = await ctx.replayed(c, history)
+        rolled = roll_tag(c.rs, waiting_state(ctx, c, before), tag)  # with the players' edits (issue 27)
+        headers = {"x-tagengine-campaign": c.name}
+        if before.notes:
+            headers["x-tagengine-history"] = "; ".join(before.notes)
+        if rolled.result.result != "ok":
+            raise refusal(tag, rolled)
+        return Response(dumps(answer(c, tag, rolled)), media_type="application/json", headers=headers)
+
+    return [Route(f"{prefix}{PATH}", endpoint, methods=["POST"]) for prefix in ("", "/c/{campaign}")]
+
+
+def parse_checks_body(raw: bytes) -> dict[str, Any]:
+    """The body as JSON: an object of `campaign`, `messages` and `check` only, else a 400 naming why."""
+    try:
+        body = loads(raw)  # as chat completions read a body (chat_request.parse_body): a long history fast
+    except (ValueError, RecursionError) as e:
+        raise Refused(400, f"the request body is not JSON: {e}", "invalid_json") from None
+    if not isinstance(body, dict):
+        raise Refused(400, "the request body must be a JSON object: {\"campaign\", \"messages\", \"check\"}",
+                      "invalid_request")
+    unknown = sorted(k for k in body if k not in ("campaign", "messages", "check"))
+    if unknown:
+        raise Refused(400, f"unknown field {unknown[0]!r}: the body holds campaign, messages and check",
+                      "invalid_request")
+    return body
+
+
+def check_tag(check: Any) -> Tag:
+    """The `[check:]` tag the body's `check` object spells: string values, or integers for dc/difficulty."""
+    if not isinstance(check, dict):
+        raise Refused(400, "`check` must be an object such as {\"who\": \"Mira\", \"skill\": \"Ward\"}",
+                      "invalid_check")
+    for k, v in check.items():
+        if k not in KEYS:
+            raise Refused(400, f"check.{k}: unknown; a check holds {', '.join(KEYS)}", "invalid_check")
+        if isinstance(v, bool) or not isinstance(v, str | int) or (isinstance(v, int) and k not in ("dc",
+                                                                                                    "difficulty")):
+            raise Refused(400, f"check.{k} must be text{' or a whole number' if k in ('dc', 'difficulty') else ''}, "
+                          f"not {json.dumps(v)[:80]}", "invalid_check")
+        if len(str(v)) > MAX_VALUE:
+            raise Refused(400, f"check.{k} is over {MAX_VALUE} characters", "invalid_check")
+    kinds = [k for k in KINDS if k in check]
+    if len(kinds) != 1:
+        raise Refused(400, "a check rolls exactly one of skill, ability or save"
+                      + (f", not {' and '.join(kinds)}" if kinds else ""), "invalid_check")
+    if "with" in check and kinds[0] == "ability":
+        raise Refused(400, "check.with rolls a skill or a save with another ability, not an ability (CAP-3)",
+                      "invalid_check")
+    return Tag("check", tuple((k, str(check[k])) for k in KEYS if k in check))
+
+
+def refusal(tag: Tag, rolled: RolledCheck) -> Refused:
+    """UNTR-11: an untrained check the character cannot attempt is `skill_check_untrained`; a name the
+    campaign does not know is a 404 naming it; any other refusal a 400 with its reason (docs/reasons.md)."""
+    reason = rolled.result.reason or "refused"
+    label = rolled.number.label if rolled.number is not None else None
+    if reason == "untrained":
+        return Refused(400, f"{rolled.who} cannot attempt {label}: untrained, and its untrained rule is `refuse`; "
+                       "no dice were rolled (UNTR-9, UNTR-11)", "skill_check_untrained")
+    if reason in NOT_FOUND:
+        key, code, what = NOT_FOUND[reason]
+        asked = tag.get(key) if tag.has(key) else tag.get("with")  # an unknown `with` ability
+        where = f" for {rolled.who}" if rolled.who else ""
+        return Refused(404, f"unknown {what} {asked!r}{where}", code, "not_found_error")
+    return Refused(400, f"the check was refused: {reason} (docs/reasons.md)", f"check_{reason.replace('-', '_')}")
+
+
+def answer(c: Campaign, tag: Tag, rolled: RolledCheck) -> dict[str, Any]:
+    n = rolled.number
+    assert n is not None  # an ok check has its number
+    return {
+        "campaign": c.name,
+        "who": rolled.who,
+        "check": {"kind": n.kind, "id": n.id, "label": n.label, "with": tag.get("with")},
+        "result": rolled.result.result,
+        "record": dict(rolled.result.record),
+        "receipt": canonical("check", tag.attrs, rolled.result.attrs()),
+        "dice": {"sides": rolled.sides, "faces": list(rolled.faces)},
+        "target": rolled.target,
+        "dc": rolled.dc,
+        "outcome": rolled.outcome,
+        "number": n.to_json(),
+        "card": card(c.rs, rolled),
+        "stored": False,
+    }

@@ -1,0 +1,81 @@
+"""The OpenAI-compatible routes a chat app calls, under both prefixes (`/v1/...` and `/c/{campaign}/v1/...`):
+the model list (the upstream's), the legacy completions (refused), and chat completions: a campaign's turn
+(turn.py), or without one the request passed through (passthrough.py)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..chat_request import check_sizes, marker_warning, parse_body, read_body, read_marked, without_markers
+from ..context import ServerContext
+from ..errors import error, refusals_as_responses, upstream_failure, upstream_status
+from ..passthrough import passthrough
+from ..quiet import QUIET_HEADER, quiet_reason
+from ..turn import answer_streamed, answer_whole, begin, campaign_name, fit, open_with_edits, plan_mid_reply
+from ..upstream import media_type
+from ..wire.json_codec import dumps
+
+log = logging.getLogger("tagengine.serve")
+PREFIXES = ("", "/c/{campaign}")
+
+
+def openai_routes(ctx: ServerContext) -> list[Route]:
+    upstream = ctx.upstream
+
+    async def models(request: Request) -> Response:
+        try:
+            got = await upstream.send(upstream.request("GET", "/models", request.headers))
+        except httpx.HTTPError as e:
+            return upstream_failure(e).response()
+        if got.status_code >= 600:  # no server can answer with it
+            return upstream_status(got.status_code, got.content).response()
+        return Response(got.content, status_code=got.status_code, media_type=media_type(got))
+
+    async def completions(request: Request) -> Response:
+        return error(400, "chat completions only: point the chat app at /v1/chat/completions",
+                     "unsupported_endpoint")
+
+    @refusals_as_responses
+    async def chat(request: Request) -> Response:
+        """The chat turn, step by step (turn.py)."""
+        raw = await read_body(request)
+        body = parse_body(raw)
+        marked = read_marked(body["messages"])
+        stream = body.get("stream") is True
+        name = campaign_name(marked, request.path_params.get("campaign"), ctx.options.campaign)
+        warned = marker_warning(marked, name)  # a near-miss marker (TR-8)
+        if name is None:
+            return await passthrough(upstream, request.headers, raw, stream, warned)
+        check_sizes(body["messages"], marked.plain())
+        quiet = quiet_reason(request.headers, body, marked.history)  # not a turn of the game (TR-5)
+        if quiet is not None:
+            return await passed_quiet(raw, body, stream, request.headers, {**(warned or {}), QUIET_HEADER: quiet})
+        turn = await begin(ctx, name, marked)
+        open_with_edits(ctx, turn)
+        fitted = await fit(ctx, turn, body, request.headers)
+        if warned:
+            fitted.headers.update(warned)
+        resend = await plan_mid_reply(ctx, turn, fitted, stream, request.headers) if ctx.mid_reply else None
+        if stream:
+            return await answer_streamed(ctx, turn, fitted, resend, request.headers, request.is_disconnected)
+        return await answer_whole(ctx, turn, fitted, resend, request.headers)
+
+    async def passed_quiet(raw: bytes, body: dict[str, Any], stream: bool, incoming: Mapping[str, str],
+                           headers: dict[str, str]) -> Response:
+        """A request that is not a turn, to the model as the app sent it, its campaign markers taken out."""
+        log.info("a request that is not a turn of the game passes through: %s", headers[QUIET_HEADER])
+        if b"[tagengine:" in raw:
+            raw = dumps({**body, "messages": without_markers(body["messages"])})
+        return await passthrough(upstream, incoming, raw, stream, headers)
+
+    return [route for prefix in PREFIXES for route in (
+        Route(f"{prefix}/v1/models", models),
+        Route(f"{prefix}/v1/completions", completions, methods=["POST"]),
+        Route(f"{prefix}/v1/chat/completions", chat, methods=["POST"]))]

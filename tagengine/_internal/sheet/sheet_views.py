@@ -1,0 +1,111 @@
+"""The `SheetView`s of a game state: a whole sheet evaluated for people (a character, the party, a bare card),
+cached per snapshot, since snapshots never change. `evaluator.py` holds the evaluation itself (`Eval`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import NotFoundError
+from ..memo import IdentityCache
+from ..ruleset import Ruleset
+from ..state import PARTY, GameState, LiveValues
+from .check_numbers import check_number
+from .combat_health import health_view
+from .evaluator import Eval
+from .views import PoolView, SheetView, StateView, TrackView
+
+_SHEETS: IdentityCache[SheetView] = IdentityCache(512)
+
+
+def _cached(key_objs: tuple[Any, ...], build: Any) -> SheetView:
+    """A state's parts are never mutated, so the same objects give the same sheet."""
+    return _SHEETS.get(key_objs, build)
+
+
+def view_character(rs: Ruleset, state: GameState, name: str) -> SheetView:
+    """The evaluated sheet of the character `name` (matched as DEC-8). Raises NotFoundError when none is."""
+    card_name = state.character(name)
+    if card_name is None:
+        raise NotFoundError("character", name, state.characters)
+    card, live = state.cards[card_name], state.live_of(card_name)
+    return _cached((rs, card, live), lambda: view_of(Eval(rs, card, live), card_name))
+
+
+def view_party(rs: Ruleset, state: GameState) -> SheetView | None:
+    """The party sheet, with `fromMembers` read from the characters as they are (PARTY-31)."""
+    if rs.file.party is None:
+        return None
+    live = state.live_of(PARTY)
+    return _cached((rs, state.party_sheet, live, state.cards),
+                   lambda: view_of(Eval(rs, state.party_sheet, live, party=True, members=state.cards),
+                                 rs.file.party.label if rs.file.party else "Party"))
+
+
+def view_card(rs: Ruleset, card: Mapping[str, Any], live: LiveValues | None, name: str = "") -> SheetView:
+    """Evaluate a card directly: with live=None, live reads take the start of the game (REF-12)."""
+    return view_of(Eval(rs, card, live), name)
+
+
+def view_of(ev: Eval, name: str) -> SheetView:
+    """The whole `SheetView` of an evaluation, titled `name`; each element a `hideWhen` hides is noted with why."""
+    party_def = ev.rs.file.party if ev.party else None
+    s = ev.rs.file.sheet
+    hidden: dict[str, str] = {}
+
+    def note(kind: str, element: Any) -> str | None:
+        if getattr(element, "hideWhen", None) is None:
+            return None
+        why = ev.hidden(element)
+        if why:
+            hidden[f"{kind}.{element.id}"] = why
+        return why
+
+    fields = {}
+    for fd in party_def.fields if party_def else s.fields:
+        note("fields", fd)
+        fields[fd.id] = ev.fields[fd.id]
+    derived = {}
+    lists: dict[str, Sequence[Mapping[str, Any]]] = {}
+    if party_def is None:
+        derived = ev.all_derived()
+        for d in s.derived:
+            if d.hideWhen is not None:
+                note("derived", d)
+    for lst in party_def.lists if party_def else s.lists:
+        note("lists", lst)
+        lists[lst.id] = ev.list_rows(lst.id) or []
+    pools = []
+    for p in party_def.pools if party_def else s.live.pools:
+        why = note("pools", p)
+        temp = ev.live.temp.get(p.id, 0) if p.allowTemp else 0
+        pools.append(PoolView(p.id, p.label, ev.pool_cur(p), ev.pool_max(p), temp, p.group, why))
+    if ev.party:
+        return SheetView(name, fields, hidden, derived, lists, pools=tuple(pools))
+    s = ev.rs.file.sheet
+    tracks, wounds = [], []
+    for t in s.live.tracks:
+        if t.is_wound:
+            wounds.append(ev.wound(t))
+        else:
+            why = note("tracks", t)
+            default = t.default if t.default is not None else t.min
+            tracks.append(TrackView(t.id, t.label, ev.plain_value(t), t.min, ev.plain_max(t), default, t.alwaysShow,
+                                    why))
+    states = []
+    for st in s.live.states:
+        why = note("states", st)
+        value = ev.state_value(st.id) or st.start
+        states.append(StateView(st.id, st.label, value, st.label_of(value),
+                                tuple((v, st.label_of(v)) for v in st.values), why))
+    row_pools = {lst.id: tuple(cells) for lst in s.lists if (cells := ev.row_pools(lst.id)) is not None}
+    return SheetView(
+        name, fields, hidden, derived, lists,
+        abilities=tuple(check_number(ev, "ability", a.id) for a in s.abilities),
+        skills=tuple(check_number(ev, "skill", k.id) for k in s.skills),
+        saves=tuple(check_number(ev, "save", k.id) for k in s.saves),
+        pools=tuple(pools), tracks=tuple(tracks), wounds=tuple(wounds), states=tuple(states),
+        conditions=tuple((c.id, c.label, c.id in ev.live.conditions) for c in s.live.conditions),
+        text=tuple((t.id, t.label, ev.live.text.get(t.id, "")) for t in s.live.text),
+        row_pools=row_pools, health=health_view(ev),
+    )

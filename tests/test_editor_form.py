@@ -1,0 +1,215 @@
+"""Issue 27: the sheet editor's form and the game sheet's controls as plain data (`edit_form`, `play_controls`),
+and golden forms for every sample character and the party (tests/golden/forms/)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from cmdkit import sample_state
+
+from conftest import GOLDEN, SAMPLES, load_sample
+from tagengine import GameState, Ruleset
+from tagengine._internal.commands.sheet_edits import edit_party, edit_sheet
+from tagengine._internal.errors import NotFoundError
+from tagengine._internal.sheet.form import edit_form, included, play_controls, with_chip
+
+GRAVE, EMBER, FIFTH, BLADES = (load_sample(n) for n in ("gravewatch", "ember-roads", "fifth-like", "blades-like"))
+FOLDER = GOLDEN / "forms"
+
+
+def inputs(form):
+    return {i.path: i for sec in form.sections for i in sec.inputs}
+
+
+def section_of(form, path):
+    return next(sec.label for sec in form.sections for i in sec.inputs if i.path == path)
+
+
+def test_sheet_1_sheet_3_the_form_groups_inputs_by_the_rulesets_sections():
+    form = edit_form(EMBER, sample_state("ember-roads"), "Mira")
+    labels = [sec.label for sec in form.sections]
+    assert labels == ["Abilities", "Skills", "Saves", "Labour", "Road", "Fields", "Derived values", "Lists"]
+    labour = next(sec for sec in form.sections if sec.id == "labour")
+    assert [i.path for i in labour.inputs] == ["skills.dig", "skills.haul"]  # SHEET-3: skills under their section
+    assert labour.untrained == "by -1"  # the section's own rule, for the page to say (UNTR-2)
+    assert section_of(form, "skills.listen") == "Skills"  # a skill that names no section keeps its kind's group
+
+
+def test_sheet_2_fields_derived_values_and_lists_sit_in_the_section_they_name():
+    rs = Ruleset.from_dict({"sheet": {
+        "sections": [{"id": "kit", "label": "Kit"}],
+        "fields": [{"id": "coin", "label": "Coin", "type": "number", "section": "kit"},
+                   {"id": "name", "label": "Name", "type": "text"}],
+        "derived": [{"id": "wealth", "label": "Wealth", "op": "sum", "of": [{"field": "coin"}], "section": "kit"}],
+        "lists": [{"id": "gear", "label": "Gear", "section": "kit",
+                   "columns": [{"id": "item", "label": "Item", "type": "text"}]}]}})
+    form = edit_form(rs, GameState.new(rs, ["Ana"]), "Ana")
+    assert [(sec.label, [i.path for i in sec.inputs], [t.path for t in sec.tables]) for sec in form.sections] == [
+        ("Kit", ["fields.coin", "derived.wealth"], ["lists.gear"]), ("Fields", ["fields.name"], [])]
+
+
+def test_sheet_4_a_sheet_without_sections_on_its_checks_shows_them_as_before():
+    form = edit_form(GRAVE, sample_state("gravewatch"), "Mira")
+    assert [sec.label for sec in form.sections][:3] == ["Abilities", "Skills", "Saves"]
+    assert all(sec.id is None for sec in form.sections)
+
+
+def test_sheet_13_sheet_14_sheet_17_suggestions_are_chips_with_choose_n():
+    """Roads walked: suggestions, `pick` read from the sheet (roads_known, SHEET-16); chips stop once N are in."""
+    s = sample_state("ember-roads")  # roads: "coast marsh", and Mira knows 2
+    roads = inputs(edit_form(EMBER, s, "Mira"))["fields.roads"]
+    assert [(c.word, c.chosen) for c in roads.chips][:3] == [("coast", True), ("marsh", True), ("pass", False)]
+    assert (roads.pick, roads.chosen, roads.offer_chips) == (2, 2, False)  # "Choose 2": 2 chosen, no more chips
+    fewer = edit_sheet(EMBER, s, "Mira", {"fields.roads": "coast"}).state
+    roads = inputs(edit_form(EMBER, fewer, "Mira"))["fields.roads"]
+    assert (roads.chosen, roads.offer_chips) == (1, True)
+    assert with_chip("coast", "pass") == "coast, pass" and with_chip("  ", "pass") == "pass"  # a chip appends its word
+    assert with_chip("coast,", "pass") == "coast, pass"
+
+
+def test_sheet_15_sheet_18_typed_text_counts_only_suggestions_and_is_never_refused():
+    s = sample_state("ember-roads")
+    e = edit_sheet(EMBER, s, "Mira", {"fields.roads": "coast, the Salt Way, marsh, pass"})
+    assert e.ok  # more than N, and a road the ruleset never listed: kept (pick is advisory)
+    roads = inputs(edit_form(EMBER, e.state, "Mira"))["fields.roads"]
+    assert (roads.value, roads.chosen, roads.offer_chips, roads.problems) == (
+        "coast, the Salt Way, marsh, pass", 3, False, ())
+    assert included("Beasts and UNDEAD; beastsong", ["beasts", "undead", "fey"]) == ["beasts", "undead"]
+
+
+def test_sheet_19_derived_values_are_shown_computed_and_read_only():
+    s = sample_state("gravewatch")
+    form = edit_form(GRAVE, s, "Mira")
+    derived = inputs(form)["derived.resolve_max"]
+    assert derived.read_only and derived.type == "derived" and derived.value == 5  # 2 + nerve 3 + dawn 0
+    after = edit_form(GRAVE, edit_sheet(GRAVE, s, "Mira", {"abilities.nerve": 4, "fields.watch": "dawn"}).state, "Mira")
+    assert inputs(after)["derived.resolve_max"].value == 7  # recomputed from the draft
+
+
+def test_untr_13_a_refused_untrained_check_shows_no_number():
+    form = edit_form(EMBER, sample_state("ember-roads"), "Mira")
+    dig = inputs(form)["skills.dig"]  # untrained, and Dig's own rule is "refuse"
+    assert dig.check is not None and dig.check.total is None and dig.check.rule == "refuse"
+    haul = inputs(form)["skills.haul"]
+    assert haul.check is not None and haul.check.total is not None  # the section's `by -1` gives a number
+    trained = edit_form(EMBER, edit_sheet(EMBER, sample_state("ember-roads"), "Mira", {"skills.dig": "trained"}).state,
+                        "Mira")
+    assert inputs(trained)["skills.dig"].check.total == 4  # trained: Brawn 3 + 1, the rule no longer applies
+
+
+def test_hide_5_hide_when_reads_the_drafts_values():
+    s = sample_state("gravewatch")  # Bram keeps the dawn watch: lantern oil is hidden
+    bram = play_controls(GRAVE, s, "Bram")
+    oil = next(p for p in bram.pools if p.path == "pools.oil")
+    assert oil.hidden is not None
+    night = edit_sheet(GRAVE, s, "Bram", {"fields.watch": "night"}).state
+    assert next(p for p in play_controls(GRAVE, night, "Bram").pools if p.path == "pools.oil").hidden is None
+    fifth = edit_form(FIFTH, sample_state("fifth-like"), "Vess")
+    slots = next(p for p in fifth.play.pools if p.path == "pools.slots_1")
+    assert slots.hidden is None  # Vess casts: the rule (casting equals none) does not hold
+    rule = next(p for p in edit_form(FIFTH, GameState.new(FIFTH, ["Ada"]), "Ada").play.pools
+                if p.path == "pools.slots_1")
+    assert rule.hidden is not None  # an unset field reads the blank sheet's value: casting none
+    assert (rule.hide_when.path, rule.hide_when.form, rule.hide_when.values) == ("fields.casting", "equals",
+                                                                                 ("none",))
+
+
+def test_ref_12_live_values_before_play_are_at_their_start():
+    s = GameState.new(GRAVE, ["Ana"])
+    play = edit_form(GRAVE, s, "Ana").play
+    resolve = next(p for p in play.pools if p.path == "pools.resolve")
+    assert resolve.value == resolve.max  # a full pool starts full
+    assert all(b.mark is None and b.action == "mark" for w in play.wounds for b in w.boxes)  # no marks
+    assert [st.value for st in play.states] == ["lit"]  # the default state
+
+
+def test_state_15_a_picker_for_each_live_state():
+    play = play_controls(EMBER, sample_state("ember-roads"), "Mira")
+    stance = play.states[0]
+    assert (stance.path, stance.type, stance.value) == ("states.stance", "state", "reckless")
+    assert stance.choices == (("guarded", "Guarded"), ("steady", "Steady"), ("reckless", "Reckless"))
+
+
+def test_wound_31_wound_51_every_box_is_a_control_marking_or_clearing():
+    play = play_controls(GRAVE, sample_state("gravewatch"), "Mira")
+    harm, strain = play.wounds
+    assert (harm.indexed, strain.indexed) == (False, True)
+    assert [b.action for b in strain.boxes] == ["mark", "clear", "mark", "mark"]  # any free box (WOUND-51)
+    assert [b.path for b in strain.boxes][:2] == ["marks.strain.1", "marks.strain.2"]
+    assert harm.kind == "knock" and [k[0] for k in harm.kinds] == ["knock", "tear"]  # a click marks the lightest
+    assert [(b.label, b.mark) for b in harm.boxes][:3] == [("Scuffed", "tear"), ("Winded", "knock"), ("Winded", None)]
+
+
+def test_party_35_the_party_form_names_its_revision():
+    s = sample_state("blades-like")
+    form = edit_form(BLADES, s, None)
+    assert (form.who, form.party, form.revision) == ("Crew", True, s.party_revision)
+    fields = inputs(form)
+    assert fields["fields.size"].read_only  # computed from the members (PARTY-31)
+    assert [t.path for sec in form.sections for t in sec.tables] == ["lists.cohorts"]
+    assert [p.path for p in form.play.pools] == ["pools.coin", "pools.moorings"]
+    with pytest.raises(NotFoundError):
+        edit_form(GRAVE, sample_state("gravewatch"), None)
+    with pytest.raises(NotFoundError):
+        edit_form(GRAVE, sample_state("gravewatch"), "Nobody")
+
+
+def test_party_37_a_stale_save_shows_the_newer_sheet_with_the_draft_kept_in_its_problems():
+    s = sample_state("blades-like")
+    newer = edit_party(BLADES, s, {"fields.heat": 5}).state
+    stale = edit_party(BLADES, newer, {"fields.heat": 1}, opened_at=s.party_revision)
+    form = edit_form(BLADES, newer, None, stale.problems)
+    assert form.revision == newer.party_revision and inputs(form)["fields.heat"].value == 5  # the newer sheet
+    assert [p.code for p in form.problems] == ["stale-revision"]
+
+
+def test_a_refused_edit_keeps_what_was_typed_on_its_input():
+    s = sample_state("gravewatch")
+    e = edit_sheet(GRAVE, s, "Mira", {"abilities.sinew": "lots", "lists.scars.0.levels": "99", "fields.nope": 1,
+                                      "marks.strain.9": "strain", "pools.resolve": "-2"})
+    form = edit_form(GRAVE, s, "Mira", e.problems)
+    sinew = inputs(form)["abilities.sinew"]
+    assert (sinew.value, [p.code for p in sinew.problems]) == ("lots", ["wrong-type"])
+    cell = form.sections[-1].tables[0].rows[0].cells[1]
+    assert (cell.path, cell.value, cell.problems[0].code) == ("lists.scars.0.levels", "99", "out-of-range")
+    resolve = next(p for p in form.play.pools if p.path == "pools.resolve")
+    assert resolve.value == "-2" and resolve.problems
+    assert [p.path for p in form.problems] == ["fields.nope", "marks.strain.9"]  # no input of the form shows them
+    kind = edit_sheet(GRAVE, s, "Mira", {"marks.strain.1": "tear"})
+    box = edit_form(GRAVE, s, "Mira", kind.problems).play.wounds[1].boxes[0]
+    assert [p.code for p in box.problems] == ["unknown-value"]  # a box shows its own
+
+
+def test_sheet_32_sheet_34_a_rolled_column_has_a_roll_button():
+    table = edit_form(FIFTH, sample_state("fifth-like"), "Vess").sections[-1].tables[0]
+    power = next(c for c in table.columns if c.id == "power")
+    assert power.roll == "1d(Die)"  # SHEET-33: the die comes from the row's Die column
+    assert [r.cells[3].roll for r in table.rows] == ["1d6", "1d10"]
+    assert [r.uses.value for r in table.rows] == [0, 1] and table.rows[0].uses.path == "rows.features.0"
+
+
+def test_the_form_is_plain_json():
+    form = edit_form(FIFTH, sample_state("fifth-like"), "Vess")
+    doc = form.to_json()
+    assert json.loads(json.dumps(doc)) == json.loads(json.dumps(doc, default=str))  # nothing JSON cannot write
+
+
+CASES = [(p.stem, name) for p in sorted((SAMPLES / "states").glob("*.json"))
+         for name in [*json.loads(p.read_text())["gameCharacterCards"], None]
+         if name is not None or load_sample(p.stem).party is not None]
+
+
+@pytest.mark.parametrize(("ruleset", "name"), CASES, ids=[f"{r}-{n or 'party'}" for r, n in CASES])
+def test_golden_form(ruleset, name):
+    """SHEET-1 SHEET-14 SHEET-17 SHEET-19 UNTR-13 REF-12: each sample sheet's form, as the pages and the JSON
+    API get it."""
+    rs = Ruleset.load(SAMPLES / "rulesets" / f"{ruleset}.json")
+    state = GameState.load(rs, SAMPLES / "states" / f"{ruleset}.json")
+    text = json.dumps(edit_form(rs, state, name).to_json(), ensure_ascii=False, indent=1) + "\n"
+    path = FOLDER / f"{ruleset}-{(name or 'party').lower()}.json"
+    if os.environ.get("UPDATE_GOLDEN"):
+        FOLDER.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")

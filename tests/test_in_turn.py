@@ -1,0 +1,225 @@
+"""`in_turn.run_in_turn`, the local replay's pool (PF-13): outputs in the order taken whoever did the task, results
+in the same order, memory bounded by the window, and nothing hangs: a killed child, a child's error, a write that
+fails and Ctrl-C each end the run with the error, no process left behind."""
+
+from __future__ import annotations
+
+import errno
+import gc
+import multiprocessing
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import examples
+from tagengine._internal import in_turn
+
+
+def counter(count: int):
+    """`take` for tasks 0..count-1, its place kept in the shared cursor."""
+
+    def take(cursor):
+        i = cursor[0]
+        if i >= count:
+            return None
+        cursor[0] = i + 1
+        return i
+
+    return take
+
+
+def output(i: int, size: int) -> bytes:
+    return f"<{i}>".encode() * size + b"\n"
+
+
+def run(path: Path, sizes: list[int], workers: int, work=None) -> list[int]:
+    results: list[int] = []
+    with open(path, "wb") as sink:
+        in_turn.run_in_turn(counter(len(sizes)), work or (lambda i: (output(i, sizes[i]), i)), sink, workers,
+                            results.append)
+    return results
+
+
+@settings(max_examples=examples(25))
+@given(sizes=st.lists(st.integers(0, 3000), max_size=60), workers=st.integers(1, 3))
+def test_outputs_and_results_in_the_order_taken(tmp_path_factory, sizes, workers):
+    path = tmp_path_factory.mktemp("turns") / "out"
+    assert run(path, sizes, workers) == list(range(len(sizes)))
+    assert path.read_bytes() == b"".join(output(i, n) for i, n in enumerate(sizes))
+    assert not multiprocessing.active_children()
+
+
+def test_the_work_is_shared_and_the_collector_left_as_it_was(tmp_path):
+    """Both processes take tasks (a task that names its process shows who did it); the objects frozen for the
+    fork are the collector's again after the run."""
+    gc.unfreeze()
+    pids: list[int] = []
+    with open(tmp_path / "out", "wb") as sink:
+        in_turn.run_in_turn(counter(40), lambda i: (b"x", (time.sleep(0.005), os.getpid())[1]), sink, 2, pids.append)
+    assert len(set(pids)) == 2 and os.getpid() in pids
+    assert gc.get_freeze_count() == 0
+
+
+def test_no_process_runs_more_than_the_window_ahead(tmp_path):
+    """Task 0 is slow: the other process goes on with tasks 1, 2, ... but takes none at or past the window
+    (WINDOW_PER_WORKER per process) until task 0 is written, so what is held waiting stays bounded."""
+    log = tmp_path / "log"
+    window = in_turn.WINDOW_PER_WORKER * 2
+
+    def work(i: int):
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        os.write(fd, f"start {i} {time.monotonic()}\n".encode())
+        if i == 0:
+            time.sleep(1.0)
+        os.write(fd, f"end {i} {time.monotonic()}\n".encode())
+        os.close(fd)
+        return b"%d\n" % i, i
+
+    assert run(tmp_path / "out", [0] * 40, 2, work) == list(range(40))
+    events = [line.split() for line in log.read_text().splitlines()]
+    first_done = next(float(t) for kind, i, t in events if kind == "end" and i == "0")
+    ahead = [int(i) for kind, i, t in events if kind == "start" and float(t) < first_done and i != "0"]
+    assert ahead and max(ahead) == window - 1  # it went on, and stopped at the window
+
+
+def isolated(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """A run in a process of its own, so that a hang fails this test instead of stalling the suite."""
+    code = textwrap.dedent("""
+        import os, signal, sys, time, multiprocessing
+        from tagengine._internal import in_turn
+        def counter(count):
+            def take(cursor):
+                i = cursor[0]
+                if i >= count:
+                    return None
+                cursor[0] = i + 1
+                return i
+            return take
+        PARENT = os.getpid()
+    """) + textwrap.dedent(script)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+
+def test_a_killed_child_is_an_error_not_a_hang(tmp_path):
+    p = isolated("""
+        def work(i):
+            if os.getpid() != PARENT and i >= 3:
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(0.01)
+            return b"x", i
+        try:
+            with open("out", "wb") as sink:
+                in_turn.run_in_turn(counter(100), work, sink, 2, lambda r: None)
+        except ChildProcessError as e:
+            print("raised:", e, "left:", multiprocessing.active_children())
+    """, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "raised: a replay worker (process" in p.stdout and "signal SIGKILL" in p.stdout, p.stdout
+    assert "left: []" in p.stdout
+
+
+def test_an_error_in_a_child_is_raised_here_and_stops_every_process(tmp_path):
+    def work(i: int):
+        if os.getpid() != parent and i >= 7:
+            raise ValueError(f"boom {i}")
+        time.sleep(0.01)
+        return b"x", i
+
+    parent = os.getpid()
+    with pytest.raises(ValueError, match="boom"):
+        run(tmp_path / "out", [0] * 200, 2, work)
+    assert not multiprocessing.active_children()
+
+
+def test_ctrl_c_here_ends_the_children(tmp_path):
+    def work(i: int):
+        if os.getpid() == parent and i >= 5:
+            raise KeyboardInterrupt
+        time.sleep(0.01)
+        return b"x", i
+
+    parent = os.getpid()
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "out", [0] * 200, 2, work)
+    assert not multiprocessing.active_children()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_write_that_fails_names_the_output(workers):
+    with open("/dev/full", "wb") as sink, pytest.raises(OSError) as e:
+        in_turn.run_in_turn(counter(20), lambda i: (b"x" * 1000, i), sink, workers, lambda r: None)
+    assert e.value.errno == errno.ENOSPC and e.value.filename == "/dev/full"
+    assert not multiprocessing.active_children()
+
+
+def test_a_pipe_takes_the_outputs_in_order_and_a_closed_one_is_a_broken_pipe():
+    sizes = [500, 0, 70000, 3, 20000] * 6  # some outputs larger than a pipe holds
+    r, w = os.pipe()
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(b"".join(iter(lambda: os.read(r, 1 << 16), b""))))
+    reader.start()
+    with open(w, "wb") as sink:
+        in_turn.run_in_turn(counter(len(sizes)), lambda i: (output(i, sizes[i]), i), sink, 2, lambda r: None)
+    reader.join(60)
+    os.close(r)
+    assert got == [b"".join(output(i, n) for i, n in enumerate(sizes))]
+    r, w = os.pipe()
+    os.close(r)
+    with open(w, "wb") as sink, pytest.raises(BrokenPipeError):
+        in_turn.run_in_turn(counter(20), lambda i: (b"x", i), sink, 2, lambda r: None)
+
+
+def test_the_stream_goes_on_where_the_outputs_ended(tmp_path):
+    """What the caller wrote before (still in the stream's buffer) goes first; what it writes after goes after."""
+    path = tmp_path / "out"
+    with open(path, "wb") as sink:
+        sink.write(b"before\n")
+        in_turn.run_in_turn(counter(30), lambda i: (output(i, 100), i), sink, 2, lambda r: None)
+        expected = b"before\n" + b"".join(output(i, 100) for i in range(30))
+        assert sink.tell() == len(expected)
+        sink.write(b"after\n")
+    assert path.read_bytes() == expected + b"after\n"
+
+
+def test_text_in_memory_is_not_writable_in_turn(tmp_path):
+    import io
+
+    assert not in_turn.writes_in_turn(io.StringIO()) and not in_turn.writes_in_turn(io.BytesIO())
+    with open(tmp_path / "f", "w") as text_file:
+        assert in_turn.writes_in_turn(text_file)  # its bytes go to its descriptor
+
+
+def test_children_stop_when_the_parent_is_gone(tmp_path):
+    """A parent killed mid-run (SIGKILL: nothing of its own cleans up) leaves no child replaying the rest alone."""
+    p = isolated("""
+        def work(i):
+            if os.getpid() == PARENT and i >= 3:
+                print(*(c.pid for c in multiprocessing.active_children()), flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(0.01)
+            return b"x", i
+        with open("out", "wb") as sink:
+            in_turn.run_in_turn(counter(100_000), work, sink, 3, lambda r: None)
+    """, tmp_path)
+    assert p.returncode == -9
+    children = [int(pid) for pid in p.stdout.split()]
+    assert len(children) == 2
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid) for pid in children):
+        assert time.monotonic() < deadline, "a child outlived its parent by 30 s"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0]
+    except (OSError, IndexError):
+        return "zombie"

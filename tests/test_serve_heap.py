@@ -1,0 +1,78 @@
+"""ED-23: a server's long-lived objects (its imports, each loaded ruleset) are frozen out of the collector's full
+passes, and what an earlier freeze kept is still collected when a campaign is loaded again."""
+
+from __future__ import annotations
+
+import gc
+import json
+
+from conftest import SAMPLES
+from tagengine._internal.server.campaigns import Campaigns, new_campaign
+from tagengine._internal.server.heap import freeze_long_lived
+from tagengine._internal.server.store import Store
+
+
+class Cycle:
+    """An object in a reference cycle: only the cyclic collector frees it."""
+
+    freed = 0
+
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        Cycle.freed += 1
+
+
+def test_freezing_keeps_out_what_lives_and_collects_what_died_since():
+    try:
+        Cycle.freed = 0
+        Cycle()  # garbage already: collected before the freeze
+        freeze_long_lived()
+        assert Cycle.freed == 1 and gc.get_freeze_count() > 0
+        kept = [Cycle()]
+        freeze_long_lived()  # `kept` lives: frozen with the rest
+        assert Cycle.freed == 1
+        kept.clear()  # now it is garbage, frozen: a full pass does not see it...
+        gc.collect()
+        assert Cycle.freed == 1
+        freeze_long_lived()  # ...the next freeze puts the frozen back and collects first
+        assert Cycle.freed == 2
+    finally:
+        gc.unfreeze()
+
+
+def test_loading_a_campaign_freezes_the_heap_with_its_ruleset(tmp_path):
+    ruleset = tmp_path / "r.json"
+    ruleset.write_text((SAMPLES / "rulesets" / "blades-like.json").read_text())
+    store = Store(tmp_path / "data")
+    try:
+        new_campaign(store, "heist", str(ruleset), ["Cutter"])
+        calls: list[int] = []
+        campaigns = Campaigns(store, loaded=lambda: calls.append(gc.get_freeze_count()))
+        c = campaigns.get("heist")
+        assert calls and campaigns.get("heist") is c and len(calls) == 1  # loaded once, kept
+        doc = json.loads(ruleset.read_text())
+        doc["manifest"]["name"] += " (edited)"
+        ruleset.write_text(json.dumps(doc))  # the file changed: loaded again, frozen again
+        assert campaigns.get("heist") is not c and len(calls) == 2
+    finally:
+        store.close()
+
+
+def test_the_server_freezes_once_started(tmp_path):
+    import asyncio
+
+    from tagengine._internal.server.app import Options, make_app
+
+    app = make_app(Options(upstream="demo", data=tmp_path / "data"))
+
+    async def start_and_stop() -> int:
+        async with app.router.lifespan_context(app):
+            return gc.get_freeze_count()
+
+    try:
+        gc.unfreeze()
+        assert asyncio.run(start_and_stop()) > 0
+    finally:
+        gc.unfreeze()
