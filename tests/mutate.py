@@ -1,6 +1,6 @@
 """Mutation testing of one engine module: do its tests fail when its code is broken? (decisions MU-1, MU-2)
 
-Usage: ./dev mutate MODULE [--jobs N] [--again] [--tests FILE...] [--no-record]
+Usage: ./dev mutate MODULE [--jobs N] [--again] [--sample N [--seed S]] [--tests FILE...] [--no-record]
 
 MODULE is a folder or a file under tagengine/_internal (`commands`, `sheet`, `tags`, `ruleset/inspect`). mutmut 3
 breaks its code one small change at a time (a `<` for a `<=`, a constant, a dropped argument...) and runs, for
@@ -11,9 +11,11 @@ The run happens in a scratch copy, `.mutants/<module>/` (git-ignored): the workt
 engine's tests are used, not the server, page, SillyTavern, Dask and wheel tests: those start other processes
 (uvicorn, Chromium, npm, a Dask cluster, pip), which a forked mutant cannot reach, and they are slow.
 `--again` keeps the earlier results and runs only what has not been killed yet, with the tests copied afresh
-(after adding a test for a survivor). The score is written to tests/mutation_scores.toml, from which
-tests/spec_coverage.py writes the table in docs/spec-coverage.md; the survivors are listed, each to be killed
-with a test or explained as equivalent in docs/mutation.md.
+(after adding a test for a survivor). `--sample N` tests only N of the module's mutants, drawn at random with a
+fixed seed from all of them (when a whole run would take longer than there is time for): the score is then an
+estimate, recorded with the sample's size and its 95% interval (decisions MU-3). The score is written to
+tests/mutation_scores.toml, from which tests/spec_coverage.py writes the table in docs/spec-coverage.md; the
+survivors are listed, each to be killed with a test or explained as equivalent in docs/mutation.md.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -39,6 +43,7 @@ LEFT_OUT = re.compile(r"test_(serve|st_|pages|replay|wheel|cold_start|cli|files_
                       r"spec_coverage|tokenizers|mistral|prefix_memo|tag_kinds|family_margins)")
 # Decorators mutmut must keep skipping: a cache filled by the clean run would answer for the mutant.
 CACHES = frozenset({"cache", "lru_cache", "cached_property"})
+SAMPLED = "sample.json"  # in a module's scratch copy: the run tested a sample (its size and seed)
 
 
 PROPERTY_EXAMPLES = 40
@@ -149,11 +154,33 @@ def prepare(work: Path, module: str, tests: list[str], again: bool) -> None:
     (work / "pyproject.toml").write_text(toml, encoding="utf-8")
 
 
-def run_mutmut(work: Path, jobs: int, names: list[str]) -> None:
-    """mutmut's own `run`, in the scratch copy, with decorated functions mutated too; only `names` when given."""
+def sample_mutants(sample: int, seed: int) -> None:
+    """Make mutmut test only `sample` of the mutants it generated, drawn with `seed` from all of them (sorted by
+    name, so one code and one seed draw the same sample); the others stay "not checked" and count nowhere."""
+    import mutmut.__main__ as mm
+
+    collect = mm.collect_source_file_mutation_data
+
+    def sampled(*, mutant_names: Any) -> Any:
+        mutants, by_path = collect(mutant_names=mutant_names)
+        if mutant_names:  # --again: exactly the ones named
+            return mutants, by_path
+        names = sorted(name for _, name, _ in mutants)
+        chosen = set(random.Random(seed).sample(names, min(sample, len(names))))
+        return [m for m in mutants if m[1] in chosen], by_path
+
+    mm.collect_source_file_mutation_data = sampled
+
+
+def run_mutmut(work: Path, jobs: int, names: list[str], sample: int | None = None, seed: int = 0) -> None:
+    """mutmut's own `run`, in the scratch copy, with decorated functions mutated too; only `names` when given,
+    only a random `sample` of the mutants when asked."""
     os.chdir(work)
     sys.path.insert(0, str(work))
     mutate_decorated_functions()
+    if sample is not None and not names:
+        (work / SAMPLED).write_text(json.dumps({"sample": sample, "seed": seed}), encoding="utf-8")
+        sample_mutants(sample, seed)
     from mutmut.__main__ import cli
 
     try:
@@ -165,7 +192,7 @@ def run_mutmut(work: Path, jobs: int, names: list[str]) -> None:
 
 def results(work: Path, *, reached_only: bool = True) -> tuple[Counter[str], dict[str, list[str]]]:
     """Mutant counts by status, and the names of the mutants that were not killed, by status (those no test
-    reaches too, unless `reached_only`)."""
+    reaches, and those a run cut short did not check, too, unless `reached_only`)."""
     from mutmut.stats import status_by_exit_code
 
     counts: Counter[str] = Counter()
@@ -174,19 +201,35 @@ def results(work: Path, *, reached_only: bool = True) -> tuple[Counter[str], dic
         for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
             status = status_by_exit_code[code]
             counts[status] += 1
-            if status not in ("killed", "timeout") and not (reached_only and status == "no tests"):
-                left.setdefault(status, []).append(name)
+            if status in ("killed", "timeout") or (reached_only and status in ("no tests", "not checked")):
+                continue
+            if status == "not checked" and (work / SAMPLED).exists():  # outside the sample: never tested
+                continue
+            left.setdefault(status, []).append(name)
     return counts, left
 
 
 def score(counts: Counter[str]) -> tuple[int, int]:
-    """(killed, reached): a timeout is a kill (the mutant hangs a test); `no tests` is not reached."""
+    """(killed, reached): a timeout is a kill (the mutant hangs a test); `no tests` is not reached, and a mutant
+    not checked (outside a sample, or a run cut short) is not counted."""
     killed = counts["killed"] + counts["timeout"]
-    return killed, sum(counts.values()) - counts["no tests"]
+    return killed, sum(counts.values()) - counts["no tests"] - counts["not checked"]
+
+
+def interval(killed: int, reached: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a sample's kill rate, in percent: what the whole module's score is
+    likely to be when only a sample was tested."""
+    if reached == 0:
+        return 0.0, 100.0
+    z, p = 1.96, killed / reached
+    mid = (p + z * z / (2 * reached)) / (1 + z * z / reached)
+    half = z * math.sqrt(p * (1 - p) / reached + z * z / (4 * reached * reached)) / (1 + z * z / reached)
+    return round(100 * max(0.0, mid - half), 1), round(100 * min(1.0, mid + half), 1)
 
 
 def record(module: str, counts: Counter[str]) -> None:
-    """Rewrite this module's entry in tests/mutation_scores.toml (the file is ours: one table per module)."""
+    """Rewrite this module's entry in tests/mutation_scores.toml (the file is ours: one table per module). When
+    not every mutant was tested (a sample), the entry says how many there are and gives the 95% interval."""
     import tomllib
 
     data = tomllib.loads(SCORES.read_text(encoding="utf-8")) if SCORES.exists() else {}
@@ -195,6 +238,10 @@ def record(module: str, counts: Counter[str]) -> None:
     data[module] = {"killed": killed, "reached": reached, "survived": counts["survived"],
                     "no_tests": counts["no tests"], "other": reached - killed - counts["survived"],
                     "date": datetime.date.today().isoformat(), "commit": commit.strip()}
+    if counts["not checked"]:
+        low, high = interval(killed, reached)
+        total = sum(counts.values())
+        data[module].update(sampled=True, sample=total - counts["not checked"], mutants=total, interval=[low, high])
     lines = ["# Mutation scores per engine module, written by `./dev mutate MODULE` (tests/mutate.py); read by",
              "# tests/spec_coverage.py. Survivors are killed with a test or explained in docs/mutation.md.", ""]
     for name in sorted(data):
@@ -209,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("module", help="a folder or file under tagengine/_internal: commands, sheet, tags, ruleset/inspect")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
     ap.add_argument("--again", action="store_true", help="keep earlier results; rerun what was not killed")
+    ap.add_argument("--sample", type=int, help="test only this many mutants, drawn at random (MU-3)")
+    ap.add_argument("--seed", type=int, default=29, help="the seed the sample is drawn with")
     ap.add_argument("--tests", nargs="+", help="test files to run instead of the engine's tests")
     ap.add_argument("--no-record", action="store_true", help="do not write tests/mutation_scores.toml")
     args = ap.parse_args(argv)
@@ -220,11 +269,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.again and work.exists():
         again = [n for names in results(work, reached_only=False)[1].values() for n in names]
     prepare(work, module, args.tests or engine_tests(), args.again)
-    run_mutmut(work, args.jobs, again)
+    run_mutmut(work, args.jobs, again, args.sample, args.seed)
     counts, left = results(work)
     killed, reached = score(counts)
     print(f"\n{module}: {killed} of {reached} mutants killed ({100 * killed / max(1, reached):.1f}%); "
           + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    if counts["not checked"]:
+        low, high = interval(killed, reached)
+        print(f"a sample: {sum(counts.values()) - counts['not checked']} of {sum(counts.values())} mutants tested; "
+              f"the module's score is likely (95%) between {low}% and {high}%")
     for status, names in left.items():
         print(f"{status}:")
         for name in names:

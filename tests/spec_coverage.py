@@ -260,12 +260,19 @@ def mutation_section(path: Path = MUTATION) -> list[str]:
              "Do the tests fail when a rule breaks? `./dev mutate MODULE` (tests/mutate.py, mutmut 3) breaks each "
              "module's code one small change at a time and runs the tests that reach it. A score is killed / "
              "mutants a test reaches; every survivor is killed with a test or explained in "
-             "[mutation.md](mutation.md).", "",
+             "[mutation.md](mutation.md). A module too big to run whole in the time there was is measured on a "
+             "random sample of its mutants (decisions MU-3): its score is an estimate, given with its 95% interval.",
+             "",
              "| Module | Killed | Reached | Score | Survived | Not reached | Run |",
              "|---|---:|---:|---:|---:|---:|---|"]
     for name, m in sorted(data.items()):
         pct = 100 * m["killed"] / max(1, m["reached"])
-        lines.append(f"| `{name}/` | {m['killed']} | {m['reached']} | {pct:.1f}% "
+        score = f"{pct:.1f}%"
+        if m.get("sampled"):  # MU-3: an estimate from a random sample of the module's mutants
+            low, high = m["interval"]
+            score = (f"{pct:.1f}% in a sample (95%: {low}-{high}%) of {m['sample']} "
+                     f"of {m['mutants']} mutants")
+        lines.append(f"| `{name}/` | {m['killed']} | {m['reached']} | {score} "
                      f"| {m['survived']} | {m['no_tests']} | {m['date']} at `{m['commit']}` |")
     if not data:
         lines.append("| (no run recorded) | | | | | | |")
