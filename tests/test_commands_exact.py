@@ -8,8 +8,10 @@ from cmdkit import run, sample_state
 
 from conftest import load_sample
 from tagengine._internal.commands import apply_reply
+from tagengine._internal.commands.edit import edit_mac
 from tagengine._internal.commands.party_save import PartyConflict, save_party
 from tagengine._internal.errors import StateError
+from tagengine._internal.state import GameState
 
 BLADES, GRAVE, FIFTH = (load_sample(n) for n in ("blades-like", "gravewatch", "fifth-like"))
 
@@ -96,3 +98,53 @@ def test_sheet_31_spending_0_of_a_row_is_allowed():
     st = sample_state("fifth-like")
     assert run(FIFTH, st, '[sheet: who="Vess" op="spend" row="Second wind" amount="0"]')[1] == [("ok", "1/2")]
     assert run(FIFTH, st, '[sheet: who="Vess" op="restore" row="Second wind" amount="0"]')[1] == [("ok", "1/2")]
+
+
+def test_party_19_advance_refusals_name_their_reason_and_keep_the_state():
+    """DEC-15: `by` a word, `by` on a text field, a text past its length or with brackets: each refused for its own
+    reason, the party sheet and its revision unchanged (the same state)."""
+    s = sample_state("blades-like")
+    for tag, reason in [('field="heat" by="lots"', "invalid-amount"), ('field="heat" to="lots"', "invalid-value"),
+                        ('field="upgrades" by="1"', "invalid-value"),
+                        (f'field="upgrades" to="{"x" * 401}"', "invalid-value"),
+                        ('field="upgrades" to="a {{macro}}"', "invalid-value")]:
+        a, res = run(BLADES, s, f'[sheet: sheet="party" op="advance" {tag}]')
+        assert (res, a.state) == ([("refused", reason)], s), tag
+        assert a.state is s
+    a, res = run(BLADES, s, f'[sheet: sheet="party" op="advance" field="upgrades" to="{"x" * 400}"]')
+    assert res == [("ok", "x" * 400)] and a.state.party_revision == s.party_revision + 1
+
+
+def test_clock_15_a_clear_with_a_value_is_refused_and_the_clock_kept():
+    """DEC-1: `clear` is a bare flag word; `clear="yes"` is refused, not taken as a clear."""
+    s = sample_state("blades-like")
+    (clock,) = s.clocks
+    a, res = run(BLADES, s, f'[clock: name="{clock.name}" clear="yes"]')
+    assert res == [("refused", "invalid-value")] and a.state is s
+    a, res = run(BLADES, s, f'[clock: name="{clock.name}" clear]')
+    assert res == [("ok", "cleared")] and a.state.clocks == ()
+
+
+def test_wound_38_a_temporary_grant_of_0_grants_nothing():
+    """C-3, CB-5: a heal with `temp` keeps the larger of the temporary points held and the grant: with none held,
+    a grant of 0 leaves 0 (not 1)."""
+    s = GameState.new(FIFTH, ["X"])
+    a, res = run(FIFTH, s, '[sheet: who="X" op="heal" temp amount="0"]')
+    assert res[0][0] == "ok" and a.state.live_of("X").temp.get("hp", 0) == 0
+    a, res = run(FIFTH, s, '[sheet: who="X" op="heal" temp amount="2"]')
+    assert a.state.live_of("X").temp["hp"] == 2
+
+
+def test_ed_8_an_edit_receipt_with_what_no_edit_has_is_refused_for_that():
+    """An `[edit:]` receipt: an attribute no edit has, or neither `who` nor `sheet`, each refused for its reason;
+    an escape in `changes` that is not UTF-8, under a MAC that holds, is `invalid-edit`."""
+    s = sample_state("gravewatch")
+    assert run(GRAVE, s, '[edit: by="player" who="Mira" changes="a=1" mac="0" colour="red"]')[1] == [
+        ("refused", "unknown-attribute")]
+    assert run(GRAVE, s, '[edit: by="player" changes="a=1" mac="0"]')[1] == [("refused", "missing-attribute")]
+    assert run(GRAVE, s, '[edit: by="player" who="Mira" sheet="party" changes="a=1" mac="0"]')[1] == [
+        ("refused", "one-action")]
+    attrs = (("by", "player"), ("who", "Mira"), ("changes", "pools.resolve=%FF"))
+    tag = "[edit: " + " ".join(f'{k}="{v}"' for k, v in attrs) + f' mac="{edit_mac(s, attrs)}"]'
+    a, res = run(GRAVE, s, tag)
+    assert res == [("refused", "invalid-edit")] and a.state is s
