@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 from cmdkit import run, sample_state
 
-from conftest import load_sample
+from conftest import load_sample, sample_dict
+from tagengine import Ruleset
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.commands.edit import edit_mac
 from tagengine._internal.commands.party_save import PartyConflict, save_party
 from tagengine._internal.errors import StateError
+from tagengine._internal.sheet import view_character
 from tagengine._internal.state import GameState
 
 BLADES, GRAVE, FIFTH = (load_sample(n) for n in ("blades-like", "gravewatch", "fifth-like"))
@@ -148,3 +150,36 @@ def test_ed_8_an_edit_receipt_with_what_no_edit_has_is_refused_for_that():
     tag = "[edit: " + " ".join(f'{k}="{v}"' for k, v in attrs) + f' mac="{edit_mac(s, attrs)}"]'
     a, res = run(GRAVE, s, tag)
     assert res == [("refused", "invalid-edit")] and a.state is s
+
+
+def _ember_with_hidden_weariness() -> Ruleset:
+    data = sample_dict("ember-roads")
+    (track,) = data["sheet"]["live"]["tracks"]
+    track["hideWhen"] = {"field": "calling", "equals": "scout"}  # Mira is a scout
+    return Ruleset.from_dict(data)
+
+
+@pytest.mark.parametrize(("name", "tag", "reason"), [
+    ("fifth-like", '[sheet: who="Vess" op="damage" pool="hp" amount="1" box="1"]', "unknown-attribute"),
+    ("fifth-like", '[sheet: who="Vess" op="damage" pool="mana" amount="1"]', "unknown-pool"),
+    ("ember-roads", '[sheet: who="Mira" op="track" track="luck" by="1"]', "unknown-track"),
+    ("ember-roads", '[sheet: who="Mira" op="track" track="weariness" to="x"]', "invalid-value"),
+    ("hidden", '[sheet: who="Mira" op="track" track="weariness" by="1"]', "hidden"),
+])
+def test_dec_14_a_refused_command_answers_its_reason_and_keeps_the_very_state(name, tag, reason):
+    """A refusal changes nothing: the state after it is the state before (not a copy, not None), so the tags after
+    it in the reply act on that state."""
+    rs = _ember_with_hidden_weariness() if name == "hidden" else load_sample(name)
+    s = GameState.loads(rs, sample_state("ember-roads" if name == "hidden" else name).dumps())
+    a, res = run(rs, s, tag)
+    assert res == [("refused", reason)] and a.state is s
+
+
+def test_c_3_damage_takes_temporary_points_first_and_the_receipt_says_what_is_left():
+    s = sample_state("fifth-like")  # Vess: hp 21, 5 temporary
+    top = next(p.max for p in view_character(FIFTH, s, "Vess").pools if p.id == "hp")
+    a, res = run(FIFTH, s, '[sheet: who="Vess" op="damage" pool="hp" amount="3"]')
+    assert res == [("ok", f"21/{top} +2 temp")]
+    assert a.state.live_of("Vess").temp == {"hp": 2} and a.state.live_of("Vess").pools["hp"] == 21
+    a, res = run(FIFTH, a.state, '[sheet: who="Vess" op="damage" pool="hp" amount="4"]')
+    assert res == [("ok", f"19/{top}")] and a.state.live_of("Vess").temp == {}
