@@ -11,8 +11,10 @@ from tagengine import Ruleset
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.commands.edit import edit_mac
 from tagengine._internal.commands.party_save import PartyConflict, save_party
+from tagengine._internal.commands.sheet_edits import edit_party, edit_sheet
 from tagengine._internal.errors import StateError
 from tagengine._internal.sheet import view_character
+from tagengine._internal.sheet.edit_paths import change_of
 from tagengine._internal.state import GameState
 
 BLADES, GRAVE, FIFTH = (load_sample(n) for n in ("blades-like", "gravewatch", "fifth-like"))
@@ -183,3 +185,24 @@ def test_c_3_damage_takes_temporary_points_first_and_the_receipt_says_what_is_le
     assert a.state.live_of("Vess").temp == {"hp": 2} and a.state.live_of("Vess").pools["hp"] == 21
     a, res = run(FIFTH, a.state, '[sheet: who="Vess" op="damage" pool="hp" amount="4"]')
     assert res == [("ok", f"19/{top}")] and a.state.live_of("Vess").temp == {}
+
+
+def test_state_10_an_edit_refused_names_the_value_that_was_typed():
+    """A problem carries what was typed, so a form shows it back: a hidden pool (STATE-10), a box past the track."""
+    s = sample_state("gravewatch")
+    (p,) = edit_sheet(GRAVE, s, "Bram", {"pools.oil": 2}).problems
+    assert (p.path, p.code, p.value) == ("pools.oil", "hidden", 2)
+    (p,) = edit_sheet(GRAVE, s, "Mira", {"marks.harm.99": "lethal"}).problems
+    assert (p.path, p.code, p.message, p.value) == ("marks.harm.99", "out-of-range", "track 'harm' has boxes 1..7",
+                                                     "lethal")
+    none = edit_party(GRAVE, s, {"fields.x": 1})
+    assert none.state is s and [q.code for q in none.problems] == ["no-party"]
+
+
+def test_sheet_28_a_row_is_added_at_a_place_from_the_first_to_after_the_last():
+    s = sample_state("gravewatch")  # Mira has two scars
+    for at in ("0", "2"):
+        assert edit_sheet(GRAVE, s, "Mira", [change_of("add:lists.scars", at)]).ok
+    (p,) = edit_sheet(GRAVE, s, "Mira", [change_of("add:lists.scars", "3")]).problems
+    assert (p.path, p.code, p.message) == ("lists.scars", "out-of-range", "3 is outside 0..2")
+
