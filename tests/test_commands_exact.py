@@ -8,16 +8,18 @@ from cmdkit import run, sample_state
 
 from conftest import load_sample, sample_dict
 from tagengine import Ruleset
-from tagengine._internal.commands import apply_reply
+from tagengine._internal.commands import apply_reply, check, combat, sheet
 from tagengine._internal.commands.edit import edit_mac
 from tagengine._internal.commands.party_save import PartyConflict, save_party
 from tagengine._internal.commands.sheet_edits import edit_party, edit_sheet
 from tagengine._internal.errors import StateError
+from tagengine._internal.prompt import reminder
 from tagengine._internal.sheet import view_character
 from tagengine._internal.sheet.edit_paths import change_of
 from tagengine._internal.state import GameState
 
 BLADES, GRAVE, FIFTH = (load_sample(n) for n in ("blades-like", "gravewatch", "fifth-like"))
+MAC_OF_GRAVEWATCH = "3c241599f38c638c"  # an edit's MAC on the gravewatch sample (ED-8), as this version writes it
 
 
 def test_dec_4_the_json_receipt_has_its_span_its_attributes_and_only_what_it_says():
@@ -206,3 +208,70 @@ def test_sheet_28_a_row_is_added_at_a_place_from_the_first_to_after_the_last():
     (p,) = edit_sheet(GRAVE, s, "Mira", [change_of("add:lists.scars", "3")]).problems
     assert (p.path, p.code, p.message) == ("lists.scars", "out-of-range", "3 is outside 0..2")
 
+
+
+def test_adj_9_a_fights_roll_named_by_no_skill_is_judged_against_its_dc():
+    """CB-7: `[check: fight="initiative" dc="15"]` reads no skill and still meets its dc (a sum below it fails)."""
+    s = sample_state("fifth-like")
+    a, _ = run(FIFTH, s, '[check: who="Vess" fight="initiative" dc="15"]')
+    record = dict(a.receipts[0].record)
+    assert record["outcome"] == ("success" if int(record["sum"]) >= 15 else "failure")
+    a, _ = run(FIFTH, s, '[check: who="Vess" fight="initiative"]')
+    assert "outcome" not in dict(a.receipts[0].record)  # no dc, no verdict
+
+
+def test_dec_18_a_game_with_no_character_yet_is_taught_with_a_placeholder_name():
+    """The reminder of a game whose characters are not made yet is still built, its examples naming `Name`."""
+    empty = GameState.new(FIFTH, [])
+    assert check.teach(FIFTH, empty)["who"] == "Name"
+    assert sheet.teach(FIFTH, empty)["rows"] is not None
+    assert '[sheet: who="Name" op="spend" pool="Hit points" amount="1"]' in reminder(FIFTH, empty)
+
+
+def test_untr_10_a_section_that_refuses_untrained_checks_is_taught():
+    """UNTR-10: the GM is taught that a refused check is not attempted when a section (not a skill) says so."""
+    data = sample_dict("ember-roads")  # Dig refuses untrained; the Labour section takes a die away
+    for k in (*data["sheet"].get("skills", []), *data["sheet"].get("saves", [])):
+        if k.get("untrained") == "refuse":
+            k.pop("untrained")
+    plain = Ruleset.from_dict(data)
+    data["sheet"]["sections"][0]["untrained"] = "refuse"
+    refusing = Ruleset.from_dict(data)
+    assert check.teach(plain, GameState.new(plain, ["X"]))["refuse"] is False
+    assert check.teach(refusing, GameState.new(refusing, ["X"]))["refuse"] is True
+
+
+def test_cb_1_combat_without_a_health_teaches_no_hit():
+    data = sample_dict("fifth-like")
+    data["combat"] = {"damageTypes": ["fire"]}
+    assert combat.taught(Ruleset.from_dict(data)) is None
+    assert combat.taught(FIFTH) is not None
+
+
+def test_ed_8_a_key_escape_that_is_not_utf_8_is_an_invalid_edit():
+    s = sample_state("gravewatch")
+    attrs = (("by", "player"), ("who", "Mira"), ("changes", "%FF=1"))
+    tag = "[edit: " + " ".join(f'{k}="{v}"' for k, v in attrs) + f' mac="{edit_mac(s, attrs)}"]'
+    a, res = run(GRAVE, s, tag)
+    assert res == [("refused", "invalid-edit")] and a.state is s
+
+
+def test_ed_8_a_receipt_written_by_this_version_verifies_in_the_next():
+    """The MAC is a digest of the state's canonical JSON: a receipt kept in a chat must verify after an upgrade, so
+    the canonical form (sorted keys, no spaces) may not change unnoticed. The value below was computed once."""
+    s = sample_state("gravewatch")
+    attrs = (("by", "player"), ("who", "Mira"), ("changes", "pools.resolve=5"))
+    assert edit_mac(s, attrs) == MAC_OF_GRAVEWATCH
+
+
+def test_sheet_35_temporary_points_are_set_by_hand_apart_from_the_pool():
+    s = sample_state("fifth-like")  # Vess: hp 21, 5 temporary
+    e = edit_sheet(FIFTH, s, "Vess", {"temp.hp": 3})
+    assert e.ok and e.state.live_of("Vess").temp == {"hp": 3} and e.state.live_of("Vess").pools["hp"] == 21
+
+
+def test_wound_29_damage_names_its_track_and_refusals_keep_the_state():
+    s = sample_state("gravewatch")
+    for tag, reason in [('kind="lethal"', "missing-attribute"), ('track="luck" kind="lethal"', "unknown-track")]:
+        a, res = run(GRAVE, s, f'[sheet: who="Mira" op="damage" {tag}]')
+        assert res == [("refused", reason)] and a.state is s
