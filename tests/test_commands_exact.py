@@ -275,3 +275,27 @@ def test_wound_29_damage_names_its_track_and_refusals_keep_the_state():
     for tag, reason in [('kind="lethal"', "missing-attribute"), ('track="luck" kind="lethal"', "unknown-track")]:
         a, res = run(GRAVE, s, f'[sheet: who="Mira" op="damage" {tag}]')
         assert res == [("refused", reason)] and a.state is s
+
+
+def test_sheet_12_an_edit_is_read_in_the_fields_type_and_a_problem_says_what_was_expected():
+    """DEC-8: an enum value named by its label (here one unlike its id); a wrong type or value named with what the
+    field takes; a dice field left blank is blank."""
+    data = sample_dict("ember-roads")
+    data["sheet"]["fields"][0]["valueLabels"]["scout"] = "Pathfinder"
+    ember = Ruleset.from_dict(data)
+    s = sample_state("ember-roads")
+
+    def problems(change, who="Mira", state=s):
+        return [(p.path, p.code, p.message) for p in edit_sheet(ember, state, who, change).problems]
+
+    e = edit_sheet(ember, s, "Mira", {"fields.calling": "pathfinder"})
+    assert e.ok and e.state.cards["Mira"]["fields"]["calling"] == "scout"
+    assert problems({"fields.calling": 3}) == [
+        ("fields.calling", "wrong-type", "expected one of the field's values, not int 3")]
+    assert problems({"fields.calling": "sailor"}) == [
+        ("fields.calling", "unknown-value", "'sailor' is not one of the field's values: drover, scout, tinker")]
+    assert problems({"fields.signal": 5}) == [("fields.signal", "wrong-type", "expected text, not int 5")]
+    e = edit_sheet(ember, s, "Mira", {"fields.signal": "  "})
+    assert e.ok and e.state.cards["Mira"]["fields"]["signal"] == ""
+    assert problems({"fields.signal": "1d6"}, "Nobody", GameState.new(ember, [])) == [
+        ("who", "unknown-character", "no character is named 'Nobody'; the characters are none")]
