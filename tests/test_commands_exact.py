@@ -11,11 +11,12 @@ from tagengine import Ruleset
 from tagengine._internal.commands import apply_reply, check, combat, sheet
 from tagengine._internal.commands.edit import edit_mac
 from tagengine._internal.commands.party_save import PartyConflict, save_party
+from tagengine._internal.commands.pools import clamp_maxima
 from tagengine._internal.commands.sheet_edits import edit_party, edit_sheet
 from tagengine._internal.errors import StateError
 from tagengine._internal.prompt import reminder
 from tagengine._internal.sheet import view_character
-from tagengine._internal.sheet.edit_paths import change_of
+from tagengine._internal.sheet.edit_paths import Change, change_of
 from tagengine._internal.state import GameState
 
 BLADES, GRAVE, FIFTH = (load_sample(n) for n in ("blades-like", "gravewatch", "fifth-like"))
@@ -299,3 +300,20 @@ def test_sheet_12_an_edit_is_read_in_the_fields_type_and_a_problem_says_what_was
     assert e.ok and e.state.cards["Mira"]["fields"]["signal"] == ""
     assert problems({"fields.signal": "1d6"}, "Nobody", GameState.new(ember, [])) == [
         ("who", "unknown-character", "no character is named 'Nobody'; the characters are none")]
+
+
+
+def test_sheet_31_a_rows_lowered_maximum_clamps_only_uses_above_it():
+    """R-5 (`clamp_maxima`, what a chat app calls after a hand edit of a card): a row's uses are written down to a
+    lowered maximum only when they held more: uses spent to 1 of 3 stay 1 when the maximum drops to 2, a full
+    row of 3 goes to 2; a new row at its start stays unstored."""
+    s = sample_state("fifth-like")  # Vess: Second wind, 1 use left of 2
+    raised = edit_sheet(FIFTH, s, "Vess", {"lists.features.1.uses": 3}).state
+    assert raised.live_of("Vess").rows == {"features": (0, 1)}
+    lowered = edit_sheet(FIFTH, raised, "Vess", {"lists.features.1.uses": 2}).state
+    assert clamp_maxima(FIFTH, raised, lowered).live_of("Vess").rows == {"features": (0, 1)}
+    full = raised.with_live("Vess", raised.live_of("Vess").but(rows={"features": (0, None)}))  # Second wind: 3 of 3
+    lowered = edit_sheet(FIFTH, full, "Vess", {"lists.features.1.uses": 2}).state
+    assert clamp_maxima(FIFTH, full, lowered).live_of("Vess").rows == {"features": (0, 2)}
+    added = edit_sheet(FIFTH, s, "Vess", [change_of("add:lists.features"), Change("set", "lists.features.2.uses", 0)])
+    assert clamp_maxima(FIFTH, s, added.state).live_of("Vess").rows == {"features": (0, 1, None)}
