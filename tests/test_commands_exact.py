@@ -317,3 +317,14 @@ def test_sheet_31_a_rows_lowered_maximum_clamps_only_uses_above_it():
     assert clamp_maxima(FIFTH, full, lowered).live_of("Vess").rows == {"features": (0, 2)}
     added = edit_sheet(FIFTH, s, "Vess", [change_of("add:lists.features"), Change("set", "lists.features.2.uses", 0)])
     assert clamp_maxima(FIFTH, s, added.state).live_of("Vess").rows == {"features": (0, 1, None)}
+
+
+def test_state_4_h_3_text_that_no_state_could_hold_is_refused_saying_why():
+    """H-3 and the one-line rule for a text field typed in the editor: each problem says what is wrong."""
+    ember, s = load_sample("ember-roads"), sample_state("ember-roads")
+    said = {v: [(p.code, p.message) for p in edit_sheet(ember, s, "Mira", {"fields.roads": v}).problems]
+            for v in ("a\ud800b", "two\nlines", "tab\there", "bell\x07")}
+    assert said == {"a\ud800b": [("bad-text", "is not valid UTF-8 text, so no state could save it (H-3)")],
+                    "two\nlines": [("not-one-line", "is one line of text")],
+                    "tab\there": [("bad-text", "must not contain control characters")],
+                    "bell\x07": [("bad-text", "must not contain control characters")]}
