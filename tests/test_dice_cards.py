@@ -21,6 +21,8 @@ NO_DICE = Ruleset.from_dict(edit(sample_dict("gravewatch"), lambda d: (
     d["resolution"]["pool"].update(min=0),
     d["sheet"]["skills"].append({"id": "pray", "label": "Pray", "ability": "lore", "untrained": {"by": -4}}))))
 
+NO_POOL = Ruleset.from_dict(edit(sample_dict("gravewatch"), lambda d: d["resolution"].pop("pool")))  # PEN-3's floor: 1
+
 
 def grave(**live):
     return with_live(GRAVE, sample_state("gravewatch"), **live)
@@ -30,6 +32,8 @@ CASES = [  # (name, ruleset, state, tag)
     ("pool-trained-wounded", GRAVE, lambda: sample_state("gravewatch"), '[check: who="Mira" skill="Ward"]'),
     ("pool-capped-adjusted", GRAVE, lambda: grave(mira={"states": {"lantern": "out"}}),
      '[check: who="Mira" skill="Soothe" with="Nerve"]'),
+    ("pool-no-pool-block", NO_POOL, lambda: GameState.loads(NO_POOL, sample_state("gravewatch").dumps()),
+     '[check: who="Mira" skill="Ward"]'),
     ("pool-ability", GRAVE, lambda: sample_state("gravewatch"), '[check: who="Bram" ability="Sinew"]'),
     ("pool-one-die", GRAVE, lambda: sample_state("gravewatch"), '[check: who="Bram" ability="Lore"]'),
     ("pool-untrained-by", NO_DICE, lambda: GameState.new(NO_DICE, ["Tam"]), '[check: who="Tam" skill="Pray"]'),
