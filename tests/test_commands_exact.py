@@ -328,3 +328,13 @@ def test_state_4_h_3_text_that_no_state_could_hold_is_refused_saying_why():
                     "two\nlines": [("not-one-line", "is one line of text")],
                     "tab\there": [("bad-text", "must not contain control characters")],
                     "bell\x07": [("bad-text", "must not contain control characters")]}
+
+
+def test_state_10_a_hidden_live_state_is_not_set_by_hand_and_says_what_it_is():
+    data = sample_dict("gravewatch")
+    data["sheet"]["live"]["states"][0]["hideWhen"] = {"field": "watch", "equals": "dawn"}  # Bram keeps the dawn watch
+    grave = Ruleset.from_dict(data)
+    s = GameState.loads(grave, sample_state("gravewatch").dumps())
+    (p,) = edit_sheet(grave, s, "Bram", {"states.lantern": "out"}).problems
+    assert (p.code, p.value) == ("hidden", "out")
+    assert p.message == "the live state is hidden on this sheet (watch is 'dawn'), so it is not set (STATE-10, DEC-14)"
