@@ -12,12 +12,13 @@ from tagengine._internal.commands import apply_reply, check, combat, sheet
 from tagengine._internal.commands.edit import edit_mac
 from tagengine._internal.commands.party_save import PartyConflict, save_party
 from tagengine._internal.commands.pools import clamp_maxima
-from tagengine._internal.commands.sheet_edits import edit_party, edit_sheet
+from tagengine._internal.commands.sheet_edits import MAX_CHANGES, edit_party, edit_sheet
+from tagengine._internal.commands.subject import subject
 from tagengine._internal.errors import StateError
 from tagengine._internal.prompt import reminder
 from tagengine._internal.sheet import view_character
 from tagengine._internal.sheet.edit_paths import Change, change_of
-from tagengine._internal.state import GameState
+from tagengine._internal.state import PARTY, GameState
 
 BLADES, GRAVE, FIFTH = (load_sample(n) for n in ("blades-like", "gravewatch", "fifth-like"))
 MAC_OF_GRAVEWATCH = "3c241599f38c638c"  # an edit's MAC on the gravewatch sample (ED-8), as this version writes it
@@ -338,3 +339,49 @@ def test_state_10_a_hidden_live_state_is_not_set_by_hand_and_says_what_it_is():
     (p,) = edit_sheet(grave, s, "Bram", {"states.lantern": "out"}).problems
     assert (p.code, p.value) == ("hidden", "out")
     assert p.message == "the live state is hidden on this sheet (watch is 'dawn'), so it is not set (STATE-10, DEC-14)"
+
+
+def test_h_2_a_number_typed_with_white_space_around_it_is_read_up_to_32_characters():
+    """H-2: white space around a number is trimmed, in a value of up to 32 characters (longer is not read: the
+    work stays bounded by the text); a range open below reads `..10`."""
+    ember, s = load_sample("ember-roads"), sample_state("ember-roads")
+    e = edit_sheet(ember, s, "Mira", {"fields.level": " " * 31 + "5"})
+    assert e.ok and e.state.cards["Mira"]["fields"]["level"] == 5
+    assert [p.code for p in edit_sheet(ember, s, "Mira", {"fields.level": " " * 32 + "5"}).problems] == ["wrong-type"]
+    data = sample_dict("ember-roads")
+    next(f for f in data["sheet"]["fields"] if f["id"] == "level").pop("min")
+    (p,) = edit_sheet(Ruleset.from_dict(data), s, "Mira", {"fields.level": "11"}).problems
+    assert (p.code, p.message) == ("out-of-range", "11 is outside ..10")
+
+
+def test_dec_6_an_edit_of_as_many_changes_as_allowed_is_made():
+    s = sample_state("gravewatch")
+    e = edit_sheet(GRAVE, s, "Mira", [Change("set", "fields.oath", f"oath {n}") for n in range(MAX_CHANGES)])
+    assert e.ok and e.state.cards["Mira"]["fields"]["oath"] == f"oath {MAX_CHANGES - 1}"
+
+
+def test_party_29_the_party_sheet_reads_its_members():
+    """`fromMembers`: the crew's size counts the members, its stashes sum theirs, wherever the party is read."""
+    s = sample_state("blades-like")
+    ev = subject(BLADES, s, PARTY, party=True).ev
+    assert (ev.fields["size"], ev.fields["stashes"]) == (len(s.cards), 10)
+
+
+def test_dec_2_a_handler_that_raises_refuses_its_tag_and_keeps_the_state(monkeypatch):
+    """No exception escapes from a reply: a bug in one command refuses that tag `malformed`, saying so in the
+    receipt's detail, and the state and the rest of the reply go on."""
+    from tagengine._internal.commands import dispatch
+
+    real = dispatch.run_command
+
+    def broken(rs, state, tag):
+        if tag.name == "clock":
+            raise ValueError("boom")
+        return real(rs, state, tag)
+
+    monkeypatch.setattr(dispatch, "run_command", broken)
+    s = sample_state("blades-like")
+    out = apply_reply(BLADES, s, '[clock: name="x" size="4"] [sheet: who="Cutter" op="spend" pool="stress"]')
+    bad, good = out.receipts
+    assert (bad.result, bad.reason, bad.detail) == ("refused", "malformed", "internal error: ValueError: boom")
+    assert good.result == "ok" and out.state.clocks == s.clocks
