@@ -87,3 +87,11 @@ def test_party_17_who_names_one_character_the_party_or_no_one_when_there_is_one(
     assert verdict(op, GRAVE, lone, '[sheet: who="Party" op="probe"]') == ("ok", "Mira ran for Mira")
     empty = GameState.new(GRAVE, [])
     assert verdict(op, GRAVE, empty, '[sheet: who="party" op="probe"]') == ("refused", "unknown-character")
+
+
+def test_party_17_a_character_named_party_does_not_hide_the_party_word():
+    """DEC-10 over DEC-8: `who="Party"` means every character, even when one of them is named Party."""
+    op, seen = probe()
+    s = GameState.new(BLADES, ["Party", "Ana"])
+    assert verdict(op, BLADES, s, '[sheet: who="Party" op="probe"]') == ("ok", "Party ran for Party; Ana ran for Ana")
+    assert seen == [("Party", False), ("Ana", False)]

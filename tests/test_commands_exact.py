@@ -385,3 +385,11 @@ def test_dec_2_a_handler_that_raises_refuses_its_tag_and_keeps_the_state(monkeyp
     bad, good = out.receipts
     assert (bad.result, bad.reason, bad.detail) == ("refused", "malformed", "internal error: ValueError: boom")
     assert good.result == "ok" and out.state.clocks == s.clocks
+
+
+def test_sheet_12_a_value_quoted_in_a_problem_is_cut_past_60_characters():
+    ember, s = load_sample("ember-roads"), sample_state("ember-roads")
+    (whole,) = edit_sheet(ember, s, "Mira", {"fields.level": "x" * 58}).problems  # its repr: 60 characters
+    assert whole.message == f"'{'x' * 58}' is not a whole number"
+    (cut,) = edit_sheet(ember, s, "Mira", {"fields.level": "x" * 59}).problems
+    assert cut.message == f"'{'x' * 58}… is not a whole number"
