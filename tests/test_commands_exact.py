@@ -393,3 +393,14 @@ def test_sheet_12_a_value_quoted_in_a_problem_is_cut_past_60_characters():
     assert whole.message == f"'{'x' * 58}' is not a whole number"
     (cut,) = edit_sheet(ember, s, "Mira", {"fields.level": "x" * 59}).problems
     assert cut.message == f"'{'x' * 58}… is not a whole number"
+
+
+def test_sheet_28_a_characters_list_is_edited_in_a_ruleset_with_a_party_sheet():
+    """The character's own list, not a party list, when the ruleset has both."""
+    data = sample_dict("blades-like")
+    data["sheet"]["lists"] = [{"id": "gear", "label": "Gear", "columns": [
+        {"id": "name", "label": "Item", "type": "text", "maxLength": 40}]}]
+    blades = Ruleset.from_dict(data)
+    s = GameState.new(blades, ["Cutter"])
+    e = edit_sheet(blades, s, "Cutter", [change_of("add:lists.gear"), Change("set", "lists.gear.0.name", "Rope")])
+    assert e.ok and e.state.cards["Cutter"]["lists"]["gear"] == ({"name": "Rope"},)
