@@ -36,6 +36,19 @@ def _track(i: int, **changes: Any) -> Callable[[dict[str, Any]], None]:
     return edit
 
 
+def _rest_on_luck(d: dict[str, Any]) -> None:
+    d["sheet"]["rests"][0]["steps"][1]["track"] = "luck"
+
+
+def _box_penalty_above_0(d: dict[str, Any]) -> None:
+    d["sheet"]["live"]["tracks"][1]["boxes"]["penalty"]["table"] = [[0, -1], [1, 2]]
+
+
+def _cap_reads_its_reader(d: dict[str, Any]) -> None:
+    d["sheet"]["derived"].append({"id": "x", "label": "X", "op": "sum", "of": [{"skillMod": "dig"}]})
+    d["sheet"]["skills"][0]["cap"] = {"derived": "x"}
+
+
 def _more_members(d: dict[str, Any]) -> None:
     d["party"]["fromMembers"] = [{"field": "size", "count": True}] * 9
 
@@ -46,6 +59,10 @@ KIND = {"id": "k", "label": "K", "severity": 0}
 
 CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "SHEET-26 an empty step table": ("ember-roads", _derived({**STEP, "table": []})),
+    "SHEET-26 a step table whose thresholds fall": ("ember-roads", _derived({**STEP, "table": [[2, 1], [1, 2]]})),
+    "WOUND-45 a box penalty above 0": ("gravewatch", _box_penalty_above_0),
+    "REST-2 a rest step naming an unknown track": ("ember-roads", _rest_on_luck),
+    "CAP-5 a derived value read by the cap of the skill it reads": ("ember-roads", _cap_reads_its_reader),
     "ENUM-2 an enum table reading a constant": ("ember-roads", _derived({
         **ENUM, "from": {"const": 1}, "table": {"scout": 1}})),
     "ENUM-2 an enum table reading an unknown field": ("ember-roads", _derived({
