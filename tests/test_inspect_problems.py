@@ -49,6 +49,32 @@ def _cap_reads_its_reader(d: dict[str, Any]) -> None:
     d["sheet"]["skills"][0]["cap"] = {"derived": "x"}
 
 
+def _both(*edits: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def edit(d: dict[str, Any]) -> None:
+        for e in edits:
+            e(d)
+    return edit
+
+
+def _rest_step(rest: int, step: int, **changes: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(d: dict[str, Any]) -> None:
+        st = d["sheet"]["rests"][rest]["steps"][step]
+        for k, v in changes.items():
+            if v is None:
+                st.pop(k, None)
+            else:
+                st[k] = v
+    return edit
+
+
+def _summary(**changes: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda d: d["gm"]["sheetSummary"].update(changes)
+
+
+def _number_field(**keys: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda d: d["sheet"]["fields"].append({"id": "n", "label": "N", "type": "number", **keys})
+
+
 def _more_members(d: dict[str, Any]) -> None:
     d["party"]["fromMembers"] = [{"field": "size", "count": True}] * 9
 
@@ -63,6 +89,23 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "WOUND-45 a box penalty above 0": ("gravewatch", _box_penalty_above_0),
     "REST-2 a rest step naming an unknown track": ("ember-roads", _rest_on_luck),
     "CAP-5 a derived value read by the cap of the skill it reads": ("ember-roads", _cap_reads_its_reader),
+    "SHEET-12 a number field's default that is a flag": ("ember-roads", _number_field(default=True)),
+    "SHEET-12 maxLength on a number field whose min is its max": ("ember-roads", _number_field(
+        min=3, max=3, default=3, maxLength=5)),
+    "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
+        fields=["class", "colour"], derived=["spell_dc", "luck"])),
+    "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
+    "GM-16 a summary naming an unknown column, its names in an enum column": ("fifth-like", _summary(
+        lists=[{"list": "features", "nameColumn": "die", "columns": ["power", "weight"]}])),
+    "STATE-16 a rest step naming an unknown state": ("gravewatch", _rest_step(1, 4, state="mood")),
+    "REST-3 a fraction of the max above 1": ("fifth-like", _rest_step(
+        1, 1, by={"fractionOfMax": 1.5, "round": "down", "min": -1})),
+    "REST-3 a whole max restored, at least 0, beside a fraction on a track": ("fifth-like", _both(
+        _rest_step(1, 1, by={"fractionOfMax": 1, "round": "down", "min": 0}),
+        _rest_step(1, 4, by={"fractionOfMax": 0.5, "round": "down"}))),
+    "WOUND-43 rest steps that would mark a wound track": ("gravewatch", _both(
+        _rest_step(1, 2, by={"const": 2}), _rest_step(0, 0, to="max"))),
+    "WOUND-40 a rest step reducing a track to fewer than 0 marks": ("gravewatch", _rest_step(1, 3, to=-1)),
     "ENUM-2 an enum table reading a constant": ("ember-roads", _derived({
         **ENUM, "from": {"const": 1}, "table": {"scout": 1}})),
     "ENUM-2 an enum table reading an unknown field": ("ember-roads", _derived({
