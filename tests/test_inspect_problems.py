@@ -92,6 +92,11 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "SHEET-12 a number field's default that is a flag": ("ember-roads", _number_field(default=True)),
     "SHEET-12 maxLength on a number field whose min is its max": ("ember-roads", _number_field(
         min=3, max=3, default=3, maxLength=5)),
+    "SHEET-12 text fields of maxLength 0 and 1, labels for no value, an enum's keys on text": ("ember-roads", _both(
+        lambda d: d["sheet"]["fields"].extend([
+            {"id": "t0", "label": "T0", "type": "text", "maxLength": 0},
+            {"id": "t1", "label": "T1", "type": "text", "maxLength": 1, "values": ["a"]},
+            {"id": "e", "label": "E", "type": "enum", "values": ["a"], "default": "a", "valueLabels": {"b": "B"}}]))),
     "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
         fields=["class", "colour"], derived=["spell_dc", "luck"])),
     "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
