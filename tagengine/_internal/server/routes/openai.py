@@ -1,6 +1,7 @@
 """The OpenAI-compatible routes a chat app calls, under both prefixes (`/v1/...` and `/c/{campaign}/v1/...`):
-the model list (the upstream's), the legacy completions (refused), and chat completions: a campaign's turn
-(turn.py), or without one the request passed through (passthrough.py)."""
+the model list (the upstream's; a 404 under /c/NAME for a campaign the server does not have), the legacy
+completions (refused), and chat completions: a campaign's turn (turn.py), or without one the request passed
+through (passthrough.py)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,13 @@ PREFIXES = ("", "/c/{campaign}")
 def openai_routes(ctx: ServerContext) -> list[Route]:
     upstream = ctx.upstream
 
+    @refusals_as_responses
     async def models(request: Request) -> Response:
+        """The upstream's model list. Under /c/NAME, a 404 for a campaign the server does not have, so a
+        misspelled campaign in a chat app's URL does not connect as valid (STX-3)."""
+        named = request.path_params.get("campaign")
+        if named is not None:
+            ctx.campaign(named)
         try:
             got = await upstream.send(upstream.request("GET", "/models", request.headers))
         except httpx.HTTPError as e:
