@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # for type checkers: the names of `_API` below, from the same
     from ._internal.sheet.sheet_views import view_character as view_character
     from ._internal.sheet.sheet_views import view_party as view_party
     from ._internal.sheet.views import CheckNumber as CheckNumber
+    from ._internal.sheet.views import HealthView as HealthView
     from ._internal.sheet.views import PoolView as PoolView
     from ._internal.sheet.views import SheetView as SheetView
     from ._internal.sheet.views import StateView as StateView
@@ -63,7 +64,7 @@ _API = {
     # a sheet for people: every number with where it came from
     "view_character": "sheet.sheet_views", "view_party": "sheet.sheet_views", "SheetView": "sheet.views",
     "CheckNumber": "sheet.views", "PoolView": "sheet.views", "TrackView": "sheet.views", "WoundView": "sheet.views",
-    "WoundLevel": "sheet.views", "StateView": "sheet.views",
+    "WoundLevel": "sheet.views", "StateView": "sheet.views", "HealthView": "sheet.views",
     # a rest the players take, outside a reply
     "take_rest": "sheet.rests", "Touched": "sheet.rests", "RestDef": "ruleset.sheet",
     # a card edited by hand lowered a pool's maximum

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 DOC = ROOT / "docs" / "spec-coverage.md"
 SCOPE = TESTS / "spec_scope.toml"
+MUTATION = TESTS / "mutation_scores.toml"  # written by `./dev mutate MODULE` (tests/mutate.py)
 SPEC = ROOT.parent / "shared" / "spec" / "SHEETS-SPEC.md"
 
 PREFIXES = ("ADJ", "CAP", "CLOCK", "ENUM", "GM", "GMREF", "HIDE", "PARTY", "PEN", "REF", "REST", "SHEET", "STATE",
@@ -242,6 +243,7 @@ def render(cov: Coverage) -> str:
             else:
                 status = "**NOT COVERED**"
             lines.append(f"| {r.id} | {r.section} | {r.text} | {status} |")
+    lines += mutation_section()
     if cov.not_citations:
         lines += ["", "## Names that list a rule their test does not check", "",
                   "These mentions are not counted (`[not_citations]` in `tests/spec_scope.toml`).", "",
@@ -249,6 +251,32 @@ def render(cov: Coverage) -> str:
         for test, (rids, why) in sorted(cov.not_citations.items()):
             lines.append(f"| `{test}` | {', '.join(rids)} | {why} |")
     return "\n".join(lines) + "\n"
+
+
+def mutation_section(path: Path = MUTATION) -> list[str]:
+    """The mutation score of each engine module, as `./dev mutate MODULE` last recorded it (decisions MU-2)."""
+    data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    lines = ["", "## Mutation testing", "",
+             "Do the tests fail when a rule breaks? `./dev mutate MODULE` (tests/mutate.py, mutmut 3) breaks each "
+             "module's code one small change at a time and runs the tests that reach it. A score is killed / "
+             "mutants a test reaches; every survivor is killed with a test or explained in "
+             "[mutation.md](mutation.md). A module too big to run whole in the time there was is measured on a "
+             "random sample of its mutants (decisions MU-3): its score is an estimate, given with its 95% interval.",
+             "",
+             "| Module | Killed | Reached | Score | Survived | Not reached | Run |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    for name, m in sorted(data.items()):
+        pct = 100 * m["killed"] / max(1, m["reached"])
+        score = f"{pct:.1f}%"
+        if m.get("sampled"):  # MU-3: an estimate from a random sample of the module's mutants
+            low, high = m["interval"]
+            score = (f"{pct:.1f}% in a sample (95%: {low}-{high}%) of {m['sample']} "
+                     f"of {m['mutants']} mutants")
+        lines.append(f"| `{name}/` | {m['killed']} | {m['reached']} | {score} "
+                     f"| {m['survived']} | {m['no_tests']} | {m['date']} at `{m['commit']}` |")
+    if not data:
+        lines.append("| (no run recorded) | | | | | | |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

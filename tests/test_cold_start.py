@@ -96,7 +96,7 @@ def preview_args(tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("extra", [["--json"], ["--json", "--model", "gpt-4", "--context", "4000"], ["--world"],
-                                   ["--json", "--model", "llama-3", "--context", "3000", "--response", "600"]])
+                                   ["--json", "--model", "llama-3", "--context", "3500", "--response", "600"]])
 def test_p_6_cold_preview_prints_what_the_in_process_one_prints(tmp_path, extra, monkeypatch):
     forks: list[str] = []
     real_init = ForkedTokenizer.__init__

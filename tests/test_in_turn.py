@@ -189,12 +189,12 @@ def test_the_stream_goes_on_where_the_outputs_ended(tmp_path):
     assert path.read_bytes() == expected + b"after\n"
 
 
-def test_text_in_memory_takes_no_turns(tmp_path):
+def test_text_in_memory_is_not_writable_in_turn(tmp_path):
     import io
 
-    assert not in_turn.takes_turns(io.StringIO()) and not in_turn.takes_turns(io.BytesIO())
+    assert not in_turn.writes_in_turn(io.StringIO()) and not in_turn.writes_in_turn(io.BytesIO())
     with open(tmp_path / "f", "w") as text_file:
-        assert in_turn.takes_turns(text_file)  # its bytes go to its descriptor
+        assert in_turn.writes_in_turn(text_file)  # its bytes go to its descriptor
 
 
 def test_children_stop_when_the_parent_is_gone(tmp_path):

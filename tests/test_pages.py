@@ -24,9 +24,12 @@ from serve_kit import Fake, Running
 
 from conftest import ROOT, SAMPLES, load_sample, sample_dict
 from tagengine._internal.cli import run
+from tagengine._internal.commands import apply_reply
+from tagengine._internal.pages.game_sheet import sheet_html
 from tagengine._internal.server.app import Options, make_app
 from tagengine._internal.server.campaigns import new_campaign
 from tagengine._internal.server.store import Store
+from tagengine._internal.state import GameState
 
 SCREENS = ROOT / "tests" / "output" / "screens"
 XSS = "<script>window.pwned=1</script>"
@@ -214,6 +217,41 @@ def test_sheet_html_is_one_self_contained_page(tmp_path: Path, capsys):
     (SCREENS.parent / "sheet-offline.html").write_text(html, encoding="utf-8")
 
 
+def blades_page() -> str:
+    rs = load_sample("blades-like")
+    start = GameState.new(rs, ["Cutter", "Lurk"])
+    played = apply_reply(rs, start, '[clock: name="Alarm raised" size="6"] [clock: name="Alarm raised" tick="4"] '
+                                    '[sheet: sheet="party" op="restore" pool="coin" amount="2"]').state
+    return sheet_html(rs, played)
+
+
+def test_clock_23_a_segmented_circle_the_name_and_the_fill_next_to_the_party_status():
+    html = blades_page()
+    fig = re.search(r'<figure class="clock" data-segments="6" data-filled="4">(.*?)</figure>', html, re.S)
+    assert fig is not None
+    assert fig.group(1).count('class="seg') == 6 and fig.group(1).count('class="seg filled"') == 4  # one wedge each
+    assert '<span class="clock-name">Alarm raised</span> <span class="count">4/6</span>' in fig.group(1)
+    between = html[html.index("</details>", html.index('<details class="panel party"')):html.index(
+        '<section class="panel clocks-panel"')]
+    assert re.fullmatch(r"</details>\s*", between)  # the clocks come right after the party's status
+
+
+def test_party_22_a_read_only_collapsible_party_sheet_next_to_the_characters():
+    html = blades_page()
+    party = html[html.index('<details class="panel party" open>'):html.index("</details>", html.index(
+        '<details class="panel party"'))]
+    assert "<summary><h2>Crew" in party and "revision 0" in party  # collapsible, open at first
+    assert not re.search(r"<(form|input|button|select|textarea)\b|contenteditable", party)  # read-only
+    cutter = html[html.index('<article class="sheet panel"'):]
+    for piece in ('<dl class="fields">', '<div class="stat pool-row">', '<div class="meter'):  # as a character's
+        assert piece in party and piece in cutter
+    top = html[html.index('<div class="table-top">'):html.index('<div class="sheets">')]
+    assert '<details class="panel party" open>' in top  # above the characters, with the clocks
+    between = html[html.index("</div>", html.index("</section>", html.index('class="panel clocks-panel"'))):
+                   html.index('<div class="sheets">')]
+    assert re.fullmatch(r'</div>\s*(<section class="panel receipts">.*</section>\s*)?', between, re.S)
+
+
 # -- in a real browser
 
 
@@ -260,6 +298,11 @@ def test_heist_pages_in_a_browser(browser: Any, tmp_path: Path):
         assert "revision 1" in page.locator(".party h2").inner_text()
         assert page.locator(".party").get_by_text("2/8").count() == 1  # coin restored by 2
         assert page.locator(".chip.cond.on", has_text="Wanted").count() == 1
+        party = page.locator("details.party")  # PARTY-22: collapsible; the clocks sit just above it (CLOCK-23)
+        assert party.locator(".pool-row", has_text="Coin").is_visible()
+        party.locator("summary").click()
+        assert not party.locator(".pool-row", has_text="Coin").is_visible()
+        party.locator("summary").click()
         shoot(page, "heist-sheet")
         shoot(page, "heist-sheet-360", 360)
 
@@ -306,6 +349,8 @@ def test_vault_pages_in_a_browser(browser: Any, tmp_path: Path):
         assert harm.locator(".cell.marked").count() == 2 and harm.locator(".cell.lowest").inner_text().startswith(
             "Winded")
         assert "penalty -1" in bram.locator("table.checks").first.inner_text()
+        # WOUND-39: the health track read as its remaining levels, on the sheet as in the reminder
+        assert bram.locator(".health .value").inner_text() == "2 of 4 left, at Winded"
         mira = page.locator("article.sheet", has=page.locator("h2.who", has_text="Mira"))
         assert mira.locator(".pool-row", has_text="Lantern oil").count() == 0  # HIDE: watch is not night
         assert mira.locator(".chip.on").inner_text() == "Shuttered"

@@ -114,8 +114,11 @@ def test_state_13_14_every_state_and_the_command():
 
 def test_wound_47_pen_7_wound_lines():
     g = reminder(GRAVE, sample_state("gravewatch"))
-    assert "- Harm: 2/7, at Winded; costs 1 die fewer on every roll" in g
     assert "- Strain: 1 of 4 boxes marked" in g
+    # Harm is Gravewatch's combat health, read as what is left (WOUND-39); without `combat` it reads its marks
+    assert "- Harm (health): 5 of 7 left, at Winded; costs 1 die fewer on every roll" in g
+    plain = Ruleset.from_dict({k: v for k, v in sample_dict("gravewatch").items() if k != "combat"})
+    assert "- Harm: 2/7, at Winded; costs 1 die fewer on every roll" in reminder(plain, sample_state("gravewatch"))
 
 
 def test_gm_20_wound_command_lists_levels_and_kinds():

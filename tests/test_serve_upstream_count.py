@@ -120,7 +120,7 @@ def test_a_cut_system_prompt_is_counted_again_by_the_upstream():
     rs = load_sample("gravewatch")
     state = GameState.new(rs, ["Mira", "Bram"])
     history = [{"role": "user", "content": "TURN:one"}]
-    budget = Budget(context=1560, response=100, response_min=100, reserve=800, model=MODEL)
+    budget = Budget(context=1760, response=100, response_min=100, reserve=1000, model=MODEL)
     asked: list[str] = []
 
     async def go() -> tuple[Prompt, Budget, str | None]:

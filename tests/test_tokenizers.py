@@ -239,7 +239,7 @@ def test_forked_hf_tokenizer_builds_in_the_child_and_cuts_by_offsets(bpe):
                 assert there.cut(text, keep) == cut_text(here, text, keep)
 
 
-@pytest.mark.parametrize("extra", [["--model", "mistral-large", "--context", "7500"], ["--context", "7500"]])
+@pytest.mark.parametrize("extra", [["--model", "mistral-large", "--context", "8500"], ["--context", "8500"]])
 def test_p_6_cold_preview_with_a_tokenizer_json_prints_what_the_warm_one_prints(tmp_path, bpe, extra, monkeypatch):
     from test_cold_start import cold_process, preview_args
 

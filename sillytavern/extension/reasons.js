@@ -20,6 +20,7 @@ export const REASON_WORDS = {
     "clock-limit": "the game has as many clocks as it allows",
     "unknown-clock": "no clock has that name",
     "unknown-op": "the sheet has no such action",
+    "unknown-damage-type": "the game has no such kind of damage",
     "unsupported-op": "this sheet does not allow that",
     "unknown-character": "no character has that name",
     "unknown-sheet": "no sheet has that name",

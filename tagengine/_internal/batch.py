@@ -405,7 +405,7 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
     else:
         parser()  # built before the fork, so no worker spends its start building it again
         here = _regular_file(source)
-        if here is not None and in_turn.takes_turns(sink):  # each process reads its batches, writes in turn (PF-13)
+        if here is not None and in_turn.writes_in_turn(sink):  # each process reads its batches, writes in turn (PF-13)
             in_turn.run_in_turn(functools.partial(_take, *here, BATCH_PER_WORKER), _work_batch, sink,
                                 max(1, workers), lambda result: emit(None, result[1], result[2], result[0]))
         else:  # stdin or a pipe, or an output without a descriptor: the lines travel through this process

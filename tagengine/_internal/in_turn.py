@@ -50,7 +50,7 @@ def file_descriptor(stream: Any) -> int | None:
     return fd if isinstance(fd, int) else None
 
 
-def takes_turns(sink: Any) -> bool:
+def writes_in_turn(sink: Any) -> bool:
     """Whether processes can write `sink` in turn: bytes to a file descriptor (a file, a pipe, a terminal),
     forked here (children inherit the descriptors and the loaded engine). Text in memory cannot."""
     out = getattr(sink, "buffer", sink)
@@ -196,7 +196,7 @@ def run_in_turn(take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes
                 on_result: Callable[[R], None]) -> None:
     """Run every task `take(cursor)` gives (None: no more; `cursor` is CURSOR_INTS shared integers, all 0 at
     first, which `take` may use to keep its place) through `work(task) -> (output, result)` in this process
-    and `workers - 1` forked children, writing the outputs to `sink` (`writable`) in the order the tasks were
+    and `workers - 1` forked children, writing the outputs to `sink` (`writes_in_turn`) in the order the tasks were
     taken and calling `on_result(result)` here in the same order. Raises what failed in any process (a write
     error names the sink); ChildProcessError when a child died without a word (killed)."""
     out = getattr(sink, "buffer", sink)

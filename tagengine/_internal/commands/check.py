@@ -13,7 +13,7 @@ from typing import Any
 
 from ..ruleset import Ruleset
 from ..sheet import CheckNumber, Eval
-from ..sheet.check_numbers import check_number
+from ..sheet.check_numbers import check_number, fight_number
 from ..state import GameState
 from ..tags import Tag
 from ..text import normalise
@@ -22,8 +22,9 @@ from .numbers import parse_int
 from .result import Outcome, Result, refused
 from .subject import find, subject
 
-KINDS = ("skill", "ability", "save")  # what a check rolls: exactly one of them (CK-2)
-ORDER = ("who", *KINDS, "with", "dc", "difficulty")  # a check's attributes (server/checks.py orders a tag so)
+KINDS = ("skill", "ability", "save")  # what a check rolls: exactly one of them (CK-2), or none in a fight (CB-7)
+FIGHT = ("attack", "save", "contest", "initiative")  # the rolls a fight builds from a sheet (ADJ-9, CB-7)
+ORDER = ("who", *KINDS, "with", "dc", "difficulty", "fight")  # its attributes (server/checks.py orders a tag so)
 ATTRIBUTES = frozenset(ORDER)
 DEFAULT_TARGET = 4  # CK-4: a dice pool that declares no target counts 4, 5 and 6 as successes
 MAX_POOL = 100  # CK-13: the most dice one check rolls; a sheet that asks for more is refused, not rolled
@@ -34,16 +35,17 @@ def signed(n: int) -> str:
 
 
 def op_of(rs: Ruleset, tag: Tag) -> str | Result:
-    """A check has one op, `roll`, once it names exactly one skill, ability or save and nothing unknown."""
+    """A check has one op, `roll`, once it names exactly one skill, ability or save (a fight's roll may name
+    none, CB-7) and nothing unknown."""
     if any(k not in ATTRIBUTES for k in tag.keys):
         return refused("unknown-attribute")
     kinds = [k for k in tag.keys if k in KINDS]
-    if not kinds:
-        return refused("missing-attribute")
     if len(kinds) > 1:
         return refused("one-action")
-    if kinds[0] == "ability" and tag.has("with"):
+    if tag.has("with") and (not kinds or kinds[0] == "ability"):
         return refused("unknown-attribute")  # `with=` swaps a skill's or save's ability (CAP-3)
+    if not kinds and not tag.has("fight"):
+        return refused("missing-attribute")
     return "roll"
 
 
@@ -85,13 +87,25 @@ def roll_tag(rs: Ruleset, state: GameState, tag: Tag) -> RolledCheck:
     op = op_of(rs, tag)
     if isinstance(op, Result):
         return RolledCheck(op, state)
-    kind = next(k for k in tag.keys if k in KINDS)
-    named = _roller_and_item(rs, state, tag.get("who"), kind, tag.get(kind))
-    if isinstance(named, RolledCheck):
-        return named
+    roller = _roller(rs, state, tag.get("who"))
+    if isinstance(roller, RolledCheck):
+        return roller
+    card, ev = roller
+    fight = None
+    if tag.has("fight"):
+        fight = next((f for f in FIGHT if f == normalise(tag.get("fight") or "")), None)
+        if fight is None:
+            return RolledCheck(refused("invalid-value"), state, card)
+    dc, difficulty = _number(tag, "dc"), _number(tag, "difficulty")
+    kind = next((k for k in tag.keys if k in KINDS), None)
+    if kind is None:  # ADJ-9: a fight's roll read from no ability, skill or save
+        return _rolled(rs, state, card, fight_number(ev, fight or ""), dc, difficulty)
+    cid = _pick(_items(ev, kind), tag.get(kind), kind)
+    if isinstance(cid, Result):
+        return RolledCheck(cid, state, card)
     if tag.has("with") and tag.get("with") is None:  # a bare `with` flag names no ability
-        return RolledCheck(refused("missing-attribute"), state, named[0])
-    return _rolled(rs, state, named, kind, tag.get("with"), _number(tag, "dc"), _number(tag, "difficulty"))
+        return RolledCheck(refused("missing-attribute"), state, card)
+    return _swapped(rs, state, (card, ev, cid), kind, tag.get("with"), dc, difficulty)
 
 
 def _number(tag: Tag, key: str) -> str | None:
@@ -110,16 +124,18 @@ def roll_check(rs: Ruleset, state: GameState, who: str | None, kind: str, name: 
         return RolledCheck(refused("unknown-attribute"), state)
     if kind == "ability" and swap is not None:
         return RolledCheck(refused("unknown-attribute"), state)  # `with=` swaps a skill's or save's ability (CAP-3)
-    named = _roller_and_item(rs, state, who, kind, name)
-    if isinstance(named, RolledCheck):
-        return named
-    return _rolled(rs, state, named, kind, swap, dc, difficulty)
+    roller = _roller(rs, state, who)
+    if isinstance(roller, RolledCheck):
+        return roller
+    card, ev = roller
+    cid = _pick(_items(ev, kind), name, kind)
+    if isinstance(cid, Result):
+        return RolledCheck(cid, state, card)
+    return _swapped(rs, state, (card, ev, cid), kind, swap, dc, difficulty)
 
 
-def _roller_and_item(rs: Ruleset, state: GameState, who: str | None, kind: str, name: str | None
-           ) -> tuple[str, Eval, str] | RolledCheck:
-    """The character who rolls (its card name and sheet) and the id of the skill, save or ability it rolls;
-    else the refusal. `name` None: the kind was named without a value."""
+def _roller(rs: Ruleset, state: GameState, who: str | None) -> tuple[str, Eval] | RolledCheck:
+    """The character who rolls: its card name and sheet; else the refusal."""
     if who is not None and normalise(who) == "party":
         return RolledCheck(refused("invalid-value"), state)  # a check is one character's roll (CK-2)
     if who is None:
@@ -130,18 +146,19 @@ def _roller_and_item(rs: Ruleset, state: GameState, who: str | None, kind: str, 
         card = state.character(who)
         if card is None:
             return RolledCheck(refused("unknown-character"), state)
-    ev = subject(rs, state, card).ev
-    items: tuple[Any, ...] = (ev.idx.skills.items if kind == "skill" else ev.idx.saves.items if kind == "save"
-                              else ev.idx.abilities.items)
-    cid = _pick(items, name, kind)
-    if isinstance(cid, Result):
-        return RolledCheck(cid, state, card)
-    return card, ev, cid
+    return card, subject(rs, state, card).ev
 
 
-def _rolled(rs: Ruleset, state: GameState, named: tuple[str, Eval, str], kind: str, swap: str | None,
-            dc_given: str | None, difficulty_given: str | None) -> RolledCheck:
-    """The named check rolled with the state's dice: the dice pool's successes or the dice sum."""
+def _items(ev: Eval, kind: str) -> tuple[Any, ...]:
+    """The skills, saves or abilities a check of `kind` names one of."""
+    return tuple(ev.idx.skills.items if kind == "skill" else ev.idx.saves.items if kind == "save"
+                 else ev.idx.abilities.items)
+
+
+def _swapped(rs: Ruleset, state: GameState, named: tuple[str, Eval, str], kind: str, swap: str | None,
+             dc_given: str | None, difficulty_given: str | None) -> RolledCheck:
+    """The named check, its ability swapped for the `with=` one (CAP-3), rolled; ADJ-8, ADJ-9: a fight's roll
+    made with an ability, skill or save gets that ability's `adjust` entries as any check does."""
     card, ev, cid = named
     swapped: str | None = None
     if swap is not None:
@@ -149,7 +166,12 @@ def _rolled(rs: Ruleset, state: GameState, named: tuple[str, Eval, str], kind: s
         if isinstance(got, Result):
             return RolledCheck(got, state, card)
         swapped = got
-    number = check_number(ev, kind, cid, swapped)
+    return _rolled(rs, state, card, check_number(ev, kind, cid, swapped), dc_given, difficulty_given)
+
+
+def _rolled(rs: Ruleset, state: GameState, card: str, number: CheckNumber, dc_given: str | None,
+            difficulty_given: str | None) -> RolledCheck:
+    """`number` rolled with the state's dice: the dice pool's successes or the dice sum."""
     if number.total is None:  # UNTR-9: not rolled at all; the dice stay where they were
         return RolledCheck(refused("untrained"), state, card, number)
     res = rs.file.resolution
@@ -234,7 +256,7 @@ def card(rs: Ruleset, done: RolledCheck) -> list[str]:
 
     lines = [f"{done.who}: {n.label} ({n.kind})"]
     lines.append(f"  {label}: {amount(n.base)}" + ("" if pool else " (its modifier)"))
-    if n.kind != "ability":
+    if n.kind in ("skill", "save"):
         level = next((lv.label for lv in rs.file.sheet.training if lv.id == n.training), n.training or "none")
         lines.append(f"  training, {level}: {signed(n.bonus)}" + ("" if n.trained else " (untrained)"))
     if n.untrained:
@@ -285,6 +307,7 @@ def teach(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
         "die": rs.die,
         "target": (t.value if t is not None else DEFAULT_TARGET) if rs.dice_pool else None,
         "moves": None if t is None or t.min == t.max or not rs.dice_pool else {"min": t.min, "max": t.max},
+        "fight": rs.file.combat is not None,  # CB-7: taught only to a ruleset that declares `combat`
         "refuse": any(k.untrained == "refuse" for k in (*s.skills, *s.saves))
         or any(sec.untrained == "refuse" for sec in s.sections),
     }

@@ -47,6 +47,8 @@ REASONS: Mapping[str, tuple[str, str]] = MappingProxyType({
     "missing-kind": ("sheets", "marking a wound track needs `kind` (DEC-16)"),
     "bad-box": ("sheets", "`box` outside the track (DEC-16)"),
     "track-full": ("sheets", "no free box on a track with `onFull: \"refuse\"` (WOUND-52, WOUND-53)"),
+    "unknown-damage-type": ("sheets", "a hit's `type` names no damage type of `combat`, or none the health track's "
+                            "map gives a kind (CB-2)"),
     "not-advanceable": ("sheets", "a party field not in `advancement.fields` (DEC-15)"),
     # edits (a player's, written by the engine)
     "unverified-edit": ("edits", "an edit receipt whose `mac` does not verify here: not written by the engine for "

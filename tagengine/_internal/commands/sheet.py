@@ -8,7 +8,7 @@ from ..ruleset import Ruleset
 from ..sheet import Eval
 from ..state import PARTY, GameState
 from ..tags import Tag
-from . import advance, conditions, livetext, pools, rests, states, tracks, wounds
+from . import advance, combat, conditions, livetext, pools, rests, states, tracks, wounds
 from .family import Family
 from .result import Result, refused
 from .subject import subject
@@ -41,6 +41,7 @@ def teach(rs: Ruleset, state: GameState) -> dict[str, Any]:
         "conditions": [c.label for c in live.conditions],
         "text": [t.label for t in live.text],
         "rests": [r.label for r in rs.file.sheet.rests],
+        "combat": combat.taught(rs),
         "rows": pools.taught_rows(subject(rs, state, names[0]).ev if names else Eval(rs, {}, None)),
         "party": None if rs.file.party is None else {
             "pools": [p.label for p in rs.file.party.pools],
@@ -52,6 +53,6 @@ def teach(rs: Ruleset, state: GameState) -> dict[str, Any]:
 
 # The sheet ops, in the order the docs and the reminder list them. Add an op here.
 FAMILY = Family.of("sheet", op_of, (
-    pools.spend, pools.restore, wounds.damage, tracks.track, states.set_state, conditions.condition,
-    livetext.set_text, rests.rest, advance.advance,
+    pools.spend, pools.restore, wounds.damage, combat.hit, combat.heal_in_fight, tracks.track, states.set_state,
+    conditions.condition, livetext.set_text, rests.rest, advance.advance,
 ), teach)

@@ -100,6 +100,8 @@ def character_context(rs: Ruleset, view: SheetView, controls: Mapping[str, Any] 
         "text": [{"label": label, "value": value, "ctl": ctl.get(f"text.{tid}")} for tid, label, value in view.text],
         "uses": [u for k, u in ctl.items() if k.startswith("rows.")],
         "hidden": sorted(hidden.items()),
+        "health": None if view.health is None else {"label": view.health.label, "now": view.health.now,
+                                                      "down": view.health.down},  # WOUND-34, WOUND-39
     }
 
 

@@ -119,7 +119,9 @@ def character_block(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
     for text in summary_lists(rs, s, summary, rs.sheet.lists.by_id):
         label, _, rest = text.partition(": ")
         lines.append((label, rest))
-    pools = [p.label + " " + p.now for p in s.pools if not p.hidden]
+    health = s.health
+    pools = [p.label + " " + p.now + (", down" if health is not None and health.down and p.id == health.id else "")
+             for p in s.pools if not p.hidden]  # CB-4: a health pool at 0
     if pools:
         lines.append(("Pools", "; ".join(pools)))
     if any(lst.pools is not None for lst in sheet.lists):
@@ -129,15 +131,19 @@ def character_block(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
             lines.append((t.label, f"{t.value} (of {t.min}..{t.max})"))
     penalty_from = rs.file.resolution.penaltyFrom if rs.file.resolution else None
     for w in s.wounds:
-        text = (f"{w.filled} of {w.length} boxes marked" if w.boxed else
-                f"{w.filled}/{w.length}" + (f", at {w.lowest}" if w.lowest else ", unmarked"))  # WOUND-47
-        if w.overflow:
-            text += f", +{w.overflow} overflow"
+        label = w.label
+        if health is not None and health.track and w.id == health.id:  # WOUND-39: read as what is left; CB-4
+            label, text = f"{w.label} (health)", health.now
+        else:
+            text = (f"{w.filled} of {w.length} boxes marked" if w.boxed else
+                    f"{w.filled}/{w.length}" + (f", at {w.lowest}" if w.lowest else ", unmarked"))  # WOUND-47
+            if w.overflow:
+                text += f", +{w.overflow} overflow"
         if w.id == penalty_from and w.penalty:  # PEN-7: the current level and its cost
             cost = (f"{-w.penalty} {'die' if w.penalty == -1 else 'dice'} fewer" if rs.dice_pool
                     else f"{w.penalty:+d}")
             text += f"; costs {cost} on every roll"
-        lines.append((w.label, text))
+        lines.append((label, text))
     for st in s.states:  # STATE-14: every state, default included
         if not st.hidden:
             lines.append((st.label, st.value_label))

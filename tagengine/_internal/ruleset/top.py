@@ -130,9 +130,12 @@ class DamageKindsDef(BaseDef):
 
 
 class CombatDef(BaseDef):
-    """Validated where the spec speaks (WOUND-2, WOUND-32); not executed (DEC-19)."""
+    """What a fight reads (WOUND-2, WOUND-32..39): the health a hit lands on, and how (docs/decisions.md T-18,
+    CB-1..CB-3). `damage`: `per-point` damage names the box it hits, `per-blow` (the default) the first
+    (WOUND-35), on a health track that fills by box."""
 
     health: HealthDef | None = None
+    damage: Literal["per-blow", "per-point"] | None = None
     damageKinds: DamageKindsDef | None = None
     damageTypes: list[str] | None = None
 

@@ -2,7 +2,7 @@
 
 from .evaluator import Eval
 from .sheet_views import view_card, view_character, view_party
-from .views import CheckNumber, PoolView, SheetView, StateView, TrackView, WoundLevel, WoundView
+from .views import CheckNumber, HealthView, PoolView, SheetView, StateView, TrackView, WoundLevel, WoundView
 
-__all__ = ["CheckNumber", "Eval", "PoolView", "SheetView", "StateView", "TrackView", "WoundLevel", "WoundView",
-           "view_card", "view_character", "view_party"]
+__all__ = ["CheckNumber", "Eval", "HealthView", "PoolView", "SheetView", "StateView", "TrackView", "WoundLevel",
+           "WoundView", "view_card", "view_character", "view_party"]

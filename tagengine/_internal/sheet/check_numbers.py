@@ -68,6 +68,15 @@ def check_number(ev: Eval, kind: str, cid: str, with_ability: str | None = None)
     return result
 
 
+def fight_number(ev: Eval, fight: str) -> CheckNumber:
+    """ADJ-9: a roll a fight builds from no ability, skill or save (`[check: fight="initiative"]`) starts from
+    nothing and gets only the `adjust` entries without `abilities`, and the wound penalty (docs/decisions.md
+    CB-7). Computed when rolled: the engine keeps no fight to start (U-25)."""
+    pen, adj, total = with_modifiers(ev, 0, None)
+    return CheckNumber("fight", fight, fight.capitalize(), None, None, False, 0, 0, 0, "normal", None, 0, pen, adj,
+                       total, pool_target(ev, False))
+
+
 def _ability(ev: Eval, aid: str) -> CheckNumber:
     a = ev.idx.abilities.get(aid)
     base = ability_part(ev, aid)

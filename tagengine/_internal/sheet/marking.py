@@ -121,6 +121,28 @@ def _mark_indexed(t: TrackShape, marks: Slots, kind: str, amount: int, box: int 
     return tuple(slots)
 
 
+def mark_hit(t: TrackShape, marks: Slots, overflow: int, kind: str, count: int, box: int = 1) -> tuple[Slots, int]:
+    """A landed hit (WOUND-33..36): `count` marks of `kind`, never refused. A track that escalates marks as
+    `mark` does (WOUND-20, WOUND-21). On a track that refuses when full, each mark goes on box `box` or the
+    next free box above (indexed, WOUND-35, WOUND-48), or by severity; a mark no box can take is overflow,
+    which puts the character down (WOUND-36, docs/decisions.md CB-4)."""
+    if not (t.indexed or t.refuse_when_full):
+        return mark(t, marks, overflow, kind, count)
+    count = max(0, count)
+    if t.indexed:
+        slots: list[str | None] = [*marks, *([None] * (t.length - len(marks)))]
+        free = [j for j in range(max(0, box - 1), t.length) if slots[j] is None][:count]
+        for j in free:
+            slots[j] = kind
+        while slots and slots[-1] is None:
+            slots.pop()
+        placed, out = len(free), tuple(slots)
+    else:
+        placed = min(count, t.length - sum(1 for m in marks if m is not None))
+        out = mark(t, marks, overflow, kind, placed)[0]
+    return out, min(OVERFLOW_MAX, overflow + count - placed)
+
+
 def heal(t: TrackShape, marks: Slots, overflow: int, count: int, kind: str | None = None) -> tuple[Slots, int]:
     """Clear `count`: overflow first (WOUND-24), then the lightest marks (WOUND-26); with a kind of the
     track, only marks of that kind and no overflow (WOUND-25). Indexed: the highest of the lightest

@@ -11,6 +11,7 @@ from ..memo import IdentityCache
 from ..ruleset import Ruleset
 from ..state import PARTY, GameState, LiveValues
 from .check_numbers import check_number
+from .combat_health import health_view
 from .evaluator import Eval
 from .views import PoolView, SheetView, StateView, TrackView
 
@@ -107,5 +108,5 @@ def view_of(ev: Eval, name: str) -> SheetView:
         pools=tuple(pools), tracks=tuple(tracks), wounds=tuple(wounds), states=tuple(states),
         conditions=tuple((c.id, c.label, c.id in ev.live.conditions) for c in s.live.conditions),
         text=tuple((t.id, t.label, ev.live.text.get(t.id, "")) for t in s.live.text),
-        row_pools=row_pools,
+        row_pools=row_pools, health=health_view(ev),
     )

@@ -17,6 +17,10 @@ def to_json(sheet: SheetView) -> dict[str, Any]:
                                                      for group in (sheet.abilities, sheet.skills, sheet.saves))
     for key in ("pools", "tracks", "wounds", "states"):
         out[key] = [dataclasses.asdict(v) for v in getattr(sheet, key)]
+    if sheet.health is None:
+        del out["health"]  # only a character of a ruleset with `combat.health` has one
+    else:
+        out["health"] = {**dataclasses.asdict(sheet.health), "now": sheet.health.now}
     for w, view in zip(out["wounds"], sheet.wounds, strict=True):
         w.update(filled=view.filled, remaining=view.remaining, now=view.now)
     return out
@@ -88,6 +92,8 @@ def render_sheet(rs: Ruleset, sheet: SheetView) -> str:
         f"{w.label}: {w.now}, penalty {w.penalty} [" + " ".join(
             (next((k[1] for k in w.kinds if k[0] == m), "?") if m else ".") for m in w.cells) + "]"
         for w in sheet.wounds])
+    h = sheet.health
+    block("Health", [] if h is None else [f"{h.label}: {h.now}" + (f" ({h.down})" if h.down else "")])
     block("States", [f"{st.label}: {st.value_label}" for st in sheet.states])
     block("Conditions", [f"{label}: {'on' if on else 'off'}" for _, label, on in sheet.conditions])
     block("Live text", [f"{label}: {value!r}" for _, label, value in sheet.text])

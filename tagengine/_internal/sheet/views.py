@@ -18,7 +18,7 @@ class CheckNumber:
     number of dice; under `dice-sum` a modifier.
     """
 
-    kind: str  # "ability" | "skill" | "save"
+    kind: str  # "ability" | "skill" | "save" | "fight" (a fight's roll from none of them, ADJ-9)
     id: str
     label: str
     ability: str | None
@@ -124,6 +124,35 @@ def now_text(boxed: bool, levels: tuple[WoundLevel, ...], length: int, filled: i
 
 
 @dataclass(frozen=True, slots=True)
+class HealthView:
+    """What `combat.health` reads for one character (WOUND-32..39; docs/decisions.md CB-4, CB-6): how much of
+    its pool or wound track is left, and whether the character is down and why."""
+
+    id: str
+    label: str
+    track: bool  # a wound track (WOUND-32), else a pool
+    left: int  # points left, or the track's levels or boxes left (WOUND-39: read as its remaining levels)
+    of: int  # the pool's maximum, or the track's length
+    boxed: bool = False
+    at: str | None = None  # the lowest marked level
+    overflow: int = 0
+    temp: int = 0
+    down: str | None = None  # why the character is down (WOUND-34, WOUND-36), None while they are not
+
+    @property
+    def now(self) -> str:
+        """`5 of 7 left, at Winded`; `down: 0 of 4 boxes left +1 overflow` (CB-6)."""
+        text = f"{self.left} of {self.of}{' boxes' if self.boxed else ''} left"
+        if self.at is not None:
+            text += f", at {self.at}"
+        if self.overflow:
+            text += f" +{self.overflow} overflow"
+        if self.temp:
+            text += f" +{self.temp} temp"
+        return f"down: {text}" if self.down is not None else text
+
+
+@dataclass(frozen=True, slots=True)
 class StateView:
     id: str
     label: str
@@ -152,6 +181,7 @@ class SheetView:
     conditions: tuple[tuple[str, str, bool], ...] = ()  # (id, label, on)
     text: tuple[tuple[str, str, str], ...] = ()  # (id, label, value)
     row_pools: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=empty_map)  # (cur, max) per row
+    health: HealthView | None = None  # `combat.health`, for a character of a ruleset that declares one
 
     def __post_init__(self) -> None:
         """Read-only all the way down: views are cached per snapshot and shared between callers."""

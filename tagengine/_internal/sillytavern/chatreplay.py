@@ -176,7 +176,7 @@ def replay_files(ruleset_path: str, paths: Iterable[str], sink: TextIO | BinaryI
         # a worker's standard input is not this process's (multiprocessing gives it /dev/null): a chat read
         # from it is replayed here, before the others
         early = {i: _replay_path(p) for i, p in enumerate(paths) if p == STDIN}
-        if in_turn.takes_turns(sink):  # each process writes its chats' lines in turn (PF-13)
+        if in_turn.writes_in_turn(sink):  # each process writes its chats' lines in turn (PF-13)
 
             def work(i: int) -> tuple[bytes, tuple[list[str], dict[str, int]]]:
                 data, errors, receipts = early[i] if i in early else _replay_path(paths[i])

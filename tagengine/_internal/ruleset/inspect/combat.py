@@ -1,4 +1,4 @@
-"""`combat`: validated only where the spec speaks (WOUND-2, WOUND-32, WOUND-33); not executed (DEC-19)."""
+"""`combat`: the health a fight hits and how (WOUND-2, WOUND-32, WOUND-33, WOUND-35; docs/decisions.md T-18, CB-3)."""
 
 from __future__ import annotations
 
@@ -38,3 +38,6 @@ def inspect_combat(ctx: Inspection) -> None:
         if combat.damageKinds.marks < 1:
             ctx.add("combat.damageKinds.marks", "out-of-range", "a landed hit marks at least one box (WOUND-33)",
                     combat.damageKinds.marks)
+    if combat.damage == "per-point" and (track is None or track.fill != "indexed"):
+        ctx.add("combat.damage", "per-point-needs-boxes", "per-point damage names the box it hits, so health must "
+                "be a wound track that fills by box (fill: indexed) (WOUND-35)", combat.damage)

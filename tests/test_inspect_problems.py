@@ -1,0 +1,162 @@
+"""Each problem a ruleset's inspection reports, whole: its path, code, message and the value it names (issue 29,
+docs/mutation.md: the codes were tested, the messages and values often not). Every case breaks one sample in
+one place; `tests/golden/inspect-problems.json` holds what each must report, problems and warnings.
+
+Regenerate after an intended change with `UPDATE_GOLDEN=1 ./dev test tests/test_inspect_problems.py`, then read
+the diff."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from conftest import GOLDEN, sample_dict
+from tagengine import Ruleset
+from tagengine._internal.errors import RulesetError
+
+EXPECTED = GOLDEN / "inspect-problems.json"
+
+
+def _derived(entry: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    return lambda d: d["sheet"].setdefault("derived", []).append(entry)
+
+
+def _track(i: int, **changes: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(d: dict[str, Any]) -> None:
+        t = d["sheet"]["live"]["tracks"][i]
+        for k, v in changes.items():
+            if v is None:
+                t.pop(k, None)
+            else:
+                t[k] = v
+    return edit
+
+
+def _rest_on_luck(d: dict[str, Any]) -> None:
+    d["sheet"]["rests"][0]["steps"][1]["track"] = "luck"
+
+
+def _box_penalty_above_0(d: dict[str, Any]) -> None:
+    d["sheet"]["live"]["tracks"][1]["boxes"]["penalty"]["table"] = [[0, -1], [1, 2]]
+
+
+def _cap_reads_its_reader(d: dict[str, Any]) -> None:
+    d["sheet"]["derived"].append({"id": "x", "label": "X", "op": "sum", "of": [{"skillMod": "dig"}]})
+    d["sheet"]["skills"][0]["cap"] = {"derived": "x"}
+
+
+def _both(*edits: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def edit(d: dict[str, Any]) -> None:
+        for e in edits:
+            e(d)
+    return edit
+
+
+def _rest_step(rest: int, step: int, **changes: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(d: dict[str, Any]) -> None:
+        st = d["sheet"]["rests"][rest]["steps"][step]
+        for k, v in changes.items():
+            if v is None:
+                st.pop(k, None)
+            else:
+                st[k] = v
+    return edit
+
+
+def _summary(**changes: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda d: d["gm"]["sheetSummary"].update(changes)
+
+
+def _number_field(**keys: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda d: d["sheet"]["fields"].append({"id": "n", "label": "N", "type": "number", **keys})
+
+
+def _more_members(d: dict[str, Any]) -> None:
+    d["party"]["fromMembers"] = [{"field": "size", "count": True}] * 9
+
+
+STEP = {"id": "s", "label": "S", "op": "stepTable", "from": {"field": "level"}}
+ENUM = {"id": "e", "label": "E", "op": "enumTable", "default": 0}
+KIND = {"id": "k", "label": "K", "severity": 0}
+
+CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
+    "SHEET-26 an empty step table": ("ember-roads", _derived({**STEP, "table": []})),
+    "SHEET-26 a step table whose thresholds fall": ("ember-roads", _derived({**STEP, "table": [[2, 1], [1, 2]]})),
+    "WOUND-45 a box penalty above 0": ("gravewatch", _box_penalty_above_0),
+    "REST-2 a rest step naming an unknown track": ("ember-roads", _rest_on_luck),
+    "CAP-5 a derived value read by the cap of the skill it reads": ("ember-roads", _cap_reads_its_reader),
+    "SHEET-12 a number field's default that is a flag": ("ember-roads", _number_field(default=True)),
+    "SHEET-12 maxLength on a number field whose min is its max": ("ember-roads", _number_field(
+        min=3, max=3, default=3, maxLength=5)),
+    "SHEET-12 text fields of maxLength 0 and 1, labels for no value, an enum's keys on text": ("ember-roads", _both(
+        lambda d: d["sheet"]["fields"].extend([
+            {"id": "t0", "label": "T0", "type": "text", "maxLength": 0},
+            {"id": "t1", "label": "T1", "type": "text", "maxLength": 1, "values": ["a"]},
+            {"id": "e", "label": "E", "type": "enum", "values": ["a"], "default": "a", "valueLabels": {"b": "B"}}]))),
+    "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
+        fields=["class", "colour"], derived=["spell_dc", "luck"])),
+    "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
+    "GM-16 a summary naming an unknown column, its names in an enum column": ("fifth-like", _summary(
+        lists=[{"list": "features", "nameColumn": "die", "columns": ["power", "weight"]}])),
+    "STATE-16 a rest step naming an unknown state": ("gravewatch", _rest_step(1, 4, state="mood")),
+    "REST-3 a fraction of the max above 1": ("fifth-like", _rest_step(
+        1, 1, by={"fractionOfMax": 1.5, "round": "down", "min": -1})),
+    "REST-3 a whole max restored, at least 0, beside a fraction on a track": ("fifth-like", _both(
+        _rest_step(1, 1, by={"fractionOfMax": 1, "round": "down", "min": 0}),
+        _rest_step(1, 4, by={"fractionOfMax": 0.5, "round": "down"}))),
+    "WOUND-43 rest steps that would mark a wound track": ("gravewatch", _both(
+        _rest_step(1, 2, by={"const": 2}), _rest_step(0, 0, to="max"))),
+    "WOUND-40 a rest step reducing a track to fewer than 0 marks": ("gravewatch", _rest_step(1, 3, to=-1)),
+    "ENUM-2 an enum table reading a constant": ("ember-roads", _derived({
+        **ENUM, "from": {"const": 1}, "table": {"scout": 1}})),
+    "ENUM-2 an enum table reading an unknown field": ("ember-roads", _derived({
+        **ENUM, "from": {"field": "colour"}, "table": {"red": 1}})),
+    "ENUM-2 an enum table reading a number field": ("ember-roads", _derived({
+        **ENUM, "from": {"field": "level"}, "table": {"1": 1}})),
+    "ENUM-2 an enum table reading an unknown live state": ("ember-roads", _derived({
+        **ENUM, "from": {"liveState": "mood"}, "table": {"calm": 1}})),
+    "ENUM-1 an enum table without a table": ("ember-roads", _derived({**ENUM, "from": {"liveState": "stance"}})),
+    "ENUM-3 an enum table of no rows": ("ember-roads", _derived({
+        **ENUM, "from": {"liveState": "stance"}, "table": {}})),
+    "PARTY-29 nine entries read from the members": ("blades-like", _more_members),
+    "TRACK-3 a plain track whose min is above its max": ("ember-roads", _track(0, min=5, max=2, default=None)),
+    "TRACK-3 a plain track whose default is below its min": ("ember-roads", _track(0, min=2, default=1)),
+    "WOUND-10 a wound track with levels and boxes": ("gravewatch", _track(0, boxes={})),
+    "WOUND-6 a wound track of seven kinds": ("gravewatch", _track(
+        0, kinds=[{**KIND, "id": k, "severity": n} for n, k in enumerate(["knock", "tear", "a", "b", "c", "d", "e"])])),
+    "HIDE-7 a hidden wound track": ("gravewatch", _track(0, hideWhen={"field": "watch", "equals": "dawn"})),
+    "WOUND-44 a boxed track of 65 boxes": ("gravewatch", _track(1, max=65)),
+    "WOUND-55 extra levels on a track of boxes": ("gravewatch", _track(
+        1, extra={"list": "scars", "countColumn": "levels", "penaltyColumn": "penalty"})),
+    "WOUND-56 extra levels counted by a text column": ("gravewatch", _track(
+        0, extra={"list": "scars", "countColumn": "name", "penaltyColumn": "penalty"})),
+}
+
+
+def problems_of(name: str, edit: Callable[[dict[str, Any]], None]) -> dict[str, list[list[Any]]]:
+    data = sample_dict(name)
+    edit(data)
+    try:
+        rs = Ruleset.from_dict(data)
+    except RulesetError as e:
+        return {"problems": [[p.path, p.code, p.message, p.value] for p in e.problems]}
+    return {"warnings": [[p.path, p.code, p.message, p.value] for p in rs.warnings]}
+
+
+def test_golden_inspection_problems_name_their_path_code_message_and_value():
+    got = {case: problems_of(name, edit) for case, (name, edit) in CASES.items()}
+    if os.environ.get("UPDATE_GOLDEN"):
+        EXPECTED.write_text(json.dumps(got, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert got == json.loads(EXPECTED.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_case_reports_something(case):
+    """A case that reports nothing tests nothing."""
+    name, edit = CASES[case]
+    found = problems_of(name, edit)
+    assert found.get("problems") or found.get("warnings"), case
