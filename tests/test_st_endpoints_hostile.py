@@ -340,3 +340,33 @@ def test_install_over_a_link_it_may_not_replace_writes_nowhere(tmp_path, case):
     assert sorted(p.name for p in (user / "extensions").iterdir()) == ["tagengine"]  # no copy left beside it
     assert (user / "extensions" / "tagengine").is_symlink()
 
+
+
+# -- rewrites (STX-7) land on the message they were made from
+
+
+RECEIPTED = ['The lock gives. [clock: name="Alarm raised" size="6" result="ok" now="0/6"]',
+             'A bell rings. [clock: name="Alarm raised" tick="4" result="ok" now="9/6"]',
+             'Boots. [clock: name="Alarm raised" tick="1" result="ok" now="9/6"]']  # the last two's receipts wrong
+
+
+@pytest.mark.parametrize("case", ["a reply that is only a marker", "a reply as content parts"])
+def test_each_rewrite_names_the_message_it_rewrites(tmp_path, case):
+    """The extension writes each rewrite into the message at its index and saves the chat: an index off by one
+    overwrote another reply. The plain history drops an assistant message a marker left empty and reads content
+    parts as text; the indices follow the same reading."""
+    one, two, three = RECEIPTED
+    if case == "a reply that is only a marker":
+        msgs = chat(["one", "two", "three", "four"], [one, '[tagengine: campaign="heist"]', two, three])
+        expected = [6, 8]
+    else:
+        msgs = chat(["one", "two", "three"], [one, two, three])
+        msgs[2] = {"role": "assistant", "content": [{"type": "text", "text": one}]}
+        expected = [4, 6]
+    with serving(tmp_path) as (url, _):
+        got = httpx.post(f"{url}{STATE}", json={"messages": msgs, "rewrite_from": 0}).json()
+    assert [r["index"] for r in got["rewrites"]] == expected, got["rewrites"]
+    for r in got["rewrites"]:
+        written = msgs[r["index"]]["content"]
+        assert r["text"].split("[")[0] == written.split("[")[0]  # the same reply's prose, its receipts made again
+    assert [r["text"][r["text"].index("now="):] for r in got["rewrites"]] == ['now="4/6"]', 'now="5/6"]']

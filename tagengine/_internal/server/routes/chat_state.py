@@ -174,10 +174,11 @@ def state_body(body: Any) -> dict[str, Any]:
 def replay_texts(c: Campaign, history: list[dict[str, str]], messages: list[Any],
                  first: int) -> list[dict[str, Any]]:
     """The replies from the campaign's start, each applied to the state the ones before left; those at or after
-    `messages[first]` whose text changes, by their index in `messages` (the plain history drops a message its
-    marker left empty, so indices are matched by the assistant messages' order)."""
-    where = [i for i, m in enumerate(messages) if isinstance(m, Mapping) and str(m.get("role", "")).lower()
-             == "assistant" and isinstance(m.get("content"), str)]
+    `messages[first]` whose text changes, by their index in `messages`: the assistant messages the plain history
+    keeps, read as it reads them (content parts as text; a message its marker left empty, or a tool call's
+    without content, dropped), matched by their order."""
+    where = [i for i, m in enumerate(messages) if isinstance(m, Mapping) and isinstance(m.get("role"), str)
+             and m["role"].lower() == "assistant" and read_marked([m]).history]
     state, out = c.start, []
     for n, m in enumerate(x for x in history if x["role"] == "assistant"):
         applied = apply_reply(c.rs, state, m["content"])
