@@ -370,3 +370,21 @@ def test_each_rewrite_names_the_message_it_rewrites(tmp_path, case):
         written = msgs[r["index"]]["content"]
         assert r["text"].split("[")[0] == written.split("[")[0]  # the same reply's prose, its receipts made again
     assert [r["text"][r["text"].index("now="):] for r in got["rewrites"]] == ['now="4/6"]', 'now="5/6"]']
+
+
+def test_a_long_invented_chat_does_not_prune_what_the_pages_show(tmp_path):
+    """A state request replays what it is sent, and keeps its snapshots as a turn's replay does (S-20 prunes the
+    least recently used past --keep). One request of more replies than --keep pruned the pages' newest turn too:
+    they showed the campaign's start ("gone from the store") and refused every edit until a turn was played. A
+    head's snapshot is what the pages read, with no history to replay it from: it is never pruned."""
+    with serving(tmp_path, keep=20) as (url, ctx), httpx.Client(base_url=url, timeout=60) as h:
+        play(url, ctx, ["one", "two"])
+        c = ctx.campaign("heist")
+        shown = ctx.latest.newest(c)
+        invented = [{"role": "system", "content": '[tagengine: campaign="heist"]'}] + [
+            {"role": "assistant", "content": f"Step {k}."} for k in range(150)]
+        assert h.post(STATE, json={"messages": invented}).status_code == 200
+        after = ctx.latest.newest(c)
+        page = h.get("/ui/c/heist").text
+    assert not after.gone and after.key == shown.key and after.state.to_json() == shown.state.to_json()
+    assert "gone from the store" not in page
