@@ -138,7 +138,7 @@ def test_each_field_of_a_bad_state_request_is_refused_naming_it(tmp_path, body, 
         assert "messages[2]" in r.json()["error"]["message"]
 
 
-@pytest.mark.parametrize("raw", [b"[" * 100_000, b'{"messages": [' + b"[" * 5000 + b"]",
+@pytest.mark.parametrize("raw", [b"[" * 100_000, b'{"messages": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
                                  b'{"messages": [], "rewrite_from": 1e400, "campaign": "heist"}',
                                  b"\xff\xfe{}", b"", b" " * (MAX_BODY + 1)])
 def test_a_body_that_is_not_a_state_request_is_refused(tmp_path, raw):
