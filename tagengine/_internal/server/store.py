@@ -241,14 +241,16 @@ class Store:
                 self.prune(campaign)
 
     def prune(self, campaign: str) -> int:
-        """Keep the campaign's `per_campaign` most recently used snapshots; the snapshots removed."""
+        """Keep the campaign's `per_campaign` most recently used snapshots, and the pages' newest turn's whatever
+        its use (the pages have no history to replay it from); the snapshots removed."""
         with self.batch():
             self._added[campaign] = 0
             count = self.db.execute("SELECT count(*) FROM snapshots WHERE campaign = ?", (campaign,)).fetchone()[0]
             if count <= self.per_campaign:
                 return 0
             self.db.execute("DELETE FROM snapshots WHERE key IN (SELECT key FROM snapshots WHERE campaign = ? "
-                            "ORDER BY used LIMIT ?)", (campaign, count - self.per_campaign))
+                            "AND key NOT IN (SELECT key FROM heads) ORDER BY used LIMIT ?)",
+                            (campaign, count - self.per_campaign))
             self.db.execute("DELETE FROM replies WHERE key NOT IN (SELECT key FROM snapshots)")
             if self.pruned is not None:  # what holds states in memory follows the file
                 self.pruned(self.existing)

@@ -31,17 +31,20 @@ from ..context import ServerContext
 from ..edits import replayed_point
 from ..errors import Refused, refusals_as_responses
 from ..latest import turn_of
-from ..limits import LOOP_CHARS
+from ..limits import KIB, LOOP_CHARS
 from ..wire.json_codec import loads
 from .edit_api import at, json_answer
 
 PATH = "/tagengine/api/state"
 KEYS = ("messages", "campaign", "rewrite_from")
 RECEIPTS_MEMO = 256  # the last reply's receipts by chain key: a panel asks again for the same chat
+# and the characters of those replies: receipts grow with a reply's text (a MiB of short tags is some 40 000
+# receipts, 18 MB held; 256 such replies held 4.6 GB), so at most 256 KiB of replies (some hundred of a chat's)
+RECEIPTS_CHARS = 256 * KIB
 
 
 def chat_state_routes(ctx: ServerContext) -> list[Route]:
-    receipts_at: dict[str, list[dict[str, Any]]] = {}
+    receipts_at = ReceiptsMemo()
 
     @refusals_as_responses
     async def state(request: Request) -> Response:
@@ -67,8 +70,11 @@ def chat_state_routes(ctx: ServerContext) -> list[Route]:
         after = await ctx.replayed(c, history)
         point = replayed_point(ctx, c, after)
         receipts = await last_receipts(c, history, after)
+        # a long reply's receipts are many, and drawing each takes time: as applying it, off the loop (SEC-2)
+        sheet = (await ctx.workers.run(panel_json, c.rs, point.state, receipts)
+                 if after.replies and len(after.replies[-1]) > LOOP_CHARS else panel_json(c.rs, point.state, receipts))
         doc = {"campaign": {**said, "ruleset": c.rs.name}, "turn": turn_of(history, len(after.replies)),
-               "at": at(point), "history": list(after.notes), "sheet": panel_json(c.rs, point.state, receipts)}
+               "at": at(point), "history": list(after.notes), "sheet": sheet}
         if "rewrite_from" in body:
             doc["rewrites"] = await rewrites(c, history, messages, body["rewrite_from"], after)
         return json_answer(200, doc)
@@ -85,9 +91,7 @@ def chat_state_routes(ctx: ServerContext) -> list[Route]:
             applied = (await ctx.workers.run(apply_reply, c.rs, before.state, reply) if len(reply) > LOOP_CHARS
                        else apply_reply(c.rs, before.state, reply))
             hit = [r.to_json() for r in applied.receipts]
-            if len(receipts_at) >= RECEIPTS_MEMO:
-                receipts_at.pop(next(iter(receipts_at)))
-            receipts_at[after.key] = hit
+            receipts_at.put(after.key, reply, hit)
         return hit
 
     async def rewrites(c: Campaign, history: list[dict[str, str]], messages: list[Any], first: Any,
@@ -108,6 +112,33 @@ def chat_state_routes(ctx: ServerContext) -> list[Route]:
 
     return [Route(PATH, state, methods=["POST"]), Route(f"/c/{{campaign}}{PATH}", state, methods=["POST"]),
             Route("/tagengine/api/campaigns", campaigns, methods=["GET"])]
+
+
+class ReceiptsMemo:
+    """The last replies' receipts by chain key: at most `entries` replies and `chars` characters of them, the
+    oldest dropped first; a reply longer than `chars` is not kept (its receipts are made again when asked)."""
+
+    def __init__(self, entries: int = RECEIPTS_MEMO, chars: int = RECEIPTS_CHARS) -> None:
+        self.entries = entries
+        self.chars = chars
+        self.held_chars = 0
+        self._held: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def get(self, key: str) -> list[dict[str, Any]] | None:
+        hit = self._held.get(key)
+        return None if hit is None else hit[1]
+
+    def put(self, key: str, reply: str, receipts: list[dict[str, Any]]) -> None:
+        size = len(reply)
+        if size > self.chars or key in self._held:
+            return
+        while self._held and (len(self._held) >= self.entries or self.held_chars + size > self.chars):
+            self.held_chars -= self._held.pop(next(iter(self._held)))[0]
+        self._held[key] = (size, receipts)
+        self.held_chars += size
 
 
 def campaign_choice(marked: MarkedHistory, asked: Any, prefixed: str | None,
@@ -143,10 +174,11 @@ def state_body(body: Any) -> dict[str, Any]:
 def replay_texts(c: Campaign, history: list[dict[str, str]], messages: list[Any],
                  first: int) -> list[dict[str, Any]]:
     """The replies from the campaign's start, each applied to the state the ones before left; those at or after
-    `messages[first]` whose text changes, by their index in `messages` (the plain history drops a message its
-    marker left empty, so indices are matched by the assistant messages' order)."""
-    where = [i for i, m in enumerate(messages) if isinstance(m, Mapping) and str(m.get("role", "")).lower()
-             == "assistant" and isinstance(m.get("content"), str)]
+    `messages[first]` whose text changes, by their index in `messages`: the assistant messages the plain history
+    keeps, read as it reads them (content parts as text; a message its marker left empty, or a tool call's
+    without content, dropped), matched by their order."""
+    where = [i for i, m in enumerate(messages) if isinstance(m, Mapping) and isinstance(m.get("role"), str)
+             and m["role"].lower() == "assistant" and read_marked([m]).history]
     state, out = c.start, []
     for n, m in enumerate(x for x in history if x["role"] == "assistant"):
         applied = apply_reply(c.rs, state, m["content"])

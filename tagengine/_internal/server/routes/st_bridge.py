@@ -57,7 +57,9 @@ def bridged_call(body: Any) -> tuple[str, str, bytes]:
     method, path, inner = call.get("method"), call.get("path"), call.get("body", {})
     if method not in ("GET", "POST"):
         raise Refused(400, "`tagengine.method` must be GET or POST", "invalid_request")
-    if not isinstance(path, str) or CALLS.fullmatch(path) is None or {".", ".."} & set(unquote(path).split("/")):
+    # a path as HTTP sends it: printable ASCII, anything else percent-encoded (a lone surrogate cannot be sent)
+    if not isinstance(path, str) or not (path.isascii() and path.isprintable()) or CALLS.fullmatch(path) is None \
+            or {".", ".."} & set(unquote(path).split("/")):
         raise Refused(400, "`tagengine.path` must be a path of the JSON API (/tagengine/api/..., /tagengine/checks)",
                       "invalid_request")
     if not isinstance(inner, dict):
