@@ -32,7 +32,6 @@ from ..ruleset import Ruleset
 from ..state import GameState
 from .campaigns import Campaign
 from .chain import Replayed, first_key
-from .chat_request import read_marked
 from .errors import Refused
 from .latest import Newest
 from .store import Store
@@ -168,7 +167,7 @@ async def history_point(ctx: ServerContext, c: Campaign, messages: Any) -> Point
     turn reads it. Raises Refused (400) for a history that is not a list of messages."""
     if not isinstance(messages, list):
         raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
-    return replayed_point(ctx, c, await ctx.replayed(c, read_marked(messages).plain()))
+    return replayed_point(ctx, c, await ctx.replayed(c, (await ctx.read_history(messages)).plain()))
 
 
 def replayed_point(ctx: ServerContext, c: Campaign, after: Replayed) -> Point:

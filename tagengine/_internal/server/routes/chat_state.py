@@ -53,7 +53,7 @@ def chat_state_routes(ctx: ServerContext) -> list[Route]:
         if not isinstance(messages, list):
             raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
         check_count(messages)
-        marked = read_marked(messages)
+        marked = await ctx.read_history(messages)
         chosen = campaign_choice(marked, body.get("campaign"), request.path_params.get("campaign"),
                                  ctx.options.campaign)
         warned = marker_warning(marked, None if chosen is None else chosen[0])

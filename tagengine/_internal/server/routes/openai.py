@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..chat_request import check_sizes, marker_warning, parse_body, read_body, read_marked, without_markers
+from ..chat_request import check_sizes, marker_warning, parse_body, read_body, without_markers
 from ..context import ServerContext
 from ..errors import error, refusals_as_responses, upstream_failure, upstream_status
 from ..passthrough import passthrough
@@ -54,7 +54,7 @@ def openai_routes(ctx: ServerContext) -> list[Route]:
         """The chat turn, step by step (turn.py)."""
         raw = await read_body(request)
         body = parse_body(raw)
-        marked = read_marked(body["messages"])
+        marked = await ctx.read_history(body["messages"])
         stream = body.get("stream") is True
         name = campaign_name(marked, request.path_params.get("campaign"), ctx.options.campaign)
         warned = marker_warning(marked, name)  # a near-miss marker (TR-8)
