@@ -174,6 +174,23 @@ class Tavern:
         page.locator(".toast-success", has_text="installed successfully").wait_for(timeout=WAIT)
         page.click("#extensions-settings-button .drawer-toggle")  # closed again
 
+    def extension_settings(self, **values: str | bool) -> None:
+        """Extensions -> tagengine: each of `address`, `key` typed in turn and left (the input's change event, which
+        saves the settings and refreshes the panel), `badges` checked or not, in the order given; the drawer closed
+        again."""
+        page = self.page
+        page.click("#extensions-settings-button .drawer-toggle")
+        if not page.locator("#tagengine_address").is_visible():
+            page.click(".tagengine-settings .inline-drawer-toggle")
+        for name, value in values.items():
+            field = page.locator(f"#tagengine_{name}")
+            if isinstance(value, bool):
+                field.set_checked(value)
+            else:
+                field.fill(value)
+                field.press("Tab")
+        page.click("#extensions-settings-button .drawer-toggle")  # closed again
+
     # -- the extension's panel ---------------------------------------------------------------------------------
     def panel(self) -> Any:
         return self.page.locator("#tagengine_panel")

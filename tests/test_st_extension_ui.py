@@ -2,8 +2,10 @@
 tagengine extension installed as a user installs it offline (`tagengine st extension --install DIR`), connected to
 `tagengine serve --upstream demo --api-key KEY` through API Connections (the key in SillyTavern's Custom API key),
 playing the GM card of samples/sillytavern/. What a player does there, and what the panel and the chat show:
-the sheet of the chat on screen, a swipe back, an edited reply, Test Message and Impersonate, the badges, the
-campaign picker and a misspelled campaign, a check's dice card, a hand edit through a regenerate.
+the sheet of the chat on screen, a swipe back, an edited reply, Test Message and Impersonate, the badges (turned
+off and on in the settings), the campaign picker and a misspelled campaign, a check's dice card, a hand edit through
+a regenerate, the party sheet's Edit and a stale save (PARTY-36, PARTY-37), the panel calling a server directly at
+the address in its settings (STX-2).
 
 Screenshots of the panel at a desktop and a phone's width go to tests/output/screens/st-panel*.png (the reviewed
 ones are copied to docs/screens/)."""
@@ -16,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from serve_kit import Running
 from st_kit import SillyTavern, sillytavern
@@ -50,6 +53,8 @@ VALUES = """() => {
             return [name, text(f).replace(name, '').trim()];
         })),
         sheets,
+        party: Object.fromEntries([...p.querySelectorAll('article.te-party > .te-row')].map(
+            r => [text(r.querySelector('.te-label')), text(r.querySelector('.te-value'))])),
         status: text(p.querySelector('.te-status')),
         receipts: [...p.querySelectorAll('.te-receipts li')].map(text),
     };
@@ -59,10 +64,11 @@ VALUES = """() => {
 class Game:
     """The page, the servers behind it, and the player's moves that the tests share."""
 
-    def __init__(self, tavern: Tavern, st: SillyTavern, ctx: Any) -> None:
+    def __init__(self, tavern: Tavern, st: SillyTavern, ctx: Any, url: str) -> None:
         self.t = tavern
         self.st = st
         self.ctx = ctx  # tagengine serve's ServerContext: what the pages show
+        self.url = url  # tagengine serve's address
 
     def values(self) -> dict[str, Any]:
         got: dict[str, Any] = self.t.page.evaluate(VALUES)
@@ -95,6 +101,9 @@ def game(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Game]:
     store = Store(data)
     new_campaign(store, "heist", str(SAMPLES / "rulesets" / "blades-like.json"), ["Cutter", "Lurk"])
     new_campaign(store, "vault", str(SAMPLES / "rulesets" / "gravewatch.json"), ["Mira", "Bram"])
+    # the heist again, for the party sheet's test alone: edits wait at a point of the game (ED-14), and every
+    # chat's first reply is the demo's same text, so the other tests' hand edits wait at heist's turn one
+    new_campaign(store, "crew", str(SAMPLES / "rulesets" / "blades-like.json"), ["Cutter", "Lurk"])
     store.close()
     app = make_app(Options(upstream="demo", data=data, api_key=KEY))
     with sillytavern(tmp / "st", ui=True) as st, Running(app) as srv:
@@ -112,7 +121,7 @@ def game(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Game]:
             tavern.open_character("Game Master")
             tavern.author_note('[tagengine: campaign="heist"]')
             tavern.open_panel()
-            yield Game(tavern, st, app.state.context)
+            yield Game(tavern, st, app.state.context, srv.url)
 
 
 def test_the_panel_shows_the_sheet_of_the_chat_and_badges_keep_the_stored_tags(game: Game) -> None:
@@ -238,12 +247,126 @@ def test_the_panel_at_a_phones_width(game: Game, tmp_path: Path) -> None:
         phone.connect(game.t.ctx("c.chatCompletionSettings.custom_url"))  # a reload disconnects (no auto-connect)
         phone.open_character("Game Master")
         phone.open_panel()
-        Game(phone, game.st, game.ctx).until(lambda v: bool(v["sheets"]), "the sheet on a phone")
+        Game(phone, game.st, game.ctx, game.url).until(lambda v: bool(v["sheets"]), "the sheet on a phone")
         box = phone.panel().bounding_box()
         assert box is not None and box["width"] >= 340 and box["x"] <= 10
         page.screenshot(path=str(SCREENS / "st-panel-360.png"))
     finally:
         context.close()
+
+
+def chat_messages(t: Tavern) -> list[dict[str, str]]:
+    """The chat on screen as the panel sends it (the extension's own `chatMessages`, the module the page loaded)."""
+    got: list[dict[str, str]] = t.page.evaluate("""async () => {
+        const m = await import('/scripts/extensions/third-party/tagengine/connection.js');
+        const note = document.getElementById('extension_floating_prompt')?.value;
+        return m.chatMessages(SillyTavern.getContext(), note).messages;
+    }""")
+    return got
+
+
+def test_party_36_party_37_the_party_sheet_saved_from_the_panel_and_a_stale_save_saved_again(game: Game) -> None:
+    """PARTY-35, PARTY-36, PARTY-37 from the panel (STX-10, ED-18): the party sheet's Edit is opened at its
+    revision; a save waits at the chat's point, the panel shows it, and the next reply opens with its receipt
+    (ED-15). A form opened before another save landed (another player's, through the JSON API at the same point)
+    is refused (409): the panel shows the newer sheet with the message and keeps the draft, nothing is saved, and
+    Save again writes the draft over the newer sheet, keeping what the other save changed (ED-19)."""
+    t = game.t
+    panel, form = t.panel(), t.panel().locator(".te-party-form")
+    game.new_chat('[tagengine: campaign="crew"]')
+    t.send("The crew meets in the cellar.")
+    start = game.until(lambda v: v["clocks"] == {"Alarm raised": "0/6"} and v["party"], "turn one")
+    assert start["party"]["Heat"] == "0" and "wait" not in start["status"]
+    panel.locator(".te-edit-party").click()
+    form.locator('[data-path="fields.heat"]').fill("2")
+    form.get_by_role("button", name="Save").click()
+    game.until(lambda v: v["party"].get("Heat") == "2" and "1 edit waits" in v["status"], "the party's save")
+    assert form.locator("[data-path]").count() == 0  # the form closed
+
+    panel.locator(".te-edit-party").click()  # opened at revision 1
+    tier = form.locator('[data-path="fields.tier"]')
+    assert form.locator('[data-path="fields.heat"]').input_value() == "2" and tier.input_value() == "0"
+    api = f"{game.url}/tagengine/api/c/crew"
+    auth = {"Authorization": f"Bearer {KEY}"}
+    other = httpx.post(f"{api}/party", headers=auth, timeout=WAIT / 1000,
+                       json={"changes": {"fields.tier": 1}, "revision": 1, "messages": chat_messages(t)})
+    assert other.status_code == 200 and other.json()["form"]["revision"] == 2, other.text
+    upgrades = form.locator('[data-path="fields.upgrades"]')
+    upgrades.fill("A hidden door")
+    form.get_by_role("button", name="Save").click()
+    form.locator(".te-warning", has_text="Someone else saved the party sheet first").wait_for(timeout=WAIT)
+    assert tier.input_value() == "1" and upgrades.input_value() == "A hidden door"  # the newer sheet, the draft
+    kept = httpx.post(f"{api}/read/party", headers=auth, timeout=WAIT / 1000, json={"messages": chat_messages(t)})
+    values = {i["path"]: i["value"] for s in kept.json()["form"]["sections"] for i in s["inputs"]}
+    assert kept.json()["form"]["revision"] == 2 and not values["fields.upgrades"]  # the refused save saved nothing
+    form.get_by_role("button", name="Save").click()  # the deliberate second save
+    saved = game.until(lambda v: v["party"].get("Upgrades") == "A hidden door", "the second save")
+    assert saved["party"]["Heat"] == "2" and saved["party"]["Tier"] == "1" and "3 edits wait" in saved["status"]
+    assert form.locator("[data-path]").count() == 0
+
+    t.send("We slip out before dawn.")
+    after = game.until(lambda v: v["clocks"].get("Patrol returns") == "0/4", "turn two")
+    edits = [line for line in game.stored(4).splitlines() if line.startswith("[edit:")]
+    assert game.stored(4).startswith("[edit:") and len(edits) == 3, game.stored(4)
+    for line, change in zip(edits, ("fields.heat=2", "fields.tier=1", "fields.upgrades=A hidden door"), strict=True):
+        assert 'sheet="party"' in line and f'changes="{change}' in line and 'result="ok"' in line, line
+    assert after["party"] == saved["party"] and "wait" not in after["status"]
+
+
+def test_stx_2_the_panel_calls_a_server_that_allows_sillytaverns_origin_directly(game: Game, tmp_path: Path) -> None:
+    """STX-2, TR-2: with an address (and its key) in the extension's settings the page calls tagengine itself, not
+    through SillyTavern. A server not started with `--allow-origin` for SillyTavern's page cannot be read there,
+    and the panel says what to do; one started with it answers the panel's refresh. A server of its own, whose
+    campaign plays Lurk alone, so the panel shows which server answered."""
+    data = tmp_path / "direct"
+    store = Store(data)
+    new_campaign(store, "heist", str(SAMPLES / "rulesets" / "blades-like.json"), ["Lurk"])
+    store.close()
+    app = make_app(Options(upstream="demo", data=data, api_key="direct-key", allow_origin=(game.st.url,)))
+    t = game.t
+    asked: list[str] = []
+
+    def seen(request: Any) -> None:
+        asked.append(request.url)
+
+    game.new_chat()
+    game.until(lambda v: set(v["sheets"]) == {"Cutter", "Lurk"}, "the sheet through SillyTavern")
+    t.page.on("request", seen)
+    try:
+        with Running(app) as direct:
+            t.extension_settings(key=KEY, address=game.url)  # the server of the other tests: no --allow-origin
+            said = game.until(lambda v: "--allow-origin" in v["status"], "the server out of the page's reach")
+            assert f"tagengine at {game.url} cannot be reached from this browser" in said["status"]
+            assert f"--allow-origin {game.st.url}?" in said["status"] and said["sheets"] == {}
+            t.extension_settings(key="direct-key", address=direct.url)
+            shown = game.until(lambda v: set(v["sheets"]) == {"Lurk"}, "the sheet from the direct address")
+            assert 'Campaign "heist"' in shown["campaign"] and shown["sheets"]["Lurk"]["Stress"] == "0/9"
+            assert f"{direct.url}/tagengine/api/state" in asked
+    finally:
+        t.page.remove_listener("request", seen)
+        t.extension_settings(address="", key="")  # through SillyTavern again, for the tests after this one
+    game.until(lambda v: set(v["sheets"]) == {"Cutter", "Lurk"}, "the sheet through SillyTavern again")
+
+
+def test_stx_6_badges_turned_off_and_on_in_the_settings_show_at_once(game: Game) -> None:
+    """STX-6: the settings' "Receipts as badges" formats every message on screen again at once: off, the receipts
+    read as the model's tags; on, as badges again. The stored message keeps its tags either way."""
+    t = game.t
+    game.new_chat()
+    t.send("We scout the rooftops.")
+    game.until(lambda v: v["clocks"] == {"Alarm raised": "0/6"}, "turn one")
+    shown = t.message(2).locator(".mes_text")
+    assert shown.locator(".custom-te-badge").count() == 2
+    try:
+        t.extension_settings(badges=False)
+        t.page.wait_for_function("() => !document.querySelector('#chat .mes[mesid=\"2\"] .custom-te-badge')",
+                                 timeout=WAIT)
+        assert '[clock: name="Alarm raised"' in shown.inner_text()
+    finally:
+        t.extension_settings(badges=True)
+    shown.locator(".custom-te-badge").first.wait_for(timeout=WAIT)
+    assert shown.locator(".custom-te-badge").count() == 2 and "[clock:" not in shown.inner_text()
+    assert 'name="Alarm raised" size="6" result="ok"' in game.stored(2)
 
 
 def test_install_extension_from_the_repositorys_git_url(game: Game, tmp_path: Path) -> None:

@@ -25,10 +25,15 @@ function ctx() {
     return SillyTavern.getContext(); // a new object each call: chatMetadata is replaced on every chat load
 }
 
+/** The extension's settings: always the same object (the settings block's inputs write into it), with a
+ * default for each value not kept yet. */
 function settings() {
     const all = ctx().extensionSettings;
-    all[KEY] = { ...DEFAULTS, ...(all[KEY] ?? {}) };
-    return all[KEY];
+    const s = (all[KEY] ??= {});
+    for (const [k, v] of Object.entries(DEFAULTS)) {
+        if (!(k in s)) s[k] = v;
+    }
+    return s;
 }
 
 function noteText() {
