@@ -90,6 +90,13 @@ class Game:
         self.t.new_chat()
         self.t.author_note(note)
 
+    def redrawn(self, act: Callable[[], None]) -> None:
+        """Do `act` and wait until the panel has been drawn again (a redraw replaces its body)."""
+        self.t.page.evaluate("() => { document.querySelector('#tagengine_panel .te-body').dataset.old = '1'; }")
+        act()
+        self.t.page.wait_for_function("() => !document.querySelector('#tagengine_panel .te-body[data-old]')",
+                                      timeout=WAIT)
+
     def stored(self, mesid: int) -> str:
         return str(self.t.ctx(f"c.chat[{mesid}].mes"))
 
@@ -104,6 +111,8 @@ def game(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Game]:
     # the heist again, for the party sheet's test alone: edits wait at a point of the game (ED-14), and every
     # chat's first reply is the demo's same text, so the other tests' hand edits wait at heist's turn one
     new_campaign(store, "crew", str(SAMPLES / "rulesets" / "blades-like.json"), ["Cutter", "Lurk"])
+    # and once more for STX-12's test, whose party saves wait at the same points as the party test's
+    new_campaign(store, "band", str(SAMPLES / "rulesets" / "blades-like.json"), ["Cutter", "Lurk"])
     store.close()
     app = make_app(Options(upstream="demo", data=data, api_key=KEY))
     with sillytavern(tmp / "st", ui=True) as st, Running(app) as srv:
@@ -311,6 +320,54 @@ def test_party_36_party_37_the_party_sheet_saved_from_the_panel_and_a_stale_save
     for line, change in zip(edits, ("fields.heat=2", "fields.tier=1", "fields.upgrades=A hidden door"), strict=True):
         assert 'sheet="party"' in line and f'changes="{change}' in line and 'result="ok"' in line, line
     assert after["party"] == saved["party"] and "wait" not in after["status"]
+
+
+def test_stx_12_party_37_an_open_party_form_and_its_draft_survive_the_panels_redraws(game: Game) -> None:
+    """STX-12, PARTY-36, PARTY-37: every refresh draws the panel again (a reply received, the Refresh button); an
+    open party form stays, with what the player typed, and is closed only by its Save or Cancel. A draft open when
+    someone else's save lands stays at the revision it was opened at: the panel says the sheet moved, the save is
+    refused (409) with the newer sheet, and the draft and that message stay through the next redraw until the
+    player saves again."""
+    t = game.t
+    panel, form = t.panel(), t.panel().locator(".te-party-form")
+    heat, upgrades = form.locator('[data-path="fields.heat"]'), form.locator('[data-path="fields.upgrades"]')
+    game.new_chat('[tagengine: campaign="band"]')
+    t.send("The band meets at the docks.")
+    game.until(lambda v: v["clocks"] == {"Alarm raised": "0/6"} and v["party"], "turn one")
+    panel.locator(".te-edit-party").click()
+    heat.fill("3")
+    t.send("We row across the canal.")  # a reply arrives while the form is open: the panel is drawn again
+    game.until(lambda v: v["clocks"].get("Patrol returns") == "0/4", "turn two")
+    assert heat.input_value() == "3" and form.get_by_role("button", name="Save").count() == 1
+    assert form.locator(".te-party-moved").count() == 0  # the reply left the party sheet at the form's revision
+    assert panel.locator(".te-edit-party").is_disabled()  # one draft at a time: Cancel first to open a fresh one
+    form.get_by_role("button", name="Save").click()
+    game.until(lambda v: v["party"].get("Heat") == "3" and "1 edit waits" in v["status"], "the save after the reply")
+    assert form.locator("[data-path]").count() == 0 and panel.locator(".te-edit-party").is_enabled()
+
+    panel.locator(".te-edit-party").click()  # opened at revision 1
+    upgrades.fill("A hidden door")
+    api = f"{game.url}/tagengine/api/c/band"
+    other = httpx.post(f"{api}/party", headers={"Authorization": f"Bearer {KEY}"}, timeout=WAIT / 1000,
+                       json={"changes": {"fields.tier": 1}, "revision": 1, "messages": chat_messages(t)})
+    assert other.status_code == 200 and other.json()["form"]["revision"] == 2, other.text
+    refresh = panel.locator(".te-head button[title=Refresh]")
+    refresh.click()  # the newer sheet arrives with a redraw: the draft stays, at revision 1
+    game.until(lambda v: v["party"].get("Tier") == "1" and "2 edits wait" in v["status"], "the other save")
+    form.locator(".te-party-moved").wait_for(timeout=WAIT)
+    assert upgrades.input_value() == "A hidden door" and form.locator('[data-path="fields.tier"]').input_value() == "0"
+    form.get_by_role("button", name="Save").click()  # judged at revision 1 (PARTY-36): refused
+    stale = form.locator(".te-warning", has_text="Someone else saved the party sheet first")
+    stale.wait_for(timeout=WAIT)
+    game.redrawn(refresh.click)
+    assert stale.count() == 1 and form.locator(".te-party-moved").count() == 0
+    assert upgrades.input_value() == "A hidden door" and form.locator('[data-path="fields.tier"]').input_value() == "1"
+    form.get_by_role("button", name="Save").click()  # the deliberate second save, at revision 2
+    saved = game.until(lambda v: v["party"].get("Upgrades") == "A hidden door", "the second save")
+    assert saved["party"]["Heat"] == "3" and saved["party"]["Tier"] == "1" and "3 edits wait" in saved["status"]
+    assert form.locator("[data-path]").count() == 0
+    game.redrawn(refresh.click)
+    assert form.locator("[data-path]").count() == 0  # a saved draft is dropped: the redraw opens nothing
 
 
 def test_stx_2_the_panel_calls_a_server_that_allows_sillytaverns_origin_directly(game: Game, tmp_path: Path) -> None:

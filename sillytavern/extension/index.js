@@ -1,4 +1,4 @@
-// tagengine inside SillyTavern (issue 28; docs/sillytavern.md, decisions STX-1..STX-11): the game of the chat on
+// tagengine inside SillyTavern (issue 28; docs/sillytavern.md, decisions STX-1..STX-12): the game of the chat on
 // screen in a panel, receipts as badges in the messages, the chat's campaign and a picker for it, a check's
 // dice card, and the hand edits of the game sheet. SillyTavern loads this module (manifest.json's `js`) and calls
 // `init` (its `activate` hook).
@@ -81,7 +81,7 @@ async function refresh(edited = null) {
         await rewrite(rewrites, ids);
         return refresh();
     }
-    if (settings().open) panel.show(got);
+    if (settings().open) panel.show(got, null, c.chatId);
 }
 
 /** An edited reply, and the replies after it, written again as a replay writes them (STX-7): their receipts

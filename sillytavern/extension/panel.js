@@ -3,7 +3,8 @@
 // each live value's control. Every text is set as text; nothing from the server or the chat becomes markup.
 //
 // The panel never computes game state: a click posts an edit (or a check) and the panel draws the answer of
-// the next state request.
+// the next state request. Each answer draws the panel anew, but an open party form is the player's draft: it is
+// carried into each new drawing, as typed, until its Save or Cancel (STX-12).
 
 import { attributesOf, describe, receiptsIn } from './receipts.js';
 
@@ -80,7 +81,8 @@ export class Panel {
         this.actions = actions;
         this.doc = null;
         this.rolled = null;
-        this.partyOpen = null;
+        this.place = null; // the chat and campaign drawn last
+        this.partyOpen = null; // the open party form: {place, revision, holder}, kept through redraws (STX-12)
         this.picking = false;
     }
 
@@ -90,10 +92,16 @@ export class Panel {
         if (status) status.replaceChildren(el('div', { class: `te-say te-${kind}`, text }));
     }
 
-    /** Draw a state answer (the state endpoint's `{status, body}`), or an error before any answer. */
-    show(answer, error = null) {
+    /** Draw a state answer (the state endpoint's `{status, body}`) of the chat `chat` (its id), or an error
+     * before any answer. An open party form is drawn again as the player left it, in the same chat and campaign. */
+    show(answer, error = null, chat = null) {
         this.doc = answer ? { ...answer.body, error: answer.status >= 400 ? answer.body?.error : null } : null;
         const doc = this.doc;
+        this.place = JSON.stringify([chat, doc?.campaign?.name ?? null]);
+        const top = this.root.scrollTop;
+        const active = document.activeElement;
+        const typing = this.partyOpen?.holder.contains(active)
+            ? { node: active, start: active.selectionStart, end: active.selectionEnd } : null;
         const head = el('div', { class: 'te-head' },
             el('b', { text: 'Game sheet' }),
             el('span', { class: 'te-grow' }),
@@ -140,6 +148,11 @@ export class Panel {
         if (s.party) body.append(this.party(s.party));
         body.append(this.receipts(s.receipts ?? []));
         body.append(this.checkRoller(s));
+        this.root.scrollTop = top;
+        if (typing?.node.isConnected) {
+            typing.node.focus({ preventScroll: true });
+            if (typeof typing.start === 'number') typing.node.setSelectionRange(typing.start, typing.end);
+        }
     }
 
     character(c) {
@@ -218,22 +231,48 @@ export class Panel {
                 el('span', { class: 'te-value', text: f.value })));
         }
         for (const pool of p.pools) parts.push(bar(pool.label, pool.cur, pool.max, pool.pct));
-        const form = el('div', { class: 'te-party-form' });
-        parts.push(el('button', { class: 'menu_button te-small te-edit-party', onclick: () => this.openParty(form) },
-            'Edit the party sheet'), form);
+        // the draft open in this chat and campaign, as typed; Edit waits for its Save or Cancel (one draft at a time)
+        const open = this.partyOpen?.place === this.place ? this.partyOpen : null;
+        const holder = open ? open.holder : el('div', { class: 'te-party-form' });
+        if (open) partyMoved(open, p.revision);
+        parts.push(el('button', { class: 'menu_button te-small te-edit-party', disabled: open !== null,
+            onclick: () => this.openParty(holder) }, 'Edit the party sheet'), holder);
         return el('article', { class: 'te-sheet te-party' }, parts);
     }
 
     async openParty(holder) {
-        const got = await this.actions.partyForm();
+        const open = { place: this.place, revision: null, holder };
+        this.partyOpen = open;
+        this.editPartyEnabled(false);
+        const got = await this.actions.partyForm().catch(e => ({ status: 0, body: { error: { message: e.message } } }));
+        if (this.partyOpen !== open) return;
         if (!got || got.status !== 200) {
+            this.closeParty(holder);
             holder.replaceChildren(el('div', { class: 'te-say te-error', text: got?.body?.error?.message ?? 'the party sheet cannot be opened' }));
+            return;
+        }
+        if (open.place !== this.place) { // another chat or campaign was drawn meanwhile: this form is not its
+            this.closeParty(holder);
             return;
         }
         this.drawPartyForm(holder, got.body.form, got.body.problems ?? [], null);
     }
 
+    /** The party form closed by its Save or Cancel: the draft is dropped, and Edit opens a fresh one. */
+    closeParty(holder) {
+        holder.replaceChildren();
+        if (this.partyOpen?.holder === holder) this.partyOpen = null;
+        this.editPartyEnabled(this.partyOpen?.place !== this.place);
+    }
+
+    editPartyEnabled(on) {
+        const button = this.root.querySelector('.te-edit-party');
+        if (button) button.disabled = !on;
+    }
+
     drawPartyForm(holder, form, problems, note) {
+        // the revision the draft's save names (PARTY-36): the one it was opened at, or the newer sheet a 409 showed
+        if (this.partyOpen?.holder === holder) this.partyOpen.revision = form.revision;
         const inputs = [];
         for (const section of form.sections) {
             for (const i of section.inputs) {
@@ -254,6 +293,7 @@ export class Panel {
                 if (x.value !== x.getAttribute('data-was')) changes[x.getAttribute('data-path')] = x.value;
             }
             const got = await this.actions.saveParty(changes, form.revision);
+            if (this.partyOpen?.holder !== holder) return; // cancelled meanwhile: nothing to show it in
             if (got?.status === 409) {
                 this.drawPartyForm(holder, got.body.form, got.body.problems ?? [],
                     'Someone else saved the party sheet first: this is the newer sheet. Save again to write your changes over it.');
@@ -264,11 +304,11 @@ export class Panel {
             } else if (got && got.status >= 400) {
                 this.drawPartyForm(holder, got.body.form ?? form, got.body.problems ?? [], got.body.error?.message ?? 'refused');
             } else {
-                holder.replaceChildren();
+                this.closeParty(holder);
             }
         } }, 'Save');
         holder.replaceChildren(...(note ? [el('div', { class: 'te-say te-warning', text: note })] : []), ...inputs,
-            el('div', { class: 'te-buttons' }, save, el('button', { class: 'menu_button', onclick: () => holder.replaceChildren() }, 'Cancel')));
+            el('div', { class: 'te-buttons' }, save, el('button', { class: 'menu_button', onclick: () => this.closeParty(holder) }, 'Cancel')));
     }
 
     receipts(list) {
@@ -329,6 +369,15 @@ export class Panel {
             list.length ? el('button', { class: 'menu_button te-small te-write', onclick: () => this.actions.pick(select.value) },
                 'Write to this chat\'s Author\'s Note') : null));
     }
+}
+
+/** An open draft told when the sheet drawn above it is at another revision than the one its save names: the save
+ * will be refused with the newer sheet (PARTY-36, PARTY-37), the draft kept (STX-12). */
+function partyMoved(open, revision) {
+    open.holder.querySelector('.te-party-moved')?.remove();
+    if (open.revision === null || revision === undefined || revision === open.revision) return;
+    open.holder.prepend(el('div', { class: 'te-say te-warning te-party-moved',
+        text: 'The party sheet has changed since this form was opened: Save shows you the newer sheet first, with your changes kept.' }));
 }
 
 const KIND = { Abilities: 'ability', Skills: 'skill', Saves: 'save' };
