@@ -123,7 +123,9 @@ class Player:
         return text
 
     def newest(self) -> Any:
-        return httpx.get(f"{self.url}/tagengine/api/c/vault").json()["at"]["turn"]
+        """The newest reply's key: a turn's number may stay as it was (a reply from an older point of the chat
+        takes that point's number, STX-8), its key does not."""
+        return httpx.get(f"{self.url}/tagengine/api/c/vault").json()["at"]["key"]
 
     def edit(self, who: str, changes: dict[str, Any], **body: Any) -> httpx.Response:
         return httpx.post(f"{self.url}/tagengine/api/c/vault/characters/{who}", json={"changes": changes, **body})

@@ -31,7 +31,10 @@ from tagengine._internal.server.campaigns import new_campaign
 from tagengine._internal.server.limits import MAX_ANSWER, MAX_MESSAGE, MAX_REPLY
 from tagengine._internal.server.store import DB_NAME, Store
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads the server's memory from /proc")
+# slow: a `tagengine serve` process taking each attack whole (gigabytes read, megabytes counted and scanned),
+# some 15 s of CPU in all; the full lane runs them
+pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="reads the server's memory from /proc"),
+              pytest.mark.slow]
 MARK = '[tagengine: campaign="heist"]'
 SMALL_TURN = {"model": "gpt-4o", "messages": [{"role": "system", "content": f"Probe. {MARK}"},
                                               {"role": "user", "content": "TURN:small"}]}

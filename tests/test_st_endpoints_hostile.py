@@ -270,6 +270,7 @@ def test_the_receipts_kept_for_a_panels_next_ask_are_bounded_by_their_replies_te
     assert len(small) == RECEIPTS_MEMO and small.held_chars == RECEIPTS_MEMO
 
 
+@pytest.mark.slow  # forty 100 KiB replies of tags applied under tracemalloc: some 6 s of CPU
 def test_chats_ending_in_long_replies_do_not_grow_the_server(tmp_path):
     """The same, through the server: forty chats, each ending in 100 KiB of short tags (some 70 MB of receipts
     held before), leave the server's memory within a few megabytes of where it was (traced allocations)."""
