@@ -97,6 +97,14 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
             {"id": "t0", "label": "T0", "type": "text", "maxLength": 0},
             {"id": "t1", "label": "T1", "type": "text", "maxLength": 1, "values": ["a"]},
             {"id": "e", "label": "E", "type": "enum", "values": ["a"], "default": "a", "valueLabels": {"b": "B"}}]))),
+    "SHEET-13 suggestions: one is enough, 41 too many, 101 characters too long; a pick without them": (
+        "ember-roads", lambda d: d["sheet"]["fields"].extend([
+            {"id": "t1", "label": "T1", "type": "text", "suggestions": ["one"]},
+            {"id": "t41", "label": "T41", "type": "text", "suggestions": [f"w{n}" for n in range(41)]},
+            {"id": "tl", "label": "TL", "type": "text", "suggestions": ["x" * 100, "y" * 101]},
+            {"id": "tp", "label": "TP", "type": "text", "pick": {"const": 1}}])),
+    "REF-1 a value reference to an unknown field": ("ember-roads", _derived({
+        "id": "r", "label": "R", "op": "sum", "of": [{"field": "colour"}]})),
     "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
         fields=["class", "colour"], derived=["spell_dc", "luck"])),
     "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
