@@ -105,6 +105,10 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
             {"id": "tp", "label": "TP", "type": "text", "pick": {"const": 1}}])),
     "REF-1 a value reference to an unknown field": ("ember-roads", _derived({
         "id": "r", "label": "R", "op": "sum", "of": [{"field": "colour"}]})),
+    "REF-1 references to a text field, an unknown skill and save, a list sum of an unknown list": (
+        "ember-roads", _derived({"id": "r", "label": "R", "op": "sum", "of": [
+            {"field": "roads"}, {"skillMod": "swim"}, {"saveMod": "luck"},
+            {"listSum": {"list": "cargo", "column": "bulk"}}]})),
     "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
         fields=["class", "colour"], derived=["spell_dc", "luck"])),
     "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
