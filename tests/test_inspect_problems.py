@@ -109,6 +109,18 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
         "ember-roads", _derived({"id": "r", "label": "R", "op": "sum", "of": [
             {"field": "roads"}, {"skillMod": "swim"}, {"saveMod": "luck"},
             {"listSum": {"list": "cargo", "column": "bulk"}}]})),
+    "REF-2 REF-9 a list sum of an unknown and of a text column, an unknown live track, a plain track's penalty": (
+        "ember-roads", _derived({"id": "r", "label": "R", "op": "sum", "of": [
+            {"listSum": {"list": "gear", "column": "weight"}}, {"listSum": {"list": "gear", "column": "item"}},
+            {"liveTrack": "luck"}, {"liveTrack": "weariness", "read": "penalty"}]})),
+    "HIDE-2 HIDE-3 a hiding rule of no values, and one no value can match": ("ember-roads", lambda d: d["sheet"][
+        "fields"].extend([{"id": "h1", "label": "H1", "type": "text", "hideWhen": {"field": "calling", "in": []}},
+                          {"id": "h2", "label": "H2", "type": "text",
+                           "hideWhen": {"field": "calling", "in": ["scout", "sailor"]}}])),
+    "STATE-2 STATE-3 a state of one value, a label for no value, a label with brackets": ("ember-roads", lambda d: d[
+        "sheet"]["live"]["states"].extend([
+            {"id": "s1", "label": "S1", "values": ["a"], "default": "a"},
+            {"id": "s2", "label": "S2", "values": ["a", "b"], "default": "a", "valueLabels": {"c": "C", "b": "[B]"}}])),
     "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
         fields=["class", "colour"], derived=["spell_dc", "luck"])),
     "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
