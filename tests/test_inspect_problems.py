@@ -121,6 +121,19 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
         "sheet"]["live"]["states"].extend([
             {"id": "s1", "label": "S1", "values": ["a"], "default": "a"},
             {"id": "s2", "label": "S2", "values": ["a", "b"], "default": "a", "valueLabels": {"c": "C", "b": "[B]"}}])),
+    "SHEET-23 SHEET-25 operands: a sum of none, a multiply of one, a step table without `from`, a sum with one": (
+        "ember-roads", lambda d: d["sheet"]["derived"].extend([
+            {"id": "a", "label": "A", "op": "sum", "of": []},
+            {"id": "b", "label": "B", "op": "multiply", "of": [{"const": 2}]},
+            {"id": "c", "label": "C", "op": "stepTable", "table": [[1, 1]]},
+            {"id": "e", "label": "E", "op": "sum", "of": [{"const": 1}], "from": {"field": "level"}}])),
+    "DEC-8 ids used twice: a skill, a live pool, a list's column": ("ember-roads", _both(
+        lambda d: d["sheet"]["skills"].append({**d["sheet"]["skills"][0]}),
+        lambda d: d["sheet"]["live"]["pools"].append({**d["sheet"]["live"]["pools"][0]}),
+        lambda d: d["sheet"]["lists"][0]["columns"].append({**d["sheet"]["lists"][0]["columns"][1]}))),
+    "STATE-7 a state's default that is no value; live text of 0 characters": ("ember-roads", _both(
+        lambda d: d["sheet"]["live"]["states"][0].update(default="asleep"),
+        lambda d: d["sheet"]["live"].setdefault("text", []).append({"id": "t", "label": "T", "maxLength": 0}))),
     "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
         fields=["class", "colour"], derived=["spell_dc", "luck"])),
     "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
