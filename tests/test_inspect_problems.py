@@ -134,6 +134,16 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "STATE-7 a state's default that is no value; live text of 0 characters": ("ember-roads", _both(
         lambda d: d["sheet"]["live"]["states"][0].update(default="asleep"),
         lambda d: d["sheet"]["live"].setdefault("text", []).append({"id": "t", "label": "T", "maxLength": 0}))),
+    "SHEET-2 a skill in a section the sheet does not declare": ("ember-roads", lambda d: d["sheet"]["skills"][0].update(
+        section="sea")),
+    "PARTY-11 PARTY-27 an enum field advanced, a builder on an unknown list, a list twice": ("blades-like", _both(
+        lambda d: d["party"]["advancement"]["fields"].append("lair"),
+        lambda d: d["party"]["builder"]["steps"][0].update(list="gangs"),
+        lambda d: d["party"]["lists"].append({**d["party"]["lists"][0]}))),
+    "PARTY-27 thirteen party lists": ("blades-like", lambda d: d["party"]["lists"].extend(
+        {**d["party"]["lists"][0], "id": f"l{n}"} for n in range(12))),
+    "PARTY-4 a party sheet with no field and no pool": ("blades-like", lambda d: d["party"].update(
+        fields=[], pools=[], advancement=None, fromMembers=[])),
     "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
         fields=["class", "colour"], derived=["spell_dc", "luck"])),
     "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
