@@ -144,6 +144,15 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
         {**d["party"]["lists"][0], "id": f"l{n}"} for n in range(12))),
     "PARTY-4 a party sheet with no field and no pool": ("blades-like", lambda d: d["party"].update(
         fields=[], pools=[], advancement=None, fromMembers=[])),
+    "SHEET-8 CK-14 abilities out of range, a skill of an unknown ability, a die of 1 side, an untrained by of 20":
+        ("gravewatch", _both(
+            lambda d: d["sheet"]["abilities"][0].update(min=4, max=3, default=None),
+            lambda d: d["sheet"]["abilities"][1].update(default=9),
+            lambda d: d["sheet"]["skills"][0].update(ability="luck"),
+            lambda d: d["sheet"]["skills"][1].update(untrained={"by": 20}),
+            lambda d: d["resolution"].update(die=1))),
+    "PEN-3 pool settings on dice-sum, a target outside its range": ("fifth-like", lambda d: d["resolution"].update(
+        pool={"min": 1, "target": {"value": 7, "min": 2, "max": 6}})),
     "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
         fields=["class", "colour"], derived=["spell_dc", "luck"])),
     "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
