@@ -153,6 +153,13 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
             lambda d: d["resolution"].update(die=1))),
     "PEN-3 pool settings on dice-sum, a target outside its range": ("fifth-like", lambda d: d["resolution"].update(
         pool={"min": 1, "target": {"value": 7, "min": 2, "max": 6}})),
+    "CK-14 a target off a d2": ("gravewatch", lambda d: d["resolution"].update(
+        die=2, pool={"min": 1, "target": {"value": 2, "min": 1, "max": 3}})),
+    "CK-14 a target of 1..6 on a d6 is fine (beside a label of 80 characters with a bracket)": ("gravewatch", _both(
+        lambda d: d["resolution"].update(pool={"min": 1, "target": {"value": 1, "min": 1, "max": 6}}),
+        lambda d: d["sheet"]["live"]["states"][0]["valueLabels"].update(lit="[" + "x" * 79, out="[" + "y" * 80))),
+    "PEN-5 a penalty read from a plain track": ("ember-roads", lambda d: d["resolution"].update(
+        penaltyFrom="weariness")),
     "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
         fields=["class", "colour"], derived=["spell_dc", "luck"])),
     "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
