@@ -160,6 +160,19 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
         lambda d: d["sheet"]["live"]["states"][0]["valueLabels"].update(lit="[" + "x" * 79, out="[" + "y" * 80))),
     "PEN-5 a penalty read from a plain track": ("ember-roads", lambda d: d["resolution"].update(
         penaltyFrom="weariness")),
+    "WOUND-32 health naming a pool and a track": ("gravewatch", lambda d: d["combat"].update(
+        health={"track": "harm", "pool": "resolve"})),
+    "WOUND-32 health naming an unknown pool, with damage kinds": ("gravewatch", lambda d: d["combat"].update(
+        health={"pool": "blood"})),
+    "WOUND-32 health on a plain track, with damage kinds": ("ember-roads", lambda d: d.update(combat={
+        "health": {"track": "weariness"}, "damageKinds": {"marks": 1, "map": {"blunt": "knock"}}})),
+    "SHEET-29 SHEET-31 SHEET-33 a list: a roll of a text column's sides, a row pool of text uses, 25 columns": (
+        "fifth-like", _both(
+            lambda d: d["sheet"]["lists"][0]["columns"][3]["roll"].update(sides={"column": "name"}),
+            lambda d: d["sheet"]["lists"][0]["pools"].update(maxColumn="name"),
+            lambda d: d["sheet"]["lists"][0]["columns"].extend(
+                {"id": f"c{n}", "label": f"C{n}", "type": "number", "maxLength": 3} for n in range(21)),
+            lambda d: d["sheet"]["lists"][0].update(hideWhen={"field": "casting", "equals": "often"}))),
     "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
         fields=["class", "colour"], derived=["spell_dc", "luck"])),
     "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
