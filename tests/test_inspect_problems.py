@@ -173,6 +173,11 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
             lambda d: d["sheet"]["lists"][0]["columns"].extend(
                 {"id": f"c{n}", "label": f"C{n}", "type": "number", "maxLength": 3} for n in range(21)),
             lambda d: d["sheet"]["lists"][0].update(hideWhen={"field": "casting", "equals": "often"}))),
+    "WOUND-33 WOUND-35 a damage type mapped to no kind of the track, per-point damage on a track of levels": (
+        "gravewatch", lambda d: d["combat"].update(damage="per-point", damageKinds={"marks": 1, "map": {
+            "blunt": "knock", "fire": "burn"}})),
+    "CLOCK-4 CLOCK-5 CLOCK-6 clocks of 13 segments, twice 4, at most 1, a text too long": ("blades-like", lambda d: d[
+        "clocks"].update(sizes=[4, 4, 13], max=1, text="x" * 401)),
     "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
         fields=["class", "colour"], derived=["spell_dc", "luck"])),
     "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
