@@ -178,6 +178,15 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
             "blunt": "knock", "fire": "burn"}})),
     "CLOCK-4 CLOCK-5 CLOCK-6 clocks of 13 segments, twice 4, at most 1, a text too long": ("blades-like", lambda d: d[
         "clocks"].update(sizes=[4, 4, 13], max=1, text="x" * 401)),
+    "CAP-4 CAP-5 CAP-6 a cap reading a modifier, and one reading it through two derived values; a value read below":
+        ("ember-roads", _both(
+            lambda d: d["sheet"]["derived"].extend([
+                {"id": "a", "label": "A", "op": "sum", "of": [{"derived": "z"}]},
+                {"id": "m", "label": "M", "op": "sum", "of": [{"skillMod": "haul"}]},
+                {"id": "n", "label": "N", "op": "sum", "of": [{"derived": "m"}]},
+                {"id": "z", "label": "Z", "op": "sum", "of": [{"const": 1}]}]),
+            lambda d: d["sheet"]["skills"][0].update(cap={"skillMod": "listen"}),
+            lambda d: d["sheet"]["skills"][3].update(cap={"derived": "n"}))),
     "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
         fields=["class", "colour"], derived=["spell_dc", "luck"])),
     "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
