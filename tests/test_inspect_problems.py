@@ -187,6 +187,11 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
                 {"id": "z", "label": "Z", "op": "sum", "of": [{"const": 1}]}]),
             lambda d: d["sheet"]["skills"][0].update(cap={"skillMod": "listen"}),
             lambda d: d["sheet"]["skills"][3].update(cap={"derived": "n"}))),
+    "REF-14 a pool's maximum read through the second of two skills, the one capped by a live pool": ("ember-roads",
+        _both(lambda d: d["sheet"]["derived"].insert(0, {"id": "x", "label": "X", "op": "sum", "of": [
+            {"skillMod": "haul"}, {"skillMod": "dig"}]}),
+            lambda d: d["sheet"]["skills"][0].update(cap={"livePool": "grit"}),
+            lambda d: d["sheet"]["live"]["pools"][0].update(max={"derived": "x"}))),
     "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
         fields=["class", "colour"], derived=["spell_dc", "luck"])),
     "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),
