@@ -2,7 +2,8 @@
 
 Prints MB/s, replies/s, p50/p99 per reply, the ratio to ../shared/bench/reference_regex.py on the
 same corpus in the same run (target <= 1.5x since issue 30, 3.0x before; p99 <= 0.3 ms, 2 ms before), and
-the hostile-input timings (each <= 0.5 s, 1 s before). Each chat's replies apply in order from a new state,
+the hostile-input timings (each <= 0.5 s, 1 s before). `--against REF` times the engine alone with another
+commit's code, side by side (benchmarks/_against.py). Each chat's replies apply in order from a new state,
 as a chat app would. The comparator's `rewrite` runs in this process, interleaved with the engine, and both
 are timed in CPU seconds, so a busy neighbour on a shared machine moves both alike; so is each reply for
 p50/p99 (its wall time is printed beside: on a busy machine one reply in a hundred is descheduled).
@@ -24,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _against as against
 from _corpus import BENCH, corpus, cpu_seconds, reference_rewrite
 
 from tagengine import GameState, Ruleset, apply_reply
@@ -88,36 +90,19 @@ def _hostile_seconds(rs: Ruleset, state: GameState, text: str, streamed: bool) -
     return seconds
 
 
-def main() -> None:
-    path = corpus()
-    rs = Ruleset.load(BENCH / "bench_ruleset.json")
-    chats = [json.loads(line) for line in path.open(encoding="utf-8")]
-    texts = [m["content"] for chat in chats for m in chat["messages"] if m["role"] == "assistant"]
-    n, size = len(texts), sum(len(t.encode()) for t in texts)
-    rewrite = reference_rewrite()
+def engine_run(rs: Ruleset, chats: list[dict]) -> None:
+    """Every chat's replies in order, each chat from a new state, as a chat app applies them."""
+    for chat in chats:
+        state = GameState.new(rs, chat["characters"])
+        for m in chat["messages"]:
+            if m["role"] == "assistant":
+                state = apply_reply(rs, state, m["content"]).state
 
-    def engine_run() -> None:
-        for chat in chats:
-            state = GameState.new(rs, chat["characters"])
-            for m in chat["messages"]:
-                if m["role"] == "assistant":
-                    state = apply_reply(rs, state, m["content"]).state
 
-    def reference_run() -> None:
-        for t in texts:
-            rewrite(t)
-
-    engine_run()  # warm
-    ratios, engines, refs = [], [], []
-    for _ in range(ROUNDS):  # interleaved, CPU time: the comparator runs in this process on the same replies
-        ref_run, eng_run = cpu_seconds(reference_run), cpu_seconds(engine_run)
-        refs.append(ref_run)
-        engines.append(eng_run)
-        ratios.append(eng_run / ref_run)
-    engine, ratio = min(engines), statistics.median(ratios)
+def per_reply(rs: Ruleset, chats: list[dict]) -> tuple[list[float], list[float]]:
+    """Each reply's (CPU, wall) seconds, sorted."""
     per: list[float] = []
     walls: list[float] = []
-    state = None
     for chat in chats:
         state = GameState.new(rs, chat["characters"])
         for m in chat["messages"]:
@@ -126,8 +111,46 @@ def main() -> None:
                 state = apply_reply(rs, state, m["content"]).state
                 per.append(time.thread_time() - c)
                 walls.append(time.perf_counter() - t)
-    per.sort()
-    walls.sort()
+    return sorted(per), sorted(walls)
+
+
+def figures() -> dict[str, float]:
+    """What `--against` compares, in CPU seconds: the whole corpus (best of 3) and p50/p99 per reply."""
+    rs = Ruleset.load(BENCH / "bench_ruleset.json")
+    chats = [json.loads(line) for line in corpus().open(encoding="utf-8")]
+    engine_run(rs, chats)  # warm
+    best = min(cpu_seconds(lambda: engine_run(rs, chats)) for _ in range(3))
+    per, _ = per_reply(rs, chats)
+    return {"the corpus, CPU": best, "per reply p50, CPU": statistics.median(per),
+            "per reply p99, CPU": per[int(len(per) * 0.99)]}
+
+
+def main() -> None:
+    against.main(__file__, __doc__, figures, everything, rounds=5,
+                 compared="the corpus and p50/p99 per reply; no comparator, no hostile inputs")
+
+
+def everything() -> None:
+    path = corpus()
+    rs = Ruleset.load(BENCH / "bench_ruleset.json")
+    chats = [json.loads(line) for line in path.open(encoding="utf-8")]
+    texts = [m["content"] for chat in chats for m in chat["messages"] if m["role"] == "assistant"]
+    n, size = len(texts), sum(len(t.encode()) for t in texts)
+    rewrite = reference_rewrite()
+
+    def reference_run() -> None:
+        for t in texts:
+            rewrite(t)
+
+    engine_run(rs, chats)  # warm
+    ratios, engines, refs = [], [], []
+    for _ in range(ROUNDS):  # interleaved, CPU time: the comparator runs in this process on the same replies
+        ref_run, eng_run = cpu_seconds(reference_run), cpu_seconds(lambda: engine_run(rs, chats))
+        refs.append(ref_run)
+        engines.append(eng_run)
+        ratios.append(eng_run / ref_run)
+    engine, ratio = min(engines), statistics.median(ratios)
+    per, walls = per_reply(rs, chats)
     mb = size / 1e6
     print(f"corpus: {len(chats)} chats, {n} replies, {mb:.1f} MB")
     print(f"engine: {engine:.3f} s CPU (best of {ROUNDS})  {mb / engine:.1f} MB/s  {n / engine:.0f} replies/s; "

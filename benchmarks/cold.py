@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from _against import unpack
+
 ROOT = Path(__file__).resolve().parent.parent
 RULESET = ROOT / "samples" / "rulesets" / "gravewatch.json"
 STATE = ROOT / "samples" / "states" / "gravewatch.json"
@@ -53,13 +55,7 @@ class Code:
 
 
 def code_at(ref: str, tmp: Path) -> Code:
-    root = tmp / "against"
-    root.mkdir()
-    archive = subprocess.run(["git", "archive", "--format=tar", ref], cwd=ROOT, capture_output=True, check=False)
-    if archive.returncode != 0:
-        raise SystemExit(f"--against {ref}: {archive.stderr.decode(errors='replace').strip()}")
-    subprocess.run(["tar", "-x", "-C", str(root)], input=archive.stdout, check=True)
-    return Code(ref, root, tmp / "cache-against")
+    return Code(ref, unpack(ref, tmp), tmp / "cache-against")
 
 
 def commands(tmp: Path) -> dict[str, tuple[list[str], dict[str, str]]]:

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import _against as against
 from token_corpus import CORPUS, SAFETY, family_tokenizers, margin_for, worst
 
 from tagengine import GameState, Ruleset
@@ -66,7 +67,24 @@ def setup() -> tuple[Ruleset, GameState, list[dict[str, str]], dict]:
     return rs, state, history, doc
 
 
+def figures() -> dict[str, float]:
+    """Medians, in seconds, of the figures compared side by side: a warm turn, and a turn after one new message."""
+    rs, state, history, _ = setup()
+    budget = Budget(context=16_000, response=1024, model="gpt-4o")
+    warm = median_turn(rs, state, history, budget)
+    news = []
+    for i in range(20):
+        t = time.perf_counter()
+        build_prompt(rs, state, [*history, {"role": "user", "content": f"I raise the lantern {i}."}], budget)
+        news.append(time.perf_counter() - t)
+    return {"warm turn (target <= 3 ms)": warm, "turn after one new message": statistics.median(news)}
+
+
 def main() -> None:
+    against.main(__file__, __doc__, figures, everything, compared="the warm turn and one new message only")
+
+
+def everything() -> None:
     rs, state, history, doc = setup()
     tok = Counting()
     budget = Budget(context=16_000, response=1024, model="gpt-4o", tokenizer=tok)

@@ -40,6 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _against import unpack
 from _corpus import BENCH, CACHE, ROOT, corpus, cpu_seconds, reference_rewrite, replies
 
 from tagengine._internal.batch import replay
@@ -156,16 +157,6 @@ def one_round(path: Path, out: Path) -> dict[str, Any]:
     return result
 
 
-def code_at(ref: str, tmp: Path) -> Path:
-    root = tmp / "against"
-    root.mkdir()
-    archive = subprocess.run(["git", "archive", "--format=tar", ref], cwd=ROOT, capture_output=True, check=False)
-    if archive.returncode != 0:
-        raise SystemExit(f"--against {ref}: {archive.stderr.decode(errors='replace').strip()}")
-    subprocess.run(["tar", "-x", "-C", str(root)], input=archive.stdout, check=True)
-    return root
-
-
 def command_line(tree: Path, path: Path, out: Path, workers: int, cache: Path) -> tuple[float, float, str]:
     """(wall, CPU, SHA-256 of the output) of `tagengine replay` as a new process, the tree's code on PYTHONPATH."""
     env = {**os.environ, "PYTHONPATH": str(tree), "TAGENGINE_CACHE": str(cache)}
@@ -183,7 +174,7 @@ def side_by_side(chats: list[int], rounds: int, against: str | None) -> None:
         tmp = Path(name)
         trees = {"this tree": ROOT}
         if against:
-            trees[against] = code_at(against, tmp)
+            trees[against] = unpack(against, tmp)
         for n in chats:
             path = corpus(n, 20)
             chat_files(path)

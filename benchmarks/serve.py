@@ -10,6 +10,10 @@ Targets (issue 12):
   (b) the first streamed byte (of the body): added <= 2 ms
   (c) a cold store (a new data folder, so a new database): a chat of 200 replies replayed, added <= 60 ms
   (d) 32 concurrent chats for --soak-seconds (default 60): no error, flat memory (the server's RSS)
+Target (issue 28):
+  (e) the state of the chat on screen (POST /tagengine/api/state, the SillyTavern panel's request) for (a)'s
+      200-message chat, warm store: p50 <= 5 ms; beside it, interleaved, the same server's /healthz (the floor:
+      a request and its answer) and its edit API's read of a sheet at that chat (POST .../read/characters/WHO)
 
 What a request follows changes its time on this kind of machine: one sent right after a streamed answer
 comes 0.2-0.45 ms later than one sent right after a whole answer, and a server that has just answered is
@@ -49,6 +53,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _against import unpack
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -66,9 +72,10 @@ REPLIES = [
     '[sheet: who="Cutter" op="restore" pool="stress" amount="1"]',
 ]  # replies of about 500 to 600 characters, each with tags that change the state
 REPLY = REPLIES[0]  # what the fake upstream answers
-TARGETS = {"p50": 2.0, "p99": 10.0, "ttfb": 2.0, "cold": 60.0}  # milliseconds
+TARGETS = {"p50": 2.0, "p99": 10.0, "ttfb": 2.0, "cold": 60.0, "state": 5.0}  # milliseconds
 HUGE = 64 * 1024 * 1024  # bytes of the fake upstream's huge answer (issue 26 item 2)
 ENDLESS = 1024 * 1024 * 1024  # the most its endless stream sends (item 3): it ends when the client goes
+STATE_PATH = "/tagengine/api/state"
 ATTACKS = ("big message", "big history", "huge answer", "endless stream", "slow clients")
 
 
@@ -202,13 +209,7 @@ class Server:
 
 
 def code_at(ref: str, tmp: Path) -> Code:
-    root = tmp / "against"
-    root.mkdir()
-    archive = subprocess.run(["git", "archive", "--format=tar", ref], cwd=ROOT, capture_output=True, check=False)
-    if archive.returncode != 0:
-        raise SystemExit(f"--against {ref}: {archive.stderr.decode(errors='replace').strip()}")
-    subprocess.run(["tar", "-x", "-C", str(root)], input=archive.stdout, check=True)
-    return Code(ref, root)
+    return Code(ref, unpack(ref, tmp))
 
 
 def start_listener(argv: list[str], log: Path, what: str) -> tuple[Proc, str]:
@@ -401,6 +402,55 @@ async def warm(c: Any, up: str, servers: list[Server], rounds: int, runs: int) -
                   f"whole answer / a streamed one) | passed through {f['hop'][-1]:.2f} | server CPU per request: "
                   f"served {f['cpu'][-1]:.2f} streamed {f['cpu_stream'][-1]:.2f} passed through "
                   f"{f['cpu_hop'][-1]:.2f} ms")
+    return {label: {k: statistics.median(v) for k, v in f.items()} for label, f in figures.items()}
+
+
+async def chat_state(c: Any, servers: list[Server], rounds: int, runs: int) -> dict[str, dict[str, float]]:
+    """(e): the panel's state request for (a)'s chat (its turns kept by (a) or the first request: a warm store),
+    interleaved with the floor (/healthz) and the edit API's read of a sheet at the same chat; per version of the
+    code, the medians of the rounds' p50 and p99, and the server's CPU per state request."""
+    msgs = history(100)[:-1]  # the chat on screen: the last reply received, no new turn
+    state = {"messages": msgs}
+    print(f"(e) the state of a 200-message chat (100 replies, {len(json.dumps(state)) // 1024} KiB); {rounds} rounds "
+          f"of {runs} requests each; {load()}")
+
+    async def timed(url: str, path: str, body: dict[str, Any] | None) -> float:
+        t = time.perf_counter()
+        r = await (c.get(f"{url}{path}") if body is None else c.post(f"{url}{path}", json=body))
+        took = time.perf_counter() - t
+        if r.status_code != 200 or (body is state and r.json().get("turn") != 100):
+            raise SystemExit(f"{url}{path}: {r.status_code} {r.text[:300]}")
+        return took
+
+    read = "/tagengine/api/c/bench/read/characters/Cutter"
+    kinds = {"state": (STATE_PATH, state), "floor": ("/healthz", None), "read": (read, {"messages": msgs})}
+    for s in servers:
+        for path, body in kinds.values():
+            for _ in range(20):
+                await timed(s.url, path, body)
+    figures: dict[str, dict[str, list[float]]] = {s.code.label: {} for s in servers}
+    for n in range(rounds):
+        got: dict[str, dict[str, list[float]]] = {s.code.label: {k: [] for k in kinds} for s in servers}
+        for i in range(runs):
+            order = list(kinds.items())
+            order = order[i % len(order):] + order[:i % len(order)]
+            for s in servers[i % len(servers):] + servers[:i % len(servers)]:
+                for k, (path, body) in order:
+                    got[s.code.label][k].append(await timed(s.url, path, body))
+        for s in servers:
+            g, f = got[s.code.label], figures[s.code.label]
+            before = s.proc.cpu_seconds()
+            for _ in range(runs):
+                await timed(s.url, STATE_PATH, state)
+            after = s.proc.cpu_seconds()
+            row = {"p50": ms(g["state"]), "p99": pct(g["state"], 0.99) * 1e3, "floor": ms(g["floor"]),
+                   "read": ms(g["read"]), "cpu": math.nan if before is None or after is None
+                   else (after - before) / runs * 1e3}
+            for k, v in row.items():
+                f.setdefault(k, []).append(v)
+            print(f"  round {n + 1} {s.code.label:>10}: state p50 {row['p50']:.2f} p99 {row['p99']:.2f} | /healthz "
+                  f"p50 {row['floor']:.2f} | a sheet read at the chat p50 {row['read']:.2f} | server CPU per state "
+                  f"request {row['cpu']:.2f} ms; {load()}")
     return {label: {k: statistics.median(v) for k, v in f.items()} for label, f in figures.items()}
 
 
@@ -663,7 +713,8 @@ async def run(args: argparse.Namespace) -> None:
                 await post(c, s.url, {"model": "gpt-4o", "messages": history(100)})
                 print(f"{s.code.label}: the first request to a new server (the tokenizer built, 100 replies "
                       f"replayed): {(time.perf_counter() - t) * 1e3:.0f} ms")
-            w = await warm(c, up, servers, args.rounds, args.runs)
+            w = await warm(c, up, servers, args.rounds, args.runs) if args.rounds else {}
+            st = await chat_state(c, servers, args.state_rounds, args.runs) if args.state_rounds else {}
             cw = await cold(c, tmp, up, codes, args.cold_runs, args.profile) if args.cold_runs else {}
             s = await soak(c, servers[0], args.soak_seconds, 32) if args.soak_seconds else None
         under = await attacks(tmp, up, codes, args.attack_seconds) if args.attack_seconds else {}
@@ -673,8 +724,15 @@ async def run(args: argparse.Namespace) -> None:
         rows = [("(a) added p50, 200-message chat, warm store (<= 2)", "p50", TARGETS["p50"]),
                 ("(a) added p99 (<= 10)", "p99", TARGETS["p99"]),
                 ("(b) added time to the first streamed byte (<= 2)", "ttfb", TARGETS["ttfb"])]
-        for title, key, target in rows:
+        for title, key, target in rows if w else ():
             print(f"  {title:58}" + "".join(f"{verdict(w[code.label][key], target):>18}" for code in codes))
+        if st:
+            print(f"  {'(e) the state of the chat on screen p50, warm store (<= 5)':58}"
+                  + "".join(f"{verdict(st[code.label]['p50'], TARGETS['state']):>18}" for code in codes))
+            for title, key in (("    (e) p99", "p99"), ("    (e) /healthz p50 (the floor)", "floor"),
+                               ("    (e) a sheet read at the same chat p50", "read"),
+                               ("    (e) server CPU per state request", "cpu")):
+                print(f"  {title:58}" + "".join(f"{st[code.label][key]:>18.2f}" for code in codes))
         if cw:
             print(f"  {'(c) added, cold store, 200 replies replayed (<= 60)':58}"
                   + "".join(f"{verdict(cw[code.label]['cold'], TARGETS['cold']):>18}" for code in codes))
@@ -685,7 +743,7 @@ async def run(args: argparse.Namespace) -> None:
                 ("    direct: first byte", "direct_ttfb"), ("    passed through, no campaign: added p50", "hop"),
                 ("    server CPU per request: served", "cpu"), ("    server CPU: streamed", "cpu_stream"),
                 ("    server CPU: passed through", "cpu_hop")]
-        for title, *keys in info:
+        for title, *keys in info if w else ():
             print(f"  {title:58}" + "".join(f"{' / '.join(f'{w[code.label][k]:.2f}' for k in keys):>18}"
                                              for code in codes))
         if cw:
@@ -726,8 +784,9 @@ def count(text: str) -> int:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--soak-seconds", type=seconds, default=60.0, help="(d)'s length, 0 to 3600 (default 60)")
-    p.add_argument("--rounds", type=count, default=5, help="rounds of (a) and (b) (default 5)")
+    p.add_argument("--rounds", type=count, default=5, help="rounds of (a) and (b) (default 5; 0: none)")
     p.add_argument("--runs", type=count, default=200, help="requests each way per round (default 200)")
+    p.add_argument("--state-rounds", type=count, default=5, help="rounds of (e) (default 5; 0: no (e))")
     p.add_argument("--cold-runs", type=count, default=5, help="new stores for (c) (default 5; 0: no (c))")
     p.add_argument("--attack-seconds", type=seconds, default=5.0,
                    help="how long each attack of the \"under attack\" section runs, 0 to 3600 (default 5; 0: none)")
@@ -742,8 +801,8 @@ def main() -> None:
     if args.fake_upstream:
         fake_upstream()
         return
-    if args.rounds < 1 or args.runs < 2:
-        p.error("--rounds must be at least 1 and --runs at least 2")
+    if args.rounds + args.state_rounds < 1 or args.runs < 2:
+        p.error("--rounds or --state-rounds must be at least 1, and --runs at least 2")
     asyncio.run(run(args))
 
 

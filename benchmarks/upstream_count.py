@@ -71,7 +71,7 @@ async def measure(count_with_upstream: bool) -> None:
     app = make_app(Options(upstream="http://up/v1", data=data, context=200_000, count_with_upstream=count_with_upstream,
                            transport=httpx.ASGITransport(app=upstream())))
     label = "upstream counts" if count_with_upstream else "local counts (qwen: o200k estimate)"
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://serve") as c:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as c:
         async def once(msgs: list[dict[str, str]]) -> tuple[float, str]:
             t = time.perf_counter()
             r = await c.post("/v1/chat/completions", json={"model": "qwen2.5-7b", "messages": msgs})

@@ -3,7 +3,9 @@ installed once by `./dev test` into a cache folder outside the repo, started on 
 temporary data root and config, and stopped (its whole process group) whatever happens.
 
 `sillytavern(tmp)` is the context manager; with no install (no npm, no registry) it skips the test and says
-why. Helpers for its HTTP API: `generate` / `generate_stream` (POST /api/backends/chat-completions/generate,
+why. `sillytavern(tmp, ui=True)` is the server a person's browser opens (issue 28, tests/st_ui.py): the default
+content copied in as for a new user (settings, presets), UI extensions on, run in its own folder. Helpers for its
+HTTP API: `generate` / `generate_stream` (POST /api/backends/chat-completions/generate,
 the endpoint the app's own page calls), `save_chat` / `get_chat` (POST /api/chats/save and /api/chats/get),
 `save_group_chat` / `get_group_chat` (the same for group chats), `chat_file` / `group_chat_file` (where a
 chat is stored) and `st_jsonl` (the bytes SillyTavern writes for a chat).
@@ -50,6 +52,11 @@ CONFIG = {
     "logging": {"enableAccessLog": False},
     "browserLaunch": {"enabled": False},
 }
+# Issue 28: for a browser on SillyTavern's page. Its first start copies in the content a new user gets (the page
+# does not load without a settings.json) and UI extensions are on; `git.backend: system` makes an extension's
+# install from a Git URL use the system's git, as it does for a user who has it.
+UI_CONFIG = {**CONFIG, "skipContentCheck": False, "extensions": {**CONFIG["extensions"], "enabled": True},
+             "git": {"backend": "system"}}
 
 
 def install_dir() -> Path:
@@ -167,14 +174,14 @@ def _keep_seed(data: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _start(tmp: Path, data: Path, config: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _start(tmp: Path, data: Path, config: Path, log: Path, cwd: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [shutil.which("node") or "node", str(server_js()), "--configPath", str(config), "--dataRoot", str(data),
            "--listen", "false", "--listenAddressIPv4", "127.0.0.1", "--port", str(port),
            "--browserLaunchEnabled", "false"]
     with log.open("ab") as out:
-        proc = subprocess.Popen(cmd, cwd=tmp, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
     return proc, url
 
@@ -194,23 +201,25 @@ def _ready(proc: subprocess.Popen[bytes], url: str, deadline: float) -> bool:
 
 
 @contextmanager
-def sillytavern(tmp: Path) -> Iterator[SillyTavern]:
-    """SillyTavern's server on a free loopback port, data root and config under `tmp`; skips without an install."""
+def sillytavern(tmp: Path, ui: bool = False) -> Iterator[SillyTavern]:
+    """SillyTavern's server on a free loopback port, data root and config under `tmp`; skips without an install.
+    `ui`: for a browser (UI_CONFIG), run in SillyTavern's own folder, whose `./public` its image thumbnails read."""
     why = missing()
     if why is not None:
         pytest.skip(why)
     tmp.mkdir(parents=True, exist_ok=True)
     data, config, log = tmp / "st-data", tmp / "st-config.yaml", tmp / "st.log"
     data.mkdir(exist_ok=True)
-    config.write_text(json.dumps(CONFIG))
+    config.write_text(json.dumps(UI_CONFIG if ui else CONFIG))
+    cwd = server_js().parent if ui else tmp
     _seed(data)
     deadline = time.monotonic() + START_TIMEOUT
-    proc, url = _start(tmp, data, config, log)
+    proc, url = _start(tmp, data, config, log, cwd)
     try:
         up = _ready(proc, url, deadline)
         if not up and proc.poll() is not None and b"EADDRINUSE" in log.read_bytes():
             _stop(proc)  # the free port was taken between our probe and its bind: one more try
-            proc, url = _start(tmp, data, config, log)
+            proc, url = _start(tmp, data, config, log, cwd)
             up = _ready(proc, url, deadline)
         if not up:
             raise AssertionError(f"SillyTavern did not start within {START_TIMEOUT:.0f} s (exit code {proc.poll()}); "

@@ -472,5 +472,6 @@ def test_the_readme_demo_changes_the_sheet_turn_by_turn(tmp_path: Path):
             reply = httpx.post(f"{srv.url}/v1/chat/completions", json={"model": "m", "messages": msgs}).json()
             msgs.append(reply["choices"][0]["message"])
             html = httpx.get(f"{srv.url}/ui/c/heist").text
-            seen.append(re.findall(r'class="clock-name">Alarm raised</span> <span class="count">([^<]*)<', html))
-    assert seen == [["0/6"], ["2/6"], ["6/6"]]
+            seen.append(re.findall(r'class="clock-name">([^<]*)</span> <span class="count">([^<]*)<', html))
+    assert seen == [[("Alarm raised", "0/6")], [("Alarm raised", "1/6"), ("Patrol returns", "0/4")],
+                    [("Alarm raised", "1/6"), ("Patrol returns", "1/4")]]

@@ -36,7 +36,9 @@ def test_freezing_keeps_out_what_lives_and_collects_what_died_since():
         kept.clear()  # now it is garbage, frozen: a full pass does not see it...
         gc.collect()
         assert Cycle.freed == 1
-        freeze_long_lived()  # ...the next freeze puts the frozen back and collects first
+        freeze_long_lived()  # ...nor a freeze that replaced nothing (ED-24: no pass over the frozen heap)...
+        assert Cycle.freed == 1
+        freeze_long_lived(replaced=True)  # ...the freeze after a replacement puts the frozen back, collects first
         assert Cycle.freed == 2
     finally:
         gc.unfreeze()
@@ -48,14 +50,17 @@ def test_loading_a_campaign_freezes_the_heap_with_its_ruleset(tmp_path):
     store = Store(tmp_path / "data")
     try:
         new_campaign(store, "heist", str(ruleset), ["Cutter"])
-        calls: list[int] = []
-        campaigns = Campaigns(store, loaded=lambda: calls.append(gc.get_freeze_count()))
+        calls: list[bool] = []
+        campaigns = Campaigns(store, loaded=calls.append)
         c = campaigns.get("heist")
-        assert calls and campaigns.get("heist") is c and len(calls) == 1  # loaded once, kept
+        assert campaigns.get("heist") is c and calls == [False]  # loaded once, kept; nothing replaced
         doc = json.loads(ruleset.read_text())
         doc["manifest"]["name"] += " (edited)"
-        ruleset.write_text(json.dumps(doc))  # the file changed: loaded again, frozen again
-        assert campaigns.get("heist") is not c and len(calls) == 2
+        ruleset.write_text(json.dumps(doc))  # the file changed: loaded again, the old one let go (ED-24)
+        c2 = campaigns.get("heist")
+        assert c2 is not c and calls == [False, True]
+        assert campaigns.set_start("heist", c2.start)  # its start made again: read again, the old one let go
+        assert campaigns.get("heist") is not c2 and calls == [False, True, True]
     finally:
         store.close()
 

@@ -104,6 +104,13 @@ def test_begin_refuses_an_unknown_campaign_naming_only_it(ctx):
     assert e.value.status == 404 and e.value.code == "campaign_not_found" and "heist" not in e.value.message
 
 
+def test_an_unknown_campaigns_name_is_echoed_cut_to_80_characters(ctx):
+    """SEC-11: a name is looked up before anything bounds it; the 404 says its first 80 characters."""
+    with pytest.raises(Refused) as e:
+        ctx.campaign("n" * 100_000)
+    assert e.value.status == 404 and "n" * 80 in e.value.message and "n" * 81 not in e.value.message
+
+
 def test_fit_sends_the_prompt_fitted_and_says_how_it_was_counted(ctx):
     turn = started(ctx, ["one"], [])
     body = {"model": "gpt-4o", "max_tokens": 300, "temperature": 0.5,

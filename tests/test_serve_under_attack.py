@@ -163,6 +163,17 @@ def test_a_history_of_long_tagged_replies_holds_no_other_request(server):
     probes.held_by_nothing(start, end)
 
 
+def test_messages_slow_to_scan_for_a_near_miss_marker_hold_no_other_request(server):
+    """SEC-11: fifteen messages of a million brackets each (within the limits), the near-miss marker scan's
+    costliest text (TR-8), with no campaign named, so the request passes through after the scan: the scan ran on
+    the event loop and held /healthz for most of the attack; it runs in a worker thread now."""
+    body = {"model": "gpt-4o", "messages": [*({"role": "user", "content": "[" * (MAX_MESSAGE - 10)}
+                                              for _ in range(15)), {"role": "user", "content": "TURN:small"}]}
+    probes, r, _, start, end = attacked(server, body)
+    assert r.status_code == 200, r.text[:300]
+    probes.held_by_nothing(start, end)
+
+
 def test_a_huge_whole_answer_is_a_502_and_the_server_holds_a_bounded_part_of_it(server, upstream):
     """Item 2: an upstream that answers 64 MiB of JSON: the server stops reading past MAX_ANSWER (a 502 naming
     the bound, where it read it all, tokenized it on the event loop and could be killed for its memory)."""

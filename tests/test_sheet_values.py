@@ -165,3 +165,13 @@ def test_sheet_19_derived_cannot_be_typed_over():
     c = card(FIFTH, fields={"level": 5})
     c = {**c, "derived": {"proficiency": 99}}  # not part of a card; ignored
     assert Eval(FIFTH, c, None).derived("proficiency") == 3
+
+
+def test_two_characters_on_the_same_blank_card_keep_their_own_names():
+    """A start without cards gives each character the very same card and live values: the memo of evaluated
+    sheets must not give the second the first's view (found by issue 28's panel, which lists every sheet)."""
+    from tagengine._internal.sheet.sheet_views import view_character
+
+    rs = load_sample("blades-like")
+    state = GameState.new(rs, ["Cutter", "Lurk"])
+    assert [view_character(rs, state, n).name for n in state.characters] == ["Cutter", "Lurk"]

@@ -1,4 +1,5 @@
-"""The wheel carries grammars/, prompts/ and pages/ and works from outside the checkout (non-editable install)."""
+"""The wheel carries grammars/, prompts/, pages/ and the SillyTavern extension, and works from outside the checkout
+(non-editable install)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_carries_grammars_and_prompts(wheel: Path):
     names = zipfile.ZipFile(wheel).namelist()
-    for folder in ("grammars", "prompts", "pages"):
+    for folder in ("grammars", "prompts", "pages", "sillytavern"):  # sillytavern/: the extension (issue 28)
         shipped = {n for n in names if n.startswith(f"tagengine/{folder}/")}
         source = {f"tagengine/{folder}/{p.relative_to(ROOT / folder)}" for p in (ROOT / folder).rglob("*")
                   if p.is_file()}
@@ -75,6 +76,10 @@ def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path):
     pages = subprocess.run([str(py), "-c", "import tagengine._internal.resources as r; print(r.resource_dir('pages'))"],
                            capture_output=True, text=True, cwd=tmp_path)
     assert str(env_dir) in pages.stdout
+    (tmp_path / "st-user" / "extensions").mkdir(parents=True)  # issue 28: the extension installed from the wheel
+    x = subprocess.run([str(exe), "st", "extension", "--install", str(tmp_path / "st-user")], capture_output=True,
+                       text=True, cwd=tmp_path)
+    assert x.returncode == 0 and (tmp_path / "st-user" / "extensions" / "tagengine" / "index.js").is_file(), x.stderr
     for model in ("gpt-4o", "gpt-4"):
         p = subprocess.run([str(exe), "preview", str(sample), str(state), "--model", model, "--json"],
                            capture_output=True, text=True, cwd=tmp_path, env=offline)

@@ -1,8 +1,13 @@
 """A chat history as the engine reads it: `{"role", "content"}` messages (DEC-29), checked in one place.
 
-`build_prompt`, `Chat.from_history` and `tagengine preview --history` all read a history through here, so
+`build_prompt`, `Chat.from_history` and `tagengine preview --history` read a history through here, so
 they agree on what a message is: a role of system, user or assistant matched without case (F-10), and
 text content. Every bad message is named at once.
+
+Two readers keep rules of their own, because what they read is not a bare history: the server's
+`server.chat_request.read_marked` reads an OpenAI request (content given as parts, a tool call's empty
+content, campaign markers; a bad message is a 400 for the first one found), and replay's `batch.replay_line`
+reads a transcript line (a message keeps every field and any role; only assistant replies are applied).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`tagengine st`, the SillyTavern kit (docs/sillytavern.md): `st regex` (issue 12), `st import` and `st export`
-(issue 16), and the start options `replay --format st` shares with them.
+(issue 16), `st extension` (issue 28), and the start options `replay --format st` shares with them.
 
 Exit codes as everywhere (P-7, F-4): 0 ok, 1 a bad chat file (named FILE:LINE: key, the rest go on) or a
 file that cannot be read or written, 2 usage. The work is `sillytavern/chatbatch.py`'s.
@@ -24,6 +24,11 @@ def add_st(st: ArgumentParser) -> None:
     st_sub = st.add_subparsers(dest="st_command", required=True, parser_class=ArgParser)
     rx = st_sub.add_parser("regex", help="a regex script for SillyTavern that hides the tags in the display only")
     rx.set_defaults(func=cmd_st_regex, short_lived=True)
+    xt = st_sub.add_parser("extension", help="the SillyTavern extension (the game sheet of the chat on screen): "
+                           "where its files are, or --install it for a SillyTavern user")
+    xt.add_argument("--install", metavar="DIR", help="copy it into DIR/extensions/tagengine: DIR is a SillyTavern "
+                    "user's folder (data/default-user) or its extensions/ folder; an earlier copy is replaced")
+    xt.set_defaults(func=cmd_st_extension, short_lived=True)
     im = st_sub.add_parser("import", help="SillyTavern chat files as transcript JSONL (one chat a line) for "
                            "`tagengine replay`")
     im.add_argument("chats", nargs="+", metavar="CHAT", help="SillyTavern chat files (.jsonl), or - for stdin")
@@ -57,6 +62,23 @@ def cmd_st_regex(args: Namespace, out: TextIO, err: TextIO) -> int:
     from ..sillytavern.regex import regex_script
 
     print_json(regex_script(), out)
+    return 0
+
+
+def cmd_st_extension(args: Namespace, out: TextIO, err: TextIO) -> int:
+    """Without --install, the extension's folder (to copy by hand); with it, exit 1 naming the path at fault."""
+    from pathlib import Path
+
+    from ..sillytavern.extension import NotInstalled, extension_dir, install
+
+    if args.install is None:
+        print(extension_dir(), file=out)
+        return 0
+    got = install(Path(args.install))
+    if isinstance(got, NotInstalled):
+        print(f"tagengine st extension: {got.path}: {got.message}", file=err)
+        return 1
+    print(f"installed the tagengine extension in {got}: reload SillyTavern's page (Extensions lists it)", file=out)
     return 0
 
 

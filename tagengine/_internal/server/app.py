@@ -28,6 +28,7 @@ from .heap import freeze_long_lived
 from .options import Options
 from .origins import EXPOSED, HostAndOrigin, allowed_origins, host_names
 from .routes.campaign_pages import campaign_page_routes
+from .routes.chat_state import chat_state_routes
 from .routes.checks import check_routes
 from .routes.edit_api import edit_api_routes
 from .routes.editor import editor_routes
@@ -35,6 +36,7 @@ from .routes.health import health_routes
 from .routes.openai import openai_routes
 from .routes.pages import page_routes
 from .routes.sign_in import sign_in_routes
+from .routes.st_bridge import st_bridge_routes
 
 __all__ = ["Options", "make_app"]  # Options: what make_app is made from (options.py)
 
@@ -42,7 +44,8 @@ log = logging.getLogger("tagengine.serve")
 CLIENT_LEFT = 499  # the access line's status for a request whose client left before its body ended (nginx's)
 ROUTE_GROUPS: tuple[Callable[[ServerContext], list[Route]], ...] = (
     health_routes, openai_routes, page_routes, sign_in_routes, check_routes,
-    campaign_page_routes, editor_routes, edit_api_routes)  # issue 27: the editor's pages and JSON API
+    campaign_page_routes, editor_routes, edit_api_routes,  # issue 27: the editor's pages and JSON API
+    chat_state_routes, st_bridge_routes)  # issue 28: the state of the chat on screen; SillyTavern's bridge
 
 
 def make_app(opts: Options) -> Starlette:

@@ -60,10 +60,13 @@ class Campaigns:
     """Campaigns by name, loaded once and loaded again when their ruleset file changes on disk, or when their
     start is made again (`set_start`)."""
 
-    def __init__(self, store: Store, loaded: Callable[[], None] | None = None) -> None:
+    def __init__(self, store: Store, loaded: Callable[[bool], None] | None = None) -> None:
         self.store = store
         self._loaded: dict[str, tuple[tuple[int, int], Campaign, CampaignRow]] = {}
-        self.on_load = loaded  # called after a campaign is (re)loaded: the server freezes its heap (heap.py)
+        # called after a campaign is loaded, with whether one loaded before was let go since: the server
+        # freezes its heap (heap.py)
+        self.on_load = loaded
+        self._let_go = False
 
     def get(self, name: str) -> Campaign:
         """Raises NotFoundError for an unknown campaign, RulesetError or OSError for its ruleset file."""
@@ -78,8 +81,9 @@ class Campaigns:
         start = from_json(rs, json.loads(row.start), f"campaign {name}")
         c = Campaign(name, rs, digest_of(data), start, canonical_json(start.to_json()))
         self._loaded[name] = (stamp, c, row)
+        replaced, self._let_go = hit is not None or self._let_go, False
         if self.on_load is not None:
-            self.on_load()
+            self.on_load(replaced)
         return c
 
     def set_start(self, name: str, state: GameState) -> bool:
@@ -88,5 +92,6 @@ class Campaigns:
         Raises NotFoundError for an unknown campaign."""
         self.store.campaign(name)
         done = self.store.set_start(name, canonical_json(state.to_json()), ", ".join(state.characters))
-        self._loaded.pop(name, None)  # read again: its start and first key
+        if self._loaded.pop(name, None) is not None:  # read again: its start and first key
+            self._let_go = True
         return done

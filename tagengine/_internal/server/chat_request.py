@@ -102,6 +102,19 @@ def text_of(content: Any) -> str | None:
     return None
 
 
+def text_size(messages: list[Any]) -> int:
+    """The characters of text `read_marked` scans in `messages`, counted without reading them: one step per
+    message and content part, whatever their length (which way to read them: `ServerContext.read_history`)."""
+    n = 0
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, str):
+            n += len(content)
+        elif isinstance(content, list):
+            n += sum(len(t) for p in content if isinstance(p, dict) and isinstance(t := p.get("text"), str))
+    return n
+
+
 _ROLE = {r: r for r in ROLES}  # a role as most chat apps send it: one look-up, no lower()
 
 

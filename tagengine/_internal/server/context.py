@@ -7,14 +7,17 @@ campaigns, upstream client, snapshot cache, chain memos, token counts and mid-re
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from ..errors import NotFoundError, TagengineError
 from .campaigns import Campaign, Campaigns
 from .chain import THREAD_MIN, Chain, Replayed
+from .chat_request import MarkedHistory, read_marked, text_size
 from .edits import PendingEdits
 from .errors import Refused
 from .heap import freeze_long_lived
 from .latest import Latest
+from .limits import LOOP_CHARS
 from .mid_reply import MidReplyChecks
 from .offload import Workers
 from .options import Options
@@ -49,17 +52,25 @@ class ServerContext:
         self.edits = PendingEdits(self.store)  # issue 27: the players' edits waiting for the next reply (edits.py)
 
     def campaign(self, name: str) -> Campaign:
-        """The campaign `name`, else a 404 naming only the one asked for (a client may not list campaigns),
-        or a 500 when its ruleset cannot be loaded."""
+        """The campaign `name`, else a 404 naming the one asked for (its first 80 characters: a name is not
+        bounded before it is looked up), or a 500 when its ruleset cannot be loaded."""
         try:
             return self.campaigns.get(name)
         except NotFoundError:
-            raise Refused(404, f"unknown campaign {name!r}", "campaign_not_found") from None
+            raise Refused(404, f"unknown campaign {name[:80]!r}", "campaign_not_found") from None
         except (TagengineError, OSError) as e:
             # the reason names the server's own files: it goes to the log, the client gets none of it (SEC-9)
             log.error("campaign %s: its ruleset cannot be loaded: %s", name, e)
-            raise Refused(500, f"campaign {name!r}: its ruleset cannot be loaded; the server's log says why",
+            raise Refused(500, f"campaign {name[:80]!r}: its ruleset cannot be loaded; the server's log says why",
                           "campaign_broken", "server_error") from None
+
+    async def read_history(self, messages: list[Any]) -> MarkedHistory:
+        """`read_marked(messages)`: on the event loop for up to LOOP_CHARS characters of text, else in a worker
+        thread, since it scans every system and user message for a near-miss marker (TR-8), at some 60 ms a
+        megabyte of brackets (SEC-2, SEC-11)."""
+        if text_size(messages) <= LOOP_CHARS:
+            return read_marked(messages)
+        return await self.workers.run(read_marked, messages)
 
     async def replayed(self, c: Campaign, history: list[dict[str, str]]) -> Replayed:
         """The state after `history` (plain role/content messages), read as the server reads replies

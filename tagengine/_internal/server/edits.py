@@ -32,7 +32,6 @@ from ..ruleset import Ruleset
 from ..state import GameState
 from .campaigns import Campaign
 from .chain import Replayed, first_key
-from .chat_request import read_marked
 from .errors import Refused
 from .latest import Newest
 from .store import Store
@@ -168,10 +167,14 @@ async def history_point(ctx: ServerContext, c: Campaign, messages: Any) -> Point
     turn reads it. Raises Refused (400) for a history that is not a list of messages."""
     if not isinstance(messages, list):
         raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
-    before = await ctx.replayed(c, read_marked(messages).plain())
-    first = first_key(c)
-    start = before.key == first and ctx.store.head(c.name) is None
-    return _point(ctx, c, before.key, before.state, start)
+    return replayed_point(ctx, c, await ctx.replayed(c, (await ctx.read_history(messages)).plain()))
+
+
+def replayed_point(ctx: ServerContext, c: Campaign, after: Replayed) -> Point:
+    """The point after a replayed history (`ServerContext.replayed`): its key, its state with the edits waiting
+    there; the campaign's start when it is the first key and no reply has been kept."""
+    start = after.key == first_key(c) and ctx.store.head(c.name) is None
+    return _point(ctx, c, after.key, after.state, start)
 
 
 def page_stamp(c: Campaign, point: Point) -> str:

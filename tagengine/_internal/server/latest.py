@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,17 @@ from .store import Store
 log = logging.getLogger("tagengine.serve")
 
 
+def turn_of(history: Sequence[Mapping[str, str]], replies: int) -> int:
+    """The turn a chat is at whose chain holds `replies` replies: those after the player's first message, so a
+    regenerate or a swipe keeps its number and a greeting that opens the chat is no turn (STX-8)."""
+    opening = 0
+    for m in history:
+        if m["role"] == "user":
+            break
+        opening += m["role"] == "assistant"
+    return max(0, replies - opening)
+
+
 @dataclass(frozen=True)
 class Sent:
     prompt: Prompt
@@ -30,8 +42,8 @@ class Sent:
 @dataclass(frozen=True)
 class Newest:
     """What the pages show of a campaign: the state after the last reply handled and its chain key (None
-    before any turn: the campaign's start), its turn count and receipts, and a note when the snapshot could
-    not be read (then the state is the start, and `gone` is true)."""
+    before any turn: the campaign's start), its turn (the replies in its chain) and receipts, and a note when the
+    snapshot could not be read (then the state is the start, and `gone` is true)."""
 
     key: str | None
     state: GameState
@@ -52,11 +64,12 @@ class Latest:
     def prompt_sent(self, campaign: str, prompt: Prompt, budget: Budget) -> None:
         self.prompts[campaign] = Sent(prompt, budget)
 
-    def reply_done(self, campaign: str, key: str, applied: Applied) -> None:
-        """A reply is complete and its snapshot kept under `key`: the sheet page shows it from now on."""
+    def reply_done(self, campaign: str, key: str, applied: Applied, turn: int) -> None:
+        """A reply is complete and its snapshot kept under `key`: the sheet page shows it from now on, as `turn`
+        (the replies in its chain, STX-8)."""
         # ASCII-escaped: a receipt may quote a lone surrogate (a reply's text that was not UTF-8), which SQLite
         # cannot store as text
-        self.store.put_head(campaign, key, json.dumps([r.to_json() for r in applied.receipts]))
+        self.store.put_head(campaign, key, json.dumps([r.to_json() for r in applied.receipts]), turn)
 
     def version(self, campaign: str) -> str:
         head = self.store.head(campaign)

@@ -241,14 +241,16 @@ class Store:
                 self.prune(campaign)
 
     def prune(self, campaign: str) -> int:
-        """Keep the campaign's `per_campaign` most recently used snapshots; the snapshots removed."""
+        """Keep the campaign's `per_campaign` most recently used snapshots, and the pages' newest turn's whatever
+        its use (the pages have no history to replay it from); the snapshots removed."""
         with self.batch():
             self._added[campaign] = 0
             count = self.db.execute("SELECT count(*) FROM snapshots WHERE campaign = ?", (campaign,)).fetchone()[0]
             if count <= self.per_campaign:
                 return 0
             self.db.execute("DELETE FROM snapshots WHERE key IN (SELECT key FROM snapshots WHERE campaign = ? "
-                            "ORDER BY used LIMIT ?)", (campaign, count - self.per_campaign))
+                            "AND key NOT IN (SELECT key FROM heads) ORDER BY used LIMIT ?)",
+                            (campaign, count - self.per_campaign))
             self.db.execute("DELETE FROM replies WHERE key NOT IN (SELECT key FROM snapshots)")
             if self.pruned is not None:  # what holds states in memory follows the file
                 self.pruned(self.existing)
@@ -300,15 +302,17 @@ class Store:
 
     # -- heads (issue 14): the newest chain key a campaign's reply reached, for the game sheet page
     def head(self, campaign: str) -> tuple[str, int, str] | None:
-        """(chain key, turns handled, receipts as JSON) of the campaign's last completed reply, or None."""
+        """(chain key, its turn: the replies in its chain, receipts as JSON) of the campaign's last completed reply,
+        or None."""
         got = None
         with self.reading("the pages' newest turn"):
             got = self.db.execute("SELECT key, turn, receipts FROM heads WHERE campaign = ?", (campaign,)).fetchone()
         return None if got is None else (str(got[0]), int(got[1]), str(got[2]))
 
-    def put_head(self, campaign: str, key: str, receipts: str) -> None:
-        """Record a completed reply's chain key and receipts (dropped when the file cannot take it: the pages
+    def put_head(self, campaign: str, key: str, receipts: str, turn: int = 1) -> None:
+        """Record a completed reply's chain key, its turn (the replies in its chain, so a regenerated reply keeps
+        the number of the one it replaces: STX-8) and receipts (dropped when the file cannot take it: the pages
         then show the turn before)."""
         self.writing("the pages' newest turn", lambda: self.db.execute(
-            "INSERT INTO heads VALUES (?, ?, 1, ?) ON CONFLICT(campaign) DO UPDATE SET "
-            "key = excluded.key, turn = heads.turn + 1, receipts = excluded.receipts", (campaign, key, receipts)))
+            "INSERT INTO heads VALUES (?, ?, ?, ?) ON CONFLICT(campaign) DO UPDATE SET "
+            "key = excluded.key, turn = excluded.turn, receipts = excluded.receipts", (campaign, key, turn, receipts)))

@@ -41,6 +41,7 @@ from .chat_request import MarkedHistory, asked_response, budget_of, with_replies
 from .context import ServerContext
 from .edits import Opening, edit_opening, opened_events
 from .errors import Refused, reply_too_large, upstream_failure, upstream_status
+from .latest import turn_of
 from .limits import LOOP_CHARS, MAX_REPLY
 from .mid_reply import CHECKS_HEADER
 from .prefill import Continued, prefill_last, split_prefill
@@ -264,7 +265,9 @@ def record_reply(ctx: ServerContext, turn: Turn, applied: Applied, filt: Filter 
         shown = None
     new = ctx.chain.record(c, before.key, applied.text, applied.state, shown, consistent=before.consistent)
     if before.consistent and turn.on_pages:  # the pages show the newest state that was kept (issue 14)
-        ctx.latest.reply_done(c.name, new, applied)
+        # the turn is the replies in the chain after the player's first message, this one too: a regenerated
+        # reply keeps its number (STX-8)
+        ctx.latest.reply_done(c.name, new, applied, max(1, turn_of(turn.history, len(before.replies) + 1)))
     return before.consistent
 
 

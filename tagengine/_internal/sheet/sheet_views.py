@@ -29,7 +29,8 @@ def view_character(rs: Ruleset, state: GameState, name: str) -> SheetView:
     if card_name is None:
         raise NotFoundError("character", name, state.characters)
     card, live = state.cards[card_name], state.live_of(card_name)
-    return _cached((rs, card, live), lambda: view_of(Eval(rs, card, live), card_name))
+    # the name is a key too: two characters may hold the very same card and live values (a start without cards)
+    return _cached((rs, card, live, card_name), lambda: view_of(Eval(rs, card, live), card_name))
 
 
 def view_party(rs: Ruleset, state: GameState) -> SheetView | None:

@@ -20,7 +20,7 @@ from ...commands.check import KINDS, ORDER, RolledCheck, card, roll_tag
 from ...tags import Tag
 from ...tags.render import canonical
 from ..campaigns import Campaign
-from ..chat_request import check_count, check_sizes, read_body, read_marked
+from ..chat_request import check_count, check_sizes, read_body
 from ..context import ServerContext
 from ..edits import waiting_state
 from ..errors import Refused, refusals_as_responses
@@ -47,7 +47,7 @@ def check_routes(ctx: ServerContext) -> list[Route]:
         if not isinstance(messages, list):
             raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
         check_count(messages)
-        marked = read_marked(messages)  # each message checked here (S-27)
+        marked = await ctx.read_history(messages)  # each message checked here (S-27)
         tag = check_tag(body.get("check"))
         named = body.get("campaign")
         if named is not None and not isinstance(named, str):

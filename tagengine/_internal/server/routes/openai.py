@@ -1,6 +1,7 @@
 """The OpenAI-compatible routes a chat app calls, under both prefixes (`/v1/...` and `/c/{campaign}/v1/...`):
-the model list (the upstream's), the legacy completions (refused), and chat completions: a campaign's turn
-(turn.py), or without one the request passed through (passthrough.py)."""
+the model list (the upstream's; a 404 under /c/NAME for a campaign the server does not have), the legacy
+completions (refused), and chat completions: a campaign's turn (turn.py), or without one the request passed
+through (passthrough.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..chat_request import check_sizes, marker_warning, parse_body, read_body, read_marked, without_markers
+from ..chat_request import check_sizes, marker_warning, parse_body, read_body, without_markers
 from ..context import ServerContext
 from ..errors import error, refusals_as_responses, upstream_failure, upstream_status
 from ..passthrough import passthrough
@@ -29,7 +30,13 @@ PREFIXES = ("", "/c/{campaign}")
 def openai_routes(ctx: ServerContext) -> list[Route]:
     upstream = ctx.upstream
 
+    @refusals_as_responses
     async def models(request: Request) -> Response:
+        """The upstream's model list. Under /c/NAME, a 404 for a campaign the server does not have, so a
+        misspelled campaign in a chat app's URL does not connect as valid (STX-3)."""
+        named = request.path_params.get("campaign")
+        if named is not None:
+            ctx.campaign(named)
         try:
             got = await upstream.send(upstream.request("GET", "/models", request.headers))
         except httpx.HTTPError as e:
@@ -47,7 +54,7 @@ def openai_routes(ctx: ServerContext) -> list[Route]:
         """The chat turn, step by step (turn.py)."""
         raw = await read_body(request)
         body = parse_body(raw)
-        marked = read_marked(body["messages"])
+        marked = await ctx.read_history(body["messages"])
         stream = body.get("stream") is True
         name = campaign_name(marked, request.path_params.get("campaign"), ctx.options.campaign)
         warned = marker_warning(marked, name)  # a near-miss marker (TR-8)

@@ -1,11 +1,14 @@
-"""`--upstream demo`: a scripted upstream in this process that answers with the bundled transcript's replies
-(no model, no key), reached through httpx's ASGI transport."""
+"""`--upstream demo`: a scripted upstream in this process (no model, no key), reached through httpx's ASGI
+transport. It plays the demo game (samples/transcripts/demo-game.json): a night's heist for the sample campaign,
+every tag valid, a regenerate or a swipe answered with another version of the reply (STX-9)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -40,27 +43,69 @@ def _in_process(url: str, opts: Options) -> tuple[str, httpx.AsyncBaseTransport 
 KIND = UpstreamKind("demo", _is_demo, _in_process)
 
 
-def demo_replies(samples: Path | None) -> list[str]:
-    path = (samples or SAMPLES) / "transcripts" / "crew-night.jsonl"
-    doc = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
-    return [m["content"] for m in doc["messages"] if m["role"] == "assistant"]
+@dataclass(frozen=True)
+class DemoGame:
+    """samples/transcripts/demo-game.json: a night's heist for the sample campaign, one reply for each message
+    the player sends, each reply in two versions; then the end of the script (STX-9)."""
+
+    replies: tuple[tuple[str, ...], ...]
+    end: str
+
+    @classmethod
+    def load(cls, samples: Path | None) -> DemoGame:
+        doc = json.loads(((samples or SAMPLES) / "transcripts" / "demo-game.json").read_text(encoding="utf-8"))
+        return cls(tuple(tuple(r) for r in doc["replies"]), doc["end"])
+
+    def reply(self, turn: int, version: int) -> str:
+        """The reply to the player's `turn`-th message (from 1), its `version`-th asking (from 0)."""
+        if 1 <= turn <= len(self.replies):
+            versions = self.replies[turn - 1]
+            return versions[version % len(versions)]
+        return self.end.format(last=len(self.replies), turn=turn)
+
+
+class Asked:
+    """How often each chat was asked for its next reply (by the chat's own messages: a regenerate or a swipe
+    sends the same ones), so asking again gives the other version. Bounded: the oldest chats are forgotten."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self.counts: OrderedDict[str, int] = OrderedDict()
+
+    def next(self, messages: list[Any]) -> int:
+        chat = [(m.get("role"), m.get("content")) for m in messages if isinstance(m, dict)
+                and m.get("role") in ("user", "assistant")]
+        key = hashlib.sha256(json.dumps(chat, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
+        n = self.counts.pop(key, -1) + 1
+        self.counts[key] = n
+        while len(self.counts) > self.size:
+            self.counts.popitem(last=False)
+        return n
+
+
+def player_turn(messages: list[Any]) -> int:
+    """The player's messages in a request: the turn the reply answers (a greeting, the engine's reminder and
+    the app's system prompts do not count)."""
+    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "user")
 
 
 def demo_app(samples: Path | None = None) -> Starlette:
-    """A scripted OpenAI-compatible model: reply n is the transcript's reply n (n = the replies in the
-    request, so regenerating gives the same reply again), streamed in small random pieces. A last user
+    """A scripted OpenAI-compatible model: the reply to the player's n-th message is the demo game's reply n
+    (a regenerate or a swipe of it gets its other version), streamed in small random pieces. A last user
     message that says roll gets the demo's check reply, which it continues from a prefill (DemoCheck)."""
-    replies = demo_replies(samples)
+    game = DemoGame.load(samples)
     check = DemoCheck.load(samples)
+    asked = Asked()
 
     async def models(request: Request) -> Response:
         return JSONResponse(model_list("tagengine-demo", owner="tagengine"))
 
     async def chat(request: Request) -> Response:
         body = await request.json()
-        n = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
-        text = check.answer(body.get("messages", []))
-        text = replies[n % len(replies)] if text is None else text
+        messages = body.get("messages", [])
+        n = player_turn(messages)
+        text = check.answer(messages)
+        text = game.reply(n, asked.next(messages)) if text is None else text
         base: dict[str, Any] = {"id": f"demo-{n}", "created": 0, "model": body.get("model") or "tagengine-demo"}
         if body.get("stream") is not True:
             return JSONResponse(chat_completion(text, **base))

@@ -1,0 +1,351 @@
+// The panel: the game sheet of the chat on screen (issue 28 items 2, 4, 5). Drawn from the state endpoint's
+// answer, the game sheet page's plain values (characters, party, clocks as SVG wedges, the last receipts) with
+// each live value's control. Every text is set as text; nothing from the server or the chat becomes markup.
+//
+// The panel never computes game state: a click posts an edit (or a check) and the panel draws the answer of
+// the next state request.
+
+import { attributesOf, describe, receiptsIn } from './receipts.js';
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+/** An element with attributes (`on*` as listeners, `text` as its text) and children (strings become text). */
+export function el(tag, attrs = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) {
+        if (v === null || v === undefined || v === false) continue;
+        if (k === 'text') node.textContent = String(v);
+        else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+        else node.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children.flat()) {
+        if (c === null || c === undefined || c === false) continue;
+        node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return node;
+}
+
+const BY = {
+    marker: 'named by this chat\'s Author\'s Note',
+    url: 'named by the connection\'s Custom URL (/c/NAME/v1)',
+    default: 'the server\'s default campaign (--campaign)',
+    asked: 'asked for by the panel',
+};
+
+/** The campaign line: which campaign the chat plays and how it was chosen, said plainly. */
+export function campaignWords(doc) {
+    const c = doc?.campaign;
+    if (!c || !c.name) {
+        return 'This chat plays no campaign: its requests go to the model unchanged. Pick one below.';
+    }
+    const how = BY[c.by] ?? c.by;
+    if (doc.error) {
+        return `This chat names the campaign "${c.name}" (${how}), and the server has no campaign of that name.`;
+    }
+    return `Campaign "${c.name}" (${how}) \u00b7 ${c.ruleset ?? ''} \u00b7 ${doc.turn ? `turn ${doc.turn}` : 'before the first turn'}`;
+}
+
+function clockFigure(c) {
+    const svg = document.createElementNS(SVG, 'svg');
+    svg.setAttribute('viewBox', '0 0 100 100');
+    svg.setAttribute('class', 'te-clock-face');
+    svg.setAttribute('role', 'img');
+    svg.setAttribute('aria-label', `${c.name}: ${c.filled} of ${c.size}`);
+    for (const s of c.segments) {
+        const part = s.path ? document.createElementNS(SVG, 'path') : document.createElementNS(SVG, 'circle');
+        if (s.path) part.setAttribute('d', s.path);
+        else { part.setAttribute('cx', '50'); part.setAttribute('cy', '50'); part.setAttribute('r', String(c.r)); }
+        part.setAttribute('class', s.filled ? 'te-seg te-filled' : 'te-seg');
+        svg.append(part);
+    }
+    return el('figure', { class: `te-clock${c.complete ? ' te-complete' : ''}` }, svg,
+        el('figcaption', {}, el('span', { class: 'te-clock-name', text: c.name }), ` ${c.filled}/${c.size}`));
+}
+
+function bar(label, cur, max, pct) {
+    return el('div', { class: 'te-pool' },
+        el('span', { class: 'te-label', text: label }),
+        el('span', { class: 'te-bar' }, el('span', { class: 'te-fill', style: `width: ${Number(pct) || 0}%` })),
+        el('span', { class: 'te-now', text: max === null || max === undefined ? String(cur) : `${cur}/${max}` }));
+}
+
+export class Panel {
+    /**
+     * @param {HTMLElement} root the panel's element
+     * @param {object} actions `{edit(who, changes), partyForm(), saveParty(changes, revision), roll(check),
+     *   campaigns(), pick(name), refresh(), close()}`, each async
+     */
+    constructor(root, actions) {
+        this.root = root;
+        this.actions = actions;
+        this.doc = null;
+        this.rolled = null;
+        this.partyOpen = null;
+        this.picking = false;
+    }
+
+    /** A line in the panel's status area (`kind`: info, warning, error). */
+    say(text, kind = 'info') {
+        const status = this.root.querySelector('.te-status');
+        if (status) status.replaceChildren(el('div', { class: `te-say te-${kind}`, text }));
+    }
+
+    /** Draw a state answer (the state endpoint's `{status, body}`), or an error before any answer. */
+    show(answer, error = null) {
+        this.doc = answer ? { ...answer.body, error: answer.status >= 400 ? answer.body?.error : null } : null;
+        const doc = this.doc;
+        const head = el('div', { class: 'te-head' },
+            el('b', { text: 'Game sheet' }),
+            el('span', { class: 'te-grow' }),
+            el('button', { class: 'menu_button te-small', title: 'Refresh', 'aria-label': 'Refresh the game sheet',
+                onclick: () => this.actions.refresh() }, el('i', { class: 'fa-solid fa-rotate' })),
+            el('button', { class: 'menu_button te-small', title: 'Close', 'aria-label': 'Close the game sheet',
+                onclick: () => this.actions.close() }, el('i', { class: 'fa-solid fa-xmark' })));
+        const campaign = el('div', { class: 'te-campaign' },
+            el('span', { class: 'te-campaign-words', text: error ? '' : campaignWords(doc) }),
+            el('button', { class: 'menu_button te-small te-pick', onclick: () => this.openPicker() }, 'Campaign\u2026'));
+        const parts = [head, campaign, el('div', { class: 'te-picker' }), el('div', { class: 'te-status' })];
+        const body = el('div', { class: 'te-body' });
+        parts.push(body);
+        this.root.replaceChildren(...parts);
+        if (error) {
+            this.say(error, 'error');
+            return;
+        }
+        if (doc?.error) {
+            this.say(doc.error.message, 'error');
+            this.openPicker();
+            return;
+        }
+        const notes = [];
+        if (doc?.campaign?.warning) notes.push(el('div', { class: 'te-say te-warning', text: doc.campaign.warning }));
+        for (const h of doc?.history ?? []) notes.push(el('div', { class: 'te-say te-warning', text: `History: ${h}` }));
+        const waiting = doc?.at?.waiting ?? 0;
+        if (waiting) {
+            notes.push(el('div', { class: 'te-say te-waiting',
+                text: `${waiting} edit${waiting === 1 ? '' : 's'} wait${waiting === 1 ? 's' : ''} for the next reply` }));
+        }
+        this.root.querySelector('.te-status').replaceChildren(...notes);
+        if (!doc?.sheet) {
+            if (!doc?.campaign?.name) this.openPicker();
+            return;
+        }
+        const s = doc.sheet;
+        if (s.clocks_enabled) {
+            body.append(el('section', { class: 'te-clocks' }, el('h4', { text: 'Clocks' }),
+                s.clocks.length ? el('div', { class: 'te-clock-row' }, s.clocks.map(clockFigure))
+                    : el('div', { class: 'te-none', text: 'No clock is running.' })));
+        }
+        for (const c of s.characters) body.append(this.character(c));
+        if (s.party) body.append(this.party(s.party));
+        body.append(this.receipts(s.receipts ?? []));
+        body.append(this.checkRoller(s));
+    }
+
+    character(c) {
+        const who = c.name;
+        const edit = (changes) => this.actions.edit(who, changes);
+        const parts = [el('h3', { class: 'te-who', text: who })];
+        for (const p of c.pools) {
+            parts.push(this.poolRow(p, edit));
+        }
+        for (const t of c.tracks) parts.push(bar(t.label, t.value, t.max, t.pct));
+        for (const w of c.wounds) parts.push(this.woundTrack(w, edit));
+        for (const st of c.states) {
+            parts.push(el('div', { class: 'te-row' }, el('span', { class: 'te-label', text: st.label }),
+                el('span', { class: 'te-chips', role: 'group', 'aria-label': st.label }, st.choices.map(ch =>
+                    el('button', { class: `te-chip${ch.on ? ' te-on' : ''}`, 'aria-pressed': ch.on ? 'true' : 'false',
+                        'aria-label': `${st.label}: ${ch.label}`,
+                        onclick: () => (ch.on ? null : edit({ [st.path]: ch.value })) }, ch.label)))));
+        }
+        if (c.conditions.length) {
+            parts.push(el('div', { class: 'te-row' }, el('span', { class: 'te-label', text: 'Conditions' }),
+                el('span', { class: 'te-chips' }, c.conditions.map(k =>
+                    el('button', { class: `te-chip${k.on ? ' te-on' : ''}`, 'aria-pressed': k.on ? 'true' : 'false',
+                        onclick: () => edit({ [k.path]: !k.on }) }, k.label)))));
+        }
+        for (const n of c.text) {
+            parts.push(el('div', { class: 'te-row' }, el('span', { class: 'te-label', text: n.label }),
+                el('span', { class: 'te-value', text: n.value || '\u2014' })));
+        }
+        const details = el('details', { class: 'te-details' }, el('summary', { text: 'Sheet' }));
+        for (const f of c.fields) {
+            details.append(el('div', { class: 'te-row' }, el('span', { class: 'te-label', text: f.label }),
+                el('span', { class: 'te-value', text: f.value })));
+        }
+        for (const d of c.derived) {
+            details.append(el('div', { class: 'te-row' }, el('span', { class: 'te-label', text: d.label }),
+                el('span', { class: 'te-value', text: d.value })));
+        }
+        for (const g of c.checks) {
+            details.append(el('div', { class: 'te-row' }, el('span', { class: 'te-label', text: g.title }),
+                el('span', { class: 'te-value', text: g.rows.map(r => `${r.label} ${r.number}`).join(' \u00b7 ') })));
+        }
+        parts.push(details);
+        return el('article', { class: 'te-sheet', 'data-who': who }, parts);
+    }
+
+    poolRow(p, edit) {
+        const row = bar(p.label, p.cur, p.max, p.pct);
+        if (p.ctl) {
+            const input = el('input', { type: 'number', class: 'text_pole te-num', value: p.cur, min: p.ctl.min ?? 0,
+                max: p.ctl.max ?? undefined, 'aria-label': `${p.label}: set to` });
+            row.append(el('span', { class: 'te-set' }, input,
+                el('button', { class: 'menu_button te-small', onclick: () => edit({ [p.ctl.path]: input.value }) }, 'Set')));
+        }
+        return row;
+    }
+
+    woundTrack(w, edit) {
+        const ctl = w.ctl;
+        const kinds = ctl?.kinds ?? [];
+        const pick = kinds.length > 1 ? el('select', { class: 'text_pole te-kind', 'aria-label': `${w.label}: kind to mark` },
+            kinds.map(k => el('option', { value: k.id, selected: k.chosen }, k.label))) : null;
+        const boxes = (ctl?.boxes ?? []).map(b => el('button', {
+            class: `te-box${b.mark ? ' te-marked' : ''}`, 'aria-label': b.aria, title: b.aria,
+            onclick: () => edit({ [b.path]: b.action === 'clear' ? '' : (pick?.value ?? kinds[0]?.id ?? '') }),
+        }, b.mark ? (b.mark_label ?? b.mark).slice(0, 1).toUpperCase() : ''));
+        return el('div', { class: 'te-row te-wound' },
+            el('span', { class: 'te-label', text: w.label }),
+            el('span', { class: 'te-boxes', role: 'group', 'aria-label': w.label }, boxes),
+            pick, el('span', { class: 'te-now', text: w.now }));
+    }
+
+    party(p) {
+        const parts = [el('h3', { class: 'te-who', text: p.label })];
+        for (const f of p.fields) {
+            parts.push(el('div', { class: 'te-row' }, el('span', { class: 'te-label', text: f.label }),
+                el('span', { class: 'te-value', text: f.value })));
+        }
+        for (const pool of p.pools) parts.push(bar(pool.label, pool.cur, pool.max, pool.pct));
+        const form = el('div', { class: 'te-party-form' });
+        parts.push(el('button', { class: 'menu_button te-small te-edit-party', onclick: () => this.openParty(form) },
+            'Edit the party sheet'), form);
+        return el('article', { class: 'te-sheet te-party' }, parts);
+    }
+
+    async openParty(holder) {
+        const got = await this.actions.partyForm();
+        if (!got || got.status !== 200) {
+            holder.replaceChildren(el('div', { class: 'te-say te-error', text: got?.body?.error?.message ?? 'the party sheet cannot be opened' }));
+            return;
+        }
+        this.drawPartyForm(holder, got.body.form, got.body.problems ?? [], null);
+    }
+
+    drawPartyForm(holder, form, problems, note) {
+        const inputs = [];
+        for (const section of form.sections) {
+            for (const i of section.inputs) {
+                if (i.read_only || !i.path.startsWith('fields.')) continue;
+                const value = i.value === null || i.value === undefined ? '' : String(i.value);
+                const input = i.choices.length
+                    ? el('select', { class: 'text_pole', 'data-path': i.path, 'data-was': value },
+                        el('option', { value: '' }, '\u2014'), i.choices.map(([v, lb]) => el('option', { value: v, selected: v === value }, lb)))
+                    : el('input', { class: 'text_pole', 'data-path': i.path, 'data-was': value, value,
+                        type: i.type === 'number' ? 'number' : 'text' });
+                const own = problems.filter(p => p.path === i.path).map(p => el('div', { class: 'te-say te-error', text: p.message }));
+                inputs.push(el('label', { class: 'te-field' }, el('span', { text: i.label }), input, own));
+            }
+        }
+        const save = el('button', { class: 'menu_button', onclick: async () => {
+            const changes = {};
+            for (const x of holder.querySelectorAll('[data-path]')) {
+                if (x.value !== x.getAttribute('data-was')) changes[x.getAttribute('data-path')] = x.value;
+            }
+            const got = await this.actions.saveParty(changes, form.revision);
+            if (got?.status === 409) {
+                this.drawPartyForm(holder, got.body.form, got.body.problems ?? [],
+                    'Someone else saved the party sheet first: this is the newer sheet. Save again to write your changes over it.');
+                for (const [path, v] of Object.entries(changes)) {
+                    const x = holder.querySelector(`[data-path="${CSS.escape(path)}"]`);
+                    if (x) x.value = v;
+                }
+            } else if (got && got.status >= 400) {
+                this.drawPartyForm(holder, got.body.form ?? form, got.body.problems ?? [], got.body.error?.message ?? 'refused');
+            } else {
+                holder.replaceChildren();
+            }
+        } }, 'Save');
+        holder.replaceChildren(...(note ? [el('div', { class: 'te-say te-warning', text: note })] : []), ...inputs,
+            el('div', { class: 'te-buttons' }, save, el('button', { class: 'menu_button', onclick: () => holder.replaceChildren() }, 'Cancel')));
+    }
+
+    receipts(list) {
+        // each as the game sheet page lists it (`receipt_context`: the tag as the model wrote it, then the result)
+        const items = list.map(r => {
+            const m = /^\[\s*(\w+)\s*:(.*)\]$/s.exec(String(r.tag ?? ''));
+            const attrs = { ...(m ? attributesOf(m[2]) : {}), result: r.result, now: r.now ?? undefined,
+                reason: r.reason ?? undefined, ...(r.record ?? {}) };
+            const text = `${String(r.tag ?? '').replace(/\]$/, '')} result="${r.result}"${r.now ? ` now="${r.now}"` : ''}${r.reason ? ` reason="${r.reason}"` : ''}]`;
+            const d = describe({ tag: m ? m[1].toLowerCase() : 'sheet', attrs, text });
+            return el('li', { class: `te-receipt te-${d.result}`, title: d.detail, text: d.text });
+        });
+        return el('section', { class: 'te-receipts' }, el('h4', { text: 'Last reply' }),
+            items.length ? el('ul', {}, items) : el('div', { class: 'te-none', text: 'No receipt in the last reply.' }));
+    }
+
+    checkRoller(s) {
+        const who = el('select', { class: 'text_pole', 'aria-label': 'Who rolls' },
+            s.characters.map(c => el('option', { value: c.name }, c.name)));
+        const what = el('select', { class: 'text_pole', 'aria-label': 'What is rolled' });
+        const fill = () => {
+            const c = s.characters.find(x => x.name === who.value) ?? s.characters[0];
+            what.replaceChildren(...(c?.checks ?? []).flatMap(g => g.rows.map(r =>
+                el('option', { value: `${KIND[g.title] ?? 'skill'}:${r.label}` }, `${r.label} (${g.title.toLowerCase()}, ${r.number}${r.unit ? ` ${r.unit}` : ''})`))));
+        };
+        who.addEventListener('change', fill);
+        fill();
+        const target = el('input', { type: 'number', class: 'text_pole te-num', placeholder: s.dice_pool ? 'difficulty' : 'DC',
+            'aria-label': s.dice_pool ? 'Difficulty (optional)' : 'DC (optional)' });
+        const card = el('div', { class: 'te-card' });
+        const roll = el('button', { class: 'menu_button te-roll', onclick: async () => {
+            const [kind, label] = what.value.split(/:(.*)/s);
+            const check = { who: who.value, [kind]: label };
+            if (target.value !== '') check[s.dice_pool ? 'difficulty' : 'dc'] = target.value;
+            const got = await this.actions.roll(check);
+            card.replaceChildren(...diceCard(got, this.actions));
+        } }, 'Roll');
+        return el('details', { class: 'te-details te-roller' }, el('summary', { text: 'Roll a check' }),
+            el('div', { class: 'te-row' }, who, what), el('div', { class: 'te-row' }, target, roll), card);
+    }
+
+    async openPicker() {
+        const holder = this.root.querySelector('.te-picker');
+        if (!holder) return;
+        const got = await this.actions.campaigns();
+        if (!got || got.status !== 200) {
+            holder.replaceChildren(el('div', { class: 'te-say te-error', text: got?.body?.error?.message ?? 'the campaigns cannot be listed' }));
+            return;
+        }
+        const list = got.body.campaigns ?? [];
+        const current = this.doc?.campaign?.name ?? '';
+        const select = el('select', { class: 'text_pole', 'aria-label': 'Campaign for this chat' },
+            list.map(c => el('option', { value: c.name, selected: c.name === current },
+                `${c.name}${c.characters.length ? ` (${c.characters.join(', ')})` : ''}`)));
+        holder.replaceChildren(el('div', { class: 'te-row' },
+            el('span', { class: 'te-label', text: list.length ? 'Play' : 'The server has no campaign yet (tagengine campaign new).' }),
+            list.length ? select : null,
+            list.length ? el('button', { class: 'menu_button te-small te-write', onclick: () => this.actions.pick(select.value) },
+                'Write to this chat\'s Author\'s Note') : null));
+    }
+}
+
+const KIND = { Abilities: 'ability', Skills: 'skill', Saves: 'save' };
+
+/** A check's answer (POST /tagengine/checks) as its dice card: the dice, the card's lines, the outcome. */
+export function diceCard(got, actions) {
+    if (!got) return [];
+    if (got.status !== 200) {
+        return [el('div', { class: 'te-say te-error', text: got.body?.error?.message ?? `refused (${got.status})` })];
+    }
+    const b = got.body;
+    const faces = el('div', { class: 'te-dice' }, b.dice.faces.map(f => el('span', { class: 'te-die', text: f })));
+    const lines = el('pre', { class: 'te-card-lines', text: b.card.join('\n') });
+    const outcome = b.outcome ? el('div', { class: `te-outcome te-${b.outcome}`, text: b.outcome }) : null;
+    const badge = receiptsIn(b.receipt).map(describe)[0];
+    return [faces, outcome, lines,
+        el('div', { class: 'te-say te-info', text: 'Nothing is stored: the next check the GM asks for in this chat rolls these very dice.' }),
+        actions?.toMessage ? el('button', { class: 'menu_button te-small', title: badge?.detail,
+            onclick: () => actions.toMessage(b.receipt) }, 'Put the roll in my message') : null];
+}

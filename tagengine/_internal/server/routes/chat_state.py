@@ -1,0 +1,188 @@
+"""The state of the chat on screen (issue 28, decisions STX-3, STX-4, STX-7): what the SillyTavern extension's
+panel shows, computed from the chat's own messages.
+
+    POST /tagengine/api/state          {"messages": [...], "campaign"?: NAME, "rewrite_from"?: N}
+    POST /c/{campaign}/tagengine/api/state
+    GET  /tagengine/api/campaigns      the campaigns the picker lists, and the server's --campaign
+
+The state is the chat route's replay of the history (`ServerContext.replayed`: the same hash chain, the same
+snapshots) with the players' edits waiting there, and nothing else moves: no turn is played, the pages' newest
+turn and prompt stay as they are. The campaign is chosen as a turn chooses it (a marker in a system or user
+message, else the /c/NAME prefix, else --campaign; `campaign` in the body comes first), and the answer says which
+and how (`by`), so a panel can say it. `rewrite_from`: the replies from that message on as a replay writes them,
+where they differ from the chat's (a reply the player edited, and the receipts after it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ...commands import apply_reply
+from ...pages.chat_panel import panel_json
+from ..campaigns import Campaign
+from ..chain import Replayed
+from ..chat_request import MarkedHistory, check_count, check_sizes, marker_warning, read_body, read_marked
+from ..context import ServerContext
+from ..edits import replayed_point
+from ..errors import Refused, refusals_as_responses
+from ..latest import turn_of
+from ..limits import KIB, LOOP_CHARS
+from ..wire.json_codec import loads
+from .edit_api import at, json_answer
+
+PATH = "/tagengine/api/state"
+KEYS = ("messages", "campaign", "rewrite_from")
+RECEIPTS_MEMO = 256  # the last reply's receipts by chain key: a panel asks again for the same chat
+# and the characters of those replies: receipts grow with a reply's text (a MiB of short tags is some 40 000
+# receipts, 18 MB held; 256 such replies held 4.6 GB), so at most 256 KiB of replies (some hundred of a chat's)
+RECEIPTS_CHARS = 256 * KIB
+
+
+def chat_state_routes(ctx: ServerContext) -> list[Route]:
+    receipts_at = ReceiptsMemo()
+
+    @refusals_as_responses
+    async def state(request: Request) -> Response:
+        body = state_body(loads_or_refused(await read_body(request)))
+        messages = body.get("messages", [])
+        if not isinstance(messages, list):
+            raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
+        check_count(messages)
+        marked = await ctx.read_history(messages)
+        chosen = campaign_choice(marked, body.get("campaign"), request.path_params.get("campaign"),
+                                 ctx.options.campaign)
+        warned = marker_warning(marked, None if chosen is None else chosen[0])
+        said = {"name": None if chosen is None else chosen[0], "by": None if chosen is None else chosen[1],
+                "warning": None if warned is None else next(iter(warned.values()))}
+        if chosen is None:  # the chat's requests pass to the model unchanged
+            return json_answer(200, {"campaign": said, "turn": None, "sheet": None})
+        try:
+            c = ctx.campaign(chosen[0])
+        except Refused as r:
+            return json_answer(r.status, {**r.doc(), "campaign": said})
+        history = marked.plain()
+        check_sizes(messages, history)
+        after = await ctx.replayed(c, history)
+        point = replayed_point(ctx, c, after)
+        receipts = await last_receipts(c, history, after)
+        # a long reply's receipts are many, and drawing each takes time: as applying it, off the loop (SEC-2)
+        sheet = (await ctx.workers.run(panel_json, c.rs, point.state, receipts)
+                 if after.replies and len(after.replies[-1]) > LOOP_CHARS else panel_json(c.rs, point.state, receipts))
+        doc = {"campaign": {**said, "ruleset": c.rs.name}, "turn": turn_of(history, len(after.replies)),
+               "at": at(point), "history": list(after.notes), "sheet": sheet}
+        if "rewrite_from" in body:
+            doc["rewrites"] = await rewrites(c, history, messages, body["rewrite_from"], after)
+        return json_answer(200, doc)
+
+    async def last_receipts(c: Campaign, history: list[dict[str, str]], after: Replayed) -> list[dict[str, Any]]:
+        """The receipts of the history's last reply, as its replay writes them (remembered by chain key)."""
+        if not after.replies:
+            return []
+        hit = receipts_at.get(after.key)
+        if hit is None:
+            last = max(i for i, m in enumerate(history) if m["role"] == "assistant")
+            before = await ctx.replayed(c, history[:last])
+            reply = after.replies[-1]
+            applied = (await ctx.workers.run(apply_reply, c.rs, before.state, reply) if len(reply) > LOOP_CHARS
+                       else apply_reply(c.rs, before.state, reply))
+            hit = [r.to_json() for r in applied.receipts]
+            receipts_at.put(after.key, reply, hit)
+        return hit
+
+    async def rewrites(c: Campaign, history: list[dict[str, str]], messages: list[Any], first: Any,
+                       after: Replayed) -> list[dict[str, Any]]:
+        """Each reply at or after `messages[first]` whose replay from the campaign's start differs from its text:
+        `{index, text}` by its index in `messages`. None when the history replays as it is (the common case),
+        or with --hide-tags (the chat holds narrations, which a replay does not write)."""
+        if type(first) is not int or first < 0:
+            raise Refused(400, "`rewrite_from` must be a message's index, a whole number", "invalid_request")
+        if after.consistent or ctx.options.hide_tags:
+            return []
+        return await ctx.workers.run(replay_texts, c, history, messages, first)
+
+    async def campaigns(request: Request) -> Response:
+        rows = [{"name": r.name, "characters": [n for n in r.characters.split(", ") if n]}
+                for r in ctx.store.campaigns()]
+        return json_answer(200, {"campaigns": rows, "default": ctx.options.campaign})
+
+    return [Route(PATH, state, methods=["POST"]), Route(f"/c/{{campaign}}{PATH}", state, methods=["POST"]),
+            Route("/tagengine/api/campaigns", campaigns, methods=["GET"])]
+
+
+class ReceiptsMemo:
+    """The last replies' receipts by chain key: at most `entries` replies and `chars` characters of them, the
+    oldest dropped first; a reply longer than `chars` is not kept (its receipts are made again when asked)."""
+
+    def __init__(self, entries: int = RECEIPTS_MEMO, chars: int = RECEIPTS_CHARS) -> None:
+        self.entries = entries
+        self.chars = chars
+        self.held_chars = 0
+        self._held: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def get(self, key: str) -> list[dict[str, Any]] | None:
+        hit = self._held.get(key)
+        return None if hit is None else hit[1]
+
+    def put(self, key: str, reply: str, receipts: list[dict[str, Any]]) -> None:
+        size = len(reply)
+        if size > self.chars or key in self._held:
+            return
+        while self._held and (len(self._held) >= self.entries or self.held_chars + size > self.chars):
+            self.held_chars -= self._held.pop(next(iter(self._held)))[0]
+        self._held[key] = (size, receipts)
+        self.held_chars += size
+
+
+def campaign_choice(marked: MarkedHistory, asked: Any, prefixed: str | None,
+                    default: str | None) -> tuple[str, str] | None:
+    """The campaign a chat plays and how it was chosen, as a turn chooses it (`turn.campaign_name`): the body's
+    `campaign` ("asked"), else the chat's marker ("marker"), else the /c/NAME prefix ("url"), else --campaign
+    ("default"); None: its requests pass through."""
+    if asked is not None and not isinstance(asked, str):
+        raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
+    for name, by in ((asked, "asked"), (marked.campaign, "marker"), (prefixed, "url"), (default, "default")):
+        if name:
+            return name, by
+    return None
+
+
+def loads_or_refused(raw: bytes) -> Any:
+    try:
+        return loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise Refused(400, f"the request body is not JSON: {e}", "invalid_json") from None
+
+
+def state_body(body: Any) -> dict[str, Any]:
+    """The body: an object of `messages`, `campaign` and `rewrite_from` only, else a 400 naming why."""
+    if not isinstance(body, dict):
+        raise Refused(400, "the request body must be a JSON object", "invalid_request")
+    unknown = sorted(k for k in body if k not in KEYS)
+    if unknown:
+        raise Refused(400, f"unknown key {unknown[0][:60]!r}: the body holds {', '.join(KEYS)}", "invalid_request")
+    return body
+
+
+def replay_texts(c: Campaign, history: list[dict[str, str]], messages: list[Any],
+                 first: int) -> list[dict[str, Any]]:
+    """The replies from the campaign's start, each applied to the state the ones before left; those at or after
+    `messages[first]` whose text changes, by their index in `messages`: the assistant messages the plain history
+    keeps, read as it reads them (content parts as text; a message its marker left empty, or a tool call's
+    without content, dropped), matched by their order."""
+    where = [i for i, m in enumerate(messages) if isinstance(m, Mapping) and isinstance(m.get("role"), str)
+             and m["role"].lower() == "assistant" and read_marked([m]).history]
+    state, out = c.start, []
+    for n, m in enumerate(x for x in history if x["role"] == "assistant"):
+        applied = apply_reply(c.rs, state, m["content"])
+        state = applied.state
+        if n < len(where) and where[n] >= first and applied.text != m["content"]:
+            out.append({"index": where[n], "text": applied.text})
+    return out

@@ -1,0 +1,108 @@
+"""Issue 28 item 7 (decision STX-9): `--upstream demo` plays a longer, valid game (samples/transcripts/
+demo-game.json): every tag of every reply is judged ok whichever version of each reply a player's regenerates
+and swipes chose, a regenerate or a swipe gets the other version, and after the script the demo says so."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from serve_kit import Running
+
+from conftest import SAMPLES, load_sample
+from tagengine._internal.commands import apply_reply
+from tagengine._internal.server.app import Options, make_app
+from tagengine._internal.server.campaigns import Campaigns, new_campaign
+from tagengine._internal.server.store import Store
+from tagengine._internal.server.upstreams.demo_upstream import DemoGame, player_turn
+from tagengine._internal.state import GameState
+
+GAME = json.loads((SAMPLES / "transcripts" / "demo-game.json").read_text(encoding="utf-8"))
+GM_CARD = json.loads((SAMPLES / "sillytavern" / "game-master.json").read_text(encoding="utf-8"))
+
+
+def test_every_path_through_the_demo_game_is_judged_ok():
+    """Each reply in each of its versions, applied to every state the versions before it can leave: no receipt
+    refused or partial (the first receipt a new user sees is never a refusal), and each turn changes the game."""
+    rs = load_sample(GAME["ruleset"])
+    assert len(GAME["replies"]) >= 10 and all(len(v) == 2 for v in GAME["replies"])
+    states = {"": GameState.new(rs, GAME["characters"])}
+    paths = 0
+    for turn, versions in enumerate(GAME["replies"], 1):
+        after: dict[str, GameState] = {}
+        for state in states.values():
+            for v, reply in enumerate(versions):
+                applied = apply_reply(rs, state, reply)
+                results = [r.result for r in applied.receipts]
+                assert results and set(results) == {"ok"}, (turn, v, applied.text)
+                assert applied.state.to_json() != state.to_json(), (turn, v)
+                after.setdefault(json.dumps(applied.state.to_json(), sort_keys=True), applied.state)
+                paths += 1
+        states = after
+    assert paths > 2 * len(GAME["replies"])  # the versions lead to states of their own, each tried onwards
+
+
+def test_the_demo_answers_the_players_turn_and_a_second_asking_with_the_other_version():
+    game = DemoGame.load(None)
+    assert game.reply(1, 0) == GAME["replies"][0][0] and game.reply(1, 1) == GAME["replies"][0][1]
+    assert game.reply(1, 2) == GAME["replies"][0][0]
+    last = len(GAME["replies"])
+    assert game.reply(last + 1, 0) == GAME["end"].format(last=last, turn=last + 1)
+    system = {"role": "system", "content": "rules"}
+    assert player_turn([system, {"role": "assistant", "content": "greeting"}, {"role": "user", "content": "go"}]) == 1
+
+
+def serve_demo(tmp_path: Any) -> tuple[Running, GameState]:
+    """The demo server with the campaign `heist`, and the campaign's start (its dice seed too)."""
+    data = tmp_path / "data"
+    store = Store(data)
+    new_campaign(store, "heist", str(SAMPLES / "rulesets" / "blades-like.json"), GAME["characters"])
+    start = Campaigns(store).get("heist").start
+    store.close()
+    return Running(make_app(Options(upstream="demo", data=data, campaign="heist"))), start
+
+
+def ask(url: str, msgs: list[dict[str, str]], stream: bool = False) -> str:
+    body = {"model": "m", "messages": msgs, "stream": stream}
+    if not stream:
+        return str(httpx.post(f"{url}/v1/chat/completions", json=body, timeout=30).json()
+                   ["choices"][0]["message"]["content"])
+    text = []
+    with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, timeout=30) as r:
+        for line in r.iter_lines():
+            if line.startswith("data: {"):
+                for choice in json.loads(line[6:])["choices"]:
+                    text.append(choice["delta"].get("content") or "")
+    return "".join(text)
+
+
+def test_a_chat_plays_the_demo_game_through_the_server_and_a_regenerate_gets_the_other_version(tmp_path):
+    """As SillyTavern plays it: the GM card's greeting, then the player's turns; every receipt ok, and a
+    regenerate of a turn (the same messages again) answers with the reply's other version."""
+    rs = load_sample("blades-like")
+    running, state = serve_demo(tmp_path)
+    msgs = [{"role": "system", "content": "You are the GM."},
+            {"role": "assistant", "content": GM_CARD["data"]["first_mes"]}]
+    with running as srv:
+        for turn in range(1, 5):
+            msgs.append({"role": "user", "content": f"we do thing {turn}"})
+            got = ask(srv.url, msgs, stream=turn % 2 == 0)
+            applied = apply_reply(rs, state, GAME["replies"][turn - 1][0])
+            assert got == applied.text and 'result="refused"' not in got
+            if turn == 2:  # the player regenerates turn two: the other version, from the same state
+                again = ask(srv.url, msgs)
+                assert again == apply_reply(rs, state, GAME["replies"][1][1]).text != got
+            state = applied.state
+            msgs.append({"role": "assistant", "content": got})
+    assert [(c.name, c.filled) for c in state.clocks] == [("Alarm raised", 1), ("Patrol returns", 1)]
+
+
+def test_the_gm_card_greets_the_demo_campaign():
+    """samples/sillytavern/game-master.json: a SillyTavern character card (v2) whose greeting opens the demo
+    game's campaign, with no tag (a greeting's tags would be judged before any turn) and no campaign marker (a
+    card's marker would name the campaign for every chat with the card)."""
+    data = GM_CARD["data"]
+    assert GM_CARD["spec"] == "chara_card_v2" and data["name"] and data["first_mes"]
+    assert "[" not in data["first_mes"] and "[tagengine:" not in json.dumps(GM_CARD)
+    assert all(name in data["first_mes"] for name in GAME["characters"])
