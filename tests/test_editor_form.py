@@ -213,3 +213,15 @@ def test_golden_form(ruleset, name):
         FOLDER.mkdir(exist_ok=True)
         path.write_text(text, encoding="utf-8")
     assert text == path.read_text(encoding="utf-8")
+
+
+def test_sheet_12_an_enum_columns_choices_carry_their_labels():
+    """DEC-8: a list's enum column offers each value with its label (here labels unlike the ids)."""
+    data = json.loads((SAMPLES / "rulesets" / "fifth-like.json").read_text(encoding="utf-8"))
+    die = next(c for c in data["sheet"]["lists"][0]["columns"] if c["id"] == "die")
+    die["valueLabels"] = {"d6": "Six", "d8": "Eight", "d10": "Ten"}
+    fifth = Ruleset.from_dict(data)
+    form = edit_form(fifth, GameState.loads(fifth, sample_state("fifth-like").dumps()), "Vess")
+    (table,) = [t for sec in form.sections for t in sec.tables if t.path == "lists.features"]
+    (col,) = [c for c in table.columns if c.id == "die"]
+    assert col.choices == (("d6", "Six"), ("d8", "Eight"), ("d10", "Ten"))
