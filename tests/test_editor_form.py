@@ -225,3 +225,21 @@ def test_sheet_12_an_enum_columns_choices_carry_their_labels():
     (table,) = [t for sec in form.sections for t in sec.tables if t.path == "lists.features"]
     (col,) = [c for c in table.columns if c.id == "die"]
     assert col.choices == (("d6", "Six"), ("d8", "Eight"), ("d10", "Ten"))
+
+
+def test_hide_5_a_hidden_track_and_a_hidden_party_lists_uses_say_so_in_play():
+    """HIDE-5: the game sheet follows the typing: a plain track carries its hiding rule; a party list hidden by
+    its rule hides each row's uses, saying why."""
+    data = json.loads((SAMPLES / "rulesets" / "ember-roads.json").read_text(encoding="utf-8"))
+    data["sheet"]["live"]["tracks"][0]["hideWhen"] = {"field": "calling", "equals": "drover"}
+    ember = Ruleset.from_dict(data)
+    (track,) = play_controls(ember, GameState.loads(ember, sample_state("ember-roads").dumps()), "Mira").tracks
+    assert track.hide_when is not None and (track.hide_when.path, track.hide_when.form, track.hide_when.values) == (
+        "fields.calling", "equals", ("drover",))
+    data = json.loads((SAMPLES / "rulesets" / "blades-like.json").read_text(encoding="utf-8"))
+    cohorts = data["party"]["lists"][0]
+    cohorts["columns"].append({"id": "uses", "label": "Uses", "type": "number", "min": 0, "max": 5, "default": 2})
+    cohorts.update(pools={"maxColumn": "uses", "start": "full"}, hideWhen={"field": "lair", "equals": "barge"})
+    blades = Ruleset.from_dict(data)
+    uses = play_controls(blades, GameState.loads(blades, sample_state("blades-like").dumps()), None).uses
+    assert len(uses) == 2 and all(u.hidden for u in uses)
