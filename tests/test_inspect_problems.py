@@ -1,6 +1,8 @@
 """Each problem a ruleset's inspection reports, whole: its path, code, message and the value it names (issue 29,
-docs/mutation.md: the codes were tested, the messages and values often not). Every case breaks one sample in
-one place; `tests/golden/inspect-problems.json` holds what each must report, problems and warnings.
+docs/mutation.md: the codes were tested, the messages and values often not). Each case breaks a sample ruleset
+in one to a few places, named by the rules they break; `tests/golden/inspect-problems.json` holds what each must
+report, problems and warnings. A case may add what is allowed at a bound beside a mistake (a fraction of 1, a
+target of 1..6, an untrained `by` of 20): the golden then shows that nothing is reported for it.
 
 Regenerate after an intended change with `UPDATE_GOLDEN=1 ./dev test tests/test_inspect_problems.py`, then read
 the diff."""
