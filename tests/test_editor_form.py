@@ -243,3 +243,20 @@ def test_hide_5_a_hidden_track_and_a_hidden_party_lists_uses_say_so_in_play():
     blades = Ruleset.from_dict(data)
     uses = play_controls(blades, GameState.loads(blades, sample_state("blades-like").dumps()), None).uses
     assert len(uses) == 2 and all(u.hidden for u in uses)
+
+
+def test_hide_5_a_hidden_field_and_a_hidden_lists_uses_carry_why_and_their_rule():
+    """HIDE-5: a field hidden by its rule says why and carries the rule, for a page to follow the typing; a
+    character's list hidden by its rule hides each row's uses."""
+    data = json.loads((SAMPLES / "rulesets" / "ember-roads.json").read_text(encoding="utf-8"))
+    roads = next(f for f in data["sheet"]["fields"] if f["id"] == "roads")
+    roads["hideWhen"] = {"field": "calling", "equals": "scout"}  # Mira is a scout
+    ember = Ruleset.from_dict(data)
+    form = edit_form(ember, GameState.loads(ember, sample_state("ember-roads").dumps()), "Mira")
+    (field,) = [i for sec in form.sections for i in sec.inputs if i.path == "fields.roads"]
+    assert field.hidden and field.hide_when is not None and field.hide_when.values == ("scout",)
+    data = json.loads((SAMPLES / "rulesets" / "fifth-like.json").read_text(encoding="utf-8"))
+    data["sheet"]["lists"][0]["hideWhen"] = {"field": "casting", "equals": "full"}  # Vess casts in full
+    fifth = Ruleset.from_dict(data)
+    uses = play_controls(fifth, GameState.loads(fifth, sample_state("fifth-like").dumps()), "Vess").uses
+    assert len(uses) == 2 and all(u.hidden for u in uses)
