@@ -260,3 +260,23 @@ def test_hide_5_a_hidden_field_and_a_hidden_lists_uses_carry_why_and_their_rule(
     fifth = Ruleset.from_dict(data)
     uses = play_controls(fifth, GameState.loads(fifth, sample_state("fifth-like").dumps()), "Vess").uses
     assert len(uses) == 2 and all(u.hidden for u in uses)
+
+
+def test_sheet_1_a_section_of_only_a_derived_value_or_only_a_list_is_shown():
+    data = json.loads((SAMPLES / "rulesets" / "ember-roads.json").read_text(encoding="utf-8"))
+    data["sheet"]["sections"] += [{"id": "misc", "label": "Misc"}, {"id": "packs", "label": "Packs"}]
+    data["sheet"]["derived"][0]["section"] = "misc"  # nothing else sits in either
+    data["sheet"]["lists"][0]["section"] = "packs"
+    ember = Ruleset.from_dict(data)
+    form = edit_form(ember, GameState.loads(ember, sample_state("ember-roads").dumps()), "Mira")
+    by_id = {sec.id: sec for sec in form.sections}
+    assert [i.path for i in by_id["misc"].inputs] == ["derived.roads_known"] and not by_id["misc"].tables
+    assert not by_id["packs"].inputs and [t.path for t in by_id["packs"].tables] == ["lists.gear"]
+
+
+def test_sheet_35_a_refused_temporary_value_is_shown_as_typed():
+    s = sample_state("fifth-like")
+    refused = edit_sheet(FIFTH, s, "Vess", {"temp.hp": "lots"})
+    play = edit_form(FIFTH, s, "Vess", refused.problems).play
+    (temp,) = [i for i in play.pools if i.path == "temp.hp"]
+    assert temp.value == "lots" and [p.code for p in temp.problems] == ["wrong-type"]
