@@ -337,3 +337,21 @@ def test_the_command_line_form_of_a_change():
     assert parse_change("delete:lists.gear.2") == Change("delete", "lists.gear.2", None)
     assert parse_change("move:lists.gear.2=0") == Change("move", "lists.gear.2", "0")
     assert parse_change("fields.odd:id=1") == Change("set", "fields.odd:id", "1")  # only the ops' words are ops
+
+
+def test_ed_2_a_path_that_reads_wrong_says_the_form_it_should_have():
+    """An edit's path: a box or a row that is not a number, a row without its column, an unknown name (cut past
+    60 characters); `op:path` is split at the first colon."""
+    s = sample_state("gravewatch")
+
+    def said(path):
+        return [(p.code, p.message) for p in edit_sheet(GRAVE, s, "Mira", {path: 1}).problems]
+
+    assert said("marks.harm.x") == [("unknown-path", "the path is marks.harm.<box>, with the box as a number")]
+    assert said("lists.scars.x.name") == [
+        ("unknown-path", "the path is lists.scars.<row>.<column>, with the row as a number")]
+    assert said("lists.scars.0") == [
+        ("unknown-path", "the path is lists.scars.<row>.<column>, with the row as a number")]
+    assert said("fields." + "n" * 60) == [("unknown-path", f"the sheet has no field {'n' * 60!r}")]
+    assert said("fields." + "n" * 61) == [("unknown-path", f"the sheet has no field {'n' * 60!r}…")]
+    assert change_of("roll:lists.a:b.c") == Change("roll", "lists.a:b.c", None)

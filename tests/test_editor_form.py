@@ -213,3 +213,70 @@ def test_golden_form(ruleset, name):
         FOLDER.mkdir(exist_ok=True)
         path.write_text(text, encoding="utf-8")
     assert text == path.read_text(encoding="utf-8")
+
+
+def test_sheet_12_an_enum_columns_choices_carry_their_labels():
+    """DEC-8: a list's enum column offers each value with its label (here labels unlike the ids)."""
+    data = json.loads((SAMPLES / "rulesets" / "fifth-like.json").read_text(encoding="utf-8"))
+    die = next(c for c in data["sheet"]["lists"][0]["columns"] if c["id"] == "die")
+    die["valueLabels"] = {"d6": "Six", "d8": "Eight", "d10": "Ten"}
+    fifth = Ruleset.from_dict(data)
+    form = edit_form(fifth, GameState.loads(fifth, sample_state("fifth-like").dumps()), "Vess")
+    (table,) = [t for sec in form.sections for t in sec.tables if t.path == "lists.features"]
+    (col,) = [c for c in table.columns if c.id == "die"]
+    assert col.choices == (("d6", "Six"), ("d8", "Eight"), ("d10", "Ten"))
+
+
+def test_hide_5_a_hidden_track_and_a_hidden_party_lists_uses_say_so_in_play():
+    """HIDE-5: the game sheet follows the typing: a plain track carries its hiding rule; a party list hidden by
+    its rule hides each row's uses, saying why."""
+    data = json.loads((SAMPLES / "rulesets" / "ember-roads.json").read_text(encoding="utf-8"))
+    data["sheet"]["live"]["tracks"][0]["hideWhen"] = {"field": "calling", "equals": "drover"}
+    ember = Ruleset.from_dict(data)
+    (track,) = play_controls(ember, GameState.loads(ember, sample_state("ember-roads").dumps()), "Mira").tracks
+    assert track.hide_when is not None and (track.hide_when.path, track.hide_when.form, track.hide_when.values) == (
+        "fields.calling", "equals", ("drover",))
+    data = json.loads((SAMPLES / "rulesets" / "blades-like.json").read_text(encoding="utf-8"))
+    cohorts = data["party"]["lists"][0]
+    cohorts["columns"].append({"id": "uses", "label": "Uses", "type": "number", "min": 0, "max": 5, "default": 2})
+    cohorts.update(pools={"maxColumn": "uses", "start": "full"}, hideWhen={"field": "lair", "equals": "barge"})
+    blades = Ruleset.from_dict(data)
+    uses = play_controls(blades, GameState.loads(blades, sample_state("blades-like").dumps()), None).uses
+    assert len(uses) == 2 and all(u.hidden for u in uses)
+
+
+def test_hide_5_a_hidden_field_and_a_hidden_lists_uses_carry_why_and_their_rule():
+    """HIDE-5: a field hidden by its rule says why and carries the rule, for a page to follow the typing; a
+    character's list hidden by its rule hides each row's uses."""
+    data = json.loads((SAMPLES / "rulesets" / "ember-roads.json").read_text(encoding="utf-8"))
+    roads = next(f for f in data["sheet"]["fields"] if f["id"] == "roads")
+    roads["hideWhen"] = {"field": "calling", "equals": "scout"}  # Mira is a scout
+    ember = Ruleset.from_dict(data)
+    form = edit_form(ember, GameState.loads(ember, sample_state("ember-roads").dumps()), "Mira")
+    (field,) = [i for sec in form.sections for i in sec.inputs if i.path == "fields.roads"]
+    assert field.hidden and field.hide_when is not None and field.hide_when.values == ("scout",)
+    data = json.loads((SAMPLES / "rulesets" / "fifth-like.json").read_text(encoding="utf-8"))
+    data["sheet"]["lists"][0]["hideWhen"] = {"field": "casting", "equals": "full"}  # Vess casts in full
+    fifth = Ruleset.from_dict(data)
+    uses = play_controls(fifth, GameState.loads(fifth, sample_state("fifth-like").dumps()), "Vess").uses
+    assert len(uses) == 2 and all(u.hidden for u in uses)
+
+
+def test_sheet_1_a_section_of_only_a_derived_value_or_only_a_list_is_shown():
+    data = json.loads((SAMPLES / "rulesets" / "ember-roads.json").read_text(encoding="utf-8"))
+    data["sheet"]["sections"] += [{"id": "misc", "label": "Misc"}, {"id": "packs", "label": "Packs"}]
+    data["sheet"]["derived"][0]["section"] = "misc"  # nothing else sits in either
+    data["sheet"]["lists"][0]["section"] = "packs"
+    ember = Ruleset.from_dict(data)
+    form = edit_form(ember, GameState.loads(ember, sample_state("ember-roads").dumps()), "Mira")
+    by_id = {sec.id: sec for sec in form.sections}
+    assert [i.path for i in by_id["misc"].inputs] == ["derived.roads_known"] and not by_id["misc"].tables
+    assert not by_id["packs"].inputs and [t.path for t in by_id["packs"].tables] == ["lists.gear"]
+
+
+def test_sheet_35_a_refused_temporary_value_is_shown_as_typed():
+    s = sample_state("fifth-like")
+    refused = edit_sheet(FIFTH, s, "Vess", {"temp.hp": "lots"})
+    play = edit_form(FIFTH, s, "Vess", refused.problems).play
+    (temp,) = [i for i in play.pools if i.path == "temp.hp"]
+    assert temp.value == "lots" and [p.code for p in temp.problems] == ["wrong-type"]

@@ -1,6 +1,8 @@
 """Each problem a ruleset's inspection reports, whole: its path, code, message and the value it names (issue 29,
-docs/mutation.md: the codes were tested, the messages and values often not). Every case breaks one sample in
-one place; `tests/golden/inspect-problems.json` holds what each must report, problems and warnings.
+docs/mutation.md: the codes were tested, the messages and values often not). Each case breaks a sample ruleset
+in one to a few places, named by the rules they break; `tests/golden/inspect-problems.json` holds what each must
+report, problems and warnings. A case may add what is allowed at a bound beside a mistake (a fraction of 1, a
+target of 1..6, an untrained `by` of 20): the golden then shows that nothing is reported for it.
 
 Regenerate after an intended change with `UPDATE_GOLDEN=1 ./dev test tests/test_inspect_problems.py`, then read
 the diff."""
@@ -97,6 +99,101 @@ CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
             {"id": "t0", "label": "T0", "type": "text", "maxLength": 0},
             {"id": "t1", "label": "T1", "type": "text", "maxLength": 1, "values": ["a"]},
             {"id": "e", "label": "E", "type": "enum", "values": ["a"], "default": "a", "valueLabels": {"b": "B"}}]))),
+    "SHEET-13 suggestions: one is enough, 41 too many, 101 characters too long; a pick without them": (
+        "ember-roads", lambda d: d["sheet"]["fields"].extend([
+            {"id": "t1", "label": "T1", "type": "text", "suggestions": ["one"]},
+            {"id": "t41", "label": "T41", "type": "text", "suggestions": [f"w{n}" for n in range(41)]},
+            {"id": "tl", "label": "TL", "type": "text", "suggestions": ["x" * 100, "y" * 101]},
+            {"id": "tp", "label": "TP", "type": "text", "pick": {"const": 1}}])),
+    "REF-1 a value reference to an unknown field": ("ember-roads", _derived({
+        "id": "r", "label": "R", "op": "sum", "of": [{"field": "colour"}]})),
+    "REF-1 references to a text field, an unknown skill and save, a list sum of an unknown list": (
+        "ember-roads", _derived({"id": "r", "label": "R", "op": "sum", "of": [
+            {"field": "roads"}, {"skillMod": "swim"}, {"saveMod": "luck"},
+            {"listSum": {"list": "cargo", "column": "bulk"}}]})),
+    "REF-2 REF-9 a list sum of an unknown and of a text column, an unknown live track, a plain track's penalty": (
+        "ember-roads", _derived({"id": "r", "label": "R", "op": "sum", "of": [
+            {"listSum": {"list": "gear", "column": "weight"}}, {"listSum": {"list": "gear", "column": "item"}},
+            {"liveTrack": "luck"}, {"liveTrack": "weariness", "read": "penalty"}]})),
+    "HIDE-2 HIDE-3 a hiding rule of no values, and one no value can match": ("ember-roads", lambda d: d["sheet"][
+        "fields"].extend([{"id": "h1", "label": "H1", "type": "text", "hideWhen": {"field": "calling", "in": []}},
+                          {"id": "h2", "label": "H2", "type": "text",
+                           "hideWhen": {"field": "calling", "in": ["scout", "sailor"]}}])),
+    "STATE-2 STATE-3 a state of one value, a label for no value, a label with brackets": ("ember-roads", lambda d: d[
+        "sheet"]["live"]["states"].extend([
+            {"id": "s1", "label": "S1", "values": ["a"], "default": "a"},
+            {"id": "s2", "label": "S2", "values": ["a", "b"], "default": "a", "valueLabels": {"c": "C", "b": "[B]"}}])),
+    "SHEET-23 SHEET-25 operands: a sum of none, a multiply of one, a step table without `from`, a sum with one": (
+        "ember-roads", lambda d: d["sheet"]["derived"].extend([
+            {"id": "a", "label": "A", "op": "sum", "of": []},
+            {"id": "b", "label": "B", "op": "multiply", "of": [{"const": 2}]},
+            {"id": "c", "label": "C", "op": "stepTable", "table": [[1, 1]]},
+            {"id": "e", "label": "E", "op": "sum", "of": [{"const": 1}], "from": {"field": "level"}}])),
+    "DEC-8 ids used twice: a skill, a live pool, a list's column": ("ember-roads", _both(
+        lambda d: d["sheet"]["skills"].append({**d["sheet"]["skills"][0]}),
+        lambda d: d["sheet"]["live"]["pools"].append({**d["sheet"]["live"]["pools"][0]}),
+        lambda d: d["sheet"]["lists"][0]["columns"].append({**d["sheet"]["lists"][0]["columns"][1]}))),
+    "STATE-7 a state's default that is no value; live text of 0 characters": ("ember-roads", _both(
+        lambda d: d["sheet"]["live"]["states"][0].update(default="asleep"),
+        lambda d: d["sheet"]["live"].setdefault("text", []).append({"id": "t", "label": "T", "maxLength": 0}))),
+    "SHEET-2 a skill in a section the sheet does not declare": ("ember-roads", lambda d: d["sheet"]["skills"][0].update(
+        section="sea")),
+    "PARTY-11 PARTY-27 an enum field advanced, a builder on an unknown list, a list twice": ("blades-like", _both(
+        lambda d: d["party"]["advancement"]["fields"].append("lair"),
+        lambda d: d["party"]["builder"]["steps"][0].update(list="gangs"),
+        lambda d: d["party"]["lists"].append({**d["party"]["lists"][0]}))),
+    "PARTY-27 thirteen party lists": ("blades-like", lambda d: d["party"]["lists"].extend(
+        {**d["party"]["lists"][0], "id": f"l{n}"} for n in range(12))),
+    "PARTY-4 a party sheet with no field and no pool": ("blades-like", lambda d: d["party"].update(
+        fields=[], pools=[], advancement=None, fromMembers=[])),
+    "SHEET-8 CK-14 abilities out of range, a skill of an unknown ability, a die of 1 side, an untrained by of 20":
+        ("gravewatch", _both(
+            lambda d: d["sheet"]["abilities"][0].update(min=4, max=3, default=None),
+            lambda d: d["sheet"]["abilities"][1].update(default=9),
+            lambda d: d["sheet"]["skills"][0].update(ability="luck"),
+            lambda d: d["sheet"]["skills"][1].update(untrained={"by": 20}),
+            lambda d: d["resolution"].update(die=1))),
+    "PEN-3 pool settings on dice-sum, a target outside its range": ("fifth-like", lambda d: d["resolution"].update(
+        pool={"min": 1, "target": {"value": 7, "min": 2, "max": 6}})),
+    "CK-14 a target off a d2": ("gravewatch", lambda d: d["resolution"].update(
+        die=2, pool={"min": 1, "target": {"value": 2, "min": 1, "max": 3}})),
+    "CK-14 a target of 1..6 on a d6 is fine (beside a label of 80 characters with a bracket)": ("gravewatch", _both(
+        lambda d: d["resolution"].update(pool={"min": 1, "target": {"value": 1, "min": 1, "max": 6}}),
+        lambda d: d["sheet"]["live"]["states"][0]["valueLabels"].update(lit="[" + "x" * 79, out="[" + "y" * 80))),
+    "PEN-5 a penalty read from a plain track": ("ember-roads", lambda d: d["resolution"].update(
+        penaltyFrom="weariness")),
+    "WOUND-32 health naming a pool and a track": ("gravewatch", lambda d: d["combat"].update(
+        health={"track": "harm", "pool": "resolve"})),
+    "WOUND-32 health naming an unknown pool, with damage kinds": ("gravewatch", lambda d: d["combat"].update(
+        health={"pool": "blood"})),
+    "WOUND-32 health on a plain track, with damage kinds": ("ember-roads", lambda d: d.update(combat={
+        "health": {"track": "weariness"}, "damageKinds": {"marks": 1, "map": {"blunt": "knock"}}})),
+    "SHEET-29 SHEET-31 SHEET-33 a list: a roll of a text column's sides, a row pool of text uses, 25 columns": (
+        "fifth-like", _both(
+            lambda d: d["sheet"]["lists"][0]["columns"][3]["roll"].update(sides={"column": "name"}),
+            lambda d: d["sheet"]["lists"][0]["pools"].update(maxColumn="name"),
+            lambda d: d["sheet"]["lists"][0]["columns"].extend(
+                {"id": f"c{n}", "label": f"C{n}", "type": "number", "maxLength": 3} for n in range(21)),
+            lambda d: d["sheet"]["lists"][0].update(hideWhen={"field": "casting", "equals": "often"}))),
+    "WOUND-33 WOUND-35 a damage type mapped to no kind of the track, per-point damage on a track of levels": (
+        "gravewatch", lambda d: d["combat"].update(damage="per-point", damageKinds={"marks": 1, "map": {
+            "blunt": "knock", "fire": "burn"}})),
+    "CLOCK-4 CLOCK-5 CLOCK-6 clocks of 13 segments, twice 4, at most 1, a text too long": ("blades-like", lambda d: d[
+        "clocks"].update(sizes=[4, 4, 13], max=1, text="x" * 401)),
+    "CAP-4 CAP-5 CAP-6 a cap reading a modifier, and one reading it through two derived values; a value read below":
+        ("ember-roads", _both(
+            lambda d: d["sheet"]["derived"].extend([
+                {"id": "a", "label": "A", "op": "sum", "of": [{"derived": "z"}]},
+                {"id": "m", "label": "M", "op": "sum", "of": [{"skillMod": "haul"}]},
+                {"id": "n", "label": "N", "op": "sum", "of": [{"derived": "m"}]},
+                {"id": "z", "label": "Z", "op": "sum", "of": [{"const": 1}]}]),
+            lambda d: d["sheet"]["skills"][0].update(cap={"skillMod": "listen"}),
+            lambda d: d["sheet"]["skills"][3].update(cap={"derived": "n"}))),
+    "REF-14 a pool's maximum read through the second of two skills, the one capped by a live pool": ("ember-roads",
+        _both(lambda d: d["sheet"]["derived"].insert(0, {"id": "x", "label": "X", "op": "sum", "of": [
+            {"skillMod": "haul"}, {"skillMod": "dig"}]}),
+            lambda d: d["sheet"]["skills"][0].update(cap={"livePool": "grit"}),
+            lambda d: d["sheet"]["live"]["pools"][0].update(max={"derived": "x"}))),
     "GM-13 a summary naming an unknown field and derived value": ("fifth-like", _summary(
         fields=["class", "colour"], derived=["spell_dc", "luck"])),
     "GM-16 a summary naming an unknown list": ("fifth-like", _summary(lists=[{"list": "spells"}])),

@@ -14,6 +14,7 @@ from tagengine._internal.errors import NotFoundError
 from tagengine._internal.ruleset import Ruleset
 from tagengine._internal.sheet import Eval, SheetView, view_card, view_character, view_party
 from tagengine._internal.sheet.check_numbers import check_number, fight_number
+from tagengine._internal.sheet.form import edit_form
 from tagengine._internal.sheet.ops import rounded, step
 from tagengine._internal.state import GameState
 
@@ -70,6 +71,12 @@ def test_ref_2_two_list_sums_of_one_list_are_each_their_own_column():
     ev = Eval(rs, card, None)
     assert (ev.derived("worth"), ev.derived("burden")) == (7, 2)
 
+
+
+def test_party_26_a_ruleset_without_a_party_sheet_has_no_party_form():
+    with pytest.raises(NotFoundError) as e:
+        edit_form(load_sample("gravewatch"), sample_state("gravewatch"), None)
+    assert str(e.value) == "unknown party sheet 'party'"
 
 # -- plain tracks, live reads -----------------------------------------------------------------------------------
 def tracks(d, **extra):

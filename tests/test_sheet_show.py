@@ -3,11 +3,14 @@ sheets do not reach, pinned where a mutation pass found them unchecked (issue 29
 
 from __future__ import annotations
 
+import json
+
 from cmdkit import sample_state, with_live
 
 from conftest import edit, load_sample, sample_dict
 from tagengine._internal.ruleset import Ruleset
-from tagengine._internal.sheet import view_character, view_party
+from tagengine._internal.sheet import Eval, view_character, view_party
+from tagengine._internal.sheet.form import with_chip
 from tagengine._internal.sheet.show import check_parts, render_party, render_sheet
 from tagengine._internal.state import GameState
 
@@ -55,3 +58,33 @@ def test_party_21_a_party_list_with_no_rows_says_so():
     st = GameState.new(rs, ["Cutter"])
     text = render_party(rs, view_party(rs, st))
     assert "\nCohorts: no rows\n" in text
+
+
+def test_sheet_2_a_derived_value_alone_in_its_section_has_the_section_to_itself():
+    data = sample_dict("ember-roads")
+    data["sheet"]["sections"].append({"id": "misc", "label": "Misc"})
+    data["sheet"]["derived"][0]["section"] = "misc"  # no field or check sits in it
+    ember = Ruleset.from_dict(data)
+    s = GameState.loads(ember, sample_state("ember-roads").dumps())
+    text = render_sheet(ember, view_character(ember, s, "Mira"))
+    assert "\nMisc\n  derived: Roads known: 2\n" in text
+
+
+def test_dec_8_a_row_named_by_an_enum_reads_as_its_label_and_its_value():
+    data = sample_dict("fifth-like")
+    data["sheet"]["lists"][0]["columns"][0] = {"id": "name", "label": "Feature", "type": "enum", "values": ["ar", "sw"],
+                                               "valueLabels": {"ar": "Arcane recovery", "sw": "Second wind"},
+                                               "default": "ar"}
+    fifth = Ruleset.from_dict(data)
+    doc = json.loads(sample_state("fifth-like").dumps())
+    for row, name in zip(doc["gameCharacterCards"]["Vess"]["lists"]["features"], ("ar", "sw"), strict=True):
+        row["name"] = name
+    s = GameState.loads(fifth, json.dumps(doc))
+    ev = Eval(fifth, s.cards["Vess"], s.live_of("Vess"))
+    assert ev.row_names("features") == [("Arcane recovery", "ar"), ("Second wind", "sw")]
+
+
+def test_sheet_14_a_chip_is_appended_after_a_comma_keeping_what_was_written():
+    assert with_chip("  sword ,", "rope") == "  sword, rope"
+    assert with_chip("sword;", "rope") == "sword, rope"
+    assert with_chip("   ", "rope") == "rope"
