@@ -159,19 +159,18 @@ def test_an_unknown_campaign_is_a_404_naming_only_it(tmp_path, name):
 
 
 def test_a_campaign_whose_ruleset_is_gone_names_no_file(tmp_path):
-    """SEC-9: the reason names the server's own files, so it goes to the log and the answer says none."""
+    """SEC-9: the reason names the server's own files, so it goes to the log and the answer says none. The
+    ruleset is a copy of the sample's, removed: the sample itself is read by tests running beside this one."""
     rulesets = tmp_path / "rulesets"
+    rulesets.mkdir()
+    copy = rulesets / "gravewatch.json"
+    copy.write_bytes((SAMPLES / "rulesets" / "gravewatch.json").read_bytes())
     with serving(tmp_path) as (url, ctx):
-        row = ctx.store.campaign("vault")
-        moved_to = rulesets / "gone.json"
-        rulesets.mkdir()
-        shutil.move(row.ruleset, moved_to)
-        try:
-            r = httpx.post(f"{url}{STATE}", json={"messages": chat(["one"], []), "campaign": "vault"})
-        finally:
-            shutil.move(moved_to, row.ruleset)
+        new_campaign(ctx.store, "lost", str(copy), ["Mira", "Bram"])
+        copy.unlink()
+        r = httpx.post(f"{url}{STATE}", json={"messages": chat(["one"], []), "campaign": "lost"})
     assert r.status_code == 500 and r.json()["error"]["code"] == "campaign_broken", r.text
-    assert str(Path(row.ruleset).parent) not in r.text and "gravewatch" not in r.text
+    assert str(rulesets) not in r.text and "gravewatch" not in r.text
 
 
 # -- the bridge: only this app's JSON API, never elsewhere (STX-2)
