@@ -4,8 +4,9 @@ tagengine extension installed as a user installs it offline (`tagengine st exten
 playing the GM card of samples/sillytavern/. What a player does there, and what the panel and the chat show:
 the sheet of the chat on screen, a swipe back, an edited reply, Test Message and Impersonate, the badges (turned
 off and on in the settings), the campaign picker and a misspelled campaign, a check's dice card, a hand edit through
-a regenerate, the party sheet's Edit and a stale save (PARTY-36, PARTY-37), the panel calling a server directly at
-the address in its settings (STX-2).
+a regenerate, the party sheet's Edit and a stale save (PARTY-36, PARTY-37), an open party form, a dice card and an
+open picker kept through the panel's redraws (STX-12, STX-13), the panel calling a server directly at the address
+in its settings (STX-2).
 
 Screenshots of the panel at a desktop and a phone's width go to tests/output/screens/st-panel*.png (the reviewed
 ones are copied to docs/screens/)."""
@@ -368,6 +369,65 @@ def test_stx_12_party_37_an_open_party_form_and_its_draft_survive_the_panels_red
     assert form.locator("[data-path]").count() == 0
     game.redrawn(refresh.click)
     assert form.locator("[data-path]").count() == 0  # a saved draft is dropped: the redraw opens nothing
+
+
+def test_stx_13_the_dice_card_and_an_open_campaign_picker_survive_the_panels_redraws(game: Game) -> None:
+    """STX-13: a check's dice card stays through the panel's redraws (the Refresh button, a reply received), with
+    the roller's choices and its "Put the roll in my message", until the player dismisses it, rolls again or another
+    chat is drawn; a campaign picker being chosen in stays open with its selection until its Write or Close."""
+    t = game.t
+    panel = t.panel()
+    roller, card = panel.locator(".te-roller"), panel.locator(".te-card")
+    refresh = panel.locator(".te-head button[title=Refresh]")
+    game.new_chat()
+    t.send("Cutter watches the canal.")
+    game.until(lambda v: v["clocks"] == {"Alarm raised": "0/6"}, "turn one")
+    roller.locator("summary").click()
+    roller.locator("select").first.select_option("Lurk")
+    roller.locator("select").nth(1).select_option("skill:Prowl")
+    panel.locator(".te-roll").click()
+    card.locator(".te-die").first.wait_for(timeout=WAIT)
+    rolled = card.inner_text()
+    assert "Prowl" in rolled
+    game.redrawn(refresh.click)
+    assert card.is_visible() and card.inner_text() == rolled
+    assert roller.locator("select").first.input_value() == "Lurk"
+    assert roller.locator("select").nth(1).input_value() == "skill:Prowl"
+    t.send("Lurk slips along the quay.")  # a reply arrives: the panel is drawn again
+    game.until(lambda v: v["clocks"].get("Patrol returns") == "0/4", "turn two")
+    assert card.is_visible() and card.inner_text() == rolled
+    card.get_by_role("button", name="Put the roll in my message").click()
+    assert "Prowl" in t.page.input_value("#send_textarea")
+    t.page.fill("#send_textarea", "")
+    card.get_by_role("button", name="Dismiss").click()
+    assert card.locator(".te-die").count() == 0
+    game.redrawn(refresh.click)
+    assert card.locator(".te-die").count() == 0  # dismissed: the redraw brings nothing back
+
+    roller.locator("select").first.select_option("Cutter")  # a roll again replaces the card
+    roller.locator("select").nth(1).select_option("skill:Skirmish")
+    panel.locator(".te-roll").click()
+    card.get_by_text("Skirmish").first.wait_for(timeout=WAIT)
+    game.redrawn(refresh.click)
+    assert "Skirmish" in card.inner_text() and "Prowl" not in card.inner_text()
+
+    picker = panel.locator(".te-picker")
+    panel.locator(".te-pick").click()
+    picker.locator("select").wait_for(timeout=WAIT)
+    picker.locator("select").select_option("vault")  # being chosen: not written yet
+    game.redrawn(refresh.click)
+    assert picker.locator("select").count() == 1 and picker.locator("select").input_value() == "vault"
+    assert card.locator(".te-die").count() > 0
+    t.send("Cutter counts the guards.")
+    game.until(lambda v: v["clocks"].get("Patrol returns") == "1/4", "turn three")
+    assert picker.locator("select").count() == 1 and picker.locator("select").input_value() == "vault"
+    picker.get_by_role("button", name="Close").click()
+    game.redrawn(refresh.click)
+    assert picker.locator("select").count() == 0  # closed by the player: the redraw opens nothing
+
+    game.new_chat()  # another chat: the dice card was the other chat's
+    game.until(lambda v: v["clocks"] == {} and "heist" in v["campaign"], "the new chat")
+    assert card.locator(".te-die").count() == 0 and picker.locator("select").count() == 0
 
 
 def test_stx_2_the_panel_calls_a_server_that_allows_sillytaverns_origin_directly(game: Game, tmp_path: Path) -> None:

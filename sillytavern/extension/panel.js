@@ -3,8 +3,9 @@
 // each live value's control. Every text is set as text; nothing from the server or the chat becomes markup.
 //
 // The panel never computes game state: a click posts an edit (or a check) and the panel draws the answer of
-// the next state request. Each answer draws the panel anew, but an open party form is the player's draft: it is
-// carried into each new drawing, as typed, until its Save or Cancel (STX-12).
+// the next state request. Each answer draws the panel anew, but what the player has in hand is carried into each
+// new drawing: an open party form, as typed, until its Save or Cancel (STX-12); a check's dice card and the
+// roller's choices, and a campaign picker with its selection, while the same chat and campaign are drawn (STX-13).
 
 import { attributesOf, describe, receiptsIn } from './receipts.js';
 
@@ -80,10 +81,14 @@ export class Panel {
         this.root = root;
         this.actions = actions;
         this.doc = null;
-        this.rolled = null;
         this.place = null; // the chat and campaign drawn last
         this.partyOpen = null; // the open party form: {place, revision, holder}, kept through redraws (STX-12)
-        this.picking = false;
+        // kept through redraws of the same chat and campaign (STX-13): the roller's choices {place, open, who, what,
+        // target}; the dice card shown {place, card}, until Dismiss or the next roll; the campaign picker {place,
+        // holder}, open with its selection until Write or Close (holder null: closed by the player there)
+        this.roller = null;
+        this.rolled = null;
+        this.picking = null;
     }
 
     /** A line in the panel's status area (`kind`: info, warning, error). */
@@ -93,15 +98,32 @@ export class Panel {
     }
 
     /** Draw a state answer (the state endpoint's `{status, body}`) of the chat `chat` (its id), or an error
-     * before any answer. An open party form is drawn again as the player left it, in the same chat and campaign. */
+     * before any answer. What the player has in hand in the same chat and campaign is drawn again as they left it
+     * (an open party form, a dice card, the roller's choices, an open picker), with the scroll and the focus. */
     show(answer, error = null, chat = null) {
         this.doc = answer ? { ...answer.body, error: answer.status >= 400 ? answer.body?.error : null } : null;
-        const doc = this.doc;
-        this.place = JSON.stringify([chat, doc?.campaign?.name ?? null]);
+        this.place = JSON.stringify([chat, this.doc?.campaign?.name ?? null]);
+        if (!error) { // another chat or campaign drawn: the dice card, the roller and the picker were the other's
+            if (this.roller?.place !== this.place) this.roller = null;
+            if (this.rolled?.place !== this.place) this.rolled = null;
+            if (this.picking?.place !== this.place) this.picking = null;
+        }
         const top = this.root.scrollTop;
         const active = document.activeElement;
-        const typing = this.partyOpen?.holder.contains(active)
-            ? { node: active, start: active.selectionStart, end: active.selectionEnd } : null;
+        const typing = active !== this.root && this.root.contains(active) ? { node: active,
+            keep: active.getAttribute('data-keep'), start: active.selectionStart, end: active.selectionEnd } : null;
+        this.draw(this.doc, error);
+        this.root.scrollTop = top;
+        // the very element where it was kept (a party form, a picker), else its new drawing (the roller's controls)
+        const again = typing?.node.isConnected ? typing.node
+            : typing?.keep ? this.root.querySelector(`[data-keep="${typing.keep}"]`) : null;
+        if (again) {
+            again.focus({ preventScroll: true });
+            if (typeof typing.start === 'number') again.setSelectionRange(typing.start, typing.end);
+        }
+    }
+
+    draw(doc, error) {
         const head = el('div', { class: 'te-head' },
             el('b', { text: 'Game sheet' }),
             el('span', { class: 'te-grow' }),
@@ -112,7 +134,9 @@ export class Panel {
         const campaign = el('div', { class: 'te-campaign' },
             el('span', { class: 'te-campaign-words', text: error ? '' : campaignWords(doc) }),
             el('button', { class: 'menu_button te-small te-pick', onclick: () => this.openPicker() }, 'Campaign\u2026'));
-        const parts = [head, campaign, el('div', { class: 'te-picker' }), el('div', { class: 'te-status' })];
+        const picker = this.picking?.place === this.place && this.picking.holder
+            ? this.picking.holder : el('div', { class: 'te-picker' });
+        const parts = [head, campaign, picker, el('div', { class: 'te-status' })];
         const body = el('div', { class: 'te-body' });
         parts.push(body);
         this.root.replaceChildren(...parts);
@@ -122,7 +146,7 @@ export class Panel {
         }
         if (doc?.error) {
             this.say(doc.error.message, 'error');
-            this.openPicker();
+            if (!this.picking) this.openPicker();
             return;
         }
         const notes = [];
@@ -135,7 +159,7 @@ export class Panel {
         }
         this.root.querySelector('.te-status').replaceChildren(...notes);
         if (!doc?.sheet) {
-            if (!doc?.campaign?.name) this.openPicker();
+            if (!doc?.campaign?.name && !this.picking) this.openPicker();
             return;
         }
         const s = doc.sheet;
@@ -148,11 +172,6 @@ export class Panel {
         if (s.party) body.append(this.party(s.party));
         body.append(this.receipts(s.receipts ?? []));
         body.append(this.checkRoller(s));
-        this.root.scrollTop = top;
-        if (typing?.node.isConnected) {
-            typing.node.focus({ preventScroll: true });
-            if (typeof typing.start === 'number') typing.node.setSelectionRange(typing.start, typing.end);
-        }
     }
 
     character(c) {
@@ -326,49 +345,90 @@ export class Panel {
     }
 
     checkRoller(s) {
-        const who = el('select', { class: 'text_pole', 'aria-label': 'Who rolls' },
+        const place = this.place;
+        const was = this.roller?.place === place ? this.roller : null;
+        const who = el('select', { class: 'text_pole', 'aria-label': 'Who rolls', 'data-keep': 'roll-who' },
             s.characters.map(c => el('option', { value: c.name }, c.name)));
-        const what = el('select', { class: 'text_pole', 'aria-label': 'What is rolled' });
+        const what = el('select', { class: 'text_pole', 'aria-label': 'What is rolled', 'data-keep': 'roll-what' });
         const fill = () => {
             const c = s.characters.find(x => x.name === who.value) ?? s.characters[0];
             what.replaceChildren(...(c?.checks ?? []).flatMap(g => g.rows.map(r =>
                 el('option', { value: `${KIND[g.title] ?? 'skill'}:${r.label}` }, `${r.label} (${g.title.toLowerCase()}, ${r.number}${r.unit ? ` ${r.unit}` : ''})`))));
         };
-        who.addEventListener('change', fill);
+        choose(who, was?.who);
         fill();
+        choose(what, was?.what);
         const target = el('input', { type: 'number', class: 'text_pole te-num', placeholder: s.dice_pool ? 'difficulty' : 'DC',
-            'aria-label': s.dice_pool ? 'Difficulty (optional)' : 'DC (optional)' });
-        const card = el('div', { class: 'te-card' });
+            'aria-label': s.dice_pool ? 'Difficulty (optional)' : 'DC (optional)', 'data-keep': 'roll-target',
+            value: was?.target || null });
+        // the card on screen in this chat and campaign, kept through redraws until Dismiss or the next roll
+        const card = this.rolled?.place === place ? this.rolled.card : el('div', { class: 'te-card' });
         const roll = el('button', { class: 'menu_button te-roll', onclick: async () => {
             const [kind, label] = what.value.split(/:(.*)/s);
             const check = { who: who.value, [kind]: label };
             if (target.value !== '') check[s.dice_pool ? 'difficulty' : 'dc'] = target.value;
+            const mine = { place, card };
+            this.rolled = mine;
             const got = await this.actions.roll(check);
-            card.replaceChildren(...diceCard(got, this.actions));
+            if (this.rolled !== mine) return; // dismissed, rolled again, or another chat drawn meanwhile
+            card.replaceChildren(...diceCard(got, this.actions, () => {
+                if (this.rolled?.card === card) this.rolled = null;
+                card.replaceChildren();
+            }));
         } }, 'Roll');
-        return el('details', { class: 'te-details te-roller' }, el('summary', { text: 'Roll a check' }),
-            el('div', { class: 'te-row' }, who, what), el('div', { class: 'te-row' }, target, roll), card);
+        const details = el('details', { class: 'te-details te-roller', open: was?.open ?? false },
+            el('summary', { text: 'Roll a check' }), el('div', { class: 'te-row' }, who, what),
+            el('div', { class: 'te-row' }, target, roll), card);
+        const keep = () => {
+            this.roller = { place, open: details.open, who: who.value, what: what.value, target: target.value };
+        };
+        who.addEventListener('change', () => { fill(); keep(); });
+        what.addEventListener('change', keep);
+        target.addEventListener('input', keep);
+        details.addEventListener('toggle', keep);
+        return details;
     }
 
+    /** The campaigns listed to pick from; opened again, the list is asked anew and the choice kept. It stays open
+     * through redraws of the same chat and campaign until its Write or Close (STX-13). */
     async openPicker() {
         const holder = this.root.querySelector('.te-picker');
         if (!holder) return;
+        const mine = { place: this.place, holder };
+        this.picking = mine;
+        const chosen = holder.querySelector('select')?.value;
         const got = await this.actions.campaigns();
+        if (this.picking !== mine) return; // closed, or another chat or campaign drawn meanwhile
         if (!got || got.status !== 200) {
+            this.picking = null;
             holder.replaceChildren(el('div', { class: 'te-say te-error', text: got?.body?.error?.message ?? 'the campaigns cannot be listed' }));
             return;
         }
         const list = got.body.campaigns ?? [];
-        const current = this.doc?.campaign?.name ?? '';
+        const current = chosen ?? this.doc?.campaign?.name ?? '';
         const select = el('select', { class: 'text_pole', 'aria-label': 'Campaign for this chat' },
             list.map(c => el('option', { value: c.name, selected: c.name === current },
                 `${c.name}${c.characters.length ? ` (${c.characters.join(', ')})` : ''}`)));
+        const close = el('button', { class: 'menu_button te-small', onclick: () => this.closePicker(holder) }, 'Close');
         holder.replaceChildren(el('div', { class: 'te-row' },
             el('span', { class: 'te-label', text: list.length ? 'Play' : 'The server has no campaign yet (tagengine campaign new).' }),
             list.length ? select : null,
-            list.length ? el('button', { class: 'menu_button te-small te-write', onclick: () => this.actions.pick(select.value) },
-                'Write to this chat\'s Author\'s Note') : null));
+            list.length ? el('button', { class: 'menu_button te-small te-write', onclick: () => {
+                this.closePicker(holder);
+                this.actions.pick(select.value);
+            } }, 'Write to this chat\'s Author\'s Note') : null, close));
     }
+
+    /** The picker closed by the player: it stays closed in this chat and campaign until Campaign... opens it. */
+    closePicker(holder) {
+        holder.replaceChildren();
+        if (this.picking?.holder === holder) this.picking = { place: this.picking.place, holder: null };
+    }
+}
+
+/** A select set to the value it had before a redraw, if that value is still one of its options. */
+function choose(select, value) {
+    if (value !== undefined && [...select.options].some(o => o.value === value)) select.value = value;
 }
 
 /** An open draft told when the sheet drawn above it is at another revision than the one its save names: the save
@@ -382,11 +442,14 @@ function partyMoved(open, revision) {
 
 const KIND = { Abilities: 'ability', Skills: 'skill', Saves: 'save' };
 
-/** A check's answer (POST /tagengine/checks) as its dice card: the dice, the card's lines, the outcome. */
-export function diceCard(got, actions) {
+/** A check's answer (POST /tagengine/checks) as its dice card: the dice, the card's lines, the outcome; `dismiss`
+ * removes it (its Dismiss button). */
+export function diceCard(got, actions, dismiss = null) {
     if (!got) return [];
+    const away = dismiss ? el('button', { class: 'menu_button te-small te-dismiss', onclick: dismiss }, 'Dismiss') : null;
     if (got.status !== 200) {
-        return [el('div', { class: 'te-say te-error', text: got.body?.error?.message ?? `refused (${got.status})` })];
+        return [el('div', { class: 'te-say te-error', text: got.body?.error?.message ?? `refused (${got.status})` }),
+            el('div', { class: 'te-buttons' }, away)];
     }
     const b = got.body;
     const faces = el('div', { class: 'te-dice' }, b.dice.faces.map(f => el('span', { class: 'te-die', text: f })));
@@ -395,6 +458,6 @@ export function diceCard(got, actions) {
     const badge = receiptsIn(b.receipt).map(describe)[0];
     return [faces, outcome, lines,
         el('div', { class: 'te-say te-info', text: 'Nothing is stored: the next check the GM asks for in this chat rolls these very dice.' }),
-        actions?.toMessage ? el('button', { class: 'menu_button te-small', title: badge?.detail,
-            onclick: () => actions.toMessage(b.receipt) }, 'Put the roll in my message') : null];
+        el('div', { class: 'te-buttons' }, actions?.toMessage ? el('button', { class: 'menu_button te-small', title: badge?.detail,
+            onclick: () => actions.toMessage(b.receipt) }, 'Put the roll in my message') : null, away)];
 }
