@@ -27,6 +27,11 @@ from typing import Any
 
 from browser_kit import launched
 
+try:
+    from playwright.sync_api import Error as PlaywrightError
+except ImportError:  # no Playwright: the tests that use this kit skip (browser_kit)
+    PlaywrightError = Exception  # type: ignore[misc,assignment]
+
 WAIT = 30_000  # ms: one step of the page (a reply of the scripted model comes in well under a second)
 START_WAIT = 120_000  # ms: the page's first load (it compiles nothing, but loads every built-in extension)
 
@@ -118,9 +123,22 @@ class Tavern:
         return str(self.messages()[-1])
 
     def option(self, item: str) -> None:
-        """An item of the options menu (the ☰ left of the input): `regenerate`, `impersonate`, `continue`..."""
-        self.page.click("#options_button")
-        self.page.click(f"#option_{item}")
+        """An item of the options menu (the ☰ left of the input): `regenerate`, `impersonate`, `continue`...
+        The menu opens with an animation, and a click on the ☰ while it is still showing closes it again: on a
+        loaded machine the item was found covered ("#chat intercepts pointer events") until the step's time
+        ran out. So the ☰ is clicked only while the item is hidden, and the item only once it is visible,
+        a few times over (bounded), the last time with Playwright's own error."""
+        target = self.page.locator(f"#option_{item}")
+        for _ in range(3):
+            if not target.is_visible():
+                self.page.click("#options_button")
+            with contextlib.suppress(PlaywrightError):
+                target.wait_for(state="visible", timeout=WAIT // 6)
+                target.click(timeout=WAIT // 6)
+                return
+        if not target.is_visible():
+            self.page.click("#options_button")
+        target.click(timeout=WAIT)
 
     def regenerate(self) -> str:
         self.option("regenerate")
@@ -184,8 +202,15 @@ class Tavern:
             page.click(".tagengine-settings .inline-drawer-toggle")
         for name, value in values.items():
             field = page.locator(f"#tagengine_{name}")
-            if isinstance(value, bool):
-                field.set_checked(value)
+            if isinstance(value, bool):  # once the drawer has opened (its animation moves the box under a click)
+                field.wait_for(state="visible", timeout=WAIT)
+                field.scroll_into_view_if_needed()
+                for _ in range(3):
+                    with contextlib.suppress(PlaywrightError):
+                        field.set_checked(value, timeout=WAIT // 6)
+                        break
+                else:
+                    field.set_checked(value, timeout=WAIT)
             else:
                 field.fill(value)
                 field.press("Tab")
