@@ -84,6 +84,21 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
+def object_body(raw: bytes, keys: tuple[str, ...]) -> dict[str, Any]:
+    """A JSON API's body: an object of `keys` only, else the 400 that says why (not JSON, not an object, or
+    the first key it does not take)."""
+    try:
+        body = loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise Refused(400, f"the request body is not JSON: {e}", "invalid_json") from None
+    if not isinstance(body, dict):
+        raise Refused(400, "the request body must be a JSON object", "invalid_request")
+    unknown = sorted(k for k in body if k not in keys)
+    if unknown:
+        raise Refused(400, f"unknown key {unknown[0][:60]!r}: the body holds {', '.join(keys)}", "invalid_request")
+    return body
+
+
 def check_count(messages: list[Any]) -> None:
     """A 413 for more than MAX_MESSAGES messages, before any is read (SEC-1)."""
     if len(messages) > MAX_MESSAGES:

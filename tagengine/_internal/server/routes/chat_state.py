@@ -26,13 +26,20 @@ from ...commands import apply_reply
 from ...pages.chat_panel import panel_json
 from ..campaigns import Campaign
 from ..chain import Replayed
-from ..chat_request import MarkedHistory, check_count, check_sizes, marker_warning, read_body, read_marked
+from ..chat_request import (
+    MarkedHistory,
+    check_count,
+    check_sizes,
+    marker_warning,
+    object_body,
+    read_body,
+    read_marked,
+)
 from ..context import ServerContext
 from ..edits import replayed_point
 from ..errors import Refused, refusals_as_responses
 from ..latest import turn_of
 from ..limits import KIB, LOOP_CHARS
-from ..wire.json_codec import loads
 from .edit_api import at, json_answer
 
 PATH = "/tagengine/api/state"
@@ -48,7 +55,7 @@ def chat_state_routes(ctx: ServerContext) -> list[Route]:
 
     @refusals_as_responses
     async def state(request: Request) -> Response:
-        body = state_body(loads_or_refused(await read_body(request)))
+        body = object_body(await read_body(request), KEYS)
         messages = body.get("messages", [])
         if not isinstance(messages, list):
             raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
@@ -152,23 +159,6 @@ def campaign_choice(marked: MarkedHistory, asked: Any, prefixed: str | None,
         if name:
             return name, by
     return None
-
-
-def loads_or_refused(raw: bytes) -> Any:
-    try:
-        return loads(raw)
-    except (ValueError, RecursionError) as e:
-        raise Refused(400, f"the request body is not JSON: {e}", "invalid_json") from None
-
-
-def state_body(body: Any) -> dict[str, Any]:
-    """The body: an object of `messages`, `campaign` and `rewrite_from` only, else a 400 naming why."""
-    if not isinstance(body, dict):
-        raise Refused(400, "the request body must be a JSON object", "invalid_request")
-    unknown = sorted(k for k in body if k not in KEYS)
-    if unknown:
-        raise Refused(400, f"unknown key {unknown[0][:60]!r}: the body holds {', '.join(KEYS)}", "invalid_request")
-    return body
 
 
 def replay_texts(c: Campaign, history: list[dict[str, str]], messages: list[Any],

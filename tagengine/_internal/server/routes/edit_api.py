@@ -34,11 +34,11 @@ from ...pages.sheet_editor import draft_json
 from ...sheet.edit_paths import Change, change_of, parse_change
 from ...sheet.form import edit_form
 from ..campaigns import Campaign
-from ..chat_request import read_body
+from ..chat_request import object_body, read_body
 from ..context import ServerContext
 from ..edits import Point, history_point, newest_point, problems_json, save_edit
 from ..errors import Refused, refusals_as_responses
-from ..wire.json_codec import dumps, loads
+from ..wire.json_codec import dumps
 from ..wire.openai import error_doc
 
 PREFIX = "/tagengine/api/c/{campaign}"
@@ -118,16 +118,7 @@ def json_answer(status: int, doc: dict[str, Any]) -> Response:
 
 async def api_body(request: Request) -> dict[str, Any]:
     """The body: a JSON object of `changes`, `revision` and `messages` only, else a 400 naming why."""
-    try:
-        body = loads(await read_body(request))
-    except (ValueError, RecursionError) as e:
-        raise Refused(400, f"the request body is not JSON: {e}", "invalid_json") from None
-    if not isinstance(body, dict):
-        raise Refused(400, "the request body must be a JSON object", "invalid_request")
-    unknown = sorted(k for k in body if k not in KEYS)
-    if unknown:
-        raise Refused(400, f"unknown key {unknown[0][:60]!r}: the body holds {', '.join(KEYS)}", "invalid_request")
-    return body
+    return object_body(await read_body(request), KEYS)
 
 
 def changes_of(raw: Any) -> list[Any]:
