@@ -8,6 +8,8 @@ import re
 import tomllib
 import warnings
 from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -66,18 +68,21 @@ def named_paths() -> dict[str, set[str]]:
     """Each dotted `tagengine...` name in code in the docs -> the docs naming it (names recorded as renamed
     aside)."""
     found: dict[str, set[str]] = {}
+    for doc, code in current_code():
+        names = DOTTED.findall(code)
+        for module, *listed in FROM_IMPORT.findall(code):
+            names += [f"{module}.{n.strip()}" for n in "".join(listed).replace("\n", " ").split(",") if n.strip()]
+        for n in names:
+            found.setdefault(n, set()).add(doc.relative_to(ROOT).as_posix())
+    return found
+
+
+def current_code() -> Iterator[tuple[Path, str]]:
+    """Each doc and each piece of code in it, but the names a rename left in history (`historical`)."""
     for doc in DOCS:
         text = doc.read_text(encoding="utf-8")
         past = historical(text)
-        for code in code_of(text):
-            if code in past:
-                continue
-            names = DOTTED.findall(code)
-            for module, *listed in FROM_IMPORT.findall(code):
-                names += [f"{module}.{n.strip()}" for n in "".join(listed).replace("\n", " ").split(",") if n.strip()]
-            for n in names:
-                found.setdefault(n, set()).add(doc.relative_to(ROOT).as_posix())
-    return found
+        yield from ((doc, code) for code in code_of(text) if code not in past)
 
 
 def resolves(dotted: str) -> bool:
@@ -148,16 +153,11 @@ def wheel_folders() -> dict[str, str]:
 def test_every_file_the_docs_name_exists():
     wheel = wheel_folders()
     missing = []
-    for doc in DOCS:
-        text = doc.read_text(encoding="utf-8")
-        past = historical(text)
-        for code in code_of(text):
-            if code in past:
-                continue
-            for path in filter(checked, FILE.findall(code)):
-                here = next((src + path[len(dest):] for dest, src in wheel.items() if path.startswith(dest)), path)
-                if not any((base / here).exists() for base in (ROOT, ROOT / "tagengine", INTERNAL)):
-                    missing.append(f"{doc.relative_to(ROOT).as_posix()}: {path}")
+    for doc, code in current_code():
+        for path in filter(checked, FILE.findall(code)):
+            here = next((src + path[len(dest):] for dest, src in wheel.items() if path.startswith(dest)), path)
+            if not any((base / here).exists() for base in (ROOT, ROOT / "tagengine", INTERNAL)):
+                missing.append(f"{doc.relative_to(ROOT).as_posix()}: {path}")
     assert not missing, "named in the docs but not in the repository:\n" + "\n".join(sorted(set(missing)))
 
 

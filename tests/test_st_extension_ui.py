@@ -187,10 +187,7 @@ def test_test_message_and_impersonate_move_nothing(game: Game) -> None:
     t.option("impersonate")
     t.page.wait_for_function("() => document.getElementById('send_textarea').value.length > 0", timeout=WAIT)
     t.idle()
-    t.page.click("#API-status-top")
-    t.page.click("#test_api_button")
-    t.page.locator(".toast-success, .toast-error").first.wait_for(timeout=WAIT)
-    t.page.click("#API-status-top")
+    t.test_message()
     time.sleep(0.5)  # bounded: what a turn keeps after its answer would have been kept by now
     assert game.ctx.store.head("heist") == head and game.ctx.latest.prompts.get("heist") is shown
     t.page.click("#tagengine_panel .te-head button[title=Refresh]")
@@ -212,18 +209,24 @@ def test_the_campaign_picker_writes_the_marker_and_a_misspelled_campaign_is_said
     t.page.locator("#tagengine_panel .te-picker select").wait_for(timeout=WAIT)  # the picker offers the right ones
 
 
+def rolled_in(panel: Any, who: str, what: str) -> str:
+    """The panel's roller opened, `who` and `what` (`skill:Prowl`) picked, Roll: the dice card's text."""
+    roller = panel.locator(".te-roller")
+    roller.locator("summary").click()
+    roller.locator("select").first.select_option(who)
+    roller.locator("select").nth(1).select_option(what)
+    panel.locator(".te-roll").click()
+    panel.locator(".te-card .te-die").first.wait_for(timeout=WAIT)
+    return str(panel.locator(".te-card").inner_text())
+
+
 def test_a_checks_dice_card_and_a_hand_edit_through_a_regenerate(game: Game) -> None:
     t = game.t
     panel = t.panel()
     game.new_chat()
     t.send("Cutter keeps watch in the street.")
     game.until(lambda v: v["clocks"] == {"Alarm raised": "0/6"}, "turn one")
-    panel.locator(".te-roller summary").click()
-    panel.locator(".te-roller select").first.select_option("Lurk")
-    panel.locator(".te-roller select").nth(1).select_option("skill:Prowl")
-    panel.locator(".te-roll").click()
-    panel.locator(".te-card .te-die").first.wait_for(timeout=WAIT)
-    card = panel.locator(".te-card").inner_text()
+    card = rolled_in(panel, "Lurk", "skill:Prowl")
     assert "Prowl" in card and panel.locator(".te-card .te-outcome").count() == 1
     SCREENS.mkdir(parents=True, exist_ok=True)
     t.page.evaluate("() => document.getElementById('toast-container')?.remove()")  # earlier tests' toasts
@@ -382,12 +385,7 @@ def test_stx_13_the_dice_card_and_an_open_campaign_picker_survive_the_panels_red
     game.new_chat()
     t.send("Cutter watches the canal.")
     game.until(lambda v: v["clocks"] == {"Alarm raised": "0/6"}, "turn one")
-    roller.locator("summary").click()
-    roller.locator("select").first.select_option("Lurk")
-    roller.locator("select").nth(1).select_option("skill:Prowl")
-    panel.locator(".te-roll").click()
-    card.locator(".te-die").first.wait_for(timeout=WAIT)
-    rolled = card.inner_text()
+    rolled = rolled_in(panel, "Lurk", "skill:Prowl")
     assert "Prowl" in rolled
     game.redrawn(refresh.click)
     assert card.is_visible() and card.inner_text() == rolled

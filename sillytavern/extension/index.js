@@ -18,7 +18,7 @@ const QUIET_DELAY = 120; // ms: a burst of events (a delete then a render) is on
 let panel = null;
 let asked = 0; // the newest refresh; an older answer is dropped
 let timer = null;
-let last = null; // the last state request's messages and their chat ids
+let lastCampaign = null; // the campaign the last state request played
 let rewriteFrom = null; // the first chat message edited since the last refresh
 
 function ctx() {
@@ -72,7 +72,7 @@ async function refresh(edited = null) {
         return;
     }
     if (mine !== asked) return;
-    last = { messages, ids, campaign: got.body?.campaign?.name ?? null };
+    lastCampaign = got.body?.campaign?.name ?? null;
     // a reply is written again only where the chat holds the very text sent (no prompt regex script, no name
     // put before it): else the stored message would get the prompt's form
     const rewrites = (got.status === 200 && Array.isArray(got.body?.rewrites) ? got.body.rewrites : [])
@@ -112,16 +112,20 @@ function soon(edited = null) {
 }
 
 function campaignPath(rest) {
-    const name = last?.campaign;
-    return `/tagengine/api/c/${encodeURIComponent(name ?? '')}${rest}`;
+    return `/tagengine/api/c/${encodeURIComponent(lastCampaign ?? '')}${rest}`;
 }
+
+/** The messages of the chat on screen, as the server reads them (STX-5). */
+const onScreen = () => chatMessages(ctx(), noteText()).messages;
+/** A call that could not be made, as an answer the panel shows. */
+const asAnswer = e => ({ status: 0, body: { error: { message: e.message } } });
 
 const actions = {
     refresh: () => refresh(),
     close: () => setOpen(false),
     async edit(who, changes) {
         const got = await call({ method: 'POST', path: campaignPath(`/characters/${encodeURIComponent(who)}`),
-            body: { changes }, messages: chatMessages(ctx(), noteText()).messages });
+            body: { changes }, messages: onScreen() });
         if (got.status !== 200) {
             const problems = (got.body?.problems ?? []).map(p => p.message).join('; ');
             panel.say(`${who}: ${problems || got.body?.error?.message || `refused (${got.status})`}`, 'error');
@@ -132,21 +136,21 @@ const actions = {
     },
     async partyForm() {
         return call({ method: 'POST', path: campaignPath('/read/party'), body: {},
-            messages: chatMessages(ctx(), noteText()).messages });
+            messages: onScreen() });
     },
     async saveParty(changes, revision) {
         const got = await call({ method: 'POST', path: campaignPath('/party'), body: { changes, revision },
-            messages: chatMessages(ctx(), noteText()).messages });
+            messages: onScreen() });
         if (got.status === 200) await refresh();
         return got;
     },
     async roll(check) {
         const path = '/tagengine/checks';
-        return call({ method: 'POST', path, body: { campaign: last?.campaign ?? undefined, check },
-            messages: chatMessages(ctx(), noteText()).messages }).catch(e => ({ status: 0, body: { error: { message: e.message } } }));
+        return call({ method: 'POST', path, body: { campaign: lastCampaign ?? undefined, check },
+            messages: onScreen() }).catch(asAnswer);
     },
     async campaigns() {
-        return call({ method: 'GET', path: '/tagengine/api/campaigns' }).catch(e => ({ status: 0, body: { error: { message: e.message } } }));
+        return call({ method: 'GET', path: '/tagengine/api/campaigns' }).catch(asAnswer);
     },
     toMessage(receipt) {
         const area = document.getElementById('send_textarea');

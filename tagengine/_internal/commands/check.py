@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..ruleset import Ruleset
+from ..ruleset.index import ById
 from ..sheet import CheckNumber, Eval
 from ..sheet.check_numbers import check_number, fight_number
 from ..state import GameState
@@ -149,10 +150,9 @@ def _roller(rs: Ruleset, state: GameState, who: str | None) -> tuple[str, Eval] 
     return card, subject(rs, state, card).ev
 
 
-def _items(ev: Eval, kind: str) -> tuple[Any, ...]:
-    """The skills, saves or abilities a check of `kind` names one of."""
-    return tuple(ev.idx.skills.items if kind == "skill" else ev.idx.saves.items if kind == "save"
-                 else ev.idx.abilities.items)
+def _items(ev: Eval, kind: str) -> ById[Any]:
+    """The skills, saves or abilities a check of `kind` names one of: the index, whose names are built once."""
+    return ev.idx.skills if kind == "skill" else ev.idx.saves if kind == "save" else ev.idx.abilities
 
 
 def _swapped(rs: Ruleset, state: GameState, named: tuple[str, Eval, str], kind: str, swap: str | None,

@@ -99,6 +99,13 @@ def object_body(raw: bytes, keys: tuple[str, ...]) -> dict[str, Any]:
     return body
 
 
+def messages_of(value: Any) -> list[Any]:
+    """A JSON API's `messages`: a list, else the 400 that says so (each message is read by `read_marked`)."""
+    if not isinstance(value, list):
+        raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
+    return value
+
+
 def check_count(messages: list[Any]) -> None:
     """A 413 for more than MAX_MESSAGES messages, before any is read (SEC-1)."""
     if len(messages) > MAX_MESSAGES:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from ..ruleset import Ruleset
 from ..state import GameState
 from .campaigns import Campaign
 from .chain import Replayed, first_key
+from .chat_request import messages_of
 from .errors import Refused
 from .latest import Newest
 from .store import Store
@@ -165,9 +166,7 @@ def newest_point(ctx: ServerContext, c: Campaign) -> Point:
 async def history_point(ctx: ServerContext, c: Campaign, messages: Any) -> Point:
     """The point a chat's history names (the API's `messages`): the state after its last message, read as a chat
     turn reads it. Raises Refused (400) for a history that is not a list of messages."""
-    if not isinstance(messages, list):
-        raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
-    return replayed_point(ctx, c, await ctx.replayed(c, (await ctx.read_history(messages)).plain()))
+    return replayed_point(ctx, c, await ctx.replayed(c, (await ctx.read_history(messages_of(messages))).plain()))
 
 
 def replayed_point(ctx: ServerContext, c: Campaign, after: Replayed) -> Point:
@@ -275,8 +274,3 @@ async def _opened(events: AsyncGenerator[str, None], text: str) -> AsyncGenerato
             yield data
     finally:
         await events.aclose()
-
-
-def problems_json(problems: Sequence[Problem]) -> list[dict[str, Any]]:
-    """Problems as the API and the pages' script read them."""
-    return [{"path": p.path, "code": p.code, "message": p.message, "value": p.value} for p in problems]

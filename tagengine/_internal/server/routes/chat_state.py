@@ -31,6 +31,7 @@ from ..chat_request import (
     check_count,
     check_sizes,
     marker_warning,
+    messages_of,
     object_body,
     read_body,
     read_marked,
@@ -56,9 +57,7 @@ def chat_state_routes(ctx: ServerContext) -> list[Route]:
     @refusals_as_responses
     async def state(request: Request) -> Response:
         body = object_body(await read_body(request), KEYS)
-        messages = body.get("messages", [])
-        if not isinstance(messages, list):
-            raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
+        messages = messages_of(body.get("messages", []))
         check_count(messages)
         marked = await ctx.read_history(messages)
         chosen = campaign_choice(marked, body.get("campaign"), request.path_params.get("campaign"),

@@ -20,7 +20,7 @@ from ...commands.check import KINDS, ORDER, RolledCheck, card, roll_tag
 from ...tags import Tag
 from ...tags.render import canonical
 from ..campaigns import Campaign
-from ..chat_request import check_count, check_sizes, read_body
+from ..chat_request import check_count, check_sizes, messages_of, read_body
 from ..context import ServerContext
 from ..edits import waiting_state
 from ..errors import Refused, refusals_as_responses
@@ -43,9 +43,7 @@ def check_routes(ctx: ServerContext) -> list[Route]:
     @refusals_as_responses
     async def endpoint(request: Request) -> Response:
         body = parse_checks_body(await read_body(request))
-        messages = body.get("messages", [])
-        if not isinstance(messages, list):
-            raise Refused(400, "`messages` must be a list of messages: {\"role\", \"content\"}", "invalid_messages")
+        messages = messages_of(body.get("messages", []))
         check_count(messages)
         marked = await ctx.read_history(messages)  # each message checked here (S-27)
         tag = check_tag(body.get("check"))

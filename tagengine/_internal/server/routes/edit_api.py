@@ -36,7 +36,7 @@ from ...sheet.form import edit_form
 from ..campaigns import Campaign
 from ..chat_request import object_body, read_body
 from ..context import ServerContext
-from ..edits import Point, history_point, newest_point, problems_json, save_edit
+from ..edits import Point, history_point, newest_point, save_edit
 from ..errors import Refused, refusals_as_responses
 from ..wire.json_codec import dumps
 from ..wire.openai import error_doc
@@ -170,5 +170,5 @@ def refused_answer(c: Campaign, point: Point, who: str | None, edited: Edited) -
     status, code = (409, "stale_revision") if stale else (422, "invalid_edit")
     first = edited.problems[0]
     return json_answer(status, {"ok": False, **error_doc(f"{first.path}: {first.message}", code),
-                           "problems": problems_json(edited.problems),
+                           "problems": [p.to_json() for p in edited.problems],
                            "form": form_json(c, point, who, edited.problems)})
