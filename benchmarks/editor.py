@@ -156,8 +156,8 @@ async def server_side(rounds: int, unfrozen: bool = False) -> None:
     from tagengine._internal.pages.sheet_editor import draft_json, editor_context, posted_changes
     from tagengine._internal.pages.templates import render_page
     from tagengine._internal.server.app import Options, make_app
-    from tagengine._internal.server.campaigns import Campaigns, new_campaign
-    from tagengine._internal.server.store import Store
+    from tagengine._internal.server.memory.campaigns import Campaigns, new_campaign
+    from tagengine._internal.server.memory.store import Store
     from tagengine._internal.sheet.form import edit_form
 
     rs = ruleset()

@@ -249,8 +249,8 @@ def start_serve(tmp: Path, code: Code, data: Path, upstream: str, profile: str |
 
 
 def new_data(tmp: Path, name: str) -> Path:
-    from tagengine._internal.server.campaigns import new_campaign
-    from tagengine._internal.server.store import Store
+    from tagengine._internal.server.memory.campaigns import new_campaign
+    from tagengine._internal.server.memory.store import Store
 
     data = tmp / name
     store = Store(data)

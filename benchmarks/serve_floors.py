@@ -137,7 +137,7 @@ def floor_app(mode: str, port: int) -> Any:
     """The ASGI app of a floor other than the raw proxy."""
     import httpx
 
-    from tagengine._internal.server.transport import Connection, HTTP11Transport
+    from tagengine._internal.server.upstream.transport import Connection, HTTP11Transport
 
     ups, conns, transport = Upstreams(port), list[Connection](), HTTP11Transport()
     url = httpx.URL(f"http://127.0.0.1:{port}{PATH}")
@@ -195,7 +195,7 @@ def floor_app(mode: str, port: int) -> Any:
         from starlette.requests import Request
         from starlette.routing import Route
 
-        from tagengine._internal.server.streamed import Streamed
+        from tagengine._internal.server.wire.streamed import Streamed
 
         async def chat(request: Request) -> Streamed:
             status, media, pieces = await over_httpx(await request.body())
@@ -227,7 +227,7 @@ def floor(mode: str, port: int) -> None:
         else:
             import uvicorn
 
-            from tagengine._internal.server.head_join import HeadJoiningProtocol
+            from tagengine._internal.server.runtime.head_join import HeadJoiningProtocol
 
             uvicorn.Server(uvicorn.Config(floor_app(mode, port), log_level="warning", access_log=False,
                                           loop="uvloop", http=HeadJoiningProtocol)).run(sockets=[sock])

@@ -1,6 +1,6 @@
 """What issue 26's checks cost a request, in this process (decision TR-7).
 
-1. The middleware in front of every request (`server/origins.py` `HostAndOrigin`, then `auth.py`
+1. The middleware in front of every request (`server/guard/origins.py` `HostAndOrigin`, then `auth.py`
    `ApiKeyAuth` with a key): the CPU a request spends in them, against the same request sent to the bare app,
    interleaved round by round. The app answers at once, so the figure is the middleware's own.
 2. Reading a SillyTavern-sized chat (`chat_request.read_marked`: 200 messages, a 6 KB character card, the
@@ -23,10 +23,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tagengine._internal.server import chat_request
-from tagengine._internal.server.auth import ApiKeyAuth
-from tagengine._internal.server.origins import HostAndOrigin, host_names
-from tagengine._internal.server.sessions import Sessions
+from tagengine._internal.server.guard.auth import ApiKeyAuth
+from tagengine._internal.server.guard.origins import HostAndOrigin, host_names
+from tagengine._internal.server.guard.sessions import Sessions
+from tagengine._internal.server.turn import request as chat_request
 
 HEADERS = [(b"host", b"127.0.0.1:5005"), (b"accept", b"*/*"), (b"accept-encoding", b"gzip, deflate, br"),
            (b"authorization", b"Bearer sk-bench"), (b"content-type", b"application/json"),

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tagengine._internal.server.app import Options, make_app  # noqa: E402
-from tagengine._internal.server.campaigns import new_campaign  # noqa: E402
-from tagengine._internal.server.store import Store  # noqa: E402
+from tagengine._internal.server.memory.campaigns import new_campaign  # noqa: E402
+from tagengine._internal.server.memory.store import Store  # noqa: E402
 
 RULESET = ROOT / "samples" / "rulesets" / "blades-like.json"
 REPLY = "The guard turns; Cutter slips past the lamps and into the rain."

@@ -34,10 +34,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tagengine._internal.server.campaigns import Campaign, Campaigns, new_campaign
-from tagengine._internal.server.connections import Guard
-from tagengine._internal.server.mid_reply import PROBE_USER
-from tagengine._internal.server.store import Store
+from tagengine._internal.server.memory.campaigns import Campaign, Campaigns, new_campaign
+from tagengine._internal.server.memory.store import Store
+from tagengine._internal.server.runtime.connections import Guard
+from tagengine._internal.server.turn.mid_reply import PROBE_USER
 
 
 def read_head(sock: socket.socket) -> bytes | None:

@@ -13,9 +13,9 @@ from serve_kit import Running
 from conftest import SAMPLES, load_sample
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import Campaigns, new_campaign
-from tagengine._internal.server.store import Store
-from tagengine._internal.server.upstreams.demo_upstream import DemoGame, player_turn
+from tagengine._internal.server.memory.campaigns import Campaigns, new_campaign
+from tagengine._internal.server.memory.store import Store
+from tagengine._internal.server.upstream.demo import DemoGame, player_turn
 from tagengine._internal.state import GameState
 
 GAME = json.loads((SAMPLES / "transcripts" / "demo-game.json").read_text(encoding="utf-8"))

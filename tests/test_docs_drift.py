@@ -22,8 +22,8 @@ DOTTED = re.compile(r"(?<![\w./-])tagengine(?:\.[A-Za-z_]\w*)+(?![\w/-])")
 FROM_IMPORT = re.compile(r"\bfrom (tagengine(?:\.\w+)*) import (?:\(([\w, \n]+)\)|([\w, ]+))")
 # Written like a dotted path but not one: each with what it is. Each must still occur in the docs and the code.
 NOT_PATHS = {
-    "tagengine.sqlite3": "the server's store file (server/store.py)",
-    "tagengine.access": "the access line's logger name (server/access_log.py)",
+    "tagengine.sqlite3": "the server's store file (server/memory/store.py)",
+    "tagengine.access": "the access line's logger name (server/runtime/access_log.py)",
 }
 
 # A file or folder (ending in `/`) the docs name in code: a path with a known file ending, checked when it starts
@@ -122,10 +122,10 @@ def test_a_name_recorded_as_renamed_is_history():
 
 
 def test_the_scan_reads_paths_not_patterns():
-    paths = FILE.findall("`prompts/teach/<name>.j2` `pages/game_sheet.shown` `tests/*.py` `server/store.py` "
+    paths = FILE.findall("`prompts/teach/<name>.j2` `pages/game_sheet.shown` `tests/*.py` `server/memory/store.py` "
                          "`tagengine/grammars/tags.lark` `sheet/` `tagengine --version` `x/y.py:12`")
-    assert paths == ["server/store.py", "tagengine/grammars/tags.lark", "sheet/", "x/y.py"]
-    assert checked("tests/test_cli.py") and checked("server/store.py") and not checked("tests/output/screens/")
+    assert paths == ["server/memory/store.py", "tagengine/grammars/tags.lark", "sheet/", "x/y.py"]
+    assert checked("tests/test_cli.py") and checked("server/memory/store.py") and not checked("tests/output/screens/")
 
 
 def test_every_dotted_path_in_the_docs_resolves():

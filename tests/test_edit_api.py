@@ -19,8 +19,8 @@ from serve_kit import Fake, Running
 from conftest import SAMPLES, load_sample
 from tagengine._internal.commands.sheet_edits import edit_party, edit_sheet
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import new_campaign
-from tagengine._internal.server.store import DB_NAME, Store
+from tagengine._internal.server.memory.campaigns import new_campaign
+from tagengine._internal.server.memory.store import DB_NAME, Store
 from tagengine._internal.sheet.form import edit_form
 from tagengine._internal.state import GameState
 

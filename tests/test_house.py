@@ -411,7 +411,7 @@ SAME_AS_A_MODULE = {"main", "render", "load", "replay", "serve"}
 
 def test_no_name_is_another_modules_name_for_another_thing():
     """What the test above cannot see: a function, class or type alias, public or `_private`, named as another
-    module of the package (`store`, a state with new marks, beside `server/store.py`; `_target`, a pool and an
+    module of the package (`store`, a state with new marks, beside `server/memory/store.py`; `_target`, a pool and an
     amount, beside `commands/target.py`), the allow-list above aside."""
     mods = modules()
     stems: dict[str, set[str]] = {}

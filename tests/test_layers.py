@@ -90,11 +90,11 @@ def parse(source: str, name: str = f"{INTERNAL}.text") -> list[str]:
 
 @pytest.mark.parametrize("source", [
     "from .server import store\n",
-    "def f():\n    from .server.store import Store\n    return Store\n",
+    "def f():\n    from .server.memory.store import Store\n    return Store\n",
     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .prompt import Budget\n",
     "import tagengine._internal.batch\n",
     "class A:\n    def m(self):\n        import tagengine._internal.pages.templates as t\n        return t\n",
-    "from importlib import import_module\nimport_module('tagengine._internal.server.store')\n",
+    "from importlib import import_module\nimport_module('tagengine._internal.server.memory.store')\n",
     "import importlib\ndef f(x):\n    return importlib.import_module(f'.{x}', 'tagengine._internal.server')\n",
     "import importlib\ndef f(x):\n    return importlib.import_module(x)\n",
 ])

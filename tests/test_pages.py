@@ -27,8 +27,8 @@ from tagengine._internal.cli import run
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.pages.game_sheet import sheet_html
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import new_campaign
-from tagengine._internal.server.store import Store
+from tagengine._internal.server.memory.campaigns import new_campaign
+from tagengine._internal.server.memory.store import Store
 from tagengine._internal.state import GameState
 
 SCREENS = ROOT / "tests" / "output" / "screens"

@@ -25,9 +25,9 @@ from test_pages import Game, browser, shoot  # noqa: F401 (browser: the module's
 from conftest import SAMPLES, load_sample
 from tagengine._internal.chat import Chat
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import Campaigns
 from tagengine._internal.server.context import ServerContext
-from tagengine._internal.server.store import Store
+from tagengine._internal.server.memory.campaigns import Campaigns
+from tagengine._internal.server.memory.store import Store
 
 expect: Any = None
 with contextlib.suppress(ImportError):  # the browser fixture skips the tests without Playwright: no failure here

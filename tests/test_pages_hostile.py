@@ -19,8 +19,8 @@ from serve_kit import Fake, Running
 
 from conftest import SAMPLES
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import new_campaign
-from tagengine._internal.server.store import DB_NAME, Store
+from tagengine._internal.server.memory.campaigns import new_campaign
+from tagengine._internal.server.memory.store import DB_NAME, Store
 
 XSS = "<script>window.pwned=1</script>"
 FORM = {"content-type": "application/x-www-form-urlencoded"}

@@ -10,7 +10,7 @@ import pytest
 from serve_kit import Running
 
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.auth import COOKIE
+from tagengine._internal.server.guard.auth import COOKIE
 
 KEY = "sk-pages-only"
 
@@ -38,7 +38,7 @@ def test_a_page_without_the_key_goes_to_the_sign_in_form_and_back(server):
 
 
 def test_the_right_key_sets_a_cookie_that_opens_the_pages_and_not_the_api(server, caplog, tmp_path):
-    from tagengine._internal.server.sessions import SESSION_SECONDS, Sessions
+    from tagengine._internal.server.guard.sessions import SESSION_SECONDS, Sessions
 
     caplog.set_level(logging.DEBUG)
     with client(server) as h:
@@ -164,7 +164,7 @@ def test_sessions_end_from_the_command_line_while_the_server_runs(tmp_path):
     import stat
 
     from tagengine._internal.cli import run
-    from tagengine._internal.server.sessions import SECRET_FILE
+    from tagengine._internal.server.guard.sessions import SECRET_FILE
 
     data = tmp_path / "data"
     with Running(make_app(Options(upstream="http://127.0.0.1:9/v1", data=data, api_key=KEY))) as srv:
@@ -181,7 +181,7 @@ def test_sessions_end_from_the_command_line_while_the_server_runs(tmp_path):
 
 
 def test_a_cookie_lasts_30_days_and_one_key(tmp_path):
-    from tagengine._internal.server.sessions import SESSION_SECONDS, Sessions
+    from tagengine._internal.server.guard.sessions import SESSION_SECONDS, Sessions
 
     now = [1_000_000.0]
     sessions = Sessions(tmp_path, KEY, clock=lambda: now[0])
@@ -199,7 +199,7 @@ def test_a_cookie_lasts_30_days_and_one_key(tmp_path):
 
 
 def test_a_data_folder_that_cannot_keep_the_secret_keeps_it_in_memory(tmp_path, caplog):
-    from tagengine._internal.server.sessions import Sessions
+    from tagengine._internal.server.guard.sessions import Sessions
 
     caplog.set_level(logging.WARNING)
     folder = tmp_path / "a file, not a folder"

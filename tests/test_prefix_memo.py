@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from conftest import examples
 from tagengine._internal.prefix_memo import PrefixMemo, shared_start
 from tagengine._internal.prompt.tokens import OPENAI_CHAT, TiktokenTokenizer, TokenCounter
-from tagengine._internal.server import chain
-from tagengine._internal.server.chain import Chain
+from tagengine._internal.server.memory import chain
+from tagengine._internal.server.memory.chain import Chain
 
 
 @pytest.fixture(scope="module")

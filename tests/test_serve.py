@@ -16,8 +16,8 @@ from serve_kit import Fake, Running
 from conftest import SAMPLES, load_sample
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import new_campaign
-from tagengine._internal.server.store import DB_NAME, Store
+from tagengine._internal.server.memory.campaigns import new_campaign
+from tagengine._internal.server.memory.store import DB_NAME, Store
 from tagengine._internal.state import GameState
 
 CREW = [m["content"] for m in json.loads((SAMPLES / "transcripts" / "crew-night.jsonl").read_text().splitlines()[0])
@@ -261,7 +261,7 @@ def test_an_incomplete_history_is_said_in_a_header(tmp_path):
 
 
 def test_bad_requests_are_400s_in_openai_format(tmp_path, monkeypatch):
-    from tagengine._internal.server import chat_request
+    from tagengine._internal.server.turn import request as chat_request
 
     monkeypatch.setattr(chat_request, "MAX_BODY", 4096)
     with serving(tmp_path, Fake(SCRIPT)) as srv, httpx.Client(base_url=srv.url, timeout=30) as h:
@@ -335,7 +335,7 @@ def test_tagengine_serve_runs_from_the_command_line(tmp_path):
 
 
 def test_a_bug_is_a_500_in_openai_format_not_a_traceback(tmp_path, monkeypatch):
-    from tagengine._internal.server.chain import Chain
+    from tagengine._internal.server.memory.chain import Chain
 
     def broken(*a, **k):
         raise RuntimeError("boom")

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 
-from tagengine._internal.server.access_log import AccessLog
+from tagengine._internal.server.runtime.access_log import AccessLog
 
 SCOPE = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "query_string": b"a=1",
          "http_version": "1.1", "client": ("127.0.0.1", 5555), "headers": [(b"authorization", b"Bearer k")]}

@@ -13,8 +13,8 @@ from test_serve import SCRIPT, ask, client, expected, history, serving
 from conftest import load_sample
 from tagengine import apply_reply
 from tagengine._internal.prompt import build, tokens
-from tagengine._internal.server.chain import Chain
-from tagengine._internal.server.store import Store
+from tagengine._internal.server.memory.chain import Chain
+from tagengine._internal.server.memory.store import Store
 
 
 def two_turns(tmp_path, fake: Fake, stream: bool) -> list[str]:

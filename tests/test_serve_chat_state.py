@@ -20,8 +20,8 @@ from conftest import SAMPLES, load_sample
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.pages.chat_panel import panel_json
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import new_campaign
-from tagengine._internal.server.store import Store
+from tagengine._internal.server.memory.campaigns import new_campaign
+from tagengine._internal.server.memory.store import Store
 from tagengine._internal.state import GameState
 
 STATE = "/tagengine/api/state"

@@ -13,8 +13,8 @@ from serve_kit import Running
 from conftest import SAMPLES, load_sample
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import new_campaign
-from tagengine._internal.server.store import Store
+from tagengine._internal.server.memory.campaigns import new_campaign
+from tagengine._internal.server.memory.store import Store
 from tagengine._internal.state import GameState
 
 SEED = "endpoint-seed"

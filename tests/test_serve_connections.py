@@ -18,8 +18,8 @@ from starlette.routing import Route
 
 from conftest import SAMPLES
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import new_campaign
-from tagengine._internal.server.store import Store
+from tagengine._internal.server.memory.campaigns import new_campaign
+from tagengine._internal.server.memory.store import Store
 
 REPLY = 'The door gives. [clock: name="Alarm" size="6"] Quiet now.'
 MARK = '[tagengine: campaign="heist"]'

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from conftest import examples, load_sample
 from tagengine import apply_reply
 from tagengine._internal.commands import Applied
-from tagengine._internal.server.chat_request import MAX_MODEL_NAME, budget_of, read_marked
 from tagengine._internal.server.errors import Refused
-from tagengine._internal.server.receipts import ReceiptStream
-from tagengine._internal.server.relay import relay_stream
+from tagengine._internal.server.turn.receipts import ReceiptStream
+from tagengine._internal.server.turn.relay import relay_stream
+from tagengine._internal.server.turn.request import MAX_MODEL_NAME, budget_of, read_marked
 from tagengine._internal.server.wire.json_codec import dumps
 from tagengine._internal.server.wire.sse import MAX_EVENT, read_events
 
@@ -101,7 +101,7 @@ def test_s_13_campaigns_roll_their_own_dice_unless_given_a_seed(tmp_path):
     for name, extra in (("a", []), ("b", []), ("c", ["--seed", "s1"]), ("d", ["--seed", "s1"])):
         assert run(["campaign", "new", name, rules, "Mira", "--data", str(tmp_path), *extra], io.StringIO(),
                    io.StringIO()) == 0
-    from tagengine._internal.server.store import Store
+    from tagengine._internal.server.memory.store import Store
 
     store = Store(tmp_path)
     seeds = {n: json.loads(store.campaign(n).start)["rulesetDice"]["seed"] for n in "abcd"}

@@ -27,12 +27,12 @@ from conftest import SAMPLES, load_sample
 from tagengine._internal.chat import Chat
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import Campaigns, new_campaign
-from tagengine._internal.server.chat_request import read_marked
 from tagengine._internal.server.context import ServerContext
-from tagengine._internal.server.edits import MAX_KEYS, MAX_WAITING, history_point, newest_point, save_edit
-from tagengine._internal.server.store import DB_NAME, Store
-from tagengine._internal.server.turn import begin, fit, open_with_edits
+from tagengine._internal.server.memory.campaigns import Campaigns, new_campaign
+from tagengine._internal.server.memory.edits import MAX_KEYS, MAX_WAITING, history_point, newest_point, save_edit
+from tagengine._internal.server.memory.store import DB_NAME, Store
+from tagengine._internal.server.turn.request import read_marked
+from tagengine._internal.server.turn.steps import begin, fit, open_with_edits
 from tagengine._internal.sheet import view_character
 from tagengine._internal.state import GameState
 from tagengine._internal.tags import narration

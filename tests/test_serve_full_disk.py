@@ -12,7 +12,7 @@ import pytest
 from serve_kit import Fake
 from test_serve import SCRIPT, ask, client, expected, history, serving
 
-from tagengine._internal.server import store as store_module
+from tagengine._internal.server.memory import store as store_module
 
 CACHE = {"snapshots", "replies", "narrations", "heads"}  # the campaigns stay readable: they are not a cache
 WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
@@ -67,7 +67,7 @@ def test_s_33_a_store_that_cannot_read_costs_no_turn(tmp_path, monkeypatch, capl
 def test_s_33_a_fault_in_the_work_after_an_answer_never_reaches_the_client(tmp_path, monkeypatch, caplog, stream):
     """Whatever fails once the answer has gone (keeping it, rendering the next reminder, counting it ahead),
     the client's answer is already whole: the fault is logged, and the next turn replays."""
-    from tagengine._internal.server import turn as turn_module
+    from tagengine._internal.server.turn import steps as turn_module
 
     calls = []
 

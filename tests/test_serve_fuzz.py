@@ -28,7 +28,7 @@ from test_serve import MARK, make_campaigns, snapshots
 
 from conftest import examples
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.store import DB_NAME
+from tagengine._internal.server.memory.store import DB_NAME
 
 DEEP = b"[" * 5000 + b"]" * 5000  # nested past what the standard library's JSON reader recurses through
 MESSAGES = [{"role": "system", "content": f"You are the GM. {MARK['heist']}"}, {"role": "user", "content": "go"}]
@@ -271,7 +271,7 @@ def test_a_streamed_reply_gives_the_receipts_apply_reply_gives_however_it_is_spl
 
     from conftest import load_sample
     from tagengine import apply_reply
-    from tagengine._internal.server.receipts import ReceiptStream
+    from tagengine._internal.server.turn.receipts import ReceiptStream
 
     rs, state = load_sample("blades-like"), sample_state("blades-like")
     reply = ('In. [clock: name="Alarm raised" size="6"] Then [sheet: who="Lurk" op="spend" pool="stress" '
@@ -542,7 +542,7 @@ def test_an_upstream_error_message_of_any_text_becomes_a_header_that_can_be_sent
     """The probe (streamed) or the continuation (not streamed) answered 500 with a message holding a line break
     (a header injected, or uvicorn's "Invalid HTTP header value"), a euro sign (not latin-1) or a NUL: the
     reply is settled at the end, and the header says why in printable ASCII."""
-    from tagengine._internal.server.mid_reply import PROBE_USER
+    from tagengine._internal.server.turn.mid_reply import PROBE_USER
 
     first = 'The lock. [check: who="Cutter" skill="Finesse"] The'
     message = "boom \u20ac\r\nX-Injected: 1\x00"

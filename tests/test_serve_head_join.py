@@ -14,8 +14,8 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tagengine._internal.server.head_join import HeadJoiner, HeadJoiningProtocol
-from tagengine._internal.server.streamed import Incomplete, Streamed
+from tagengine._internal.server.runtime.head_join import HeadJoiner, HeadJoiningProtocol
+from tagengine._internal.server.wire.streamed import Incomplete, Streamed
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"
 

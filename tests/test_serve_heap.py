@@ -7,9 +7,9 @@ import gc
 import json
 
 from conftest import SAMPLES
-from tagengine._internal.server.campaigns import Campaigns, new_campaign
-from tagengine._internal.server.heap import freeze_long_lived
-from tagengine._internal.server.store import Store
+from tagengine._internal.server.memory.campaigns import Campaigns, new_campaign
+from tagengine._internal.server.memory.store import Store
+from tagengine._internal.server.runtime.heap import freeze_long_lived
 
 
 class Cycle:

@@ -12,7 +12,7 @@ from serve_kit import Fake
 from test_serve import CREW, SCRIPT, ask, client, expected, history, make_campaigns, serving
 
 from tagengine._internal.commands import apply_reply
-from tagengine._internal.server.store import DB_NAME
+from tagengine._internal.server.memory.store import DB_NAME
 from tagengine._internal.tags import narration
 
 
@@ -104,8 +104,8 @@ def test_the_checks_endpoint_maps_narrations_back_as_chat_completions_do(tmp_pat
     and the endpoint would answer another roll than the next [check:] tag gets."""
     import httpx
 
-    from tagengine._internal.server.campaigns import Campaigns
-    from tagengine._internal.server.store import Store
+    from tagengine._internal.server.memory.campaigns import Campaigns
+    from tagengine._internal.server.memory.store import Store
 
     reply = 'Cutter reads the ledger. [check: who="Cutter" skill="Study"]'
     with serving(tmp_path, Fake({"look": reply}), hide_tags=True) as srv:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tagengine._internal.server.chat_request import parse_body
 from tagengine._internal.server.errors import Refused
+from tagengine._internal.server.turn.request import parse_body
 from tagengine._internal.server.wire.json_codec import dumps, loads
 
 SCALARS = st.none() | st.booleans() | st.integers(min_value=-(2**80), max_value=2**80) | \
@@ -68,7 +68,7 @@ def test_a_request_that_is_not_json_is_still_a_400_naming_why():
 
 
 def test_a_chat_body_is_exact_outside_its_messages_which_the_engine_rebuilds_from_their_texts():
-    from tagengine._internal.server.chat_request import parse_body, read_marked
+    from tagengine._internal.server.turn.request import parse_body, read_marked
 
     raw = (b'{"seed": 123456789012345678901, "logit_bias": {"50256": -100}, "messages": [{"role": "user", '
            b'"content": "hi", "n": 123456789012345678901}]}')

@@ -18,9 +18,9 @@ from serve_kit import Fake, Running
 from conftest import ROOT, SAMPLES
 from tagengine._internal.server import limits
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import new_campaign
 from tagengine._internal.server.limits import MAX_BODY, MAX_MESSAGE, MAX_MESSAGES
-from tagengine._internal.server.store import Store
+from tagengine._internal.server.memory.campaigns import new_campaign
+from tagengine._internal.server.memory.store import Store
 
 MARK = '[tagengine: campaign="heist"]'
 

@@ -12,7 +12,7 @@ import pytest
 from serve_kit import Fake
 from test_serve import SCRIPT, serving
 
-from tagengine._internal.server.chat_request import read_marked
+from tagengine._internal.server.turn.request import read_marked
 
 NEAR = ["[TAGENGINE: campaign='heist']", '[tagengine:\u00a0campaign="heist"]', '[Tagengine: campaign="heist"]',
         '[tagengine: campaign=\u201cheist\u201d]', '[tagengine campaign="heist"]']

@@ -12,10 +12,10 @@ from test_golden_replies import start
 
 from conftest import GOLDEN, SAMPLES
 from tagengine._internal.commands import apply_reply
-from tagengine._internal.server import chain
-from tagengine._internal.server.chain import Chain
-from tagengine._internal.server.receipts import ReceiptStream
-from tagengine._internal.server.store import Store
+from tagengine._internal.server.memory import chain
+from tagengine._internal.server.memory.chain import Chain
+from tagengine._internal.server.memory.store import Store
+from tagengine._internal.server.turn.receipts import ReceiptStream
 
 CASES = sorted((GOLDEN / "replies").glob("*.in.md"))
 TRICKY = ['a [b [sheet: who="Cutter" op="spend" pool="stress" amount="1"', '[clock: name="X\n" size=4] after [ '
@@ -66,7 +66,7 @@ def test_streamed_receipts_for_unclosed_and_nested_brackets(text):
 
 def test_each_part_of_a_streamed_reply_is_applied_once(monkeypatch):
     """Linear work however the reply is split: the parts applied add up to the reply, no more."""
-    from tagengine._internal.server import receipts
+    from tagengine._internal.server.turn import receipts
 
     rs, state = start("clocks")
     text = ('Prose [clock: name="A" size="8"] more [clock: name="A" tick="1"] [[x] ' * 50) + "[clock: open"

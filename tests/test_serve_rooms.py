@@ -15,9 +15,9 @@ from test_serve import SCRIPT, expected, history, make_campaigns
 from conftest import ROOT
 from tagengine._internal.prefix_memo import PrefixMemo
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.chat_request import read_marked
 from tagengine._internal.server.context import ServerContext
-from tagengine._internal.server.turn import begin, record_reply, whole_reply
+from tagengine._internal.server.turn.request import read_marked
+from tagengine._internal.server.turn.steps import begin, record_reply, whole_reply
 
 SERVER = ROOT / "tagengine" / "_internal" / "server"
 MAX_LINES = 60

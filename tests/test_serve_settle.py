@@ -21,10 +21,10 @@ from conftest import SAMPLES, load_sample
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.commands.reasons import COMMAND_LIMIT
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import new_campaign
-from tagengine._internal.server.mid_reply import MidReplyChecks
-from tagengine._internal.server.store import Store
-from tagengine._internal.server.upstream import Upstream
+from tagengine._internal.server.memory.campaigns import new_campaign
+from tagengine._internal.server.memory.store import Store
+from tagengine._internal.server.turn.mid_reply import MidReplyChecks
+from tagengine._internal.server.upstream.client import Upstream
 from tagengine._internal.state import GameState
 
 SEED = "settle-seed"

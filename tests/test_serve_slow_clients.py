@@ -1,4 +1,4 @@
-"""Issue 26 item 4: slow and idle clients are timed and their connections capped (server/connections.py,
+"""Issue 26 item 4: slow and idle clients are timed and their connections capped (server/runtime/connections.py,
 SEC-4), over real sockets to a server in a thread whose limits are set small (`Guard`): a head of half a line
 and a body that stops get a 408 and their connection closed, a connection that says nothing is closed without
 a word, and past the cap the connection idle longest makes room (or, none idle, the new one gets a 503), while
@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from tagengine._internal.server.connections import Guard
+from tagengine._internal.server.runtime.connections import Guard
 
 
 def echo_app() -> Starlette:

@@ -11,11 +11,11 @@ import pytest
 from serve_kit import Fake, heist_store
 from test_serve import SCRIPT, ask, client, expected, serving
 
-from tagengine._internal.server import chain
-from tagengine._internal.server import store as store_module
-from tagengine._internal.server.chain import THREAD_MIN, Chain
-from tagengine._internal.server.snapshots import SnapshotCache
-from tagengine._internal.server.store import DB_NAME, Store
+from tagengine._internal.server.memory import chain
+from tagengine._internal.server.memory import store as store_module
+from tagengine._internal.server.memory.chain import THREAD_MIN, Chain
+from tagengine._internal.server.memory.snapshots import SnapshotCache
+from tagengine._internal.server.memory.store import DB_NAME, Store
 
 TICK = 'The guards stir. [clock: name="Watch" size="100"]'
 

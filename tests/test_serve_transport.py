@@ -1,4 +1,4 @@
-"""The server's upstream transport (server/transport.py, SB-13) against real loopback sockets: a scripted
+"""The server's upstream transport (server/upstream/transport.py, SB-13) against real loopback sockets: a scripted
 HTTP/1.1 server per test answers each request with the bytes the test gives, so framing, keep-alive, faults
 and timeouts are the real ones. Bounded: every wait has a timeout."""
 
@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from tagengine._internal.server.options import Options
-from tagengine._internal.server.transport import HIGH_WATER, HTTP11Transport
-from tagengine._internal.server.upstreams.kinds import reach_upstream
-from tagengine._internal.server.upstreams.openai import proxied
+from tagengine._internal.server.upstream.kinds import reach_upstream
+from tagengine._internal.server.upstream.over_http import proxied
+from tagengine._internal.server.upstream.transport import HIGH_WATER, HTTP11Transport
 
 Answer = Callable[[int, bytes], bytes | None]  # (request number, request bytes) -> bytes to send, None: close
 

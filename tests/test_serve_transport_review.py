@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 from test_serve_transport import Handler, Scripted, ok, post, run, serve
 
-from tagengine._internal.server.transport import HTTP11Transport
-from tagengine._internal.server.upstream import Upstream
+from tagengine._internal.server.upstream.client import Upstream
+from tagengine._internal.server.upstream.transport import HTTP11Transport
 
 
 def answering_part(start: bytes, closed: asyncio.Event) -> Handler:
@@ -144,7 +144,7 @@ def test_an_international_host_is_reached_by_its_idna_2008_name() -> None:
 def test_a_client_gone_while_a_send_waits_closes_the_stream_before_the_answer_ends() -> None:
     # the cancel lands in send (a slow client's write waits, or a middleware's): the body iterator was left
     # suspended at its yield, its clean-up (closing the upstream's answer) left to the garbage collector
-    from tagengine._internal.server.streamed import Streamed
+    from tagengine._internal.server.wire.streamed import Streamed
 
     closed: list[bool] = []
 

@@ -82,7 +82,7 @@ def test_a_host_the_server_does_not_answer_to_is_refused_before_anything_runs(tm
 
 
 def test_allow_host_names_more_and_a_star_any(tmp_path):
-    from tagengine._internal.server.origins import host_names
+    from tagengine._internal.server.guard.origins import host_names
 
     with serving(tmp_path, allow_host=("Game.LAN.",)) as (url, _, _), httpx.Client(timeout=30) as h:
         assert h.get(url + "/ui/", headers={"host": "game.lan:5005"}).status_code == 200
@@ -95,7 +95,7 @@ def test_allow_host_names_more_and_a_star_any(tmp_path):
 def test_listening_on_every_address_answers_to_this_machines_name():
     import socket
 
-    from tagengine._internal.server.origins import host_names
+    from tagengine._internal.server.guard.origins import host_names
 
     own = socket.gethostname().lower()
     names = host_names("0.0.0.0", ["game.lan"])
@@ -106,7 +106,7 @@ def test_listening_on_every_address_answers_to_this_machines_name():
                                               ("[::1]", ("::1", None)), ("A.Example.", ("a.example", None)),
                                               ("a:b", ("", None)), ("[::1]x", ("", None)), ("::1", ("::1", None))])
 def test_a_host_header_is_split_into_its_name_and_port(value, split):
-    from tagengine._internal.server.origins import split_host
+    from tagengine._internal.server.guard.origins import split_host
 
     assert split_host(value) == split
 
@@ -167,7 +167,7 @@ def test_without_an_allowed_origin_no_preflight_is_answered(tmp_path):
 
 
 def test_origins_are_compared_as_the_browser_writes_them():
-    from tagengine._internal.server.origins import allowed_origins, origin_of
+    from tagengine._internal.server.guard.origins import allowed_origins, origin_of
 
     assert origin_of("HTTP://127.0.0.1:8000/") == "http://127.0.0.1:8000"
     assert origin_of("https://a.example:443") == "https://a.example"

@@ -1,4 +1,4 @@
-"""Issue 25 item 1: the chat turn's steps (server/turn.py) called as functions, without a server or a client:
+"""Issue 25 item 1: the chat turn's steps (server/turn/steps.py) called as functions, without a server or a client:
 plain values in, plain values out. The upstream, where a step asks it, is an httpx MockTransport."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import pytest
 from test_serve import SCRIPT, expected, history, make_campaigns
 
 from tagengine._internal.commands import apply_reply
-from tagengine._internal.server.campaigns import Campaign
-from tagengine._internal.server.chat_request import read_marked
 from tagengine._internal.server.context import ServerContext
 from tagengine._internal.server.errors import Refused
-from tagengine._internal.server.mid_reply import CHECKS_HEADER, MID_REPLY
+from tagengine._internal.server.memory.campaigns import Campaign
 from tagengine._internal.server.options import Options
-from tagengine._internal.server.turn import (
+from tagengine._internal.server.turn.mid_reply import CHECKS_HEADER, MID_REPLY
+from tagengine._internal.server.turn.request import read_marked
+from tagengine._internal.server.turn.steps import (
     NOT_MID_REPLY,
     Turn,
     answer_whole,

@@ -27,9 +27,9 @@ import pytest
 from serve_kit import SMALL_REPLY, Misbehaving, Running, Served
 
 from conftest import SAMPLES
-from tagengine._internal.server.campaigns import new_campaign
 from tagengine._internal.server.limits import MAX_ANSWER, MAX_MESSAGE, MAX_REPLY
-from tagengine._internal.server.store import DB_NAME, Store
+from tagengine._internal.server.memory.campaigns import new_campaign
+from tagengine._internal.server.memory.store import DB_NAME, Store
 
 # slow: a `tagengine serve` process taking each attack whole (gigabytes read, megabytes counted and scanned),
 # some 15 s of CPU in all; the full lane runs them

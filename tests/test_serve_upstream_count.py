@@ -20,10 +20,10 @@ from tagengine._internal.prompt.registry import CHATML_CHAT
 from tagengine._internal.prompt.tokens import TiktokenTokenizer
 from tagengine._internal.prompt.upstream_tokens import NotCounted, UpstreamTokenizer
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import new_campaign
-from tagengine._internal.server.store import Store
-from tagengine._internal.server.upstream import Upstream
-from tagengine._internal.server.upstream_count import ENDPOINTS, PROBE, UpstreamCounts, root_of
+from tagengine._internal.server.memory.campaigns import new_campaign
+from tagengine._internal.server.memory.store import Store
+from tagengine._internal.server.upstream.client import Upstream
+from tagengine._internal.server.upstream.counting import ENDPOINTS, PROBE, UpstreamCounts, root_of
 from tagengine._internal.state import GameState
 
 MODEL = "qwen2.5-7b-instruct"  # ChatML: 4 per message + the role as text, 3 to prime (K-2)

@@ -23,7 +23,7 @@ from test_serve import MARK, make_campaigns, snapshots
 
 from tagengine._internal.server.app import Options, make_app
 from tagengine._internal.server.options import UPSTREAM_TRANSPORTS
-from tagengine._internal.server.transport import HTTP11Transport
+from tagengine._internal.server.upstream.transport import HTTP11Transport
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 EVENT = b'data: {"choices":[{"index":0,"delta":{"content":"The door"},"finish_reason":null}]}\n\n'

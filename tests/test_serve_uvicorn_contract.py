@@ -1,11 +1,11 @@
-"""Issue 25 item 6: what `server/head_join.py` takes from uvicorn, a private class, pinned and checked here, so
+"""Issue 25 item 6: what `server/runtime/head_join.py` takes from uvicorn, a private class, pinned and checked here, so
 a uvicorn that changes it fails loudly (SV-7). `HeadJoiningProtocol` subclasses uvicorn's httptools protocol and
 wraps the transport `connection_made` is given (`HeadJoiner`, which holds a response head for the next write);
 that works while the protocol keeps that very transport and writes a response only through its `write`
 (tests/test_serve_head_join.py shows it over a real socket). pyproject.toml pins uvicorn to the versions these
 tests ran with.
 
-Issue 26 (SEC-4): `server/connections.py`'s `GuardedProtocol` subclasses it again, to time a request's head and
+Issue 26 (SEC-4): `server/runtime/connections.py`'s `GuardedProtocol` subclasses it again, to time a request's head and
 body and to cap the connections: it hooks the parser callbacks and `on_response_complete`, and reads the
 attributes listed in GUARD_USES; checked here too."""
 
@@ -22,8 +22,8 @@ from packaging.requirements import Requirement
 from uvicorn.protocols.http import httptools_impl
 
 from conftest import ROOT
-from tagengine._internal.server.connections import Guard, GuardedProtocol
-from tagengine._internal.server.head_join import HeadJoiner, HeadJoiningProtocol
+from tagengine._internal.server.runtime.connections import Guard, GuardedProtocol
+from tagengine._internal.server.runtime.head_join import HeadJoiner, HeadJoiningProtocol
 
 # what uvicorn's protocol and its request cycle call on `self.transport` (uvicorn 0.32.1 to 0.54): HeadJoiner
 # handles write (and writelines, close); the rest pass through to the socket's transport

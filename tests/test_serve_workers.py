@@ -20,14 +20,15 @@ from conftest import load_sample
 from tagengine._internal.prompt import Budget, build_prompt
 from tagengine._internal.prompt import build as build_module
 from tagengine._internal.prompt.tokens import SlowFit, TiktokenTokenizer
-from tagengine._internal.server import chain, upstream_count
-from tagengine._internal.server import upstream as upstream_module
-from tagengine._internal.server.chat_request import check_sizes
 from tagengine._internal.server.errors import Refused
 from tagengine._internal.server.limits import LOOP_CHARS, MAX_MESSAGE, WORKER_THREADS
-from tagengine._internal.server.offload import Workers
-from tagengine._internal.server.relay import Reply
-from tagengine._internal.server.upstream import AnswerTooLarge, Upstream
+from tagengine._internal.server.memory import chain
+from tagengine._internal.server.runtime.worker_threads import Workers
+from tagengine._internal.server.turn.relay import Reply
+from tagengine._internal.server.turn.request import check_sizes
+from tagengine._internal.server.upstream import client as upstream_module
+from tagengine._internal.server.upstream import counting as upstream_count
+from tagengine._internal.server.upstream.client import AnswerTooLarge, Upstream
 from tagengine._internal.state import GameState
 
 TICK = 'The guards stir. [clock: name="Watch" tick="1"]'

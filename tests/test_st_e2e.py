@@ -20,9 +20,9 @@ from st_kit import SillyTavern, generate, generate_stream, sillytavern
 from conftest import SAMPLES
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import Campaign, Campaigns, new_campaign
-from tagengine._internal.server.chain import Chain
-from tagengine._internal.server.store import Store
+from tagengine._internal.server.memory.campaigns import Campaign, Campaigns, new_campaign
+from tagengine._internal.server.memory.chain import Chain
+from tagengine._internal.server.memory.store import Store
 from tagengine._internal.state import GameState
 
 pytestmark = pytest.mark.slow

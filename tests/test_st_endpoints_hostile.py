@@ -25,11 +25,11 @@ from test_serve_chat_state import SCRIPT, STATE, chat, play
 from conftest import SAMPLES
 from tagengine._internal.cli import run
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import new_campaign
 from tagengine._internal.server.limits import LOOP_CHARS, MAX_BODY, MAX_MESSAGE, MAX_MESSAGES
+from tagengine._internal.server.memory.campaigns import new_campaign
+from tagengine._internal.server.memory.store import Store
 from tagengine._internal.server.routes import chat_state
 from tagengine._internal.server.routes.chat_state import RECEIPTS_CHARS, RECEIPTS_MEMO, ReceiptsMemo
-from tagengine._internal.server.store import Store
 from tagengine._internal.sillytavern.extension import FILES, extension_dir
 
 BRIDGE = "/tagengine/bridge/chat/completions"

@@ -28,8 +28,8 @@ from st_ui import WAIT, Tavern, browser, extension_repository, git_server
 from conftest import ROOT, SAMPLES
 from tagengine._internal.cli import run
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.campaigns import new_campaign
-from tagengine._internal.server.store import Store
+from tagengine._internal.server.memory.campaigns import new_campaign
+from tagengine._internal.server.memory.store import Store
 
 pytestmark = pytest.mark.slow
 

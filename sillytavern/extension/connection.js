@@ -8,7 +8,7 @@
 // already has. With an address in the extension's settings, the page calls tagengine directly instead (the server
 // then needs `--allow-origin` with SillyTavern's address, and the key in the settings).
 
-/** The campaign marker, exactly as the server reads it (server/chat_request.py MARKER). */
+/** The campaign marker, exactly as the server reads it (server/turn/request.py MARKER). */
 export const MARKER = /\[tagengine:[ \t]*campaign[ \t]*=[ \t]*"([^"\n]*)"[ \t]*\]/g;
 
 /**

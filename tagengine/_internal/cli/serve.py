@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 from .conventions import ArgParser, Usage, int_at_least, print_json
 
 if TYPE_CHECKING:
-    from ..server.store import CampaignRow, Store
+    from ..server.memory.store import CampaignRow, Store
 
 
 def add_campaign(cp: argparse.ArgumentParser) -> None:
@@ -87,10 +87,10 @@ def add_sessions(ss: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..server.guard.origins import allowed_origins
     from ..server.main import serve
+    from ..server.memory.store import default_data_dir
     from ..server.options import Options
-    from ..server.origins import allowed_origins
-    from ..server.store import default_data_dir
 
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         err.write(f"tagengine serve: listening on {args.host}, beyond this machine\n")
@@ -108,8 +108,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_sessions_end(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ..server.sessions import SECRET_FILE, end_all
-    from ..server.store import default_data_dir
+    from ..server.guard.sessions import SECRET_FILE, end_all
+    from ..server.memory.store import default_data_dir
 
     folder = Path(args.data) if args.data else default_data_dir()
     folder.mkdir(parents=True, exist_ok=True)
@@ -119,13 +119,13 @@ def cmd_sessions_end(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _open_store(args: argparse.Namespace) -> Store:
-    from ..server.store import Store, default_data_dir
+    from ..server.memory.store import Store, default_data_dir
 
     return Store(args.data or default_data_dir())
 
 
 def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ..server.campaigns import new_campaign
+    from ..server.memory.campaigns import new_campaign
 
     if (args.state is None) == (not args.characters):
         raise Usage("tagengine campaign new: name the characters, or give --state FILE (not both)")
@@ -150,8 +150,8 @@ def _campaign_from_state(store: Store, name: str, ruleset: str, state_file: str,
     from ..errors import Problem, StateError
     from ..files import read_file
     from ..ruleset import Ruleset
-    from ..server.campaigns import MAX_RULESET_BYTES, canonical_json, digest_of
-    from ..server.store import NAME, CampaignRow
+    from ..server.memory.campaigns import MAX_RULESET_BYTES, canonical_json, digest_of
+    from ..server.memory.store import NAME, CampaignRow
     from ..state import Dice, GameState
     from ..state.defaults import seed_problem
 

@@ -107,7 +107,7 @@ def apply_reply(rs: Ruleset, state: GameState, text: str) -> Applied:
 def apply_part(rs: Ruleset, state: GameState, text: str, commands: int = 0) -> tuple[Applied, int]:
     """`apply_reply` for a part of a reply that starts and ends outside any tag, after `commands`
     well-formed tags of the same reply (DEC-6 counts them per reply); also returns the new count. A
-    streamed reply applied part by part gives apply_reply's text and state (server/receipts.py)."""
+    streamed reply applied part by part gives apply_reply's text and state (server/turn/receipts.py)."""
     out: list[str] = []
     receipts: list[Receipt] = []
     pos = length = 0

@@ -3,7 +3,7 @@
 Budget fitting is synchronous; asking the upstream is not. So the fitting never waits: it runs over a table
 of token ids already fetched, and a text missing from the table stops it with `NotCounted(text)` before
 anything is cached (no memo, no fitted system prompt keeps a guess). The server fetches that text, with the
-others it already knew it would need, and fits again (`server/upstream_count.py`).
+others it already knew it would need, and fits again (`server/upstream/counting.py`).
 
 A cut needs offsets, which a tokenize endpoint does not give. `cut` keeps the same share of the text as of
 the upstream's tokens, measured with the registry's local tokenizer for the model (`stand_in`): it never

@@ -21,22 +21,22 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .auth import ApiKeyAuth
 from .context import ServerContext
 from .errors import error
-from .heap import freeze_long_lived
+from .guard.auth import ApiKeyAuth
+from .guard.origins import EXPOSED, HostAndOrigin, allowed_origins, host_names
 from .options import Options
-from .origins import EXPOSED, HostAndOrigin, allowed_origins, host_names
 from .routes.campaign_pages import campaign_page_routes
+from .routes.chat import openai_routes
 from .routes.chat_state import chat_state_routes
 from .routes.checks import check_routes
 from .routes.edit_api import edit_api_routes
 from .routes.editor import editor_routes
 from .routes.health import health_routes
-from .routes.openai import openai_routes
 from .routes.pages import page_routes
 from .routes.sign_in import sign_in_routes
 from .routes.st_bridge import st_bridge_routes
+from .runtime.heap import freeze_long_lived
 
 __all__ = ["Options", "make_app"]  # Options: what make_app is made from (options.py)
 

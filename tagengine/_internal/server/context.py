@@ -10,22 +10,22 @@ import logging
 from typing import Any
 
 from ..errors import NotFoundError, TagengineError
-from .campaigns import Campaign, Campaigns
-from .chain import THREAD_MIN, Chain, Replayed
-from .chat_request import MarkedHistory, read_marked, text_size
-from .edits import PendingEdits
 from .errors import Refused
-from .heap import freeze_long_lived
-from .latest import Latest
+from .guard.sessions import Sessions
 from .limits import LOOP_CHARS
-from .mid_reply import MidReplyChecks
-from .offload import Workers
+from .memory.campaigns import Campaign, Campaigns
+from .memory.chain import THREAD_MIN, Chain, Replayed
+from .memory.edits import PendingEdits
+from .memory.latest_turns import Latest
+from .memory.snapshots import SnapshotCache
+from .memory.store import Store
 from .options import Options
-from .sessions import Sessions
-from .snapshots import SnapshotCache
-from .store import Store
-from .upstream_count import fitter
-from .upstreams.kinds import reach_upstream
+from .runtime.heap import freeze_long_lived
+from .runtime.worker_threads import Workers
+from .turn.mid_reply import MidReplyChecks
+from .turn.request import MarkedHistory, read_marked, text_size
+from .upstream.counting import fitter
+from .upstream.kinds import reach_upstream
 
 log = logging.getLogger("tagengine.serve")
 

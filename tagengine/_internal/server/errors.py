@@ -12,9 +12,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .limits import MAX_REPLY
-from .upstream import AnswerTooLarge
+from .upstream.client import AnswerTooLarge
+from .wire.chat_completions import error_doc, error_message
 from .wire.json_codec import loads_or_none
-from .wire.openai import error_doc, error_message
 from .wire.sse import EventTooLarge
 
 

@@ -7,11 +7,11 @@ from typing import TextIO
 
 import uvicorn
 
-from .access_log import AccessLog
 from .app import make_app
-from .connections import guard_for_this_process
 from .limits import KEEP_ALIVE
 from .options import Options
+from .runtime.access_log import AccessLog
+from .runtime.connections import guard_for_this_process
 
 
 def serve(opts: Options, host: str, port: int, err: TextIO) -> int:

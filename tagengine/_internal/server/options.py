@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from .store import DEFAULT_PER_CAMPAIGN
+from .memory.store import DEFAULT_PER_CAMPAIGN
 
 UPSTREAM_TRANSPORTS = ("own", "httpx")  # --upstream-transport: the server's own (transport.py), or httpx's
 

@@ -1,6 +1,6 @@
 """Starting a campaign from the pages (issue 27 item 1): `GET /ui/new` is the form, `POST /ui/new` makes the
 campaign and goes on (303) to its first character's sheet in the editor, where the sheets are filled in before
-the first reply (they are the campaign's start then: server/edits.py, ED-14).
+the first reply (they are the campaign's start then: server/memory/edits.py, ED-14).
 
 A ruleset comes from the server's folder (`serve --rulesets DIR`: its `*.json` files, each read again when it
 changes) or is uploaded (or pasted) and inspected as `/ui/check` does; an uploaded one that loads is kept in the
@@ -25,11 +25,11 @@ from ...files import read_file, write_atomic
 from ...pages.campaign_start import RulesetFile, StartForm, checked_start, start_context
 from ...ruleset import Ruleset
 from ...ruleset.load import MAX_BYTES
-from ..campaigns import new_campaign
-from ..chat_request import body_within
 from ..context import ServerContext
-from ..forms import FormPost, read_form
-from ..store import NAME
+from ..memory.campaigns import new_campaign
+from ..memory.store import NAME
+from ..turn.request import body_within
+from ..wire.forms import FormPost, read_form
 from .pages import MAX_FORM, nav, page, problem_page
 
 log = logging.getLogger("tagengine.serve")

@@ -24,9 +24,14 @@ from starlette.routing import Route
 
 from ...commands import apply_reply
 from ...pages.chat_panel import panel_json
-from ..campaigns import Campaign
-from ..chain import Replayed
-from ..chat_request import (
+from ..context import ServerContext
+from ..errors import Refused, refusals_as_responses
+from ..limits import KIB, LOOP_CHARS
+from ..memory.campaigns import Campaign
+from ..memory.chain import Replayed
+from ..memory.edits import replayed_point
+from ..memory.latest_turns import turn_of
+from ..turn.request import (
     MarkedHistory,
     check_count,
     check_sizes,
@@ -36,11 +41,6 @@ from ..chat_request import (
     read_body,
     read_marked,
 )
-from ..context import ServerContext
-from ..edits import replayed_point
-from ..errors import Refused, refusals_as_responses
-from ..latest import turn_of
-from ..limits import KIB, LOOP_CHARS
 from .edit_api import at, json_answer
 
 PATH = "/tagengine/api/state"

@@ -19,11 +19,11 @@ from starlette.routing import Route
 from ...commands.check import KINDS, ORDER, RolledCheck, card, roll_tag
 from ...tags import Tag
 from ...tags.render import canonical
-from ..campaigns import Campaign
-from ..chat_request import check_count, check_sizes, messages_of, read_body
 from ..context import ServerContext
-from ..edits import waiting_state
 from ..errors import Refused, refusals_as_responses
+from ..memory.campaigns import Campaign
+from ..memory.edits import waiting_state
+from ..turn.request import check_count, check_sizes, messages_of, read_body
 from ..wire.json_codec import dumps, loads
 
 PATH = "/tagengine/checks"

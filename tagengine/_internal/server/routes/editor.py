@@ -13,7 +13,7 @@
 
 Every form works without script: it posts and is answered with a redirect, or with the page again, each problem
 next to its input and everything typed kept. Edits are made at the campaign's newest reply and wait for the next
-(server/edits.py). Handlers run on the event loop's thread: a sheet's edit is a few milliseconds of work.
+(server/memory/edits.py). Handlers run on the event loop's thread: a sheet's edit is a few milliseconds of work.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from ...pages.templates import EDITOR_SCRIPT, editor_script
 from ...sheet import view_party
 from ...sheet.edit_paths import Change
 from ...sheet.form import edit_form
-from ..campaigns import Campaign
-from ..chat_request import body_within
 from ..context import ServerContext
-from ..edits import Point, newest_point, save_edit
 from ..errors import Refused
-from ..forms import read_form
+from ..memory.campaigns import Campaign
+from ..memory.edits import Point, newest_point, save_edit
+from ..turn.request import body_within
+from ..wire.forms import read_form
 from ..wire.json_codec import dumps
 from .pages import nav, page, problem_page, sheet_page
 

@@ -26,12 +26,12 @@ from ...pages.templates import EDITOR_SCRIPT, REFRESH_SCRIPT, STYLESHEET, refres
 from ...prompt.upstream_tokens import NotCounted
 from ...ruleset.load import MAX_BYTES
 from ...sheet.form import edit_form
-from ..campaigns import Campaign
-from ..chat_request import body_within
 from ..context import ServerContext
-from ..edits import newest_point, page_stamp
 from ..errors import Refused
-from ..forms import form_parts
+from ..memory.campaigns import Campaign
+from ..memory.edits import newest_point, page_stamp
+from ..turn.request import body_within
+from ..wire.forms import form_parts
 
 MAX_FORM = 2 * MAX_BYTES + 64 * 1024  # a pasted ruleset and an uploaded one, with the form's own bytes
 

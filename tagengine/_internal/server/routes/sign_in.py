@@ -22,10 +22,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from ...pages import render_page
-from ..auth import COOKIE, LOGIN, next_page
-from ..chat_request import body_within
 from ..context import ServerContext
-from ..sessions import SESSION_SECONDS
+from ..guard.auth import COOKIE, LOGIN, next_page
+from ..guard.sessions import SESSION_SECONDS
+from ..turn.request import body_within
 
 MAX_LOGIN_FORM = 16 * 1024  # bytes: a key and where to go next
 LOGOUT = "/ui/logout"

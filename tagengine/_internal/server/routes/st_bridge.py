@@ -24,11 +24,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Message
 
-from ..chat_request import read_body
 from ..context import ServerContext
 from ..errors import Refused
+from ..turn.request import read_body
+from ..wire.chat_completions import error_doc
 from ..wire.json_codec import dumps, loads, loads_or_none
-from ..wire.openai import error_doc
 
 PATH = "/tagengine/bridge/chat/completions"
 CALLS = re.compile(r"(?:/c/[^/?#]+)?/tagengine/(?:api/[^?#]+|checks)")

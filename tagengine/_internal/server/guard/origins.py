@@ -26,8 +26,8 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..errors import error
 from .auth import header
-from .errors import error
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 WILDCARD_BINDS = frozenset({"", "0.0.0.0", "::", "[::]"})

@@ -27,17 +27,17 @@ from typing import Any
 
 import httpx
 
-from ..history import ROLES
-from ..prompt import Budget, Prompt, Report, build_prompt, reminder
-from ..prompt.registry import choose
-from ..prompt.tokens import SlowFit
-from ..prompt.upstream_tokens import NotCounted, UpstreamTokenizer
-from ..ruleset import Ruleset
-from ..state import GameState
-from .limits import LOOP_CHARS
-from .offload import Workers
-from .upstream import Upstream, wire_headers
-from .wire.json_codec import dumps, loads
+from ...history import ROLES
+from ...prompt import Budget, Prompt, Report, build_prompt, reminder
+from ...prompt.registry import choose
+from ...prompt.tokens import SlowFit
+from ...prompt.upstream_tokens import NotCounted, UpstreamTokenizer
+from ...ruleset import Ruleset
+from ...state import GameState
+from ..limits import LOOP_CHARS
+from ..runtime.worker_threads import Workers
+from ..wire.json_codec import dumps, loads
+from .client import Upstream, wire_headers
 
 log = logging.getLogger("tagengine.serve")
 

@@ -23,9 +23,9 @@ from starlette.routing import Route
 
 from ...tags import scan
 from ..options import Options
-from ..upstream import UpstreamKind
-from ..wire.openai import chat_completion, content_chunk, model_list
+from ..wire.chat_completions import chat_completion, content_chunk, model_list
 from ..wire.sse import DONE_EVENT, data_event
+from .client import UpstreamKind
 
 DEMO = "demo"
 BASE = "http://demo.invalid/v1"

@@ -14,7 +14,7 @@ With --hide-tags, `shown` (what the app holds) is what the narration mapping is 
 
 from __future__ import annotations
 
-from ..commands import Applied
+from ...commands import Applied
 from .relay import Filter
 
 

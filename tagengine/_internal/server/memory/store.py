@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import NotFoundError
+from ...errors import NotFoundError
 
 log = logging.getLogger("tagengine.serve")
 DB_NAME = "tagengine.sqlite3"

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from operator import itemgetter
 
-from ..commands import apply_reply
-from ..prefix_memo import PrefixMemo
-from ..state import GameState, from_json
+from ...commands import apply_reply
+from ...prefix_memo import PrefixMemo
+from ...state import GameState, from_json
+from ..limits import LOOP_CHARS
 from .campaigns import Campaign, canonical_json
-from .limits import LOOP_CHARS
 from .snapshots import SnapshotCache
 from .store import Store
 

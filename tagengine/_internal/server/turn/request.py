@@ -16,12 +16,12 @@ from typing import Any
 
 from starlette.requests import Request
 
-from ..history import ROLES
-from ..prompt import Budget
-from ..prompt.contexts import context_of
-from .errors import Refused
-from .limits import MAX_BODY, MAX_MESSAGE, MAX_MESSAGES
-from .wire.json_codec import loads
+from ...history import ROLES
+from ...prompt import Budget
+from ...prompt.contexts import context_of
+from ..errors import Refused
+from ..limits import MAX_BODY, MAX_MESSAGE, MAX_MESSAGES
+from ..wire.json_codec import loads
 
 log = logging.getLogger("tagengine.serve")
 MAX_MODEL_NAME = 256  # characters

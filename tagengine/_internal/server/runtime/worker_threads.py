@@ -24,7 +24,7 @@ from typing import TypeVar
 import anyio
 import anyio.to_thread
 
-from .limits import WORKER_THREADS
+from ..limits import WORKER_THREADS
 
 T = TypeVar("T")
 

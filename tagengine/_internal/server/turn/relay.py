@@ -13,13 +13,20 @@ from typing import Any, Protocol
 import anyio
 import httpx
 
-from ..commands import Applied
-from .errors import Refused, reply_too_large, upstream_failure
-from .limits import LOOP_CHARS, MAX_REPLY
-from .offload import Workers
-from .wire.json_codec import loads_or_none
-from .wire.openai import content_chunk, delta_content, error_doc, first_choice, is_error_event, set_delta_content
-from .wire.sse import DONE_EVENT, EventTooLarge, data_event, is_done
+from ...commands import Applied
+from ..errors import Refused, reply_too_large, upstream_failure
+from ..limits import LOOP_CHARS, MAX_REPLY
+from ..runtime.worker_threads import Workers
+from ..wire.chat_completions import (
+    content_chunk,
+    delta_content,
+    error_doc,
+    first_choice,
+    is_error_event,
+    set_delta_content,
+)
+from ..wire.json_codec import loads_or_none
+from ..wire.sse import DONE_EVENT, EventTooLarge, data_event, is_done
 
 log = logging.getLogger("tagengine.serve")
 DRAIN_SECONDS = 0.25  # the most a finished stream waits for the upstream's body to end

@@ -14,13 +14,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..chat_request import check_sizes, marker_warning, parse_body, read_body, without_markers
 from ..context import ServerContext
 from ..errors import error, refusals_as_responses, upstream_failure, upstream_status
-from ..passthrough import passthrough
-from ..quiet import QUIET_HEADER, quiet_reason
-from ..turn import answer_streamed, answer_whole, begin, campaign_name, fit, open_with_edits, plan_mid_reply
-from ..upstream import media_type
+from ..turn.passthrough import passthrough
+from ..turn.quiet import QUIET_HEADER, quiet_reason
+from ..turn.request import check_sizes, marker_warning, parse_body, read_body, without_markers
+from ..turn.steps import answer_streamed, answer_whole, begin, campaign_name, fit, open_with_edits, plan_mid_reply
+from ..upstream.client import media_type
 from ..wire.json_codec import dumps
 
 log = logging.getLogger("tagengine.serve")

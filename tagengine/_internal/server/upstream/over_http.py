@@ -10,8 +10,8 @@ from urllib.request import getproxies, proxy_bypass
 import httpx
 
 from ..options import Options
-from ..transport import HTTP11Transport
-from ..upstream import UpstreamKind
+from .client import UpstreamKind
+from .transport import HTTP11Transport
 
 
 def _any_url(url: str) -> bool:

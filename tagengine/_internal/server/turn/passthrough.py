@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Mapping
 import httpx
 from starlette.responses import Response
 
-from .errors import upstream_failure, upstream_status
-from .streamed import Incomplete, Streamed
-from .upstream import Upstream, media_type
-from .wire.sse import data_event
+from ..errors import upstream_failure, upstream_status
+from ..upstream.client import Upstream, media_type
+from ..wire.sse import data_event
+from ..wire.streamed import Incomplete, Streamed
 
 log = logging.getLogger("tagengine.serve")
 

@@ -10,10 +10,10 @@ this process. So a new kind is one module beside this one, defining its `KIND`, 
 from __future__ import annotations
 
 from ..options import Options
-from ..upstream import Upstream, UpstreamKind
-from . import demo_upstream, openai
+from . import demo, over_http
+from .client import Upstream, UpstreamKind
 
-KINDS: tuple[UpstreamKind, ...] = (demo_upstream.KIND, openai.KIND)  # the last accepts any value
+KINDS: tuple[UpstreamKind, ...] = (demo.KIND, over_http.KIND)  # the last accepts any value
 
 
 def upstream_kind(url: str) -> UpstreamKind:

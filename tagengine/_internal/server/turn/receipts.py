@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..commands import Applied
-from ..commands.dispatch import Receipt, apply_part
-from ..ruleset import Ruleset
-from ..state import GameState
+from ...commands import Applied
+from ...commands.dispatch import Receipt, apply_part
+from ...ruleset import Ruleset
+from ...state import GameState
 
 _BRACKET = re.compile(r"[\[\]]")
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import ClassVar
 
+from ..limits import BODY_TIMEOUT, FD_WANTED, HEAD_TIMEOUT, MAX_CONNECTIONS, connections_for
 from .head_join import HeadJoiningProtocol
-from .limits import BODY_TIMEOUT, FD_WANTED, HEAD_TIMEOUT, MAX_CONNECTIONS, connections_for
 
 log = logging.getLogger("tagengine.serve")
 WARN_EVERY = 10.0  # seconds between two log lines saying the cap was met (a flood would write one per connection)

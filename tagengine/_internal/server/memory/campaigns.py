@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..files import read_file
-from ..ruleset import Ruleset
-from ..state import GameState, from_json
+from ...files import read_file
+from ...ruleset import Ruleset
+from ...state import GameState, from_json
 from .store import NAME, CampaignRow, Store
 
 MAX_RULESET_BYTES = 16 * 1024 * 1024

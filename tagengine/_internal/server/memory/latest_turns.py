@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..commands import Applied
-from ..errors import TagengineError
-from ..prompt import Budget
-from ..prompt.build import Prompt
-from ..state import GameState, from_json
+from ...commands import Applied
+from ...errors import TagengineError
+from ...prompt import Budget
+from ...prompt.build import Prompt
+from ...state import GameState, from_json
 from .campaigns import Campaign
 from .snapshots import SnapshotCache
 from .store import Store
@@ -77,7 +77,7 @@ class Latest:
 
     def newest(self, c: Campaign) -> Newest:
         """The state after the last reply handled, with its chain key (the players' edits wait there,
-        server/edits.py), turn count and receipts; the campaign's start before any turn, or when the snapshot is
+        server/memory/edits.py), turn count and receipts; the campaign's start before any turn, or when the snapshot is
         gone (then `gone`, and a note says so)."""
         head = self.store.head(c.name)
         if head is None:

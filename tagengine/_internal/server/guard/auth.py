@@ -18,8 +18,8 @@ from starlette.requests import cookie_parser
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..pages.templates import STYLESHEET
-from .errors import error
+from ...pages.templates import STYLESHEET
+from ..errors import error
 from .sessions import Sessions
 
 COOKIE = "tagengine_ui"

@@ -28,29 +28,29 @@ import httpx
 from starlette.background import BackgroundTask
 from starlette.responses import Response
 
-from ..commands import Applied, apply_reply
-from ..errors import HistoryError, TagengineError
-from ..prompt import Budget, BudgetError, Prompt, reminder
-from ..prompt.budget import count_ahead
-from ..prompt.contexts import context_of
-from ..stream import StreamFilter
-from ..tags import narration
-from .campaigns import Campaign
-from .chain import HIDDEN, Replayed
-from .chat_request import MarkedHistory, asked_response, budget_of, with_replies
-from .context import ServerContext
-from .edits import Opening, edit_opening, opened_events
-from .errors import Refused, reply_too_large, upstream_failure, upstream_status
-from .latest import turn_of
-from .limits import LOOP_CHARS, MAX_REPLY
+from ...commands import Applied, apply_reply
+from ...errors import HistoryError, TagengineError
+from ...prompt import Budget, BudgetError, Prompt, reminder
+from ...prompt.budget import count_ahead
+from ...prompt.contexts import context_of
+from ...stream import StreamFilter
+from ...tags import narration
+from ..context import ServerContext
+from ..errors import Refused, reply_too_large, upstream_failure, upstream_status
+from ..limits import LOOP_CHARS, MAX_REPLY
+from ..memory.campaigns import Campaign
+from ..memory.chain import HIDDEN, Replayed
+from ..memory.edits import Opening, edit_opening, opened_events
+from ..memory.latest_turns import turn_of
+from ..upstream.counting import tokens_header
+from ..wire.chat_completions import first_content, set_first_content
+from ..wire.json_codec import dumps, loads_or_none
+from ..wire.streamed import Streamed
 from .mid_reply import CHECKS_HEADER
 from .prefill import Continued, prefill_last, split_prefill
 from .receipts import ReceiptStream
 from .relay import Filter, relay_stream
-from .streamed import Streamed
-from .upstream_count import tokens_header
-from .wire.json_codec import dumps, loads_or_none
-from .wire.openai import first_content, set_first_content
+from .request import MarkedHistory, asked_response, budget_of, with_replies
 
 log = logging.getLogger("tagengine.serve")
 NOT_MID_REPLY = "at-end; a continued reply or --hide-tags"  # x-tagengine-settle when the option cannot apply

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from .limits import MAX_ANSWER, MAX_STREAM
-from .wire.sse import read_events
+from ..limits import MAX_ANSWER, MAX_STREAM
+from ..wire.sse import read_events
 
 if TYPE_CHECKING:
-    from .options import Options
+    from ..options import Options
 
 KEY_VARIABLE = "TAGENGINE_UPSTREAM_KEY"
 # not forwarded by a proxy (RFC 9110 7.6.1), and what httpx sets itself for the upstream (S-18)

@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from ..state import GameState
+from ...state import GameState
 
 SIZE = 4096  # states held, the least recently used dropped
 

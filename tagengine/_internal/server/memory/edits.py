@@ -24,24 +24,24 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..commands import apply_reply
-from ..commands.edit import PlayerEdit, Receipted, decode_changes, edit_receipts, encode_changes
-from ..commands.sheet_edits import Changes, Edited, edit_party, edit_sheet
-from ..errors import Problem
-from ..ruleset import Ruleset
-from ..state import GameState
+from ...commands import apply_reply
+from ...commands.edit import PlayerEdit, Receipted, decode_changes, edit_receipts, encode_changes
+from ...commands.sheet_edits import Changes, Edited, edit_party, edit_sheet
+from ...errors import Problem
+from ...ruleset import Ruleset
+from ...state import GameState
+from ..errors import Refused
+from ..turn.request import messages_of
+from ..wire.chat_completions import delta_content, first_choice, is_error_event, set_delta_content
+from ..wire.json_codec import dumps, loads_or_none
+from ..wire.sse import is_done
 from .campaigns import Campaign
 from .chain import Replayed, first_key
-from .chat_request import messages_of
-from .errors import Refused
-from .latest import Newest
+from .latest_turns import Newest
 from .store import Store
-from .wire.json_codec import dumps, loads_or_none
-from .wire.openai import delta_content, first_choice, is_error_event, set_delta_content
-from .wire.sse import is_done
 
 if TYPE_CHECKING:  # context.py imports this module
-    from .context import ServerContext
+    from ..context import ServerContext
 
 log = logging.getLogger("tagengine.serve")
 MAX_KEYS = 64  # chain keys of one campaign with edits waiting: the oldest key's edits go with the 65th

@@ -26,18 +26,16 @@ from typing import Any
 
 import httpx
 
-from ..commands import apply_reply
-from ..commands.reasons import COMMAND_LIMIT
-from ..ruleset import Ruleset
-from ..state import GameState
-from ..tags import scan
-from .errors import reply_too_large, upstream_failure, upstream_status
-from .limits import LOOP_CHARS, MAX_REPLY
-from .offload import Workers
-from .receipts import ReceiptStream
-from .upstream import Upstream
-from .wire.json_codec import dumps, loads_or_none
-from .wire.openai import (
+from ...commands import apply_reply
+from ...commands.reasons import COMMAND_LIMIT
+from ...ruleset import Ruleset
+from ...state import GameState
+from ...tags import scan
+from ..errors import reply_too_large, upstream_failure, upstream_status
+from ..limits import LOOP_CHARS, MAX_REPLY
+from ..runtime.worker_threads import Workers
+from ..upstream.client import Upstream
+from ..wire.chat_completions import (
     chunk_content,
     first_choice,
     first_content,
@@ -45,7 +43,9 @@ from .wire.openai import (
     set_unfinished,
     stop_chunk,
 )
-from .wire.sse import DONE, is_done
+from ..wire.json_codec import dumps, loads_or_none
+from ..wire.sse import DONE, is_done
+from .receipts import ReceiptStream
 
 log = logging.getLogger("tagengine.serve")
 
