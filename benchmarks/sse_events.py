@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from tagengine._internal.server.wire.sse import MAX_EVENT, read_events
+from tagengine._internal.server.limits import MAX_ANSWER
+from tagengine._internal.server.wire.sse import read_events
 
 CHUNK = 16 * 1024
 
@@ -31,7 +32,7 @@ async def read(body: bytes) -> tuple[float, int]:
     parts = [body[i:i + CHUNK] for i in range(0, len(body), CHUNK)]
     start = time.process_time()
     got = 0
-    async for data in read_events(httpx.Response(200, content=chunks(parts)).aiter_bytes(), MAX_EVENT):
+    async for data in read_events(httpx.Response(200, content=chunks(parts)).aiter_bytes(), MAX_ANSWER):
         got += len(data)
     return time.process_time() - start, got
 

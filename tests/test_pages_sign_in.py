@@ -38,7 +38,8 @@ def test_a_page_without_the_key_goes_to_the_sign_in_form_and_back(server):
 
 
 def test_the_right_key_sets_a_cookie_that_opens_the_pages_and_not_the_api(server, caplog, tmp_path):
-    from tagengine._internal.server.guard.sessions import SESSION_SECONDS, Sessions
+    from tagengine._internal.server.guard.sessions import Sessions
+    from tagengine._internal.server.limits import SESSION_SECONDS
 
     caplog.set_level(logging.DEBUG)
     with client(server) as h:
@@ -100,15 +101,16 @@ def test_wrong_keys_are_limited_per_address_and_then_even_the_right_one_waits(se
 
 
 def test_the_limit_refills_with_time_and_forgets_the_oldest_address_first():
-    from tagengine._internal.server.routes.sign_in import WRONG_BURST, WRONG_EVERY, SignInLimit
+    from tagengine._internal.server.limits import WRONG_KEY_EVERY, WRONG_KEYS_BURST
+    from tagengine._internal.server.routes.sign_in import SignInLimit
 
     now = [1000.0]
     limit = SignInLimit(clock=lambda: now[0], most=3)
-    for _ in range(WRONG_BURST):
+    for _ in range(WRONG_KEYS_BURST):
         assert limit.wait("a") == 0
         limit.wrong("a")
-    assert limit.wait("a") == WRONG_EVERY
-    now[0] += WRONG_EVERY
+    assert limit.wait("a") == WRONG_KEY_EVERY
+    now[0] += WRONG_KEY_EVERY
     assert limit.wait("a") == 0
     for who in ("b", "c", "d"):
         limit.wrong(who)
@@ -181,7 +183,8 @@ def test_sessions_end_from_the_command_line_while_the_server_runs(tmp_path):
 
 
 def test_a_cookie_lasts_30_days_and_one_key(tmp_path):
-    from tagengine._internal.server.guard.sessions import SESSION_SECONDS, Sessions
+    from tagengine._internal.server.guard.sessions import Sessions
+    from tagengine._internal.server.limits import SESSION_SECONDS
 
     now = [1_000_000.0]
     sessions = Sessions(tmp_path, KEY, clock=lambda: now[0])

@@ -16,11 +16,13 @@ from conftest import examples, load_sample
 from tagengine import apply_reply
 from tagengine._internal.commands import Applied
 from tagengine._internal.server.errors import Refused
+from tagengine._internal.server.limits import MAX_ANSWER
 from tagengine._internal.server.turn.receipts import ReceiptStream
 from tagengine._internal.server.turn.relay import relay_stream
-from tagengine._internal.server.turn.request import MAX_MODEL_NAME, budget_of, read_marked
+from tagengine._internal.server.limits import MAX_MODEL_NAME
+from tagengine._internal.server.turn.request import budget_of, read_marked
 from tagengine._internal.server.wire.json_codec import dumps
-from tagengine._internal.server.wire.sse import MAX_EVENT, read_events
+from tagengine._internal.server.wire.sse import read_events
 
 REPLY = 'Hello [clock: name="Alarm raised" size="6"]'
 
@@ -39,7 +41,7 @@ def relayed(chunks: list[object]) -> tuple[str, list[Applied]]:
         async def keep(applied: Applied) -> None:
             kept.append(applied)
 
-        events = read_events(response.aiter_bytes(), MAX_EVENT)
+        events = read_events(response.aiter_bytes(), MAX_ANSWER)
         return [b async for b in relay_stream(response, events, ReceiptStream(rs, state), keep, connected)]
 
     sent = asyncio.run(run())

@@ -28,8 +28,9 @@ from tagengine._internal.chat import Chat
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.server.app import Options, make_app
 from tagengine._internal.server.context import ServerContext
+from tagengine._internal.server.edits.points import history_point, newest_point, save_edit
+from tagengine._internal.server.limits import EDIT_KEYS, EDITS_WAITING
 from tagengine._internal.server.memory.campaigns import Campaigns, new_campaign
-from tagengine._internal.server.memory.edits import MAX_KEYS, MAX_WAITING, history_point, newest_point, save_edit
 from tagengine._internal.server.memory.store import DB_NAME, Store
 from tagengine._internal.server.turn.request import read_marked
 from tagengine._internal.server.turn.steps import begin, fit, open_with_edits
@@ -305,8 +306,8 @@ def test_a_continued_reply_writes_the_edits_made_after_its_first_part_on_a_line_
 
 
 def test_the_edits_wait_in_the_store_across_a_restart_and_are_bounded(tmp_path):
-    """The `edits` table: an edit survives a restart of the server; at most MAX_WAITING edits wait at one key
-    (then `too-many-edits`, nothing kept); a campaign keeps edits at MAX_KEYS keys, the oldest dropped."""
+    """The `edits` table: an edit survives a restart of the server; at most EDITS_WAITING edits wait at one key
+    (then `too-many-edits`, nothing kept); a campaign keeps edits at EDIT_KEYS keys, the oldest dropped."""
     with serving(tmp_path) as url:
         p = Player(url)
         p.turn("one")
@@ -321,16 +322,16 @@ def test_the_edits_wait_in_the_store_across_a_restart_and_are_bounded(tmp_path):
         point = newest_point(ctx, c)
         assert save_edit(ctx, c, point, "Bram", {"fields.oath": "the first"}).ok
         made = newest_point(ctx, c).waiting.edits[0]
-        for _ in range(MAX_WAITING - 1):
+        for _ in range(EDITS_WAITING - 1):
             ctx.edits.add("vault", point.key, made)
         full = save_edit(ctx, c, newest_point(ctx, c), "Bram", {"fields.oath": "one more"})
         assert [pr.code for pr in full.problems] == ["too-many-edits"]
-        assert len(ctx.edits.waiting(point.key).edits) == MAX_WAITING  # nothing kept
-        for k in range(MAX_KEYS + 3):
+        assert len(ctx.edits.waiting(point.key).edits) == EDITS_WAITING  # nothing kept
+        for k in range(EDIT_KEYS + 3):
             ctx.edits.add("vault", f"key-{k}", made)
         with sqlite3.connect(tmp_path / "data" / DB_NAME) as db:
             keys = db.execute("SELECT count(DISTINCT key) FROM edits WHERE campaign = 'vault'").fetchone()[0]
-        assert keys == MAX_KEYS and not ctx.edits.has(point.key) and ctx.edits.has(f"key-{MAX_KEYS + 2}")
+        assert keys == EDIT_KEYS and not ctx.edits.has(point.key) and ctx.edits.has(f"key-{EDIT_KEYS + 2}")
     finally:
         asyncio.run(ctx.close())
 

@@ -576,7 +576,8 @@ def test_an_upstream_error_message_of_any_text_becomes_a_header_that_can_be_sent
 def test_a_long_event_in_many_pieces_reads_as_one(end):
     import asyncio
 
-    from tagengine._internal.server.wire.sse import MAX_EVENT, read_events
+    from tagengine._internal.server.limits import MAX_ANSWER
+    from tagengine._internal.server.wire.sse import read_events
 
     long = b"data: " + json.dumps({"x": "a" * 100_000}).encode()
     body = long + end + b"data: second" + end + end + b"data: [DONE]" + end + end
@@ -593,6 +594,6 @@ def test_a_long_event_in_many_pieces_reads_as_one(end):
                     yield p
 
         async def read(parts: list[bytes]) -> list[str]:
-            return [e async for e in read_events(httpx.Response(200, stream=Chunks(parts)).aiter_bytes(), MAX_EVENT)]
+            return [e async for e in read_events(httpx.Response(200, stream=Chunks(parts)).aiter_bytes(), MAX_ANSWER)]
 
         assert asyncio.run(read(parts)) == [long[6:].decode() + "\nsecond", "[DONE]"]

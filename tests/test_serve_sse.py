@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import examples
-from tagengine._internal.server.wire.sse import MAX_EVENT, EventTooLarge, read_events
+from tagengine._internal.server.limits import MAX_ANSWER
+from tagengine._internal.server.wire.sse import EventTooLarge, read_events
 
 
 class Chunks(httpx.AsyncByteStream):
@@ -24,7 +25,7 @@ class Chunks(httpx.AsyncByteStream):
             yield p
 
 
-def read(parts: list[bytes], limit: int = MAX_EVENT) -> list[str]:
+def read(parts: list[bytes], limit: int = MAX_ANSWER) -> list[str]:
     async def run() -> list[str]:
         return [e async for e in read_events(httpx.Response(200, stream=Chunks(parts)).aiter_bytes(), limit)]
 
@@ -82,7 +83,7 @@ def test_a_leading_byte_order_mark_is_ignored_even_split():
 
 def test_an_event_past_max_event_is_an_error_and_many_small_ones_are_not():
     """FZ-13: what one upstream event can make the server hold is bounded: a line that never ends, or an
-    event of many data lines, past MAX_EVENT bytes is an EventTooLarge (the relay's error event)."""
+    event of many data lines, past MAX_ANSWER bytes is an EventTooLarge (the relay's error event)."""
     with pytest.raises(EventTooLarge, match="more than 1000 bytes"):
         read([b"data: " + b"x" * 300, *[b"x" * 300] * 4], 1000)
     with pytest.raises(EventTooLarge):

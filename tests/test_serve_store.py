@@ -13,7 +13,8 @@ from test_serve import SCRIPT, ask, client, expected, serving
 
 from tagengine._internal.server.memory import chain
 from tagengine._internal.server.memory import store as store_module
-from tagengine._internal.server.memory.chain import THREAD_MIN, Chain
+from tagengine._internal.server.limits import THREAD_MIN
+from tagengine._internal.server.memory.chain import Chain
 from tagengine._internal.server.memory.snapshots import SnapshotCache
 from tagengine._internal.server.memory.store import DB_NAME, Store
 

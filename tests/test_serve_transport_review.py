@@ -218,7 +218,7 @@ def test_a_long_stream_of_small_chunks_is_not_taken_for_an_endless_head() -> Non
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         await r.readuntil(b"\r\n\r\n")
         w.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
-        for _ in range(40_000):  # one-byte chunks: 200 KB of chunk lines, past the 2 * MAX_HEAD of a head
+        for _ in range(40_000):  # one-byte chunks: 200 KB of chunk lines, past the 2 * MAX_ANSWER_HEAD of a head
             w.write(b"1\r\nx\r\n")
         w.write(b"0\r\n\r\n")
         await w.drain()

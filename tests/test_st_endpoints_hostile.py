@@ -25,11 +25,18 @@ from test_serve_chat_state import SCRIPT, STATE, chat, play
 from conftest import SAMPLES
 from tagengine._internal.cli import run
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.limits import LOOP_CHARS, MAX_BODY, MAX_MESSAGE, MAX_MESSAGES
+from tagengine._internal.server.limits import (
+    LOOP_CHARS,
+    MAX_BODY,
+    MAX_MESSAGE,
+    MAX_MESSAGES,
+    RECEIPTS_CHARS,
+    RECEIPTS_HELD,
+)
 from tagengine._internal.server.memory.campaigns import new_campaign
 from tagengine._internal.server.memory.store import Store
 from tagengine._internal.server.routes import chat_state
-from tagengine._internal.server.routes.chat_state import RECEIPTS_CHARS, RECEIPTS_MEMO, ReceiptsMemo
+from tagengine._internal.server.routes.chat_state import ReceiptsMemo
 from tagengine._internal.sillytavern.extension import FILES, extension_dir
 
 BRIDGE = "/tagengine/bridge/chat/completions"
@@ -256,17 +263,17 @@ def test_the_receipts_kept_for_a_panels_next_ask_are_bounded_by_their_replies_te
     """The memo of the last reply's receipts held 256 entries whatever their size: 30 chats ending in a megabyte of
     short tags each grew the server by 580 MB. Now it holds at most RECEIPTS_CHARS characters of replies."""
     memo = ReceiptsMemo()
-    for n in range(RECEIPTS_MEMO * 2):
+    for n in range(RECEIPTS_HELD * 2):
         memo.put(f"k{n}", "x" * 4096, [{"n": n}])
-        assert memo.held_chars <= RECEIPTS_CHARS and len(memo) <= RECEIPTS_MEMO
-    newest = RECEIPTS_MEMO * 2 - 1
+        assert memo.held_chars <= RECEIPTS_CHARS and len(memo) <= RECEIPTS_HELD
+    newest = RECEIPTS_HELD * 2 - 1
     assert memo.get(f"k{newest}") == [{"n": newest}] and memo.get("k0") is None
     memo.put("huge", "x" * (RECEIPTS_CHARS + 1), [{"n": -1}])
     assert memo.get("huge") is None and memo.get(f"k{newest}") is not None
     small = ReceiptsMemo()
-    for n in range(RECEIPTS_MEMO + 10):
+    for n in range(RECEIPTS_HELD + 10):
         small.put(f"k{n}", "x", [])
-    assert len(small) == RECEIPTS_MEMO and small.held_chars == RECEIPTS_MEMO
+    assert len(small) == RECEIPTS_HELD and small.held_chars == RECEIPTS_HELD
 
 
 @pytest.mark.slow  # forty 100 KiB replies of tags applied under tracemalloc: some 6 s of CPU

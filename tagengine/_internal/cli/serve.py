@@ -150,7 +150,8 @@ def _campaign_from_state(store: Store, name: str, ruleset: str, state_file: str,
     from ..errors import Problem, StateError
     from ..files import read_file
     from ..ruleset import Ruleset
-    from ..server.memory.campaigns import MAX_RULESET_BYTES, canonical_json, digest_of
+    from ..server.limits import MAX_RULESET_FILE
+    from ..server.memory.campaigns import canonical_json, digest_of
     from ..server.memory.store import NAME, CampaignRow
     from ..state import Dice, GameState
     from ..state.defaults import seed_problem
@@ -158,7 +159,7 @@ def _campaign_from_state(store: Store, name: str, ruleset: str, state_file: str,
     if not NAME.fullmatch(name):
         raise ValueError(f"campaign name {name!r}: use 1 to 64 letters, digits, '.', '_' or '-'")
     path = Path(ruleset).resolve()
-    data = read_file(path, MAX_RULESET_BYTES)
+    data = read_file(path, MAX_RULESET_FILE)
     rs = Ruleset.from_json(data, str(path))  # the same bytes as the digest
     state = GameState.load(rs, state_file)
     for w in state.warnings:

@@ -10,12 +10,12 @@ import logging
 from typing import Any
 
 from ..errors import NotFoundError, TagengineError
+from .edits.pending import PendingEdits
 from .errors import Refused
 from .guard.sessions import Sessions
-from .limits import LOOP_CHARS
+from .limits import LOOP_CHARS, THREAD_MIN
 from .memory.campaigns import Campaign, Campaigns
-from .memory.chain import THREAD_MIN, Chain, Replayed
-from .memory.edits import PendingEdits
+from .memory.chain import Chain, Replayed
 from .memory.latest_turns import Latest
 from .memory.snapshots import SnapshotCache
 from .memory.store import Store

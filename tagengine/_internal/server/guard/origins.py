@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import error
+from ..limits import HOSTS_HELD
 from .auth import header
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -35,7 +36,6 @@ NOSNIFF = (b"x-content-type-options", b"nosniff")
 EXPOSED = ("x-tagengine-campaign", "x-tagengine-tokens", "x-tagengine-history", "x-tagengine-settle",
            "x-tagengine-warning", "x-tagengine-quiet")  # what an allowed origin's page may read of an answer
 DEFAULT_PORTS = {"http": 80, "https": 443}
-MAX_HOSTS = 256  # Host values whose verdict is remembered
 
 
 def host_names(host: str, allowed: Iterable[str]) -> frozenset[str] | None:
@@ -151,7 +151,7 @@ class HostAndOrigin:
         if known is None:
             name, _ = split_host(host)
             known = name in self.names or is_ip(name)
-            if len(self.hosts) >= MAX_HOSTS:  # bounded: a client that sends many names empties it
+            if len(self.hosts) >= HOSTS_HELD:  # bounded: a client that sends many names empties it
                 self.hosts.clear()
             self.hosts[host] = known
         if known:

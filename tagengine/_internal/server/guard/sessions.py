@@ -22,9 +22,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..limits import SESSION_SECONDS
+
 log = logging.getLogger("tagengine.serve")
 SECRET_FILE = "sessions.secret"
-SESSION_SECONDS = 30 * 24 * 3600  # a sign-in lasts this long at most (the cookie's Max-Age too)
 SKEW = 300  # seconds a cookie's time may be ahead of this clock (a clock set back)
 
 

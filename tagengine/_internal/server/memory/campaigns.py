@@ -17,9 +17,8 @@ from pathlib import Path
 from ...files import read_file
 from ...ruleset import Ruleset
 from ...state import GameState, from_json
+from ..limits import MAX_RULESET_FILE
 from .store import NAME, CampaignRow, Store
-
-MAX_RULESET_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ def new_campaign(store: Store, name: str, ruleset: str, characters: Sequence[str
     if not NAME.fullmatch(name):
         raise ValueError(f"campaign name {name!r}: use 1 to 64 letters, digits, '.', '_' or '-'")
     path = Path(ruleset).resolve()
-    data = read_file(path, MAX_RULESET_BYTES)
+    data = read_file(path, MAX_RULESET_FILE)
     rs = Ruleset.from_json(data, str(path))  # the same bytes as the digest: an edit in between cannot split them
     state = GameState.new(rs, characters, seed=seed or secrets.token_hex(8))  # its own dice, unless told (S-13)
     row = CampaignRow(name, str(path), digest_of(data), canonical_json(state.to_json()), ", ".join(state.characters))
@@ -76,7 +75,7 @@ class Campaigns:
         stamp = (st.st_mtime_ns, st.st_size)
         if hit is not None and hit[0] == stamp:
             return hit[1]
-        data = read_file(row.ruleset, MAX_RULESET_BYTES)
+        data = read_file(row.ruleset, MAX_RULESET_FILE)
         rs = Ruleset.from_json(data, row.ruleset)  # the same bytes as the digest
         start = from_json(rs, json.loads(row.start), f"campaign {name}")
         c = Campaign(name, rs, digest_of(data), start, canonical_json(start.to_json()))

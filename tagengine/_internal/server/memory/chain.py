@@ -33,7 +33,7 @@ from operator import itemgetter
 from ...commands import apply_reply
 from ...prefix_memo import PrefixMemo
 from ...state import GameState, from_json
-from ..limits import LOOP_CHARS
+from ..limits import CHAIN_STEP_CHARS, CHAIN_STEPS_HELD, HASH_CHARS, LOOP_CHARS
 from .campaigns import Campaign, canonical_json
 from .snapshots import SnapshotCache
 from .store import Store
@@ -42,10 +42,6 @@ log = logging.getLogger("tagengine.serve")
 _RECEIPT = re.compile(r'\bresult\s*=\s*"')
 INCOMPLETE = "incomplete: the state was rebuilt from what the history holds"
 HIDDEN = "hidden"  # a note's first word: narrations of a --hide-tags server read back by one without it (TR-6)
-NEXT_MAX = 16_384  # chain steps remembered: every request hashes its whole history again (S-24)
-NEXT_CHARS = 16 * 1024 * 1024  # and the characters of their replies (the keys hold them; a reply may be long)
-THREAD_MIN = 16  # replies to replay: more go to a worker thread, so the event loop never waits on a long history
-HASH_CHARS = 512 * 1024  # characters of a history: past them its look-up (hashing the replies) goes to a worker
 _CONTENT = itemgetter("content")
 
 
@@ -110,7 +106,7 @@ class Chain:
         emptied)."""
         hit = self._steps.get((key, reply))
         if hit is None:
-            if len(self._steps) >= NEXT_MAX or self._step_chars >= NEXT_CHARS:
+            if len(self._steps) >= CHAIN_STEPS_HELD or self._step_chars >= CHAIN_STEP_CHARS:
                 self._steps.clear()
                 self._step_chars = 0
             self._step_chars += len(reply)

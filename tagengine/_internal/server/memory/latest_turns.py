@@ -77,7 +77,7 @@ class Latest:
 
     def newest(self, c: Campaign) -> Newest:
         """The state after the last reply handled, with its chain key (the players' edits wait there,
-        server/memory/edits.py), turn count and receipts; the campaign's start before any turn, or when the snapshot is
+        server/edits/points.py), turn count and receipts; the campaign's start before any turn, or when the snapshot is
         gone (then `gone`, and a note says so)."""
         head = self.store.head(c.name)
         if head is None:

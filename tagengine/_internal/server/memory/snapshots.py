@@ -13,12 +13,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from ...state import GameState
-
-SIZE = 4096  # states held, the least recently used dropped
+from ..limits import SNAPSHOTS_HELD
 
 
 class SnapshotCache:
-    def __init__(self, size: int = SIZE) -> None:
+    def __init__(self, size: int = SNAPSHOTS_HELD) -> None:
         self.size = size
         self._lock = threading.Lock()  # never held across a call out of this class
         self._states: OrderedDict[str, GameState] = OrderedDict()

@@ -10,7 +10,8 @@ in its `SnapshotCache` (snapshots.py), which `pruned` tells what a pruning remov
 So a fault of the file (a full disk, an I/O error, a lock another process holds too long) costs the cache,
 never a turn (S-33): what a turn reads of it (`snapshot`, `known`, `replies`, `narrations`, `head`) is then
 "not known" (`reading`), and what it writes (`writing`, `put_head`) is dropped; each fault is logged. The campaigns'
-own rows still raise: without them there is no campaign.
+own rows still raise: without them there is no campaign, and so do the players' edits (`edits`): they are the
+players' own, not a cache, so a write that fails is said to the player who made it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ CREATE TABLE IF NOT EXISTS heads (campaign TEXT PRIMARY KEY, key TEXT NOT NULL, 
 CREATE TABLE IF NOT EXISTS narrations (prev TEXT NOT NULL, shown TEXT NOT NULL, tagged TEXT NOT NULL,
                                        PRIMARY KEY (prev, shown));
 CREATE TABLE IF NOT EXISTS replies (content TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (content, key));
+CREATE TABLE IF NOT EXISTS edits (key TEXT NOT NULL, seq INTEGER NOT NULL, campaign TEXT NOT NULL, who TEXT,
+                                  changes TEXT NOT NULL, PRIMARY KEY (key, seq));
+CREATE INDEX IF NOT EXISTS edits_campaign ON edits (campaign, seq);
 """
 # added after the first release of the file: a database made before gets them by ALTER TABLE
 _SNAPSHOT_COLUMNS = {"campaign": "TEXT NOT NULL DEFAULT ''", "used": "INTEGER NOT NULL DEFAULT 0"}
@@ -316,3 +320,36 @@ class Store:
         self.writing("the pages' newest turn", lambda: self.db.execute(
             "INSERT INTO heads VALUES (?, ?, ?, ?) ON CONFLICT(campaign) DO UPDATE SET "
             "key = excluded.key, turn = excluded.turn, receipts = excluded.receipts", (campaign, key, turn, receipts)))
+
+    # -- the players' edits waiting for the next reply (server/edits/pending.py): not a cache, so writes raise
+    def edit_keys(self) -> tuple[set[str], int]:
+        """The chain keys with edits waiting, and the newest edit's number (0: none)."""
+        with self.lock:
+            keys = {str(r[0]) for r in self.db.execute("SELECT DISTINCT key FROM edits")}
+            return keys, self._newest_edit()
+
+    def _newest_edit(self) -> int:
+        return int(self.db.execute("SELECT coalesce(max(seq), 0) FROM edits").fetchone()[0])
+
+    def edits_at(self, key: str) -> list[tuple[int, str | None, str]]:
+        """(number, who, changes) of the edits waiting at `key`, oldest first; none when the file cannot be read
+        (logged, S-33)."""
+        rows: list[tuple[int, str | None, str]] = []
+        with self.reading("the players' edits"):
+            rows = [(int(r[0]), r[1], str(r[2])) for r in self.db.execute(
+                "SELECT seq, who, changes FROM edits WHERE key = ? ORDER BY seq", (key,))]
+        return rows
+
+    def add_edit(self, campaign: str, key: str, who: str | None, changes: str, *, after: int,
+                 keys_kept: int) -> tuple[int, list[str]]:
+        """Keep an edit waiting at `key`, numbered after `after` and every edit stored; the campaign's oldest keys
+        past `keys_kept` are dropped. Returns (its number, the keys dropped). Raises sqlite3.Error when the file
+        cannot keep it (one transaction: nothing is half kept)."""
+        with self.batch():
+            seq = max(after, self._newest_edit()) + 1
+            self.db.execute("INSERT INTO edits VALUES (?, ?, ?, ?, ?)", (key, seq, campaign, who, changes))
+            old = [str(r[0]) for r in self.db.execute(
+                "SELECT key FROM edits WHERE campaign = ? GROUP BY key ORDER BY max(seq) DESC LIMIT -1 OFFSET ?",
+                (campaign, keys_kept))]
+            self.db.executemany("DELETE FROM edits WHERE key = ?", [(k,) for k in old])
+        return seq, old

@@ -1,6 +1,6 @@
 """Starting a campaign from the pages (issue 27 item 1): `GET /ui/new` is the form, `POST /ui/new` makes the
 campaign and goes on (303) to its first character's sheet in the editor, where the sheets are filled in before
-the first reply (they are the campaign's start then: server/memory/edits.py, ED-14).
+the first reply (they are the campaign's start then: server/edits/points.py, ED-14).
 
 A ruleset comes from the server's folder (`serve --rulesets DIR`: its `*.json` files, each read again when it
 changes) or is uploaded (or pasted) and inspected as `/ui/check` does; an uploaded one that loads is kept in the
@@ -26,14 +26,14 @@ from ...pages.campaign_start import RulesetFile, StartForm, checked_start, start
 from ...ruleset import Ruleset
 from ...ruleset.load import MAX_BYTES
 from ..context import ServerContext
+from ..limits import MAX_RULESET_FORM, RULESETS_LISTED
 from ..memory.campaigns import new_campaign
 from ..memory.store import NAME
 from ..turn.request import body_within
 from ..wire.forms import FormPost, read_form
-from .pages import MAX_FORM, nav, page, problem_page
+from .pages import nav, page, problem_page
 
 log = logging.getLogger("tagengine.serve")
-MAX_FOLDER = 200  # ruleset files listed from --rulesets DIR
 UPLOADS = "rulesets"  # under the data folder: the rulesets uploaded for a campaign
 
 
@@ -46,7 +46,7 @@ def campaign_page_routes(ctx: ServerContext) -> list[Route]:
         if where is None:
             return []
         out = []
-        for path in sorted(p for p in where.glob("*.json") if p.is_file())[:MAX_FOLDER]:
+        for path in sorted(p for p in where.glob("*.json") if p.is_file())[:RULESETS_LISTED]:
             st = path.stat()
             stamp = (st.st_mtime_ns, st.st_size)
             hit = listed.get(path.name)
@@ -60,9 +60,9 @@ def campaign_page_routes(ctx: ServerContext) -> list[Route]:
         if request.method == "GET":
             values = start_context(StartForm(), await run_in_threadpool(folder), ctx.options.rulesets is not None)
             return page("new.html.j2", {**values, "nav": nav(ctx, None, "new")})
-        body = await body_within(request, MAX_FORM)
+        body = await body_within(request, MAX_RULESET_FORM)
         if body is None:
-            return problem_page(413, "Start a campaign", f"The form is over {MAX_FORM} bytes.")
+            return problem_page(413, "Start a campaign", f"The form is over {MAX_RULESET_FORM} bytes.")
         post = await run_in_threadpool(read_form, request.headers.get("content-type", ""), body)
         listing = await run_in_threadpool(folder)
         form = await run_in_threadpool(check_post, post, listing)

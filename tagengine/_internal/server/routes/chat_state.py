@@ -25,11 +25,11 @@ from starlette.routing import Route
 from ...commands import apply_reply
 from ...pages.chat_panel import panel_json
 from ..context import ServerContext
+from ..edits.points import replayed_point
 from ..errors import Refused, refusals_as_responses
-from ..limits import KIB, LOOP_CHARS
+from ..limits import LOOP_CHARS, RECEIPTS_CHARS, RECEIPTS_HELD
 from ..memory.campaigns import Campaign
 from ..memory.chain import Replayed
-from ..memory.edits import replayed_point
 from ..memory.latest_turns import turn_of
 from ..turn.request import (
     MarkedHistory,
@@ -45,10 +45,8 @@ from .edit_api import at, json_answer
 
 PATH = "/tagengine/api/state"
 KEYS = ("messages", "campaign", "rewrite_from")
-RECEIPTS_MEMO = 256  # the last reply's receipts by chain key: a panel asks again for the same chat
 # and the characters of those replies: receipts grow with a reply's text (a MiB of short tags is some 40 000
 # receipts, 18 MB held; 256 such replies held 4.6 GB), so at most 256 KiB of replies (some hundred of a chat's)
-RECEIPTS_CHARS = 256 * KIB
 
 
 def chat_state_routes(ctx: ServerContext) -> list[Route]:
@@ -124,7 +122,7 @@ class ReceiptsMemo:
     """The last replies' receipts by chain key: at most `entries` replies and `chars` characters of them, the
     oldest dropped first; a reply longer than `chars` is not kept (its receipts are made again when asked)."""
 
-    def __init__(self, entries: int = RECEIPTS_MEMO, chars: int = RECEIPTS_CHARS) -> None:
+    def __init__(self, entries: int = RECEIPTS_HELD, chars: int = RECEIPTS_CHARS) -> None:
         self.entries = entries
         self.chars = chars
         self.held_chars = 0

@@ -20,15 +20,15 @@ from ...commands.check import KINDS, ORDER, RolledCheck, card, roll_tag
 from ...tags import Tag
 from ...tags.render import canonical
 from ..context import ServerContext
+from ..edits.points import waiting_state
 from ..errors import Refused, refusals_as_responses
+from ..limits import MAX_CHECK_VALUE
 from ..memory.campaigns import Campaign
-from ..memory.edits import waiting_state
 from ..turn.request import check_count, check_sizes, messages_of, read_body
 from ..wire.json_codec import dumps, loads
 
 PATH = "/tagengine/checks"
 KEYS = ORDER  # the tag's attributes, in the order its receipt writes them
-MAX_VALUE = 1000  # characters in one value of the check: a name or a number
 # Refusals that name something the campaign does not have: 404 naming it; every other refusal is a 400.
 NOT_FOUND = {"unknown-character": ("who", "character_not_found", "character"),
              "unknown-skill": ("skill", "skill_not_found", "skill"),
@@ -97,8 +97,8 @@ def check_tag(check: Any) -> Tag:
                                                                                                     "difficulty")):
             raise Refused(400, f"check.{k} must be text{' or a whole number' if k in ('dc', 'difficulty') else ''}, "
                           f"not {json.dumps(v)[:80]}", "invalid_check")
-        if len(str(v)) > MAX_VALUE:
-            raise Refused(400, f"check.{k} is over {MAX_VALUE} characters", "invalid_check")
+        if len(str(v)) > MAX_CHECK_VALUE:
+            raise Refused(400, f"check.{k} is over {MAX_CHECK_VALUE} characters", "invalid_check")
     kinds = [k for k in KINDS if k in check]
     if len(kinds) != 1:
         raise Refused(400, "a check rolls exactly one of skill, ability or save"

@@ -34,9 +34,9 @@ from ...pages.sheet_editor import draft_json
 from ...sheet.edit_paths import Change, change_of, parse_change
 from ...sheet.form import edit_form
 from ..context import ServerContext
+from ..edits.points import Point, history_point, newest_point, save_edit
 from ..errors import Refused, refusals_as_responses
 from ..memory.campaigns import Campaign
-from ..memory.edits import Point, history_point, newest_point, save_edit
 from ..turn.request import object_body, read_body
 from ..wire.chat_completions import error_doc
 from ..wire.json_codec import dumps

@@ -13,7 +13,7 @@
 
 Every form works without script: it posts and is answered with a redirect, or with the page again, each problem
 next to its input and everything typed kept. Edits are made at the campaign's newest reply and wait for the next
-(server/memory/edits.py). Handlers run on the event loop's thread: a sheet's edit is a few milliseconds of work.
+(server/edits/points.py). Handlers run on the event loop's thread: a sheet's edit is a few milliseconds of work.
 """
 
 from __future__ import annotations
@@ -35,15 +35,14 @@ from ...sheet import view_party
 from ...sheet.edit_paths import Change
 from ...sheet.form import edit_form
 from ..context import ServerContext
+from ..edits.points import Point, newest_point, save_edit
 from ..errors import Refused
+from ..limits import MAX_EDIT_FORM
 from ..memory.campaigns import Campaign
-from ..memory.edits import Point, newest_point, save_edit
 from ..turn.request import body_within
 from ..wire.forms import read_form
 from ..wire.json_codec import dumps
 from .pages import nav, page, problem_page, sheet_page
-
-MAX_EDIT_FORM = 4 * 1024 * 1024  # a sheet's form: 200-row lists of 4,000-character cells stay far below
 
 
 def editor_routes(ctx: ServerContext) -> list[Route]:

@@ -24,16 +24,14 @@ from ...pages import inspection_context, prompt_context, render_page, sheet_cont
 from ...pages.sheet_editor import Ids, play_context
 from ...pages.templates import EDITOR_SCRIPT, REFRESH_SCRIPT, STYLESHEET, refresh_script, stylesheet
 from ...prompt.upstream_tokens import NotCounted
-from ...ruleset.load import MAX_BYTES
 from ...sheet.form import edit_form
 from ..context import ServerContext
+from ..edits.points import newest_point, page_stamp
 from ..errors import Refused
+from ..limits import MAX_RULESET_FORM
 from ..memory.campaigns import Campaign
-from ..memory.edits import newest_point, page_stamp
 from ..turn.request import body_within
 from ..wire.forms import form_parts
-
-MAX_FORM = 2 * MAX_BYTES + 64 * 1024  # a pasted ruleset and an uploaded one, with the form's own bytes
 
 
 def nav(ctx: ServerContext | None, name: str | None, here: str) -> list[dict[str, Any]]:
@@ -154,9 +152,9 @@ def page_routes(ctx: ServerContext) -> list[Route]:
         data: bytes | None = None
         source, pasted = "", None
         if request.method == "POST":
-            form = await body_within(request, MAX_FORM)
+            form = await body_within(request, MAX_RULESET_FORM)
             if form is None:
-                return problem_page(413, "Ruleset checker", f"The form is over {MAX_FORM} bytes.")
+                return problem_page(413, "Ruleset checker", f"The form is over {MAX_RULESET_FORM} bytes.")
             data, source, pasted = await run_in_threadpool(form_ruleset, request.headers.get("content-type", ""),
                                                            form)
         # up to 4 MB parsed and validated: in a worker thread, so chat requests are not held up meanwhile

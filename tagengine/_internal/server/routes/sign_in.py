@@ -24,23 +24,19 @@ from starlette.routing import Route
 from ...pages import render_page
 from ..context import ServerContext
 from ..guard.auth import COOKIE, LOGIN, next_page
-from ..guard.sessions import SESSION_SECONDS
+from ..limits import MAX_SIGN_IN_FORM, SESSION_SECONDS, SIGN_IN_ADDRESSES, WRONG_KEY_EVERY, WRONG_KEYS_BURST
 from ..turn.request import body_within
 
-MAX_LOGIN_FORM = 16 * 1024  # bytes: a key and where to go next
 LOGOUT = "/ui/logout"
-WRONG_BURST = 10  # wrong keys a client address may give in a row...
-WRONG_EVERY = 6.0  # ...then one more each this many seconds (10 a minute)
-MAX_CLIENTS = 4096  # client addresses remembered, the least recently seen forgotten first
 
 
 class SignInLimit:
-    """Wrong keys per client address, a token bucket each (WRONG_BURST, one back every WRONG_EVERY seconds),
-    in bounded memory: at most MAX_CLIENTS addresses, the least recently seen dropped. An IPv6 address counts
+    """Wrong keys per client address, a token bucket each (WRONG_KEYS_BURST, one back every WRONG_KEY_EVERY seconds),
+    in bounded memory: at most SIGN_IN_ADDRESSES addresses, the least recently seen dropped. An IPv6 address counts
     by its /64 network (one host holds all of it). Behind a proxy the address is the client's only with
     `--trust-proxy` (else every request comes from the proxy, and they share one bucket)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, most: int = MAX_CLIENTS) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, most: int = SIGN_IN_ADDRESSES) -> None:
         self.clock = clock
         self.most = most
         self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # address -> (tokens, when)
@@ -55,13 +51,13 @@ class SignInLimit:
         return str(ipaddress.ip_network(f"{ip}/64", strict=False)) if ip.version == 6 else str(ip)
 
     def _tokens(self, who: str) -> float:
-        tokens, when = self.buckets.get(who, (WRONG_BURST, self.clock()))
-        return min(WRONG_BURST, tokens + (self.clock() - when) / WRONG_EVERY)
+        tokens, when = self.buckets.get(who, (WRONG_KEYS_BURST, self.clock()))
+        return min(WRONG_KEYS_BURST, tokens + (self.clock() - when) / WRONG_KEY_EVERY)
 
     def wait(self, who: str) -> int:
         """Seconds before `who` may try a key again: 0 when now."""
         tokens = self._tokens(who)
-        return 0 if tokens >= 1 else math.ceil((1 - tokens) * WRONG_EVERY)
+        return 0 if tokens >= 1 else math.ceil((1 - tokens) * WRONG_KEY_EVERY)
 
     def wrong(self, who: str) -> None:
         """`who` gave a wrong key."""
@@ -84,7 +80,7 @@ def sign_in_routes(ctx: ServerContext) -> list[Route]:
             return RedirectResponse("/ui/", status_code=303)
         if request.method == "GET":
             return form(next_page(request.query_params.get("next", "/ui/")))
-        raw = await body_within(request, MAX_LOGIN_FORM)
+        raw = await body_within(request, MAX_SIGN_IN_FORM)
         fields = parse_qs((raw or b"").decode("utf-8", "replace"))
         given, goto = fields.get("key", [""])[0], next_page(fields.get("next", ["/ui/"])[0])
         who = limit.address(request)
@@ -104,7 +100,7 @@ def sign_in_routes(ctx: ServerContext) -> list[Route]:
             return RedirectResponse("/ui/", status_code=303)
         if request.method == "GET":
             return HTMLResponse(render_page("logout.html.j2", {}))
-        raw = await body_within(request, MAX_LOGIN_FORM)
+        raw = await body_within(request, MAX_SIGN_IN_FORM)
         if "everywhere" in parse_qs((raw or b"").decode("utf-8", "replace")):
             sessions.end_all()
         response = RedirectResponse(LOGIN, status_code=303)

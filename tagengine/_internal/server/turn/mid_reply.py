@@ -32,7 +32,7 @@ from ...ruleset import Ruleset
 from ...state import GameState
 from ...tags import scan
 from ..errors import reply_too_large, upstream_failure, upstream_status
-from ..limits import LOOP_CHARS, MAX_REPLY
+from ..limits import LOOP_CHARS, MAX_REPLY, MAX_SETTLE_HEADER, MODELS_HELD
 from ..runtime.worker_threads import Workers
 from ..upstream.client import Upstream
 from ..wire.chat_completions import (
@@ -54,13 +54,11 @@ MID_REPLY = "mid-reply"
 AT_END = "at-end; the upstream cannot continue an assistant message"
 SAME_START = 24  # characters: a continuation that starts as the reply did is a new answer, not a continuation
 MIN_SAME = 8  # a shorter whole continuation is never taken for a repeat
-MAX_MODELS = 1024  # model names remembered as able or unable to continue (a model name is at most 256 characters)
 # the probe (CK-21): a prefill any chat model continues in a few tokens; one that answers anew repeats it
 PROBE_USER = "Count from one to six in words, separated by spaces."
 PROBE_PREFILL = "one two three"
 PROBE_TOKENS = 8
 UNASKED = "at-end; the upstream could not be asked"
-MAX_HEADER = 1024  # characters of x-tagengine-settle (its why quotes at most 500 of the upstream's message)
 
 
 class CheckStop:
@@ -350,15 +348,15 @@ def _stop_event(data: str, stop: CheckStop) -> tuple[str, int | None]:
 
 
 def header_value(text: str) -> str:
-    """`text` as a header value: printable ASCII, at most MAX_HEADER characters. The why of a failure may quote
+    """`text` as a header value: printable ASCII, at most MAX_SETTLE_HEADER characters. The why of a failure may quote
     the upstream's error message, which may hold any character: a line break no header can carry (uvicorn
     refused it: a dropped connection), or one beyond latin-1 (a UnicodeEncodeError: a 500)."""
-    return "".join(c if " " <= c <= "~" else "?" for c in text[:MAX_HEADER])
+    return "".join(c if " " <= c <= "~" else "?" for c in text[:MAX_SETTLE_HEADER])
 
 
 def _bounded_put(names: dict[str, Any], model: str, value: Any) -> None:
-    """Put `model` in an insertion-ordered table of at most MAX_MODELS names (the oldest goes)."""
-    if len(names) >= MAX_MODELS:
+    """Put `model` in an insertion-ordered table of at most MODELS_HELD names (the oldest goes)."""
+    if len(names) >= MODELS_HELD:
         names.pop(next(iter(names)))
     names[model] = value
 

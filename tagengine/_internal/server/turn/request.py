@@ -20,11 +20,10 @@ from ...history import ROLES
 from ...prompt import Budget
 from ...prompt.contexts import context_of
 from ..errors import Refused
-from ..limits import MAX_BODY, MAX_MESSAGE, MAX_MESSAGES
+from ..limits import MAX_BODY, MAX_MESSAGE, MAX_MESSAGES, MAX_MODEL_NAME
 from ..wire.json_codec import loads
 
 log = logging.getLogger("tagengine.serve")
-MAX_MODEL_NAME = 256  # characters
 DEFAULT_CONTEXT = 8192
 DEFAULT_RESPONSE = 1024
 _CONTENT = itemgetter("content")

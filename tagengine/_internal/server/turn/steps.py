@@ -36,11 +36,11 @@ from ...prompt.contexts import context_of
 from ...stream import StreamFilter
 from ...tags import narration
 from ..context import ServerContext
+from ..edits.opening import Opening, edit_opening, opened_events
 from ..errors import Refused, reply_too_large, upstream_failure, upstream_status
 from ..limits import LOOP_CHARS, MAX_REPLY
 from ..memory.campaigns import Campaign
 from ..memory.chain import HIDDEN, Replayed
-from ..memory.edits import Opening, edit_opening, opened_events
 from ..memory.latest_turns import turn_of
 from ..upstream.counting import tokens_header
 from ..wire.chat_completions import first_content, set_first_content

@@ -34,18 +34,13 @@ from ...prompt.tokens import SlowFit
 from ...prompt.upstream_tokens import NotCounted, UpstreamTokenizer
 from ...ruleset import Ruleset
 from ...state import GameState
-from ..limits import LOOP_CHARS
+from ..limits import COUNT_REQUESTS, COUNT_ROUNDS, COUNT_TIMEOUT, COUNTED_TOKENS_HELD, COUNTS_HELD, LOOP_CHARS
 from ..runtime.worker_threads import Workers
 from ..wire.json_codec import dumps, loads
 from .client import Upstream, wire_headers
 
 log = logging.getLogger("tagengine.serve")
 
-MAX_TEXTS = 8192  # texts whose counts are kept
-MAX_TOKENS = 2_000_000  # token ids kept over all of them (4 bytes each: 8 MB)
-MAX_ROUNDS = 32  # fit, fetch what it missed, fit again: a first fit with cuts takes about ten
-PARALLEL = 8  # tokenize requests in flight at once
-COUNT_TIMEOUT = 30.0  # seconds for one tokenize request
 PROBE = "Hello, world"
 _TABLES = itertools.count(1)  # each server's table of counts has its own number
 
@@ -205,15 +200,15 @@ class UpstreamCounts:
         old = self._known.pop((model or "", text), None)  # two requests may fetch the same text at once
         self._tokens += len(ids) - (len(old) if old is not None else 0)
         self._known[(model or "", text)] = ids
-        while len(self._known) > MAX_TEXTS or self._tokens > MAX_TOKENS:
+        while len(self._known) > COUNTS_HELD or self._tokens > COUNTED_TOKENS_HELD:
             _, old = self._known.popitem(last=False)
             self._tokens -= len(old)
 
     async def fetch(self, ep: Endpoint, model: str | None, texts: Iterable[str], incoming: Mapping[str, str]) -> None:
-        """Counts for the texts not known yet, `PARALLEL` requests at a time."""
+        """Counts for the texts not known yet, `COUNT_REQUESTS` requests at a time."""
         known = self.lookup(model)
         missing = [t for t in dict.fromkeys(texts) if t and known(t) is None]
-        gate = asyncio.Semaphore(PARALLEL)
+        gate = asyncio.Semaphore(COUNT_REQUESTS)
 
         async def one(text: str) -> None:
             async with gate:
@@ -239,7 +234,7 @@ class UpstreamCounts:
         try:
             await self.fetch(ep, budget.model, [*ROLES, reminder(rs, state), *(m["content"] for m in history)],
                              incoming)
-            for _ in range(MAX_ROUNDS):
+            for _ in range(COUNT_ROUNDS):
                 try:
                     return build_prompt(rs, state, history, counted, checked=True), counted, None
                 except NotCounted as e:
@@ -248,7 +243,7 @@ class UpstreamCounts:
             log.warning("token counts: the upstream's count failed (%s); this request is counted locally", e)
             return await local_prompt(self.workers, rs, state, history, budget), budget, "failed"
         log.warning("token counts: the fit still met new texts after %d rounds; this request is counted locally",
-                    MAX_ROUNDS)
+                    COUNT_ROUNDS)
         return await local_prompt(self.workers, rs, state, history, budget), budget, "rounds"
 
 

@@ -30,10 +30,11 @@ from typing import Any, cast
 import httptools
 import httpx
 
+from ..limits import MAX_ANSWER_HEAD
+
 POOL_IDLE = 32  # idle keep-alive connections kept per origin
 HIGH_WATER = 256 * 1024  # bytes of an answer buffered before reading pauses
 LOW_WATER = 64 * 1024
-MAX_HEAD = 64 * 1024  # the most an answer's head may hold (h11, httpcore's parser, refused 16 KiB)
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})  # not HEAD: its answer has no body
 IDEMPOTENT = frozenset({"GET", "PUT", "DELETE", "OPTIONS"})  # RFC 9110 9.2.2
 
@@ -94,9 +95,9 @@ class Connection(asyncio.Protocol):
         # llhttp keeps a header's name or value until it ends, outside the callbacks' count (_count): one
         # endless line of head or trailers is cut off here
         self.bodiless = 0 if self.buffered != buffered or self.complete else self.bodiless + len(data)
-        if self.bodiless > 2 * MAX_HEAD and self.error is None:
+        if self.bodiless > 2 * MAX_ANSWER_HEAD and self.error is None:
             self.error = httpx.RemoteProtocolError(
-                f"the upstream sent more than {2 * MAX_HEAD} bytes of head or trailers without an end")
+                f"the upstream sent more than {2 * MAX_ANSWER_HEAD} bytes of head or trailers without an end")
         if self.error is not None and self.transport is not None:
             self.transport.close()
         self._wake()
@@ -132,8 +133,8 @@ class Connection(asyncio.Protocol):
 
     def _count(self, size: int) -> None:
         self.head_size += size + 4
-        if self.head_size > MAX_HEAD:  # an endless head (or trailers) is refused
-            raise httpx.RemoteProtocolError(f"the upstream's answer has a head of more than {MAX_HEAD} bytes")
+        if self.head_size > MAX_ANSWER_HEAD:  # an endless head (or trailers) is refused
+            raise httpx.RemoteProtocolError(f"the upstream's answer has a head of more than {MAX_ANSWER_HEAD} bytes")
 
     def on_headers_complete(self) -> None:
         assert self.parser is not None

@@ -8,7 +8,7 @@ import email.policy
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
 
-MAX_FIELDS = 20_000  # fields in one form: a whole sheet of 200-row lists is far fewer
+from ..limits import MAX_FORM_FIELDS
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,8 @@ def form_parts(content_type: str, body: bytes) -> list[Part]:
                 out.append(Part(name, payload, part.get_filename()))
         return out
     try:
-        pairs = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=MAX_FIELDS)
-    except ValueError:  # more fields than MAX_FIELDS
+        pairs = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS)
+    except ValueError:  # more fields than MAX_FORM_FIELDS
         return []
     return [Part(k, v.encode("utf-8", "surrogatepass")) for k, v in pairs]
 

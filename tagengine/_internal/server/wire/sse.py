@@ -10,7 +10,6 @@ from typing import Any
 
 from .json_codec import dumps
 
-MAX_EVENT = 16 * 1024 * 1024  # bytes of one event, unless the reader says (the server: limits.MAX_ANSWER, SEC-3)
 SLICE = 16  # events given from one chunk before the event loop is given back (SEC-2); a model's stream has one
 DONE = "[DONE]"  # the data of a chat completion stream's last event
 DONE_EVENT = b"data: [DONE]\n\n"
