@@ -261,9 +261,9 @@ def test_an_incomplete_history_is_said_in_a_header(tmp_path):
 
 
 def test_bad_requests_are_400s_in_openai_format(tmp_path, monkeypatch):
-    from tagengine._internal.server.turn import request as chat_request
+    from tagengine._internal.server.wire import body
 
-    monkeypatch.setattr(chat_request, "MAX_BODY", 4096)
+    monkeypatch.setattr(body, "MAX_BODY", 4096)
     with serving(tmp_path, Fake(SCRIPT)) as srv, httpx.Client(base_url=srv.url, timeout=30) as h:
         for body, code in [(b"{nope", "invalid_json"), (b"[1]", "invalid_request"),
                            (b'{"messages": "hi"}', "invalid_messages"), (b'{"messages": [3]}', "invalid_messages"),

@@ -16,10 +16,9 @@ from conftest import examples, load_sample
 from tagengine import apply_reply
 from tagengine._internal.commands import Applied
 from tagengine._internal.server.errors import Refused
-from tagengine._internal.server.limits import MAX_ANSWER
+from tagengine._internal.server.limits import MAX_ANSWER, MAX_MODEL_NAME
 from tagengine._internal.server.turn.receipts import ReceiptStream
 from tagengine._internal.server.turn.relay import relay_stream
-from tagengine._internal.server.limits import MAX_MODEL_NAME
 from tagengine._internal.server.turn.request import budget_of, read_marked
 from tagengine._internal.server.wire.json_codec import dumps
 from tagengine._internal.server.wire.sse import read_events

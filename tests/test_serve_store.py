@@ -11,9 +11,9 @@ import pytest
 from serve_kit import Fake, heist_store
 from test_serve import SCRIPT, ask, client, expected, serving
 
+from tagengine._internal.server.limits import THREAD_MIN
 from tagengine._internal.server.memory import chain
 from tagengine._internal.server.memory import store as store_module
-from tagengine._internal.server.limits import THREAD_MIN
 from tagengine._internal.server.memory.chain import Chain
 from tagengine._internal.server.memory.snapshots import SnapshotCache
 from tagengine._internal.server.memory.store import DB_NAME, Store

@@ -17,13 +17,12 @@ from tagengine._internal.server.errors import Refused
 from tagengine._internal.server.memory.campaigns import Campaign
 from tagengine._internal.server.options import Options
 from tagengine._internal.server.turn.mid_reply import CHECKS_HEADER, MID_REPLY
-from tagengine._internal.server.turn.request import read_marked
+from tagengine._internal.server.turn.request import campaign_choice, read_marked
 from tagengine._internal.server.turn.steps import (
     NOT_MID_REPLY,
     Turn,
     answer_whole,
     begin,
-    campaign_name,
     fit,
     plan_mid_reply,
     record_reply,
@@ -64,13 +63,19 @@ def started(ctx: ServerContext, turns: list[str], stored: list[str]) -> Turn:
     return asyncio.run(begin(ctx, "heist", read_marked(history("heist", turns, stored))))
 
 
-def test_the_campaign_is_the_marker_then_the_prefix_then_the_default():
+def test_the_campaign_is_the_body_then_the_marker_then_the_prefix_then_the_default():
+    """One rule for every route (S-5): what the JSON API's body asks, else the marker, else the prefix, else
+    --campaign; each answer says how it was chosen."""
     marked = read_marked(history("heist", ["one"], []))
     plain = read_marked([{"role": "user", "content": "hi"}])
-    assert campaign_name(marked, "vault", "other") == "heist"
-    assert campaign_name(plain, "vault", "other") == "vault"
-    assert campaign_name(plain, None, "other") == "other"
-    assert campaign_name(plain, None, None) is None
+    assert campaign_choice(marked, "asked", "vault", "other") == ("asked", "asked")
+    assert campaign_choice(marked, None, "vault", "other") == ("heist", "marker")
+    assert campaign_choice(plain, None, "vault", "other") == ("vault", "url")
+    assert campaign_choice(plain, None, None, "other") == ("other", "default")
+    assert campaign_choice(plain, None, None, None) is None
+    with pytest.raises(Refused):
+        campaign_choice(plain, 3, None, None)  # a body's `campaign` that is not a name
+
 
 
 def after(c: Campaign, replies: list[str]) -> GameState:

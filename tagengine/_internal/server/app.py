@@ -27,7 +27,7 @@ from .guard.auth import ApiKeyAuth
 from .guard.origins import EXPOSED, HostAndOrigin, allowed_origins, host_names
 from .options import Options
 from .routes.campaign_pages import campaign_page_routes
-from .routes.chat import openai_routes
+from .routes.chat import chat_routes
 from .routes.chat_state import chat_state_routes
 from .routes.checks import check_routes
 from .routes.edit_api import edit_api_routes
@@ -42,10 +42,18 @@ __all__ = ["Options", "make_app"]  # Options: what make_app is made from (option
 
 log = logging.getLogger("tagengine.serve")
 CLIENT_LEFT = 499  # the access line's status for a request whose client left before its body ended (nginx's)
+# The route table: each group's module is routes/<group>.py, its function `<group>_routes(ctx)`.
 ROUTE_GROUPS: tuple[Callable[[ServerContext], list[Route]], ...] = (
-    health_routes, openai_routes, page_routes, sign_in_routes, check_routes,
-    campaign_page_routes, editor_routes, edit_api_routes,  # issue 27: the editor's pages and JSON API
-    chat_state_routes, st_bridge_routes)  # issue 28: the state of the chat on screen; SillyTavern's bridge
+    health_routes,  # /healthz
+    chat_routes,  # /v1/... and /c/{campaign}/v1/...: the OpenAI-compatible API a chat app calls
+    page_routes,  # /ui/...: the campaigns, the game sheet, the prompt, the ruleset checker
+    sign_in_routes,  # /ui/login, /ui/logout
+    campaign_page_routes,  # /ui/new: a campaign started
+    editor_routes,  # /ui/c/{campaign}/edit...: the sheet editor, the party's Edit, the game sheet's hand edits
+    check_routes,  # /tagengine/api/checks: a check rolled
+    edit_api_routes,  # /tagengine/api/c/{campaign}/...: the editor's JSON API
+    chat_state_routes,  # /tagengine/api/state, /tagengine/api/campaigns: the state of the chat on screen
+    st_bridge_routes)  # /tagengine/bridge/chat/completions: the JSON API through SillyTavern's server
 
 
 def make_app(opts: Options) -> Starlette:

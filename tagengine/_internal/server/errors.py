@@ -5,22 +5,25 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import wraps
-from typing import Any
+from typing import Any, ParamSpec
 
 import httpx
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from .limits import MAX_REPLY
 from .upstream.client import AnswerTooLarge
+from .wire.answers import json_response
 from .wire.chat_completions import error_doc, error_message
 from .wire.json_codec import loads_or_none
 from .wire.sse import EventTooLarge
 
+P = ParamSpec("P")
+
 
 def error(status: int, message: str, code: str, kind: str = "invalid_request_error",
-          headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(error_doc(message, code, kind), status_code=status, headers=headers)
+          headers: dict[str, str] | None = None) -> Response:
+    """The one error body every route answers with: `{"error": {"message", "type", "code"}}`."""
+    return json_response(error_doc(message, code, kind), status, headers)
 
 
 class Refused(Exception):
@@ -34,17 +37,17 @@ class Refused(Exception):
         """The error as the wire has it, for a stream's error event."""
         return error_doc(self.message, self.code, self.kind)
 
-    def response(self) -> JSONResponse:
-        return JSONResponse(self.doc(), status_code=self.status)
+    def response(self) -> Response:
+        return json_response(self.doc(), self.status)
 
 
-def refusals_as_responses(route: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-    """A route whose `Refused` raised anywhere below it becomes the error response it carries."""
+def refusals_as_responses(handler: Callable[P, Awaitable[Response]]) -> Callable[P, Awaitable[Response]]:
+    """A handler whose `Refused` raised anywhere below it becomes the error response it carries."""
 
-    @wraps(route)
-    async def wrapped(request: Request) -> Response:
+    @wraps(handler)
+    async def wrapped(*args: P.args, **kwargs: P.kwargs) -> Response:
         try:
-            return await route(request)
+            return await handler(*args, **kwargs)
         except Refused as r:
             return r.response()
 

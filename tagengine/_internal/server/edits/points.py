@@ -54,6 +54,13 @@ class Point:
     def state(self) -> GameState:
         return self.made.state
 
+    def to_json(self) -> dict[str, Any]:
+        """Where an edit goes, as the JSON API says it: the chain key, the turn (the newest reply's, for a point
+        without a history), whether it makes the campaign's start (before the first reply), how many edits wait
+        there for the next reply, and the party sheet's revision."""
+        return {"key": self.key, "turn": None if self.newest is None else self.newest.turn, "start": self.start,
+                "waiting": len(self.waiting.edits), "revision": self.state.party_revision}
+
 
 def _point(ctx: ServerContext, c: Campaign, key: str, base: GameState, start: bool,
            newest: Newest | None = None, closed: str | None = None) -> Point:

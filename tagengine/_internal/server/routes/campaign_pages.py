@@ -1,4 +1,4 @@
-"""Starting a campaign from the pages (issue 27 item 1): `GET /ui/new` is the form, `POST /ui/new` makes the
+"""Starting a campaign from the pages: `GET /ui/new` is the form, `POST /ui/new` makes the
 campaign and goes on (303) to its first character's sheet in the editor, where the sheets are filled in before
 the first reply (they are the campaign's start then: server/edits/points.py, ED-14).
 
@@ -26,56 +26,64 @@ from ...pages.campaign_start import RulesetFile, StartForm, checked_start, start
 from ...ruleset import Ruleset
 from ...ruleset.load import MAX_BYTES
 from ..context import ServerContext
+from ..errors import Refused
 from ..limits import MAX_RULESET_FORM, RULESETS_LISTED
 from ..memory.campaigns import new_campaign
 from ..memory.store import NAME
-from ..turn.request import body_within
+from ..wire.body import body_within
 from ..wire.forms import FormPost, read_form
-from .pages import nav, page, problem_page
+from .base import nav, page, refusals_as_pages, route
 
 log = logging.getLogger("tagengine.serve")
 UPLOADS = "rulesets"  # under the data folder: the rulesets uploaded for a campaign
 
 
-def campaign_page_routes(ctx: ServerContext) -> list[Route]:
-    listed: dict[str, tuple[tuple[int, int], RulesetFile]] = {}  # this server's reading of its folder, by file
+class Folder:
+    """The rulesets of the server's folder (`serve --rulesets DIR`), each read again when its file changed; this
+    server's reading of them, by file name. Listed in a worker thread."""
 
-    def folder() -> list[RulesetFile]:
-        """The folder's rulesets, each read again when its file changed (a worker thread's work)."""
-        where = ctx.options.rulesets
-        if where is None:
+    def __init__(self, where: Path | None) -> None:
+        self.where = where
+        self.read: dict[str, tuple[tuple[int, int], RulesetFile]] = {}
+
+    def files(self) -> list[RulesetFile]:
+        if self.where is None:
             return []
         out = []
-        for path in sorted(p for p in where.glob("*.json") if p.is_file())[:RULESETS_LISTED]:
+        for path in sorted(p for p in self.where.glob("*.json") if p.is_file())[:RULESETS_LISTED]:
             st = path.stat()
             stamp = (st.st_mtime_ns, st.st_size)
-            hit = listed.get(path.name)
+            hit = self.read.get(path.name)
             if hit is None or hit[0] != stamp:
                 hit = (stamp, read_ruleset_file(path))
-                listed[path.name] = hit
+                self.read[path.name] = hit
             out.append(hit[1])
         return out
 
-    async def new(request: Request) -> Response:
-        if request.method == "GET":
-            values = start_context(StartForm(), await run_in_threadpool(folder), ctx.options.rulesets is not None)
-            return page("new.html.j2", {**values, "nav": nav(ctx, None, "new")})
-        body = await body_within(request, MAX_RULESET_FORM)
-        if body is None:
-            return problem_page(413, "Start a campaign", f"The form is over {MAX_RULESET_FORM} bytes.")
-        post = await run_in_threadpool(read_form, request.headers.get("content-type", ""), body)
-        listing = await run_in_threadpool(folder)
-        form = await run_in_threadpool(check_post, post, listing)
-        if not form.problems:
-            made = await run_in_threadpool(make_campaign, ctx, form)  # the ruleset file read and parsed again
-            if made is None:
-                return RedirectResponse(f"/ui/c/{quote(form.name, safe='')}/edit/{quote(form.characters[0], safe='')}"
-                                        "?made=1", status_code=303)
-            form.problem("name", made)
-        values = start_context(form, listing, ctx.options.rulesets is not None)
-        return page("new.html.j2", {**values, "nav": nav(ctx, None, "new")}, 422)
 
-    return [Route("/ui/new", new, methods=["GET", "POST"])]
+@refusals_as_pages("Start a campaign")
+async def new_campaign_page(ctx: ServerContext, folder: Folder, request: Request) -> Response:
+    if request.method == "GET":
+        values = start_context(StartForm(), await run_in_threadpool(folder.files), folder.where is not None)
+        return page("new.html.j2", {**values, "nav": nav(ctx, None, "new")})
+    body = await body_within(request, MAX_RULESET_FORM)
+    if body is None:
+        raise Refused(413, f"the form is over {MAX_RULESET_FORM} bytes", "request_too_large")
+    post = await run_in_threadpool(read_form, request.headers.get("content-type", ""), body)
+    listing = await run_in_threadpool(folder.files)
+    form = await run_in_threadpool(check_post, post, listing)
+    if not form.problems:
+        made = await run_in_threadpool(make_campaign, ctx, form)  # the ruleset file read and parsed again
+        if made is None:
+            return RedirectResponse(f"/ui/c/{quote(form.name, safe='')}/edit/{quote(form.characters[0], safe='')}"
+                                    "?made=1", status_code=303)
+        form.problem("name", made)
+    values = start_context(form, listing, folder.where is not None)
+    return page("new.html.j2", {**values, "nav": nav(ctx, None, "new")}, 422)
+
+
+def campaign_page_routes(ctx: ServerContext) -> list[Route]:
+    return [route("/ui/new", new_campaign_page, ctx, Folder(ctx.options.rulesets), methods=["GET", "POST"])]
 
 
 def read_ruleset_file(path: Path) -> RulesetFile:

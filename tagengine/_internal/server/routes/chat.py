@@ -1,7 +1,7 @@
 """The OpenAI-compatible routes a chat app calls, under both prefixes (`/v1/...` and `/c/{campaign}/v1/...`):
 the model list (the upstream's; a 404 under /c/NAME for a campaign the server does not have), the legacy
-completions (refused), and chat completions: a campaign's turn (turn.py), or without one the request passed
-through (passthrough.py)."""
+completions (refused), and chat completions: a campaign's turn (turn/steps.py), or without one the request
+passed through (turn/passthrough.py)."""
 
 from __future__ import annotations
 
@@ -18,71 +18,76 @@ from ..context import ServerContext
 from ..errors import error, refusals_as_responses, upstream_failure, upstream_status
 from ..turn.passthrough import passthrough
 from ..turn.quiet import QUIET_HEADER, quiet_reason
-from ..turn.request import check_sizes, marker_warning, parse_body, read_body, without_markers
-from ..turn.steps import answer_streamed, answer_whole, begin, campaign_name, fit, open_with_edits, plan_mid_reply
+from ..turn.request import campaign_choice, check_sizes, marker_warning, parse_body, without_markers
+from ..turn.steps import answer_streamed, answer_whole, begin, fit, open_with_edits, plan_mid_reply
 from ..upstream.client import media_type
+from ..wire.body import read_body
 from ..wire.json_codec import dumps
+from .base import route
 
 log = logging.getLogger("tagengine.serve")
 PREFIXES = ("", "/c/{campaign}")
 
 
-def openai_routes(ctx: ServerContext) -> list[Route]:
+@refusals_as_responses
+async def models_endpoint(ctx: ServerContext, request: Request) -> Response:
+    """The upstream's model list. Under /c/NAME, a 404 for a campaign the server does not have, so a misspelled
+    campaign in a chat app's URL does not connect as valid (STX-3)."""
+    named = request.path_params.get("campaign")
+    if named is not None:
+        ctx.campaign(named)
     upstream = ctx.upstream
+    try:
+        got = await upstream.send(upstream.request("GET", "/models", request.headers))
+    except httpx.HTTPError as e:
+        return upstream_failure(e).response()
+    if got.status_code >= 600:  # no server can answer with it
+        return upstream_status(got.status_code, got.content).response()
+    return Response(got.content, status_code=got.status_code, media_type=media_type(got))
 
-    @refusals_as_responses
-    async def models(request: Request) -> Response:
-        """The upstream's model list. Under /c/NAME, a 404 for a campaign the server does not have, so a
-        misspelled campaign in a chat app's URL does not connect as valid (STX-3)."""
-        named = request.path_params.get("campaign")
-        if named is not None:
-            ctx.campaign(named)
-        try:
-            got = await upstream.send(upstream.request("GET", "/models", request.headers))
-        except httpx.HTTPError as e:
-            return upstream_failure(e).response()
-        if got.status_code >= 600:  # no server can answer with it
-            return upstream_status(got.status_code, got.content).response()
-        return Response(got.content, status_code=got.status_code, media_type=media_type(got))
 
-    async def completions(request: Request) -> Response:
-        return error(400, "chat completions only: point the chat app at /v1/chat/completions",
-                     "unsupported_endpoint")
+async def legacy_completions(request: Request) -> Response:
+    return error(400, "chat completions only: point the chat app at /v1/chat/completions", "unsupported_endpoint")
 
-    @refusals_as_responses
-    async def chat(request: Request) -> Response:
-        """The chat turn, step by step (turn.py)."""
-        raw = await read_body(request)
-        body = parse_body(raw)
-        marked = await ctx.read_history(body["messages"])
-        stream = body.get("stream") is True
-        name = campaign_name(marked, request.path_params.get("campaign"), ctx.options.campaign)
-        warned = marker_warning(marked, name)  # a near-miss marker (TR-8)
-        if name is None:
-            return await passthrough(upstream, request.headers, raw, stream, warned)
-        check_sizes(body["messages"], marked.plain())
-        quiet = quiet_reason(request.headers, body, marked.history)  # not a turn of the game (TR-5)
-        if quiet is not None:
-            return await passed_quiet(raw, body, stream, request.headers, {**(warned or {}), QUIET_HEADER: quiet})
-        turn = await begin(ctx, name, marked)
-        open_with_edits(ctx, turn)
-        fitted = await fit(ctx, turn, body, request.headers)
-        if warned:
-            fitted.headers.update(warned)
-        resend = await plan_mid_reply(ctx, turn, fitted, stream, request.headers) if ctx.mid_reply else None
-        if stream:
-            return await answer_streamed(ctx, turn, fitted, resend, request.headers, request.is_disconnected)
-        return await answer_whole(ctx, turn, fitted, resend, request.headers)
 
-    async def passed_quiet(raw: bytes, body: dict[str, Any], stream: bool, incoming: Mapping[str, str],
-                           headers: dict[str, str]) -> Response:
-        """A request that is not a turn, to the model as the app sent it, its campaign markers taken out."""
-        log.info("a request that is not a turn of the game passes through: %s", headers[QUIET_HEADER])
-        if b"[tagengine:" in raw:
-            raw = dumps({**body, "messages": without_markers(body["messages"])})
-        return await passthrough(upstream, incoming, raw, stream, headers)
+@refusals_as_responses
+async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
+    """The chat turn, step by step (turn/steps.py)."""
+    raw = await read_body(request)
+    body = parse_body(raw)
+    marked = await ctx.read_history(body["messages"])
+    stream = body.get("stream") is True
+    chosen = campaign_choice(marked, None, request.path_params.get("campaign"), ctx.options.campaign)
+    name = None if chosen is None else chosen[0]
+    warned = marker_warning(marked, name)  # a near-miss marker (TR-8)
+    if name is None:
+        return await passthrough(ctx.upstream, request.headers, raw, stream, warned)
+    check_sizes(body["messages"], marked.plain())
+    quiet = quiet_reason(request.headers, body, marked.history)  # not a turn of the game (TR-5)
+    if quiet is not None:
+        return await passed_quiet(ctx, raw, body, stream, request.headers, {**(warned or {}), QUIET_HEADER: quiet})
+    turn = await begin(ctx, name, marked)
+    open_with_edits(ctx, turn)
+    fitted = await fit(ctx, turn, body, request.headers)
+    if warned:
+        fitted.headers.update(warned)
+    resend = await plan_mid_reply(ctx, turn, fitted, stream, request.headers) if ctx.mid_reply else None
+    if stream:
+        return await answer_streamed(ctx, turn, fitted, resend, request.headers, request.is_disconnected)
+    return await answer_whole(ctx, turn, fitted, resend, request.headers)
 
-    return [route for prefix in PREFIXES for route in (
-        Route(f"{prefix}/v1/models", models),
-        Route(f"{prefix}/v1/completions", completions, methods=["POST"]),
-        Route(f"{prefix}/v1/chat/completions", chat, methods=["POST"]))]
+
+async def passed_quiet(ctx: ServerContext, raw: bytes, body: dict[str, Any], stream: bool,
+                       incoming: Mapping[str, str], headers: dict[str, str]) -> Response:
+    """A request that is not a turn, to the model as the app sent it, its campaign markers taken out."""
+    log.info("a request that is not a turn of the game passes through: %s", headers[QUIET_HEADER])
+    if b"[tagengine:" in raw:
+        raw = dumps({**body, "messages": without_markers(body["messages"])})
+    return await passthrough(ctx.upstream, incoming, raw, stream, headers)
+
+
+def chat_routes(ctx: ServerContext) -> list[Route]:
+    return [r for prefix in PREFIXES for r in (
+        route(f"{prefix}/v1/models", models_endpoint, ctx),
+        route(f"{prefix}/v1/completions", legacy_completions, methods=["POST"]),
+        route(f"{prefix}/v1/chat/completions", chat_endpoint, ctx, methods=["POST"]))]

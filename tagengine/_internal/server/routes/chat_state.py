@@ -1,16 +1,18 @@
-"""The state of the chat on screen (issue 28, decisions STX-3, STX-4, STX-7): what the SillyTavern extension's
-panel shows, computed from the chat's own messages.
+"""The state of the chat on screen (decisions STX-3, STX-4, STX-7): what the SillyTavern extension's panel shows,
+computed from the chat's own messages.
 
-    POST /tagengine/api/state          {"messages": [...], "campaign"?: NAME, "rewrite_from"?: N}
-    POST /c/{campaign}/tagengine/api/state
-    GET  /tagengine/api/campaigns      the campaigns the picker lists, and the server's --campaign
+    POST /tagengine/api/state                 {"messages": [...], "campaign"?: NAME, "rewrite_from"?: N}
+    POST /tagengine/api/c/{campaign}/state
+    GET  /tagengine/api/campaigns             the campaigns the picker lists, and the server's --campaign
 
 The state is the chat route's replay of the history (`ServerContext.replayed`: the same hash chain, the same
 snapshots) with the players' edits waiting there, and nothing else moves: no turn is played, the pages' newest
-turn and prompt stay as they are. The campaign is chosen as a turn chooses it (a marker in a system or user
-message, else the /c/NAME prefix, else --campaign; `campaign` in the body comes first), and the answer says which
-and how (`by`), so a panel can say it. `rewrite_from`: the replies from that message on as a replay writes them,
-where they differ from the chat's (a reply the player edited, and the receipts after it).
+turn and prompt stay as they are. The campaign is chosen as a turn chooses it (`turn.request.campaign_choice`:
+`campaign` in the body, else a marker in a system or user message, else the campaign in the path, else
+--campaign), and the answer says which and how (`by`), so a panel can say it. `rewrite_from`: the replies from
+that message on as a replay writes them, where they differ from the chat's (a reply the player edited, and the
+receipts after it). `POST /c/{campaign}/tagengine/api/state`, the path before the API had one scheme, answers
+too, for one release (docs/middleware.md).
 """
 
 from __future__ import annotations
@@ -31,96 +33,19 @@ from ..limits import LOOP_CHARS, RECEIPTS_CHARS, RECEIPTS_HELD
 from ..memory.campaigns import Campaign
 from ..memory.chain import Replayed
 from ..memory.latest_turns import turn_of
-from ..turn.request import (
-    MarkedHistory,
-    check_count,
-    check_sizes,
-    marker_warning,
-    messages_of,
-    object_body,
-    read_body,
-    read_marked,
-)
-from .edit_api import at, json_answer
+from ..turn.request import campaign_choice, check_count, check_sizes, marker_warning, messages_of, read_marked
+from ..wire.answers import json_response
+from ..wire.body import object_body, read_body
+from .base import alias, api_path, route
 
-PATH = "/tagengine/api/state"
 KEYS = ("messages", "campaign", "rewrite_from")
-# and the characters of those replies: receipts grow with a reply's text (a MiB of short tags is some 40 000
-# receipts, 18 MB held; 256 such replies held 4.6 GB), so at most 256 KiB of replies (some hundred of a chat's)
-
-
-def chat_state_routes(ctx: ServerContext) -> list[Route]:
-    receipts_at = ReceiptsMemo()
-
-    @refusals_as_responses
-    async def state(request: Request) -> Response:
-        body = object_body(await read_body(request), KEYS)
-        messages = messages_of(body.get("messages", []))
-        check_count(messages)
-        marked = await ctx.read_history(messages)
-        chosen = campaign_choice(marked, body.get("campaign"), request.path_params.get("campaign"),
-                                 ctx.options.campaign)
-        warned = marker_warning(marked, None if chosen is None else chosen[0])
-        said = {"name": None if chosen is None else chosen[0], "by": None if chosen is None else chosen[1],
-                "warning": None if warned is None else next(iter(warned.values()))}
-        if chosen is None:  # the chat's requests pass to the model unchanged
-            return json_answer(200, {"campaign": said, "turn": None, "sheet": None})
-        try:
-            c = ctx.campaign(chosen[0])
-        except Refused as r:
-            return json_answer(r.status, {**r.doc(), "campaign": said})
-        history = marked.plain()
-        check_sizes(messages, history)
-        after = await ctx.replayed(c, history)
-        point = replayed_point(ctx, c, after)
-        receipts = await last_receipts(c, history, after)
-        # a long reply's receipts are many, and drawing each takes time: as applying it, off the loop (SEC-2)
-        sheet = (await ctx.workers.run(panel_json, c.rs, point.state, receipts)
-                 if after.replies and len(after.replies[-1]) > LOOP_CHARS else panel_json(c.rs, point.state, receipts))
-        doc = {"campaign": {**said, "ruleset": c.rs.name}, "turn": turn_of(history, len(after.replies)),
-               "at": at(point), "history": list(after.notes), "sheet": sheet}
-        if "rewrite_from" in body:
-            doc["rewrites"] = await rewrites(c, history, messages, body["rewrite_from"], after)
-        return json_answer(200, doc)
-
-    async def last_receipts(c: Campaign, history: list[dict[str, str]], after: Replayed) -> list[dict[str, Any]]:
-        """The receipts of the history's last reply, as its replay writes them (remembered by chain key)."""
-        if not after.replies:
-            return []
-        hit = receipts_at.get(after.key)
-        if hit is None:
-            last = max(i for i, m in enumerate(history) if m["role"] == "assistant")
-            before = await ctx.replayed(c, history[:last])
-            reply = after.replies[-1]
-            applied = (await ctx.workers.run(apply_reply, c.rs, before.state, reply) if len(reply) > LOOP_CHARS
-                       else apply_reply(c.rs, before.state, reply))
-            hit = [r.to_json() for r in applied.receipts]
-            receipts_at.put(after.key, reply, hit)
-        return hit
-
-    async def rewrites(c: Campaign, history: list[dict[str, str]], messages: list[Any], first: Any,
-                       after: Replayed) -> list[dict[str, Any]]:
-        """Each reply at or after `messages[first]` whose replay from the campaign's start differs from its text:
-        `{index, text}` by its index in `messages`. None when the history replays as it is (the common case),
-        or with --hide-tags (the chat holds narrations, which a replay does not write)."""
-        if type(first) is not int or first < 0:
-            raise Refused(400, "`rewrite_from` must be a message's index, a whole number", "invalid_request")
-        if after.consistent or ctx.options.hide_tags:
-            return []
-        return await ctx.workers.run(replay_texts, c, history, messages, first)
-
-    async def campaigns(request: Request) -> Response:
-        rows = [{"name": r.name, "characters": [n for n in r.characters.split(", ") if n]}
-                for r in ctx.store.campaigns()]
-        return json_answer(200, {"campaigns": rows, "default": ctx.options.campaign})
-
-    return [Route(PATH, state, methods=["POST"]), Route(f"/c/{{campaign}}{PATH}", state, methods=["POST"]),
-            Route("/tagengine/api/campaigns", campaigns, methods=["GET"])]
 
 
 class ReceiptsMemo:
     """The last replies' receipts by chain key: at most `entries` replies and `chars` characters of them, the
-    oldest dropped first; a reply longer than `chars` is not kept (its receipts are made again when asked)."""
+    oldest dropped first; a reply longer than `chars` is not kept (its receipts are made again when asked).
+    Receipts grow with a reply's text (a MiB of short tags is some 40 000 receipts, 18 MB held; 256 such replies
+    held 4.6 GB), so the bound is on the replies' characters too."""
 
     def __init__(self, entries: int = RECEIPTS_HELD, chars: int = RECEIPTS_CHARS) -> None:
         self.entries = entries
@@ -145,17 +70,79 @@ class ReceiptsMemo:
         self.held_chars += size
 
 
-def campaign_choice(marked: MarkedHistory, asked: Any, prefixed: str | None,
-                    default: str | None) -> tuple[str, str] | None:
-    """The campaign a chat plays and how it was chosen, as a turn chooses it (`turn.campaign_name`): the body's
-    `campaign` ("asked"), else the chat's marker ("marker"), else the /c/NAME prefix ("url"), else --campaign
-    ("default"); None: its requests pass through."""
-    if asked is not None and not isinstance(asked, str):
-        raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
-    for name, by in ((asked, "asked"), (marked.campaign, "marker"), (prefixed, "url"), (default, "default")):
-        if name:
-            return name, by
-    return None
+@refusals_as_responses
+async def state_of_chat(ctx: ServerContext, memo: ReceiptsMemo, request: Request) -> Response:
+    body = object_body(await read_body(request), KEYS)
+    messages = messages_of(body.get("messages", []))
+    check_count(messages)
+    marked = await ctx.read_history(messages)
+    chosen = campaign_choice(marked, body.get("campaign"), request.path_params.get("campaign"),
+                             ctx.options.campaign)
+    warned = marker_warning(marked, None if chosen is None else chosen[0])
+    said = {"name": None if chosen is None else chosen[0], "by": None if chosen is None else chosen[1],
+            "warning": None if warned is None else next(iter(warned.values()))}
+    if chosen is None:  # the chat's requests pass to the model unchanged
+        return json_response({"campaign": said, "turn": None, "sheet": None})
+    try:
+        c = ctx.campaign(chosen[0])
+    except Refused as r:
+        return json_response({**r.doc(), "campaign": said}, r.status)
+    history = marked.plain()
+    check_sizes(messages, history)
+    after = await ctx.replayed(c, history)
+    point = replayed_point(ctx, c, after)
+    receipts = await last_receipts(ctx, memo, c, history, after)
+    # a long reply's receipts are many, and drawing each takes time: as applying it, off the loop (SEC-2)
+    sheet = (await ctx.workers.run(panel_json, c.rs, point.state, receipts)
+             if after.replies and len(after.replies[-1]) > LOOP_CHARS else panel_json(c.rs, point.state, receipts))
+    doc = {"campaign": {**said, "ruleset": c.rs.name}, "turn": turn_of(history, len(after.replies)),
+           "at": point.to_json(), "history": list(after.notes), "sheet": sheet}
+    if "rewrite_from" in body:
+        doc["rewrites"] = await rewrites(ctx, c, history, messages, body["rewrite_from"], after)
+    return json_response(doc)
+
+
+async def last_receipts(ctx: ServerContext, memo: ReceiptsMemo, c: Campaign, history: list[dict[str, str]],
+                        after: Replayed) -> list[dict[str, Any]]:
+    """The receipts of the history's last reply, as its replay writes them (remembered by chain key)."""
+    if not after.replies:
+        return []
+    hit = memo.get(after.key)
+    if hit is None:
+        last = max(i for i, m in enumerate(history) if m["role"] == "assistant")
+        before = await ctx.replayed(c, history[:last])
+        reply = after.replies[-1]
+        applied = (await ctx.workers.run(apply_reply, c.rs, before.state, reply) if len(reply) > LOOP_CHARS
+                   else apply_reply(c.rs, before.state, reply))
+        hit = [r.to_json() for r in applied.receipts]
+        memo.put(after.key, reply, hit)
+    return hit
+
+
+async def rewrites(ctx: ServerContext, c: Campaign, history: list[dict[str, str]], messages: list[Any], first: Any,
+                   after: Replayed) -> list[dict[str, Any]]:
+    """Each reply at or after `messages[first]` whose replay from the campaign's start differs from its text:
+    `{index, text}` by its index in `messages`. None when the history replays as it is (the common case),
+    or with --hide-tags (the chat holds narrations, which a replay does not write)."""
+    if type(first) is not int or first < 0:
+        raise Refused(400, "`rewrite_from` must be a message's index, a whole number", "invalid_request")
+    if after.consistent or ctx.options.hide_tags:
+        return []
+    return await ctx.workers.run(replay_texts, c, history, messages, first)
+
+
+async def campaign_list(ctx: ServerContext, request: Request) -> Response:
+    rows = [{"name": r.name, "characters": [n for n in r.characters.split(", ") if n]}
+            for r in ctx.store.campaigns()]
+    return json_response({"campaigns": rows, "default": ctx.options.campaign})
+
+
+def chat_state_routes(ctx: ServerContext) -> list[Route]:
+    memo = ReceiptsMemo()
+    named = route(api_path("state", "{campaign}"), state_of_chat, ctx, memo, methods=["POST"])
+    return [route(api_path("state"), state_of_chat, ctx, memo, methods=["POST"]), named,
+            alias("/c/{campaign}/tagengine/api/state", named),
+            route(api_path("campaigns"), campaign_list, ctx)]
 
 
 def replay_texts(c: Campaign, history: list[dict[str, str]], messages: list[Any],

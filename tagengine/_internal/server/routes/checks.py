@@ -1,5 +1,7 @@
-"""`POST /tagengine/checks` (issue 13, UNTR-11, U-7; docs/checks-in-serve.md, CK-15..CK-17): one check rolled
-against the state a chat's history gives, the way the next `[check:]` tag in that chat would roll it.
+"""`POST /tagengine/api/checks` (UNTR-11, U-7; docs/checks-in-serve.md, CK-15..CK-17): one check rolled against
+the state a chat's history gives, the way the next `[check:]` tag in that chat would roll it. Also under
+`/tagengine/api/c/{campaign}/checks`; the paths before the API had one scheme (`/tagengine/checks`,
+`/c/{campaign}/tagengine/checks`) answer too, for one release.
 
 The state comes from the same chain replay as chat completions (`ServerContext.replayed` over the same plain
 history), so a check here and a check tag in the next reply see the very same sheet and dice. Nothing is
@@ -24,10 +26,11 @@ from ..edits.points import waiting_state
 from ..errors import Refused, refusals_as_responses
 from ..limits import MAX_CHECK_VALUE
 from ..memory.campaigns import Campaign
-from ..turn.request import check_count, check_sizes, messages_of, read_body
-from ..wire.json_codec import dumps, loads
+from ..turn.request import campaign_choice, check_count, check_sizes, messages_of
+from ..wire.answers import json_response
+from ..wire.body import object_body, read_body
+from .base import alias, api_path, route
 
-PATH = "/tagengine/checks"
 KEYS = ORDER  # the tag's attributes, in the order its receipt writes them
 # Refusals that name something the campaign does not have: 404 naming it; every other refusal is a 400.
 NOT_FOUND = {"unknown-character": ("who", "character_not_found", "character"),
@@ -36,53 +39,36 @@ NOT_FOUND = {"unknown-character": ("who", "character_not_found", "character"),
              "unknown-ability": ("ability", "ability_not_found", "ability")}
 
 
+@refusals_as_responses
+async def check_endpoint(ctx: ServerContext, request: Request) -> Response:
+    """The check rolled at the state after the history (with --hide-tags its replies are narrations, mapped back
+    as chat completions map them)."""
+    body = object_body(await read_body(request), ("campaign", "messages", "check"))
+    messages = messages_of(body.get("messages", []))
+    check_count(messages)
+    marked = await ctx.read_history(messages)  # each message checked here (S-27)
+    tag = check_tag(body.get("check"))
+    chosen = campaign_choice(marked, body.get("campaign"), request.path_params.get("campaign"), ctx.options.campaign)
+    if chosen is None:
+        raise Refused(400, "no campaign: name it in `campaign`, in a [tagengine: campaign=\"NAME\"] marker, "
+                      "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
+    c = ctx.campaign(chosen[0])
+    history = marked.plain()
+    check_sizes(messages, history)
+    before = await ctx.replayed(c, history)
+    rolled = roll_tag(c.rs, waiting_state(ctx, c, before), tag)  # with the players' edits waiting there
+    headers = {"x-tagengine-campaign": c.name}
+    if before.notes:
+        headers["x-tagengine-history"] = "; ".join(before.notes)
+    if rolled.result.result != "ok":
+        raise refusal(tag, rolled)
+    return json_response(answer(c, tag, rolled), headers=headers)
+
+
 def check_routes(ctx: ServerContext) -> list[Route]:
-    """The endpoint under both prefixes: `/tagengine/checks` and `/c/{campaign}/tagengine/checks`. With
-    --hide-tags the history's replies are narrations, mapped back as chat completions map them."""
-
-    @refusals_as_responses
-    async def endpoint(request: Request) -> Response:
-        body = parse_checks_body(await read_body(request))
-        messages = messages_of(body.get("messages", []))
-        check_count(messages)
-        marked = await ctx.read_history(messages)  # each message checked here (S-27)
-        tag = check_tag(body.get("check"))
-        named = body.get("campaign")
-        if named is not None and not isinstance(named, str):
-            raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
-        name = named or marked.campaign or request.path_params.get("campaign") or ctx.options.campaign
-        if name is None:
-            raise Refused(400, "no campaign: name it in `campaign`, in a [tagengine: campaign=\"NAME\"] marker, "
-                          "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
-        c = ctx.campaign(name)
-        history = marked.plain()
-        check_sizes(messages, history)
-        before = await ctx.replayed(c, history)
-        rolled = roll_tag(c.rs, waiting_state(ctx, c, before), tag)  # with the players' edits (issue 27)
-        headers = {"x-tagengine-campaign": c.name}
-        if before.notes:
-            headers["x-tagengine-history"] = "; ".join(before.notes)
-        if rolled.result.result != "ok":
-            raise refusal(tag, rolled)
-        return Response(dumps(answer(c, tag, rolled)), media_type="application/json", headers=headers)
-
-    return [Route(f"{prefix}{PATH}", endpoint, methods=["POST"]) for prefix in ("", "/c/{campaign}")]
-
-
-def parse_checks_body(raw: bytes) -> dict[str, Any]:
-    """The body as JSON: an object of `campaign`, `messages` and `check` only, else a 400 naming why."""
-    try:
-        body = loads(raw)  # as chat completions read a body (chat_request.parse_body): a long history fast
-    except (ValueError, RecursionError) as e:
-        raise Refused(400, f"the request body is not JSON: {e}", "invalid_json") from None
-    if not isinstance(body, dict):
-        raise Refused(400, "the request body must be a JSON object: {\"campaign\", \"messages\", \"check\"}",
-                      "invalid_request")
-    unknown = sorted(k for k in body if k not in ("campaign", "messages", "check"))
-    if unknown:
-        raise Refused(400, f"unknown field {unknown[0]!r}: the body holds campaign, messages and check",
-                      "invalid_request")
-    return body
+    plain = route(api_path("checks"), check_endpoint, ctx, methods=["POST"])
+    named = route(api_path("checks", "{campaign}"), check_endpoint, ctx, methods=["POST"])
+    return [plain, named, alias("/tagengine/checks", plain), alias("/c/{campaign}/tagengine/checks", named)]
 
 
 def check_tag(check: Any) -> Tag:

@@ -1,4 +1,4 @@
-"""The editor's JSON API (issue 27 item 4; docs/editor.md, "The JSON API"): a character's or the party's
+"""The editor's JSON API (docs/editor.md, "The JSON API"): a character's or the party's
 editable sheet with its form, an edit saved, a draft's re-computed values. Under `/tagengine/api/c/{campaign}`:
 
     GET  ""                         the campaign: its characters, its party sheet, the point the API edits at
@@ -15,7 +15,7 @@ A sheet is named `characters/{who}` (the character's name, URL-encoded; it ends 
 slash) or `party`; `read/` and `draft/` go before it.
 
 Without `messages` the point is the campaign's newest reply, as the pages show it; with them, the state after
-that history (a SillyTavern extension sends the chat on screen, issue 28). Every answer that refuses an edit
+that history (the SillyTavern extension sends the chat on screen). Every answer that refuses an edit
 carries the same problems (path, code, message, value) as the pages, and the form they sit on. Every route that
 changes anything is a POST. With --api-key, `Authorization: Bearer KEY` (ApiKeyAuth), as for the chat routes.
 """
@@ -35,90 +35,92 @@ from ...sheet.edit_paths import Change, change_of, parse_change
 from ...sheet.form import edit_form
 from ..context import ServerContext
 from ..edits.points import Point, history_point, newest_point, save_edit
-from ..errors import Refused, refusals_as_responses
+from ..errors import refusals_as_responses
 from ..memory.campaigns import Campaign
-from ..turn.request import object_body, read_body
+from ..wire.answers import json_response
+from ..wire.body import object_body, read_body
 from ..wire.chat_completions import error_doc
-from ..wire.json_codec import dumps
+from .base import api_path, missing_sheet, route
 
-PREFIX = "/tagengine/api/c/{campaign}"
 KEYS = ("changes", "revision", "messages")
-
-
-def edit_api_routes(ctx: ServerContext) -> list[Route]:
-
-    async def point_of(request: Request, body: dict[str, Any]) -> tuple[Campaign, Point]:
-        c = ctx.campaign(request.path_params["campaign"])
-        if "messages" in body:
-            return c, await history_point(ctx, c, body["messages"])
-        return c, newest_point(ctx, c)
-
-    @refusals_as_responses
-    async def campaign(request: Request) -> Response:
-        c, point = await point_of(request, {})
-        party = c.rs.file.party
-        return json_answer(200, {"campaign": c.name, "ruleset": c.rs.name, "characters": list(point.state.characters),
-                            "party": None if party is None else {"label": party.label,
-                                                                 "revision": point.state.party_revision},
-                            "at": at(point)})
-
-    @refusals_as_responses
-    async def read(request: Request) -> Response:
-        body = await api_body(request) if request.method == "POST" else {}
-        c, point = await point_of(request, body)
-        who = request.path_params.get("who")
-        return json_answer(200, {"at": at(point), "form": form_json(c, point, who)})
-
-    @refusals_as_responses
-    async def save(request: Request) -> Response:
-        body = await api_body(request)
-        c, point = await point_of(request, body)
-        who = request.path_params.get("who")
-        sheet_there(c, point, who)
-        changes = changes_of(body.get("changes"))
-        revision = body.get("revision")
-        if who is None and (type(revision) is not int or revision < 0):
-            return refused_answer(c, point, None, Edited(point.state, problems=(Problem(
-                "revision", "wrong-type", "a party edit names the revision its form was opened at, a whole number "
-                "(PARTY-36)", revision),)))
-        edited = save_edit(ctx, c, point, who, changes, revision if who is None else None)
-        if not edited.ok:
-            return refused_answer(c, point, who, edited)
-        after = newest_point(ctx, c) if "messages" not in body else await history_point(ctx, c, body["messages"])
-        return json_answer(200, {"ok": True, "changes": [{"op": x.op, "path": x.path, "value": x.value}
-                                                    for x in edited.changes],
-                            "rolled": [{"path": p, "total": t} for p, t in edited.rolled], "at": at(after),
-                            "form": form_json(c, after, who)})
-
-    @refusals_as_responses
-    async def draft(request: Request) -> Response:
-        body = await api_body(request)
-        c, point = await point_of(request, body)
-        who = request.path_params.get("who")
-        sheet_there(c, point, who)
-        changes = [x for x in changes_of(body.get("changes")) if isinstance(x, Change)]
-        return json_answer(200, draft_json(c.rs, point.state, who, changes))
-
-    character = "characters/{who:path}"
-    return [Route(PREFIX, campaign, methods=["GET"]),
-            Route(f"{PREFIX}/{character}", read, methods=["GET"]),
-            Route(f"{PREFIX}/{character}", save, methods=["POST"]),
-            Route(f"{PREFIX}/read/{character}", read, methods=["POST"]),
-            Route(f"{PREFIX}/draft/{character}", draft, methods=["POST"]),
-            Route(f"{PREFIX}/party", read, methods=["GET"]),
-            Route(f"{PREFIX}/party", save, methods=["POST"]),
-            Route(f"{PREFIX}/read/party", read, methods=["POST"]),
-            Route(f"{PREFIX}/draft/party", draft, methods=["POST"])]
-
-
-def json_answer(status: int, doc: dict[str, Any]) -> Response:
-    return Response(dumps(doc), status_code=status, media_type="application/json",
-                    headers={"cache-control": "no-store"})
 
 
 async def api_body(request: Request) -> dict[str, Any]:
     """The body: a JSON object of `changes`, `revision` and `messages` only, else a 400 naming why."""
     return object_body(await read_body(request), KEYS)
+
+
+async def point_of(ctx: ServerContext, request: Request, body: dict[str, Any]) -> tuple[Campaign, Point]:
+    """The campaign the path names and the point an edit is made at: the history's, else the newest reply's."""
+    c = ctx.campaign(request.path_params["campaign"])
+    if "messages" in body:
+        return c, await history_point(ctx, c, body["messages"])
+    return c, newest_point(ctx, c)
+
+
+@refusals_as_responses
+async def api_campaign(ctx: ServerContext, request: Request) -> Response:
+    c, point = await point_of(ctx, request, {})
+    party = c.rs.file.party
+    return json_response({"campaign": c.name, "ruleset": c.rs.name, "characters": list(point.state.characters),
+                          "party": None if party is None else {"label": party.label,
+                                                               "revision": point.state.party_revision},
+                          "at": point.to_json()})
+
+
+@refusals_as_responses
+async def api_sheet(ctx: ServerContext, request: Request) -> Response:
+    body = await api_body(request) if request.method == "POST" else {}
+    c, point = await point_of(ctx, request, body)
+    return json_response({"at": point.to_json(), "form": form_json(c, point, request.path_params.get("who"))})
+
+
+@refusals_as_responses
+async def api_edit(ctx: ServerContext, request: Request) -> Response:
+    body = await api_body(request)
+    c, point = await point_of(ctx, request, body)
+    who = request.path_params.get("who")
+    if (missing := missing_sheet(c, point, who)) is not None:
+        raise missing
+    changes = changes_of(body.get("changes"))
+    revision = body.get("revision")
+    if who is None and (type(revision) is not int or revision < 0):
+        return refused_answer(c, point, None, Edited(point.state, problems=(Problem(
+            "revision", "wrong-type", "a party edit names the revision its form was opened at, a whole number",
+            revision),)))
+    edited = save_edit(ctx, c, point, who, changes, revision if who is None else None)
+    if not edited.ok:
+        return refused_answer(c, point, who, edited)
+    after = newest_point(ctx, c) if "messages" not in body else await history_point(ctx, c, body["messages"])
+    return json_response({"ok": True, "changes": [{"op": x.op, "path": x.path, "value": x.value}
+                                                  for x in edited.changes],
+                          "rolled": [{"path": p, "total": t} for p, t in edited.rolled], "at": after.to_json(),
+                          "form": form_json(c, after, who)})
+
+
+@refusals_as_responses
+async def api_draft(ctx: ServerContext, request: Request) -> Response:
+    body = await api_body(request)
+    c, point = await point_of(ctx, request, body)
+    who = request.path_params.get("who")
+    if (missing := missing_sheet(c, point, who)) is not None:
+        raise missing
+    changes = [x for x in changes_of(body.get("changes")) if isinstance(x, Change)]
+    return json_response(draft_json(c.rs, point.state, who, changes))
+
+
+def edit_api_routes(ctx: ServerContext) -> list[Route]:
+    at = api_path("", "{campaign}")
+    character = "characters/{who:path}"  # the name ends the path: it may hold a slash
+    return [route(at, api_campaign, ctx),
+            route(f"{at}/{character}", api_sheet, ctx),
+            route(f"{at}/{character}", api_edit, ctx, methods=["POST"]),
+            route(f"{at}/read/{character}", api_sheet, ctx, methods=["POST"]),
+            route(f"{at}/draft/{character}", api_draft, ctx, methods=["POST"]),
+            route(f"{at}/party", api_sheet, ctx),
+            route(f"{at}/party", api_edit, ctx, methods=["POST"]),
+            route(f"{at}/read/party", api_sheet, ctx, methods=["POST"]),
+            route(f"{at}/draft/party", api_draft, ctx, methods=["POST"])]
 
 
 def changes_of(raw: Any) -> list[Any]:
@@ -142,24 +144,10 @@ def changes_of(raw: Any) -> list[Any]:
     return [raw]
 
 
-def at(point: Point) -> dict[str, Any]:
-    """Where an edit goes: the chain key, the turn (the newest reply's, for a point without a history), whether
-    it makes the campaign's start (before the first reply), and how many edits wait there for the next reply."""
-    return {"key": point.key, "turn": None if point.newest is None else point.newest.turn, "start": point.start,
-            "waiting": len(point.waiting.edits), "revision": point.state.party_revision}
-
-
-def sheet_there(c: Campaign, point: Point, who: str | None) -> None:
-    """A 404 for a character (`who`) or a party sheet (None) the campaign does not have."""
-    if who is None and c.rs.party is None:
-        raise Refused(404, f"campaign {c.name!r} has no party sheet", "party_not_found")
-    if who is not None and point.state.character(who) is None:
-        raise Refused(404, f"campaign {c.name!r} has no character {who[:80]!r}", "character_not_found")
-
-
 def form_json(c: Campaign, point: Point, who: str | None, problems: tuple[Problem, ...] = ()) -> dict[str, Any]:
     """The form at `point` (`who` None: the party's); a 404 for a character or a party sheet not there."""
-    sheet_there(c, point, who)
+    if (missing := missing_sheet(c, point, who)) is not None:
+        raise missing
     return edit_form(c.rs, point.state, who, problems).to_json()
 
 
@@ -169,6 +157,6 @@ def refused_answer(c: Campaign, point: Point, who: str | None, edited: Edited) -
     stale = any(p.code == "stale-revision" for p in edited.problems)
     status, code = (409, "stale_revision") if stale else (422, "invalid_edit")
     first = edited.problems[0]
-    return json_answer(status, {"ok": False, **error_doc(f"{first.path}: {first.message}", code),
-                           "problems": [p.to_json() for p in edited.problems],
-                           "form": form_json(c, point, who, edited.problems)})
+    return json_response({"ok": False, **error_doc(f"{first.path}: {first.message}", code),
+                          "problems": [p.to_json() for p in edited.problems],
+                          "form": form_json(c, point, who, edited.problems)}, status)

@@ -1,4 +1,4 @@
-"""The sheet editor's pages and the game sheet's hand edits (issue 27 items 1, 2, 5; docs/editor.md):
+"""The sheet editor's pages and the game sheet's hand edits (docs/editor.md):
 
     GET  /ui/c/{campaign}/edit                  on to the first character's sheet
     GET  /ui/c/{campaign}/edit/{who}            a character's sheet in the editor's form
@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import quote
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from ...commands.sheet_edits import Edited
@@ -36,123 +36,99 @@ from ...sheet.edit_paths import Change
 from ...sheet.form import edit_form
 from ..context import ServerContext
 from ..edits.points import Point, newest_point, save_edit
-from ..errors import Refused
+from ..errors import refusals_as_responses
 from ..limits import MAX_EDIT_FORM
 from ..memory.campaigns import Campaign
-from ..turn.request import body_within
-from ..wire.forms import read_form
-from ..wire.json_codec import dumps
-from .pages import nav, page, problem_page, sheet_page
+from ..wire.answers import json_response
+from .base import form_fields, missing_sheet, nav, page, refusals_as_pages, route, sheet_page
+
+
+def party_opened_at(posted: str | None) -> int | None:
+    """The revision a party form was opened at (a hidden input): a whole number, else None."""
+    return int(posted) if posted is not None and posted.isdigit() and len(posted) <= 9 else None
+
+
+@refusals_as_pages("Sheet editor")
+async def first_sheet(ctx: ServerContext, request: Request) -> Response:
+    """On to the first character's sheet (a campaign's characters are its start's)."""
+    c = ctx.campaign(request.path_params["campaign"])
+    to = f"/ui/c/{quote(c.name, safe='')}/edit/{quote(c.start.characters[0], safe='')}"
+    return RedirectResponse(to, status_code=303)
+
+
+@refusals_as_pages("Sheet editor")
+async def editor_form(ctx: ServerContext, request: Request) -> Response:
+    """A character's sheet (`who`), or the party's, in the editor: shown, or saved (303 back to it), or shown
+    again with its problems and everything typed."""
+    c = ctx.campaign(request.path_params["campaign"])
+    who = request.path_params.get("who")  # None: the party sheet
+    # the whole form is read before the point is taken: a save whose body comes slowly is checked against the
+    # sheet as it is when it arrives, so a save made meanwhile is never overwritten unseen (PARTY-37)
+    posted = posted_changes(await form_fields(request, MAX_EDIT_FORM)) if request.method == "POST" else None
+    point = newest_point(ctx, c)
+    if (missing := missing_sheet(c, point, who)) is not None:
+        raise missing
+    if posted is None:
+        return editor_page(ctx, c, point, who, saved=request.query_params.get("saved"),
+                           made=request.query_params.get("made") is not None)
+    opened = None
+    if who is None:
+        opened = party_opened_at(posted.revision)
+        if opened is None:
+            problem = Problem("revision", "wrong-type", "the party's Edit names the revision it was opened at; "
+                              "open it again", posted.revision)
+            return editor_page(ctx, c, point, who, edited=Edited(point.state, problems=(problem,)),
+                               changes=posted.changes, was=posted.was)
+    edited = save_edit(ctx, c, point, who, posted.changes, opened)
+    if edited.ok:
+        return RedirectResponse(f"{request.url.path}?saved={len(edited.changes)}", status_code=303)
+    return editor_page(ctx, c, point, who, edited=edited, changes=posted.changes, was=posted.was)
+
+
+@refusals_as_responses
+async def draft_values(ctx: ServerContext, request: Request) -> Response:
+    """What the editor's form re-computes as it is typed (JSON, for its script)."""
+    c = ctx.campaign(request.path_params["campaign"])
+    fields = await form_fields(request, MAX_EDIT_FORM)
+    who = request.path_params.get("who")
+    point = newest_point(ctx, c)
+    if (missing := missing_sheet(c, point, who)) is not None:
+        raise missing
+    name = None if who is None else point.state.character(who)
+    return json_response(draft_json(c.rs, point.state, name, posted_changes(fields).changes))
+
+
+@refusals_as_pages("Game sheet")
+async def hand_edit(ctx: ServerContext, request: Request) -> Response:
+    """A hand edit from the game sheet (a box, a state, a pool...): saved (303 to the sheet), or the sheet again
+    with its problems."""
+    c = ctx.campaign(request.path_params["campaign"])
+    fields = await form_fields(request, MAX_EDIT_FORM)
+    who = request.path_params.get("who")
+    point = newest_point(ctx, c)
+    if (missing := missing_sheet(c, point, who)) is not None:
+        raise missing
+    name = None if who is None else point.state.character(who)
+    edited = save_edit(ctx, c, point, name, hand_edits(fields))
+    if edited.ok:
+        return RedirectResponse(f"/ui/c/{quote(c.name, safe='')}", status_code=303)
+    return sheet_page(ctx, c, {name: edited.problems}, 422)
+
+
+async def editor_script_file(request: Request) -> Response:
+    return Response(editor_script(), media_type="text/javascript")
 
 
 def editor_routes(ctx: ServerContext) -> list[Route]:
-
-    def campaign(request: Request) -> Campaign | HTMLResponse:
-        name = request.path_params["campaign"]
-        try:
-            return ctx.campaign(name)
-        except Refused as r:
-            return problem_page(r.status, "Unknown campaign" if r.status == 404 else f"Campaign {name}",
-                                f"There is no campaign named {name!r}." if r.status == 404 else r.message)
-
-    async def form_post(request: Request) -> list[tuple[str, str]] | HTMLResponse:
-        body = await body_within(request, MAX_EDIT_FORM)
-        if body is None:
-            return problem_page(413, "Sheet editor", f"The form is over {MAX_EDIT_FORM} bytes.")
-        return read_form(request.headers.get("content-type", ""), body).fields
-
-    async def first(request: Request) -> Response:
-        c = campaign(request)
-        if isinstance(c, HTMLResponse):
-            return c
-        first = c.start.characters[0]  # a campaign's characters are its start's
-        return RedirectResponse(f"/ui/c/{quote(c.name, safe='')}/edit/{quote(first, safe='')}", status_code=303)
-
-    async def sheet_editor(request: Request) -> Response:
-        c = campaign(request)
-        if isinstance(c, HTMLResponse):
-            return c
-        who = request.path_params.get("who")  # None: the party sheet
-        point = newest_point(ctx, c)
-        if (missing := missing_sheet(c, point, who)) is not None:
-            return problem_page(404, "Sheet editor", missing)
-        if request.method == "GET":
-            return editor_page(ctx, c, point, who, saved=request.query_params.get("saved"),
-                               made=request.query_params.get("made") is not None)
-        fields = await form_post(request)
-        if isinstance(fields, HTMLResponse):
-            return fields
-        posted = posted_changes(fields)
-        opened = None
-        if who is None:
-            opened = revision_of(posted.revision)
-            if opened is None:
-                problem = Problem("revision", "wrong-type", "the party's Edit names the revision it was opened at "
-                                  "(PARTY-36); open it again", posted.revision)
-                return editor_page(ctx, c, point, who, edited=Edited(point.state, problems=(problem,)),
-                                   changes=posted.changes, was=posted.was)
-        edited = save_edit(ctx, c, point, who, posted.changes, opened)
-        if edited.ok:
-            n = len(edited.changes)
-            return RedirectResponse(f"{request.url.path}?saved={n}", status_code=303)
-        return editor_page(ctx, c, point, who, edited=edited, changes=posted.changes, was=posted.was)
-
-    async def draft(request: Request) -> Response:
-        c = campaign(request)
-        if isinstance(c, HTMLResponse):
-            return JSONResponse({"error": "unknown campaign"}, status_code=c.status_code)
-        fields = await form_post(request)
-        if isinstance(fields, HTMLResponse):
-            return JSONResponse({"error": "the form is too large"}, status_code=413)
-        who = request.path_params.get("who")
-        point = newest_point(ctx, c)
-        if (missing := missing_sheet(c, point, who)) is not None:
-            return JSONResponse({"error": missing}, status_code=404)
-        name = None if who is None else point.state.character(who)
-        return Response(dumps(draft_json(c.rs, point.state, name, posted_changes(fields).changes)),
-                        media_type="application/json", headers={"cache-control": "no-store"})
-
-    async def play(request: Request) -> Response:
-        c = campaign(request)
-        if isinstance(c, HTMLResponse):
-            return c
-        fields = await form_post(request)
-        if isinstance(fields, HTMLResponse):
-            return fields
-        who = request.path_params.get("who")
-        point = newest_point(ctx, c)
-        if (missing := missing_sheet(c, point, who)) is not None:
-            return problem_page(404, "Game sheet", missing)
-        name = None if who is None else point.state.character(who)
-        edited = save_edit(ctx, c, point, name, hand_edits(fields))
-        if edited.ok:
-            return RedirectResponse(f"/ui/c/{quote(c.name, safe='')}", status_code=303)
-        return sheet_page(ctx, c, {name: edited.problems}, 422)
-
-    async def script(request: Request) -> Response:
-        return Response(editor_script(), media_type="text/javascript")
-
     base = "/ui/c/{campaign}"  # a character's name ends the path: it may hold a slash (`path`)
-    return [Route("/ui/" + EDITOR_SCRIPT, script),
-            Route(f"{base}/edit", first),
-            Route(f"{base}/edit/{{who:path}}", sheet_editor, methods=["GET", "POST"]),
-            Route(f"{base}/draft/{{who:path}}", draft, methods=["POST"]),
-            Route(f"{base}/play/{{who:path}}", play, methods=["POST"]),
-            Route(f"{base}/party", sheet_editor, methods=["GET", "POST"]),
-            Route(f"{base}/party/draft", draft, methods=["POST"]),
-            Route(f"{base}/party/play", play, methods=["POST"])]
-
-
-def missing_sheet(c: Campaign, point: Point, who: str | None) -> str | None:
-    """Why there is no sheet to edit: a character (`who`) or a party sheet (None) the campaign does not have."""
-    if who is None:
-        return None if c.rs.party is not None else f"Campaign {c.name} has no party sheet."
-    return None if point.state.character(who) is not None else f"Campaign {c.name} has no character {who!r}."
-
-
-def revision_of(text: str | None) -> int | None:
-    """The revision a party form was opened at (a hidden input): a whole number, else None."""
-    return int(text) if text is not None and text.isdigit() and len(text) <= 9 else None
+    return [route("/ui/" + EDITOR_SCRIPT, editor_script_file),
+            route(f"{base}/edit", first_sheet, ctx),
+            route(f"{base}/edit/{{who:path}}", editor_form, ctx, methods=["GET", "POST"]),
+            route(f"{base}/draft/{{who:path}}", draft_values, ctx, methods=["POST"]),
+            route(f"{base}/play/{{who:path}}", hand_edit, ctx, methods=["POST"]),
+            route(f"{base}/party", editor_form, ctx, methods=["GET", "POST"]),
+            route(f"{base}/party/draft", draft_values, ctx, methods=["POST"]),
+            route(f"{base}/party/play", hand_edit, ctx, methods=["POST"])]
 
 
 def hand_edits(fields: Sequence[tuple[str, str]]) -> list[Change]:

@@ -25,7 +25,8 @@ from ...pages import render_page
 from ..context import ServerContext
 from ..guard.auth import COOKIE, LOGIN, next_page
 from ..limits import MAX_SIGN_IN_FORM, SESSION_SECONDS, SIGN_IN_ADDRESSES, WRONG_KEY_EVERY, WRONG_KEYS_BURST
-from ..turn.request import body_within
+from ..wire.body import body_within
+from .base import route
 
 LOGOUT = "/ui/logout"
 
@@ -68,49 +69,52 @@ class SignInLimit:
             self.buckets.popitem(last=False)
 
 
-def sign_in_routes(ctx: ServerContext) -> list[Route]:
-    """GET /ui/login: the form; POST: the key checked (in constant time, unless this address gave too many
-    wrong ones lately), the cookie set. POST /ui/logout: the cookie cleared, with `everywhere` every sign-in
-    ended. With no key there is nothing to sign in to: on to the pages."""
+async def login(ctx: ServerContext, limit: SignInLimit, request: Request) -> Response:
+    """GET: the form; POST: the key checked (in constant time, unless this address gave too many wrong ones
+    lately), the cookie set. With no key there is nothing to sign in to: on to the pages."""
     key, sessions = ctx.options.api_key, ctx.sessions
-    limit = SignInLimit()
+    if key is None or sessions is None:
+        return RedirectResponse("/ui/", status_code=303)
+    if request.method == "GET":
+        return sign_in_form(next_page(request.query_params.get("next", "/ui/")))
+    raw = await body_within(request, MAX_SIGN_IN_FORM)
+    fields = parse_qs((raw or b"").decode("utf-8", "replace"))
+    given, goto = fields.get("key", [""])[0], next_page(fields.get("next", ["/ui/"])[0])
+    who = limit.address(request)
+    wait = limit.wait(who)
+    if wait:
+        return sign_in_form(goto, status=429, wait=wait)
+    if not hmac.compare_digest(given.encode(), key.encode()):
+        limit.wrong(who)
+        return sign_in_form(goto, status=401)
+    response = RedirectResponse(goto, status_code=303)
+    response.set_cookie(COOKIE, sessions.issue(), max_age=SESSION_SECONDS, path="/ui", httponly=True,
+                        samesite="strict", secure=request.url.scheme == "https")
+    return response
 
-    async def login(request: Request) -> Response:
-        if key is None or sessions is None:
-            return RedirectResponse("/ui/", status_code=303)
-        if request.method == "GET":
-            return form(next_page(request.query_params.get("next", "/ui/")))
-        raw = await body_within(request, MAX_SIGN_IN_FORM)
-        fields = parse_qs((raw or b"").decode("utf-8", "replace"))
-        given, goto = fields.get("key", [""])[0], next_page(fields.get("next", ["/ui/"])[0])
-        who = limit.address(request)
-        wait = limit.wait(who)
-        if wait:
-            return form(goto, status=429, wait=wait)
-        if not hmac.compare_digest(given.encode(), key.encode()):
-            limit.wrong(who)
-            return form(goto, status=401)
-        response = RedirectResponse(goto, status_code=303)
-        response.set_cookie(COOKIE, sessions.issue(), max_age=SESSION_SECONDS, path="/ui", httponly=True,
-                            samesite="strict", secure=request.url.scheme == "https")
-        return response
 
-    async def logout(request: Request) -> Response:
-        if sessions is None:
-            return RedirectResponse("/ui/", status_code=303)
-        if request.method == "GET":
-            return HTMLResponse(render_page("logout.html.j2", {}))
-        raw = await body_within(request, MAX_SIGN_IN_FORM)
-        if "everywhere" in parse_qs((raw or b"").decode("utf-8", "replace")):
-            sessions.end_all()
-        response = RedirectResponse(LOGIN, status_code=303)
-        response.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict",
-                               secure=request.url.scheme == "https")
-        return response
+async def logout(ctx: ServerContext, request: Request) -> Response:
+    """POST: the cookie cleared, with `everywhere` every sign-in ended."""
+    sessions = ctx.sessions
+    if sessions is None:
+        return RedirectResponse("/ui/", status_code=303)
+    if request.method == "GET":
+        return HTMLResponse(render_page("logout.html.j2", {}))
+    raw = await body_within(request, MAX_SIGN_IN_FORM)
+    if "everywhere" in parse_qs((raw or b"").decode("utf-8", "replace")):
+        sessions.end_all()
+    response = RedirectResponse(LOGIN, status_code=303)
+    response.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict",
+                           secure=request.url.scheme == "https")
+    return response
 
-    def form(goto: str, *, status: int = 200, wait: int = 0) -> Response:
-        headers = {"retry-after": str(wait)} if wait else None
-        return HTMLResponse(render_page("login.html.j2", {"next": goto, "wrong": status == 401, "wait": wait}),
-                            status_code=status, headers=headers)
 
-    return [Route(LOGIN, login, methods=["GET", "POST"]), Route(LOGOUT, logout, methods=["GET", "POST"])]
+def sign_in_form(goto: str, *, status: int = 200, wait: int = 0) -> Response:
+    headers = {"retry-after": str(wait)} if wait else None
+    return HTMLResponse(render_page("login.html.j2", {"next": goto, "wrong": status == 401, "wait": wait}),
+                        status_code=status, headers=headers)
+
+
+def sign_in_routes(ctx: ServerContext) -> list[Route]:
+    return [route(LOGIN, login, ctx, SignInLimit(), methods=["GET", "POST"]),
+            route(LOGOUT, logout, ctx, methods=["GET", "POST"])]

@@ -1,4 +1,4 @@
-"""The bridge (issue 28, decisions STX-2): SillyTavern's page calls the JSON API through SillyTavern's own server.
+"""The bridge (decisions STX-2): SillyTavern's page calls the JSON API through SillyTavern's own server.
 
 The extension posts to SillyTavern's `/api/backends/chat-completions/generate` with the Custom source and the
 Custom URL `<this server>/tagengine/bridge`; SillyTavern's server posts that to `/tagengine/bridge/chat/completions`
@@ -10,7 +10,7 @@ SillyTavern turns any other status into its bare reason phrase, which would lose
 
 So the extension works wherever SillyTavern's page works (a phone on the LAN, SillyTavern behind HTTPS) with
 the address and key SillyTavern already uses, and the server needs no `--allow-origin`. Only the JSON API's
-paths may be named (`/tagengine/api/...`, `/tagengine/checks`, under `/c/NAME` too).
+paths may be named (`/tagengine/api/...`, and for one release the paths before it had one scheme).
 """
 
 from __future__ import annotations
@@ -26,26 +26,28 @@ from starlette.types import Message
 
 from ..context import ServerContext
 from ..errors import Refused
-from ..turn.request import read_body
+from ..wire.answers import json_response
+from ..wire.body import read_body
 from ..wire.chat_completions import error_doc
 from ..wire.json_codec import dumps, loads, loads_or_none
+from .base import route
 
 PATH = "/tagengine/bridge/chat/completions"
 CALLS = re.compile(r"(?:/c/[^/?#]+)?/tagengine/(?:api/[^?#]+|checks)")
 PASSED = (b"host", b"authorization")  # what the call keeps of the bridge request's headers
 
 
+async def bridge(request: Request) -> Response:
+    try:
+        method, path, data = bridged_call(loads_or_none(await read_body(request)))
+    except Refused as r:
+        return enveloped(r.status, r.doc())
+    status, answer = await call_app(request, method, path, data)
+    return enveloped(status, answer)
+
+
 def st_bridge_routes(ctx: ServerContext) -> list[Route]:
-
-    async def bridge(request: Request) -> Response:
-        try:
-            method, path, data = bridged_call(loads_or_none(await read_body(request)))
-        except Refused as r:
-            return enveloped(r.status, r.doc())
-        status, answer = await call_app(request, method, path, data)
-        return enveloped(status, answer)
-
-    return [Route(PATH, bridge, methods=["POST"])]
+    return [route(PATH, bridge, methods=["POST"])]
 
 
 def bridged_call(body: Any) -> tuple[str, str, bytes]:
@@ -60,8 +62,7 @@ def bridged_call(body: Any) -> tuple[str, str, bytes]:
     # a path as HTTP sends it: printable ASCII, anything else percent-encoded (a lone surrogate cannot be sent)
     if not isinstance(path, str) or not (path.isascii() and path.isprintable()) or CALLS.fullmatch(path) is None \
             or {".", ".."} & set(unquote(path).split("/")):
-        raise Refused(400, "`tagengine.path` must be a path of the JSON API (/tagengine/api/..., /tagengine/checks)",
-                      "invalid_request")
+        raise Refused(400, "`tagengine.path` must be a path of the JSON API (/tagengine/api/...)", "invalid_request")
     if not isinstance(inner, dict):
         raise Refused(400, "`tagengine.body` must be a JSON object", "invalid_request")
     if call.get("messages") is True:
@@ -102,5 +103,4 @@ async def call_app(request: Request, method: str, path: str, data: bytes) -> tup
 
 
 def enveloped(status: int, body: Any) -> Response:
-    return Response(dumps({"tagengine": {"status": status, "body": body}}), media_type="application/json",
-                    headers={"cache-control": "no-store"})
+    return json_response({"tagengine": {"status": status, "body": body}})

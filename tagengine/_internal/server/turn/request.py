@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from starlette.requests import Request
-
 from ...history import ROLES
 from ...prompt import Budget
 from ...prompt.contexts import context_of
 from ..errors import Refused
-from ..limits import MAX_BODY, MAX_MESSAGE, MAX_MESSAGES, MAX_MODEL_NAME
+from ..limits import MAX_MESSAGE, MAX_MESSAGES, MAX_MODEL_NAME
 from ..wire.json_codec import loads
 
 log = logging.getLogger("tagengine.serve")
@@ -32,27 +30,6 @@ MARKER = re.compile(r'\[tagengine:[ \t]*campaign[ \t]*=[ \t]*"([^"\n]*)"[ \t]*\]
 # found from its `[`, so a message without one costs a scan for `[` (TR-8)
 NEAR_MARKER = re.compile(r"(?i)\[\W{0,3}tag\W{0,3}engine\W{0,3}campaign[^\]\n]{0,120}\]?")
 WARNING_HEADER = "x-tagengine-warning"
-
-
-async def body_within(request: Request, limit: int) -> bytes | None:
-    """The request's body, read as it comes; None as soon as it is over `limit` bytes."""
-    parts, size = [], 0
-    async for part in request.stream():
-        size += len(part)
-        if size > limit:
-            return None
-        parts.append(part)
-    return b"".join(parts)
-
-
-async def read_body(request: Request) -> bytes:
-    """The body, at most MAX_BODY bytes: a Content-Length past it is refused before a byte is read (SEC-1)."""
-    declared = request.headers.get("content-length", "")
-    raw = None if declared.isdigit() and int(declared) > MAX_BODY else await body_within(request, MAX_BODY)
-    if raw is None:
-        raise Refused(413, f"the request body is over {MAX_BODY} bytes, the most this server reads",
-                      "request_too_large")
-    return raw
 
 
 def check_sizes(messages: list[Any], history: list[dict[str, str]]) -> None:
@@ -80,21 +57,6 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     if not isinstance(messages, list) or not messages:
         raise Refused(400, "`messages` must be a non-empty list of messages", "invalid_messages")
     check_count(messages)
-    return body
-
-
-def object_body(raw: bytes, keys: tuple[str, ...]) -> dict[str, Any]:
-    """A JSON API's body: an object of `keys` only, else the 400 that says why (not JSON, not an object, or
-    the first key it does not take)."""
-    try:
-        body = loads(raw)
-    except (ValueError, RecursionError) as e:
-        raise Refused(400, f"the request body is not JSON: {e}", "invalid_json") from None
-    if not isinstance(body, dict):
-        raise Refused(400, "the request body must be a JSON object", "invalid_request")
-    unknown = sorted(k for k in body if k not in keys)
-    if unknown:
-        raise Refused(400, f"unknown key {unknown[0][:60]!r}: the body holds {', '.join(keys)}", "invalid_request")
     return body
 
 
@@ -256,3 +218,16 @@ def budget_of(body: dict[str, Any], context: int | None) -> Budget:
         model = None
     return Budget(context=context or context_of(model)[0], response=response, response_min=min(256, response),
                   model=model)
+
+
+def campaign_choice(marked: MarkedHistory, asked: Any, prefixed: str | None,
+                    default: str | None) -> tuple[str, str] | None:
+    """The campaign a chat plays and how it was chosen, the one rule every route follows (S-5): a JSON API body's
+    `campaign` ("asked"; a chat completion has none), else the chat's marker ("marker"), else the /c/NAME prefix
+    ("url"), else --campaign ("default"); None: its requests pass through."""
+    if asked is not None and not isinstance(asked, str):
+        raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
+    for name, by in ((asked, "asked"), (marked.campaign, "marker"), (prefixed, "url"), (default, "default")):
+        if name:
+            return name, by
+    return None

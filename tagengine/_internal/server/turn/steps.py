@@ -77,12 +77,6 @@ class Fitted:
     counted: Budget  # what the prompt was counted with: the reply is counted ahead with it too (S-32)
 
 
-def campaign_name(marked: MarkedHistory, prefixed: str | None, default: str | None) -> str | None:
-    """The campaign a request names: its marker, else the /c/NAME prefix, else --campaign (S-5); None: the
-    request passes through."""
-    return marked.campaign or prefixed or default
-
-
 async def begin(ctx: ServerContext, name: str, marked: MarkedHistory) -> Turn:
     c = ctx.campaign(name)
     history = marked.plain()
