@@ -122,12 +122,12 @@ def test_the_campaign_is_said_with_how_it_was_chosen(tmp_path):
         def state(path: str, messages: list[dict[str, str]], **extra: Any) -> httpx.Response:
             return httpx.post(f"{url}{path}", json={"messages": messages, **extra})
 
-        marker = state(f"/c/vault{STATE}", chat(["one"], []))
-        prefix = state(f"/c/heist{STATE}", chat(["one"], [], mark=None))
+        marker = state("/tagengine/api/c/vault/state", chat(["one"], []))
+        prefix = state("/tagengine/api/c/heist/state", chat(["one"], [], mark=None))
         default = state(STATE, chat(["one"], [], mark=None))
         asked = state(STATE, chat(["one"], []), campaign="vault")
         unknown = state(STATE, chat(["one"], [], mark='[tagengine: campaign="heits"]'))
-        unknown_url = state(f"/c/nosuch{STATE}", chat(["one"], [], mark=None))
+        unknown_url = state("/tagengine/api/c/nosuch/state", chat(["one"], [], mark=None))
     with serving(tmp_path / "2") as (url, _):
         none = httpx.post(f"{url}{STATE}", json={"messages": chat(["one"], [], mark=None)})
     said = [(r.json()["campaign"]["name"], r.json()["campaign"]["by"]) for r in (marker, prefix, default, asked)]
@@ -249,3 +249,16 @@ def test_an_allowed_origins_page_calls_the_state_endpoint(tmp_path):
     assert post.status_code == 200 and post.headers["access-control-allow-origin"] == st
     assert post.json()["campaign"]["name"] == "heist"
     assert other.status_code == 403 and "access-control-allow-origin" not in other.headers
+
+
+def test_a_campaigns_state_has_one_path_and_the_older_one_answers_for_one_release(tmp_path):
+    """`/tagengine/api/c/NAME/state` names the campaign as every JSON API path does; `/c/NAME/tagengine/api/state`
+    (the path before the API had one scheme) answers the same, marked `Deprecation` with a `Link` to it."""
+    with serving(tmp_path) as (url, _):
+        body = {"messages": chat(["one"], [], mark=None)}
+        now = httpx.post(f"{url}/tagengine/api/c/vault/state", json=body, timeout=30)
+        was = httpx.post(f"{url}/c/vault/tagengine/api/state", json=body, timeout=30)
+    assert now.status_code == was.status_code == 200 and now.json() == was.json()
+    assert now.json()["campaign"]["name"] == "vault" and now.json()["campaign"]["by"] == "url"
+    assert was.headers["deprecation"] == "true" and "deprecation" not in now.headers
+    assert was.headers["link"] == '</tagengine/api/c/{campaign}/state>; rel="successor-version"'

@@ -1,4 +1,4 @@
-"""Issue 13 item 4: `POST /tagengine/checks` on a real server on loopback, called with httpx (UNTR-11, U-7;
+"""Issue 13 item 4: `POST /tagengine/api/checks` on a real server on loopback, called with httpx (UNTR-11, U-7;
 docs/checks-in-serve.md, docs/decisions.md CK-15..CK-17). Expected dice come from the documented hash
 (docs/state-format.md, CK-9), reimplemented here; the expected numbers from the sample ruleset's defaults."""
 
@@ -47,7 +47,7 @@ def srv(tmp_path_factory):
         yield running
 
 
-def post(srv, body, path="/tagengine/checks", **kw):
+def post(srv, body, path="/tagengine/api/checks", **kw):
     with httpx.Client(base_url=srv.url, timeout=30) as c:
         return c.post(path, json=body, **kw) if not isinstance(body, bytes) else c.post(path, content=body, **kw)
 
@@ -88,7 +88,7 @@ def test_the_state_comes_from_the_history_and_the_roll_is_the_next_tags_roll(srv
 
 def test_the_campaign_prefix_and_integer_difficulty(srv):
     # Listen: Nerve 2, untrained "harder": difficulty 3 sets the target, harder raises it to 4 (UNTR-7)
-    r = post(srv, {"check": {"who": "ada", "skill": "listen", "difficulty": 3}}, path="/c/roads/tagengine/checks")
+    r = post(srv, {"check": {"who": "ada", "skill": "listen", "difficulty": 3}}, path="/tagengine/api/c/roads/checks")
     assert r.status_code == 200, r.text
     assert r.json()["record"] == pool(2, target=4) and r.json()["target"] == 4
 
@@ -149,3 +149,18 @@ def test_the_endpoint_needs_the_servers_key_when_it_has_one(tmp_path):
         assert post(srv, body).status_code == 401
         r = post(srv, body, headers={"authorization": "Bearer sk-table"})
     assert r.status_code == 200 and r.json()["record"] == pool(2)
+
+
+@pytest.mark.parametrize(("old", "new"), [("/tagengine/checks", "/tagengine/api/checks"),
+                                          ("/c/roads/tagengine/checks", "/tagengine/api/c/roads/checks")])
+def test_the_paths_before_one_api_scheme_answer_for_one_release_saying_where_it_moved(srv, old, new):
+    """The JSON API has one URL scheme (`/tagengine/api/...`, a campaign's under `/tagengine/api/c/NAME/...`); a
+    client written against the older paths gets the same answer, marked `Deprecation` with a `Link` to the new
+    path (docs/middleware.md)."""
+    body = {"campaign": "roads", "messages": [], "check": {"who": "Ada", "ability": "Wits"}}
+    if "/c/roads/" in old:
+        body.pop("campaign")
+    was, now = post(srv, body, path=old), post(srv, body, path=new)
+    assert was.status_code == now.status_code == 200 and was.json() == now.json()
+    assert was.headers["deprecation"] == "true" and "deprecation" not in now.headers
+    assert was.headers["link"] == f'<{new.replace("roads", "{campaign}")}>; rel="successor-version"'

@@ -243,8 +243,8 @@ def test_a_reply_with_a_lone_surrogate_is_kept_and_the_next_turn_follows_it(tmp_
 @pytest.mark.parametrize(("path", "body"), [
     ("/v1/chat/completions", b'{"model": "m", "messages": [{"role": "system", "content": '
                              b'"[tagengine: campaign=\\"a\\ud800\\"]"}, {"role": "user", "content": "go"}]}'),
-    ("/tagengine/checks", b'{"campaign": "a\\ud800", "messages": [], "check": {"who": "Cutter", "skill": "Prowl"}}'),
-    ("/tagengine/checks", b'{"messages": [{"role": "user", "content": "[tagengine: campaign=\\"a\\ud800\\"]"}], '
+    ("/tagengine/api/checks", b'{"campaign": "a\\ud800", "messages": [], "check": {"who": "Cutter", "skill": "Prowl"}}'),
+    ("/tagengine/api/checks", b'{"messages": [{"role": "user", "content": "[tagengine: campaign=\\"a\\ud800\\"]"}], '
                           b'"check": {"who": "Cutter", "skill": "Prowl"}}')], ids=["marker", "checks", "checks-marker"])
 def test_a_campaign_name_with_a_lone_surrogate_is_an_unknown_campaign_not_a_500(tmp_path, path, body):
     with serving(tmp_path, Raw(whole("x"))) as url:
@@ -383,7 +383,7 @@ def test_an_upstream_content_type_beyond_ascii_comes_back_as_its_bytes_not_a_500
 @pytest.mark.parametrize(("method", "path", "allow"), [("GET", "/v1/chat/completions", "POST"),
                                                        ("PUT", "/c/heist/v1/chat/completions", "POST"),
                                                        ("DELETE", "/v1/models", "GET, HEAD"),
-                                                       ("GET", "/tagengine/checks", "POST")])
+                                                       ("GET", "/tagengine/api/checks", "POST")])
 def test_a_method_not_allowed_is_a_405_error_naming_the_allowed_ones(tmp_path, method, path, allow):
     with serving(tmp_path, Raw(whole("x"))) as url:
         r = httpx.request(method, f"{url}{path}", timeout=20)
@@ -523,7 +523,7 @@ def test_no_client_request_makes_the_server_fail(tmp_path, opts):
             @given(st.lists(MESSAGE, max_size=4), FIELDS, CHECK, st.sampled_from(["", "/c/heist", "/c/nope"]))
             def attack(messages: list[Any], fields: dict[str, Any], check: dict[str, Any], prefix: str) -> None:
                 for path, body in ((f"{prefix}/v1/chat/completions", {"messages": messages, **fields}),
-                                   (f"{prefix}/tagengine/checks", {"messages": messages, "check": check})):
+                                   (f"/tagengine/api{prefix}/checks", {"messages": messages, "check": check})):
                     r = httpx.post(f"{url}{path}", content=json.dumps(body).encode(), timeout=20,
                                    headers={"content-type": "application/json"})
                     if r.status_code != 200:

@@ -99,7 +99,7 @@ def test_after_an_incomplete_history_the_narration_is_still_mapped_back(tmp_path
 
 
 def test_the_checks_endpoint_maps_narrations_back_as_chat_completions_do(tmp_path):
-    """With --hide-tags the chat app holds narrations; `POST /tagengine/checks` must read them as the chat
+    """With --hide-tags the chat app holds narrations; `POST /tagengine/api/checks` must read them as the chat
     route does (tagged again from the store), or a check in an earlier reply would not have moved the dice
     and the endpoint would answer another roll than the next [check:] tag gets."""
     import httpx
@@ -112,7 +112,7 @@ def test_the_checks_endpoint_maps_narrations_back_as_chat_completions_do(tmp_pat
         shown = ask(client(srv), history("heist", ["look"], []), False)
         assert "[check:" not in shown and shown.strip() == narration(reply).strip()
         body = {"messages": history("heist", ["look", "next"], [shown]), "check": {"who": "Lurk", "skill": "Prowl"}}
-        got = httpx.post(f"{srv.url}/tagengine/checks", json=body, timeout=30)
+        got = httpx.post(f"{srv.url}/tagengine/api/checks", json=body, timeout=30)
     assert got.status_code == 200, got.text
     store = Store(tmp_path / "data")  # the campaign's own start (its dice seed is the campaign's)
     c = Campaigns(store).get("heist")

@@ -54,7 +54,7 @@ def test_each_request_limit_is_a_413_naming_it(tmp_path):
         assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
         assert str(MAX_BODY) in r.json()["error"]["message"]
         check = {"who": "Cutter", "skill": "Prowl"}
-        r = c.post("/tagengine/checks", json={"messages": many["messages"], "check": check})
+        r = c.post("/tagengine/api/checks", json={"messages": many["messages"], "check": check})
         assert r.status_code == 413 and r.json()["error"]["code"] == "too_many_messages"
         just = {"model": "gpt-4o", "messages": [system, {"role": "user", "content": "TURN:a"}] * 10}
         assert c.post("/v1/chat/completions", json=just).status_code == 200  # within them: served

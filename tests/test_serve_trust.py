@@ -125,7 +125,7 @@ def test_a_post_from_another_origin_is_refused_and_the_sheet_does_not_move(tmp_p
         assert r.status_code == 403 and r.json()["error"]["code"] == "origin_not_allowed"
         assert "--allow-origin" in r.text and "access-control-allow-origin" not in r.headers
         assert fake.bodies == [] and ctx.store.head("heist") is None
-        for path in ("/tagengine/checks", "/ui/login", "/ui/check"):
+        for path in ("/tagengine/api/checks", "/ui/login", "/ui/check"):
             assert post(url, headers, {}, path).status_code == 403, path
 
 

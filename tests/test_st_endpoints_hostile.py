@@ -88,7 +88,7 @@ def test_a_page_of_another_origin_can_neither_ask_the_state_nor_call_through_the
     with serving(tmp_path) as (url, ctx), httpx.Client(base_url=url, timeout=30) as h:
         before = moved(ctx)
         msgs = chat(["one"], [TICK])
-        bodies = [({"messages": msgs}, STATE), ({"messages": msgs}, f"/c/heist{STATE}"),
+        bodies = [({"messages": msgs}, STATE), ({"messages": msgs}, "/tagengine/api/c/heist/state"),
                   (bridge_body({"method": "POST", "path": STATE, "messages": True}, msgs), BRIDGE)]
         for body, path in bodies:
             r = h.post(path, content=json.dumps(body), headers=headers)
@@ -223,7 +223,7 @@ def test_no_state_request_moves_the_pages_the_heads_or_the_dice(tmp_path):
     with serving(tmp_path) as (url, ctx), httpx.Client(base_url=url, timeout=60) as h:
         replies = play(url, ctx, ["one", "two"])
         msgs = chat(["one", "two", "three"], replies)
-        roll = h.post("/tagengine/checks", json={"messages": msgs, "check": check})
+        roll = h.post("/tagengine/api/checks", json={"messages": msgs, "check": check})
         before = moved(ctx)
         assert roll.status_code == 200 and before[0] is not None and before[1] is not None
         asked = [chat(["one", "two"], replies), chat(["one", "two"], [replies[0], TICK * 3]),
@@ -235,7 +235,7 @@ def test_no_state_request_moves_the_pages_the_heads_or_the_dice(tmp_path):
             assert h.post(BRIDGE, json=bridge_body({"method": "POST", "path": STATE, "messages": True},
                                                    messages)).json()["tagengine"]["status"] == 200
         assert moved(ctx) == before
-        assert h.post("/tagengine/checks", json={"messages": msgs, "check": check}).json() == roll.json()
+        assert h.post("/tagengine/api/checks", json={"messages": msgs, "check": check}).json() == roll.json()
 
 
 # -- heavy work off the loop, memory bounded (SEC-2)

@@ -154,3 +154,31 @@ def test_st_extension_install_names_what_is_in_the_way(tmp_path, case):
     code, out, err = call("st", "extension", "--install", str(given))
     assert code == 1 and out == "" and f"{path}: " in err and words in err
     assert (sorted(p.name for p in target.iterdir()) if target.exists() else None) == before
+
+
+def test_the_extension_builds_every_api_path_with_one_helper_and_each_is_a_route_of_the_server(tmp_path):
+    """The JSON API has one URL scheme; the extension spells it once (`apiPath` in connection.js), and every path
+    it builds is one the server routes, not an old alias."""
+    from starlette.routing import Match
+
+    from tagengine._internal.server.app import Options, make_app
+
+    helper = re.compile(r"/\*\* A path of the JSON API.*?\n}\n", re.S)
+    spelled = [js.name for js in EXT.glob("*.js") if "/tagengine/api" in helper.sub("", js.read_text("utf-8"))]
+    assert spelled == [], "build API paths with apiPath (connection.js)"
+    calls = [("state", None), ("state", "night run"), ("checks", None), ("campaigns", None),
+             ("characters/Lurk", "heist"), ("read/party", "heist"), ("party", "heist"), ("", "heist")]
+    script = (f"import {{ apiPath }} from {json.dumps((EXT / 'connection.js').as_uri())};\n"
+              f"console.log(JSON.stringify({json.dumps(calls)}.map(([r, c]) => apiPath(r, c))));")
+    got = subprocess.run([node(), "--experimental-detect-module", "--input-type=module", "-e", script],
+                         capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    paths = json.loads(got.stdout)
+    assert paths[:2] == ["/tagengine/api/state", "/tagengine/api/c/night%20run/state"]
+    app = make_app(Options(upstream="demo", data=tmp_path / "data"))
+    for path in paths:
+        scope = {"type": "http", "method": "POST", "path": path.replace("%20", " "),
+                 "root_path": ""}
+        matched = [r for r in app.routes if r.matches(scope)[0] is not Match.NONE]
+        assert matched, path
+        assert getattr(matched[0].endpoint, "__name__", "") != "moved", path  # not an old path's alias

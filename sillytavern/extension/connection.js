@@ -106,6 +106,13 @@ export function chatMessages(ctx, noteText) {
 }
 
 /** An error the panel shows as it is: `message` is for people. */
+/** A path of the JSON API, its one scheme: `/tagengine/api/<rest>`, a campaign's under
+ * `/tagengine/api/c/<campaign>/<rest>` (`rest` without its leading slash; a campaign's name is encoded). */
+export function apiPath(rest, campaign = null) {
+    const at = campaign === null || campaign === undefined ? '/tagengine/api' : `/tagengine/api/c/${encodeURIComponent(campaign)}`;
+    return rest ? `${at}/${rest}` : at;
+}
+
 export class Unreachable extends Error {}
 
 /**

@@ -7,7 +7,7 @@
 // (a reply received, a swipe, an edit, a delete, another chat); tagengine replays the chat as a turn would and
 // moves nothing. The chat needs none of this to play: without the extension, the server plays it the same.
 
-import { MARKER, Unreachable, callTagengine, chatMessages, customEndpoint, loadPromptRegex } from './connection.js';
+import { MARKER, Unreachable, apiPath, callTagengine, chatMessages, customEndpoint, loadPromptRegex } from './connection.js';
 import { Panel, el } from './panel.js';
 import { formatterHooks } from './receipts.js';
 
@@ -58,7 +58,7 @@ async function refresh(edited = null) {
     }
     const { messages, ids, stored } = chatMessages(c, noteText());
     const endpoint = customEndpoint(c);
-    const path = endpoint.campaign ? `/c/${encodeURIComponent(endpoint.campaign)}/tagengine/api/state` : '/tagengine/api/state';
+    const path = apiPath('state', endpoint.campaign || null);
     const body = {};
     if (edited !== null) {
         const at = ids.findIndex(id => id >= edited);
@@ -112,7 +112,7 @@ function soon(edited = null) {
 }
 
 function campaignPath(rest) {
-    return `/tagengine/api/c/${encodeURIComponent(lastCampaign ?? '')}${rest}`;
+    return apiPath(rest, lastCampaign ?? '');
 }
 
 /** The messages of the chat on screen, as the server reads them (STX-5). */
@@ -124,7 +124,7 @@ const actions = {
     refresh: () => refresh(),
     close: () => setOpen(false),
     async edit(who, changes) {
-        const got = await call({ method: 'POST', path: campaignPath(`/characters/${encodeURIComponent(who)}`),
+        const got = await call({ method: 'POST', path: campaignPath(`characters/${encodeURIComponent(who)}`),
             body: { changes }, messages: onScreen() });
         if (got.status !== 200) {
             const problems = (got.body?.problems ?? []).map(p => p.message).join('; ');
@@ -135,22 +135,21 @@ const actions = {
         return got;
     },
     async partyForm() {
-        return call({ method: 'POST', path: campaignPath('/read/party'), body: {},
+        return call({ method: 'POST', path: campaignPath('read/party'), body: {},
             messages: onScreen() });
     },
     async saveParty(changes, revision) {
-        const got = await call({ method: 'POST', path: campaignPath('/party'), body: { changes, revision },
+        const got = await call({ method: 'POST', path: campaignPath('party'), body: { changes, revision },
             messages: onScreen() });
         if (got.status === 200) await refresh();
         return got;
     },
     async roll(check) {
-        const path = '/tagengine/checks';
-        return call({ method: 'POST', path, body: { campaign: lastCampaign ?? undefined, check },
+        return call({ method: 'POST', path: apiPath('checks'), body: { campaign: lastCampaign ?? undefined, check },
             messages: onScreen() }).catch(asAnswer);
     },
     async campaigns() {
-        return call({ method: 'GET', path: '/tagengine/api/campaigns' }).catch(asAnswer);
+        return call({ method: 'GET', path: apiPath('campaigns') }).catch(asAnswer);
     },
     toMessage(receipt) {
         const area = document.getElementById('send_textarea');

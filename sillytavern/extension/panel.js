@@ -442,7 +442,7 @@ function partyMoved(open, revision) {
 
 const KIND = { Abilities: 'ability', Skills: 'skill', Saves: 'save' };
 
-/** A check's answer (POST /tagengine/checks) as its dice card: the dice, the card's lines, the outcome; `dismiss`
+/** A check's answer (the JSON API's `checks`) as its dice card: the dice, the card's lines, the outcome; `dismiss`
  * removes it (its Dismiss button). */
 export function diceCard(got, actions, dismiss = null) {
     if (!got) return [];
