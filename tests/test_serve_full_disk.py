@@ -119,7 +119,7 @@ def test_s_33_a_batch_that_fails_keeps_the_use_marks_and_they_stay_bounded(tmp_p
     store.db.set_authorizer(None)
     store.writing("snapshots", lambda: None)
     assert store._touched == {} and store.db.execute("SELECT used FROM snapshots").fetchone()[0] > used
-    monkeypatch.setattr(store_module, "MARKS_MAX", 3)
+    monkeypatch.setattr(store_module, "SNAPSHOT_USES_HELD", 3)
     for k in "bcde":
         store.touch(k)
     assert list(store._touched) == ["c", "d", "e"]

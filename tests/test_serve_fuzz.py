@@ -243,9 +243,11 @@ def test_a_reply_with_a_lone_surrogate_is_kept_and_the_next_turn_follows_it(tmp_
 @pytest.mark.parametrize(("path", "body"), [
     ("/v1/chat/completions", b'{"model": "m", "messages": [{"role": "system", "content": '
                              b'"[tagengine: campaign=\\"a\\ud800\\"]"}, {"role": "user", "content": "go"}]}'),
-    ("/tagengine/api/checks", b'{"campaign": "a\\ud800", "messages": [], "check": {"who": "Cutter", "skill": "Prowl"}}'),
+    ("/tagengine/api/checks",
+     b'{"campaign": "a\\ud800", "messages": [], "check": {"who": "Cutter", "skill": "Prowl"}}'),
     ("/tagengine/api/checks", b'{"messages": [{"role": "user", "content": "[tagengine: campaign=\\"a\\ud800\\"]"}], '
-                          b'"check": {"who": "Cutter", "skill": "Prowl"}}')], ids=["marker", "checks", "checks-marker"])
+                              b'"check": {"who": "Cutter", "skill": "Prowl"}}')],
+    ids=["marker", "checks", "checks-marker"])
 def test_a_campaign_name_with_a_lone_surrogate_is_an_unknown_campaign_not_a_500(tmp_path, path, body):
     with serving(tmp_path, Raw(whole("x"))) as url:
         r = httpx.post(f"{url}{path}", content=body, headers={"content-type": "application/json"}, timeout=20)

@@ -1,6 +1,9 @@
-"""Issue 25 items 1 and 3: the server's rooms hold to their rules. No function in server/ is over 60 lines of
-its own; nothing in it changes a module-level object (no process-global memo or cache); two apps in one
-process share no cache, and a turn on one leaves the other's memory as it was."""
+"""The server's rooms hold to their rules (docs/architecture.md, "The server's rooms"). No function in server/ is
+over 60 lines, the functions inside it counted (a route group is a table, not a closure holding its handlers); the
+top level holds at most TOP_LEVEL modules, the rest in folders by concern; a route group imports `routes/base.py`
+and never another group; every bound is in `limits.py`; an error body is written only in `wire/`; nothing changes
+a module-level object (no process-global memo or cache); two apps in one process share no cache, and a turn on one
+leaves the other's memory as it was."""
 
 from __future__ import annotations
 
@@ -21,6 +24,31 @@ from tagengine._internal.server.turn.steps import begin, record_reply, whole_rep
 
 SERVER = ROOT / "tagengine" / "_internal" / "server"
 MAX_LINES = 60
+TOP_LEVEL = 12  # modules at the server's top level: the app, its context, options, limits, errors, main...
+# Numbers a server module may hold that bound nothing a client or an upstream sends, nor what the server keeps:
+# each tunes how the server works (and why it is not in limits.py).
+TUNING = {
+    "CLIENT_LEFT": "the access line's status for a client gone mid-body (nginx's 499)",
+    "DEFAULT_PORTS": "a URL scheme's port, to compare an Origin with a Host",
+    "SKEW": "seconds a sign-in cookie's time may be ahead of this clock",
+    "DEFAULT_PER_CAMPAIGN": "the default of `serve --keep`, an option",
+    "PRUNE_EVERY": "new snapshots between two counts of a campaign's rows",
+    "_CHUNK": "keys per SQL `IN (...)`",
+    "WARN_EVERY": "seconds between two log lines saying the connection cap was met",
+    "SAME_START": "characters: a continuation that starts as the reply did is a new answer",
+    "SHORTEST_REPEAT": "a shorter whole continuation is never taken for a repeat",
+    "PROBE_TOKENS": "the tokens of the probe that asks whether a model can continue",
+    "DRAIN_SECONDS": "the most a finished stream waits for the upstream's body to end",
+    "DEFAULT_CONTEXT": "a request's context window when neither it nor the model table says",
+    "DEFAULT_RESPONSE": "a request's response budget when it asks none",
+    "_TABLES": "numbers the upstream's count tables",
+    "SAMPLES": "a path",
+    "POOL_IDLE": "idle upstream connections kept for reuse",
+    "HIGH_WATER": "bytes of an answer buffered before reading pauses (flow control)",
+    "LOW_WATER": "and where reading goes on",
+    "_BIG": "where orjson's integers turn into floats",
+    "SLICE": "events given from one chunk before the event loop is given back",
+}
 # what changes an object in place, called on it
 MUTATORS = {"append", "extend", "insert", "pop", "popitem", "clear", "update", "setdefault", "move_to_end", "add",
             "discard", "remove", "appendleft", "popleft", "put", "values"}
@@ -31,23 +59,96 @@ def server_modules() -> Iterator[tuple[Path, ast.Module]]:
         yield path, ast.parse(path.read_text())
 
 
-def own_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
-    """A function's lines, less those of the functions and classes defined inside it (measured on their own):
-    a route group's function holds its handlers."""
-    lines = set(range(fn.lineno, (fn.end_lineno or fn.lineno) + 1))
-    for sub in ast.walk(fn):
-        if sub is not fn and isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            lines -= set(range(sub.lineno - len(sub.decorator_list), (sub.end_lineno or sub.lineno) + 1))
-    return len(lines)
+def long_functions(tree: ast.Module) -> list[str]:
+    """The functions over MAX_LINES, the functions and classes inside them counted: a closure that holds its
+    handlers is as long as they are together."""
+    return [f"{node.lineno} {node.name}: {lines} lines" for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and (lines := (node.end_lineno or node.lineno) - node.lineno + 1 + len(node.decorator_list)) > MAX_LINES]
 
 
 def test_no_function_in_the_server_is_over_60_lines():
-    """Issue 25 item 1: a handler, a step or a helper of server/ reads on one screen (the chat route was one
-    248-line closure)."""
-    long = [f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {own_lines(node)} lines"
-            for path, tree in server_modules() for node in ast.walk(tree)
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and own_lines(node) > MAX_LINES]
+    """A handler, a step or a helper of server/ reads on one screen, and a route group is a table of module-level
+    handlers (the chat route was once one 248-line closure; the editor's group a 96-line one)."""
+    long = [f"{path.relative_to(ROOT)}:{f}" for path, tree in server_modules() for f in long_functions(tree)]
     assert not long, "\n".join(long)
+
+
+def test_the_length_check_counts_the_handlers_a_group_holds():
+    group = "def editor_routes(ctx):\n" + "".join(f"    async def h{i}(request):\n        return {i}\n"
+                                                   for i in range(30)) + "    return []\n"
+    assert [f.split(":")[0] for f in long_functions(ast.parse(group))] == ["1 editor_routes"]
+
+
+def test_the_servers_top_level_holds_a_few_modules_the_rest_in_folders_by_concern():
+    """A newcomer told "change how a stale party save is refused" or "add an upstream kind" opens one folder."""
+    top = sorted(p.name for p in SERVER.glob("*.py"))
+    assert len(top) <= TOP_LEVEL, top
+    folders = {p.name for p in SERVER.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == {"edits", "guard", "memory", "routes", "runtime", "turn", "upstream", "wire"}, folders
+    for folder in folders:  # each says what it holds
+        assert ast.get_docstring(ast.parse((SERVER / folder / "__init__.py").read_text())), folder
+
+
+def imported_groups(tree: ast.Module) -> set[str]:
+    """The modules of routes/ a module of routes/ imports (`from .x import`, `from . import x`)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+    return found
+
+
+def test_a_route_group_imports_the_shared_base_never_another_group():
+    groups = sorted((SERVER / "routes").glob("*.py"))
+    crossing = {p.name: sorted(imported_groups(ast.parse(p.read_text())) - {"base"}) for p in groups}
+    assert not {k: v for k, v in crossing.items() if v}, crossing
+    assert imported_groups(ast.parse("from .pages import nav\nfrom . import edit_api\n")) == {"pages", "edit_api"}
+
+
+def bounds_outside_limits(tree: ast.Module) -> list[str]:
+    """A module-level name bound to a number (or an expression of numbers) that TUNING does not list: a bound,
+    which belongs in limits.py."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            name = ast.unparse(target)
+            numbers = [c for c in ast.walk(node.value) if isinstance(c, ast.Constant)
+                       and isinstance(c.value, int | float) and not isinstance(c.value, bool)]
+            if numbers and name not in TUNING:
+                found.append(f"{node.lineno} {name}")
+    return found
+
+
+def test_every_bound_the_server_sets_is_in_limits_py():
+    """docs/security.md says bounds go in `limits.py` (and its table follows `LIMITS`): a number anywhere else in
+    server/ is a tuning TUNING names, with why."""
+    found = [f"{path.relative_to(ROOT)}:{f}" for path, tree in server_modules() if path.name != "limits.py"
+             for f in bounds_outside_limits(tree)]
+    assert not found, "\n".join(found)
+    assert bounds_outside_limits(ast.parse("MAX_FIELDS = 20_000\nSKEW = 300\nNAME = 'x'\n")) == ["1 MAX_FIELDS"]
+
+
+def writes_an_error_body(tree: ast.Module) -> list[str]:
+    """Where a module writes an error's JSON itself: a `{"error": ...}` literal, or Starlette's JSONResponse."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == "error" for k in node.keys):
+            found.append(f"{node.lineno} {ast.unparse(node)[:50]}")
+        elif isinstance(node, ast.Name) and node.id == "JSONResponse":
+            found.append(f"{node.lineno} JSONResponse")
+    return found
+
+
+def test_an_error_body_is_written_only_in_wire():
+    """One error body everywhere, `{"error": {"message", "type", "code"}}` (`wire/chat_completions.error_doc`),
+    through `wire/answers.json_response`."""
+    found = [f"{path.relative_to(ROOT)}:{f}" for path, tree in server_modules() if path.parent.name != "wire"
+             for f in writes_an_error_body(tree)]
+    assert not found, "\n".join(found)
+    assert sorted(writes_an_error_body(ast.parse('JSONResponse({"error": "unknown campaign"})'))) == [
+        "1 JSONResponse", "1 {'error': 'unknown campaign'}"]
 
 
 def module_names(tree: ast.Module) -> set[str]:

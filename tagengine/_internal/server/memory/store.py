@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import NotFoundError
+from ..limits import SNAPSHOT_USES_HELD
 
 log = logging.getLogger("tagengine.serve")
 DB_NAME = "tagengine.sqlite3"
@@ -50,7 +51,6 @@ CREATE INDEX IF NOT EXISTS edits_campaign ON edits (campaign, seq);
 _SNAPSHOT_COLUMNS = {"campaign": "TEXT NOT NULL DEFAULT ''", "used": "INTEGER NOT NULL DEFAULT 0"}
 DEFAULT_PER_CAMPAIGN = 10000  # snapshots kept per campaign, the least recently used pruned (S-20)
 PRUNE_EVERY = 64  # new snapshots of a campaign between two counts of its rows
-MARKS_MAX = 4096  # snapshot uses waiting for a batch to be written
 _CHUNK = 500  # keys per `IN (...)` query
 
 
@@ -209,7 +209,7 @@ class Store:
     def _mark(self, key: str) -> None:
         """A snapshot's use, written with the next batch. While no batch can be written (a full disk), the marks
         are capped: they only order the pruning."""
-        if len(self._touched) >= MARKS_MAX and key not in self._touched:
+        if len(self._touched) >= SNAPSHOT_USES_HELD and key not in self._touched:
             self._touched.pop(next(iter(self._touched)))
         self._touched[key] = self._tick()
 

@@ -53,7 +53,7 @@ CHECKS_HEADER = "x-tagengine-settle"  # an interface: its name stays
 MID_REPLY = "mid-reply"
 AT_END = "at-end; the upstream cannot continue an assistant message"
 SAME_START = 24  # characters: a continuation that starts as the reply did is a new answer, not a continuation
-MIN_SAME = 8  # a shorter whole continuation is never taken for a repeat
+SHORTEST_REPEAT = 8  # a shorter whole continuation is never taken for a repeat
 # the probe (CK-21): a prefill any chat model continues in a few tokens; one that answers anew repeats it
 PROBE_USER = "Count from one to six in words, separated by spaces."
 PROBE_PREFILL = "one two three"
@@ -107,7 +107,7 @@ def restarts(cont: str, start: str, prefill: str, final: bool) -> bool | None:
     if len(got) < need:
         if not final:
             return None
-        return len(got) >= MIN_SAME and any(r.startswith(got) for r in refs)
+        return len(got) >= SHORTEST_REPEAT and any(r.startswith(got) for r in refs)
     return any(got[:need] == r[:need] for r in refs)
 
 

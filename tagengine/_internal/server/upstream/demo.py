@@ -18,11 +18,12 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from ...tags import scan
 from ..options import Options
+from ..wire.answers import json_response
 from ..wire.chat_completions import chat_completion, content_chunk, model_list
 from ..wire.sse import DONE_EVENT, data_event
 from .client import UpstreamKind
@@ -98,7 +99,7 @@ def demo_app(samples: Path | None = None) -> Starlette:
     asked = Asked()
 
     async def models(request: Request) -> Response:
-        return JSONResponse(model_list("tagengine-demo", owner="tagengine"))
+        return json_response(model_list("tagengine-demo", owner="tagengine"))
 
     async def chat(request: Request) -> Response:
         body = await request.json()
@@ -108,7 +109,7 @@ def demo_app(samples: Path | None = None) -> Starlette:
         text = game.reply(n, asked.next(messages)) if text is None else text
         base: dict[str, Any] = {"id": f"demo-{n}", "created": 0, "model": body.get("model") or "tagengine-demo"}
         if body.get("stream") is not True:
-            return JSONResponse(chat_completion(text, **base))
+            return json_response(chat_completion(text, **base))
 
         async def pieces() -> AsyncIterator[bytes]:
             rng = random.Random(n)
