@@ -225,7 +225,8 @@ def test_a_party_edit_before_the_first_reply_makes_the_start(tmp_path):
     assert r.status_code == 200 and again["party"]["revision"] == 1 == engine.state.party_revision
     store = Store(tmp_path / "data")
     try:
-        assert json.loads(store.campaign("heist").start)["gamePartySheet"] == engine.state.to_json()["gamePartySheet"]
+        kept = json.loads(store.campaign_row("heist").start)
+        assert kept["gamePartySheet"] == engine.state.to_json()["gamePartySheet"]
     finally:
         store.close()
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import SAMPLES, examples
-from tagengine._internal import batch, in_turn
+from tagengine._internal import batch, ordered_pool
 from tagengine._internal.cli import run
 
 RULES = str(SAMPLES / "rulesets" / "blades-like.json")
@@ -111,7 +111,7 @@ def test_a_line_over_the_limit_is_named_not_read(tmp_path, monkeypatch):
 
 def takes(path, size=batch.BATCH_PER_WORKER):
     """The batches `_take` cuts a file into, one call after another as the processes of a replay make them."""
-    cursor = [0] * in_turn.CURSOR_INTS
+    cursor = [0] * ordered_pool.CURSOR_INTS
     with open(path, "rb") as f:
         while (got := batch._take(f.fileno(), 0, size, cursor)) is not None:
             yield got

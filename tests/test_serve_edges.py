@@ -105,7 +105,7 @@ def test_s_13_campaigns_roll_their_own_dice_unless_given_a_seed(tmp_path):
     from tagengine._internal.server.memory.store import Store
 
     store = Store(tmp_path)
-    seeds = {n: json.loads(store.campaign(n).start)["rulesetDice"]["seed"] for n in "abcd"}
+    seeds = {n: json.loads(store.campaign_row(n).start)["rulesetDice"]["seed"] for n in "abcd"}
     assert seeds["a"] != seeds["b"] and seeds["c"] == seeds["d"] == "s1"
 
 

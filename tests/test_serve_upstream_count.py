@@ -126,7 +126,7 @@ def test_a_cut_system_prompt_is_counted_again_by_the_upstream():
     async def go() -> tuple[Prompt, Budget, str | None]:
         up = Upstream("http://up.invalid/v1", forward_client_key=False, transport=llama_cpp(asked))
         try:
-            return await UpstreamCounts(up).fit(rs, state, history, budget, {})
+            return await UpstreamCounts(up).fitted_prompt(rs, state, history, budget, {})
         finally:
             await up.close()
 
@@ -242,7 +242,7 @@ def test_a_vllm_that_does_not_serve_the_model_name_is_asked_without_it():
     async def go() -> tuple[Prompt, Budget, str | None]:
         up = Upstream("http://up.invalid/v1", forward_client_key=False, transport=httpx.MockTransport(answer))
         try:
-            return await UpstreamCounts(up).fit(rs, state, history, Budget(model="my-rp-model"), {})
+            return await UpstreamCounts(up).fitted_prompt(rs, state, history, Budget(model="my-rp-model"), {})
         finally:
             await up.close()
 
@@ -268,11 +268,12 @@ def test_a_count_that_fails_mid_request_falls_back_for_that_request(caplog):
     async def go() -> list[tuple[Prompt, Budget, str | None]]:
         up = Upstream("http://up.invalid/v1", forward_client_key=False, transport=httpx.MockTransport(answer))
         counts = UpstreamCounts(up)
-        out = [await counts.fit(rs, state, [{"role": "user", "content": "first"}], Budget(model=MODEL), {})]
+        fit = counts.fitted_prompt
+        out = [await fit(rs, state, [{"role": "user", "content": "first"}], Budget(model=MODEL), {})]
         broken[0] = True
-        out.append(await counts.fit(rs, state, [{"role": "user", "content": "second"}], Budget(model=MODEL), {}))
+        out.append(await fit(rs, state, [{"role": "user", "content": "second"}], Budget(model=MODEL), {}))
         broken[0] = False
-        out.append(await counts.fit(rs, state, [{"role": "user", "content": "third"}], Budget(model=MODEL), {}))
+        out.append(await fit(rs, state, [{"role": "user", "content": "third"}], Budget(model=MODEL), {}))
         await up.close()
         return out
 

@@ -29,7 +29,7 @@ from typing import Any, BinaryIO, TextIO
 
 import orjson
 
-from . import in_turn
+from . import ordered_pool
 from .commands import apply_reply
 from .errors import ProblemsError
 from .files import json_problem, strip_bom
@@ -223,7 +223,7 @@ def replay_batch(rs: Ruleset, batch: list[tuple[int, bytes | None]]) -> tuple[by
 
 
 def _work_batch(batch: list[tuple[int, bytes | None]]) -> tuple[bytes, tuple[int, list[str], dict[str, int]]]:
-    """`_work` as `in_turn.run_in_turn` calls it: (the output, (chats, errors, receipt counts))."""
+    """`_work` as `ordered_pool.run_ordered` calls it: (the output, (chats, errors, receipt counts))."""
     data, errors, counts = _work(batch)
     return data, (len(batch), errors, counts)
 
@@ -261,7 +261,7 @@ class LineReader:
 
 def _take(fd: int, start: int, size: int, cursor: Any) -> list[tuple[int, bytes | None]] | None:
     """The next batch of non-blank lines of the file `fd`, cut as `_batches` cuts them (F-14); None at its
-    end. `cursor`: [bytes read past `start`, lines read], shared by the processes of `in_turn.run_in_turn`,
+    end. `cursor`: [bytes read past `start`, lines read], shared by the processes of `ordered_pool.run_ordered`,
     which calls this under its lock. Plain reads by offset (F-13): a file that shrinks meanwhile gives
     short lines, which are bad lines."""
     pos, number = cursor[0], cursor[1]
@@ -353,7 +353,7 @@ def _regular_file(source: Any) -> tuple[int, int] | None:
     """(descriptor, where its unread part starts) of a regular file, which workers read by offsets; None
     for a pipe, a terminal or text in memory (their lines travel through the parent)."""
     raw = getattr(source, "buffer", source)
-    fd = in_turn.file_descriptor(raw)
+    fd = ordered_pool.file_descriptor(raw)
     try:
         if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
@@ -381,7 +381,7 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
     """Replay every chat of `source` into `sink`, in input order, holding a bounded number of batches.
     One worker runs in this process by itself, unless `processes` asks for the parallel way even then: from a
     regular file into a descriptor, this process and `workers - 1` children each take a batch and write it in
-    turn (`in_turn.py`, PF-13); else the lines travel through this process to a pool. A bad line is named in
+    turn (`ordered_pool.py`, PF-13); else the lines travel through this process to a pool. A bad line is named in
     the output and the summary, never raised; RulesetError when the ruleset cannot be loaded, OSError
     when `source` or `sink` fails. `tick(chats, bad)` is called after each batch written (a progress bar)."""
     summary = Summary()
@@ -405,9 +405,9 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
     else:
         parser()  # built before the fork, so no worker spends its start building it again
         here = _regular_file(source)
-        if here is not None and in_turn.writes_in_turn(sink):  # each process reads its batches, writes in turn (PF-13)
-            in_turn.run_in_turn(functools.partial(_take, *here, BATCH_PER_WORKER), _work_batch, sink,
-                                max(1, workers), lambda result: emit(None, result[1], result[2], result[0]))
+        if here is not None and ordered_pool.writes_ordered(sink):  # each process reads its batches, writes in order
+            ordered_pool.run_ordered(functools.partial(_take, *here, BATCH_PER_WORKER), _work_batch, sink,
+                                     max(1, workers), lambda result: emit(None, result[1], result[2], result[0]))
         else:  # stdin or a pipe, or an output without a descriptor: the lines travel through this process
             thawed = gc.get_freeze_count() == 0
             gc.freeze()  # keep the collector from touching (and so copying) every page the workers inherit

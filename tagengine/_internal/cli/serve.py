@@ -188,7 +188,7 @@ def cmd_campaign_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
 
     store = _open_store(args)
     try:
-        row = store.campaign(args.name)
+        row = store.campaign_row(args.name)
     except NotFoundError as e:
         err.write(f"tagengine campaign show: {e}\n")
         return 1

@@ -46,7 +46,7 @@ class ServerContext:
         self.latest = Latest(self.store, self.snapshots)
         self.upstream = reach_upstream(options)
         self.workers = Workers()
-        self.fit = fitter(self.upstream, options.count_with_upstream, self.workers)
+        self.prompt_fitter = fitter(self.upstream, options.count_with_upstream, self.workers)
         self.mid_reply = MidReplyChecks(self.upstream, self.workers) if options.settle_checks else None
         self.sessions = Sessions(options.data, options.api_key) if options.api_key else None  # the pages' sign-ins
         self.edits = PendingEdits(self.store)  # issue 27: the players' edits waiting for the next reply (edits.py)

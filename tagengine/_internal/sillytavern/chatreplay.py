@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TextIO
 
-from .. import in_turn
+from .. import ordered_pool
 from ..files import STDIN, standard_input
 from .chatfile import TAGENGINE, ChatFile, ChatFileError, Entry, LineProblem, parse_chat, read_chat
 
@@ -130,7 +130,7 @@ def _replay_unless_stdin(path: str) -> tuple[bytes, list[str], dict[str, int]] |
 
 
 def _next_file(count: int, cursor: Any) -> int | None:
-    """The index of the next chat file to replay (`in_turn.run_in_turn`'s `take`), None after the last."""
+    """The index of the next chat file to replay (`ordered_pool.run_ordered`'s `take`), None after the last."""
     i = int(cursor[0])
     if i >= count:
         return None
@@ -176,13 +176,13 @@ def replay_files(ruleset_path: str, paths: Iterable[str], sink: TextIO | BinaryI
         # a worker's standard input is not this process's (multiprocessing gives it /dev/null): a chat read
         # from it is replayed here, before the others
         early = {i: _replay_path(p) for i, p in enumerate(paths) if p == STDIN}
-        if in_turn.writes_in_turn(sink):  # each process writes its chats' lines in turn (PF-13)
+        if ordered_pool.writes_ordered(sink):  # each process writes its chats' lines in turn (PF-13)
 
             def work(i: int) -> tuple[bytes, tuple[list[str], dict[str, int]]]:
                 data, errors, receipts = early[i] if i in early else _replay_path(paths[i])
                 return data, (errors, receipts)
 
-            in_turn.run_in_turn(functools.partial(_next_file, len(paths)), work, sink, min(workers, len(paths)),
+            ordered_pool.run_ordered(functools.partial(_next_file, len(paths)), work, sink, min(workers, len(paths)),
                                 lambda result: counted(*result))
         else:  # text in memory: the lines travel through this process
             import multiprocessing as mp

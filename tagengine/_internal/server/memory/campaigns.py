@@ -70,7 +70,7 @@ class Campaigns:
     def get(self, name: str) -> Campaign:
         """Raises NotFoundError for an unknown campaign, RulesetError or OSError for its ruleset file."""
         hit = self._loaded.get(name)
-        row = hit[2] if hit is not None else self.store.campaign(name)  # a row changes only through set_start
+        row = hit[2] if hit is not None else self.store.campaign_row(name)  # a row changes only through set_start
         st = os.stat(row.ruleset)
         stamp = (st.st_mtime_ns, st.st_size)
         if hit is not None and hit[0] == stamp:
@@ -89,7 +89,7 @@ class Campaigns:
         """Make `state` the campaign's start, while no reply of it has been kept (issue 27, ED-14: before the first
         reply the sheets are still being made, and the chain's first key follows the new start); whether it was.
         Raises NotFoundError for an unknown campaign."""
-        self.store.campaign(name)
+        self.store.campaign_row(name)
         done = self.store.set_start(name, canonical_json(state.to_json()), ", ".join(state.characters))
         if self._loaded.pop(name, None) is not None:  # read again: its start and first key
             self._let_go = True

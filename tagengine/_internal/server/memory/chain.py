@@ -125,19 +125,19 @@ class Chain:
         return keys
 
     def state_of(self, c: Campaign, messages: Sequence[Mapping[str, str]], *, hidden: bool = False,
-                 defer: int | None = None) -> Replayed | Pending | Deferred:
+                 defer: int | None = None) -> Replayed | ReplayJob | LookupJob:
         """The state after `messages` (role/content dicts). Writes the snapshots it computes. With `defer`,
         work too long for the event loop comes back to run elsewhere (SEC-2): a history of more than
-        HASH_CHARS characters whole (a `Deferred`: hashing it alone would take milliseconds), else a replay of
-        more than `defer` replies or LOOP_CHARS characters (a `Pending`)."""
+        HASH_CHARS characters whole (a `LookupJob`: hashing it alone would take milliseconds), else a replay of
+        more than `defer` replies or LOOP_CHARS characters (a `ReplayJob`)."""
         if defer is not None and sum(map(len, map(_CONTENT, messages))) > HASH_CHARS:
-            return Deferred(partial(self._replay_of, c, messages, hidden))
+            return LookupJob(partial(self._replay_of, c, messages, hidden))
         replay = self._replay_of(c, messages, hidden)
         if defer is not None and (replay.pending > defer or sum(map(len, replay.replies[replay.start:])) > LOOP_CHARS):
             return replay
         return replay.run()
 
-    def _replay_of(self, c: Campaign, messages: Sequence[Mapping[str, str]], hidden: bool) -> Pending:
+    def _replay_of(self, c: Campaign, messages: Sequence[Mapping[str, str]], hidden: bool) -> ReplayJob:
         """The replay still to do after the newest state the cache or the store holds along `messages`."""
         store = self.store
         replies, notes, walked = _replies(self, c, messages, hidden)
@@ -153,7 +153,7 @@ class Chain:
             raw = store.snapshot(hit) if hit is not None else None
             if hit is not None and raw is not None:
                 state, start, found = from_json(c.rs, json.loads(raw), "snapshot"), keys.index(hit), True
-        return Pending(self, c, replies, keys, start, state, found, notes)
+        return ReplayJob(self, c, replies, keys, start, state, found, notes)
 
     def record(self, c: Campaign, key: str, reply: str, state: GameState, shown: str | None = None,
                *, consistent: bool = True) -> str:
@@ -181,17 +181,17 @@ class Chain:
 
 
 @dataclass(frozen=True)
-class Deferred:
+class LookupJob:
     """A history's whole look-up and replay, to run in a worker thread (`run()`)."""
 
-    lookup: Callable[[], Pending]
+    lookup: Callable[[], ReplayJob]
 
     def run(self) -> Replayed:
         return self.lookup().run()
 
 
 @dataclass
-class Pending:
+class ReplayJob:
     """A history to replay from `start` on; `run()` may go to a worker thread (the store is guarded)."""
 
     chain: Chain

@@ -22,7 +22,7 @@ from .store import Store
 log = logging.getLogger("tagengine.serve")
 
 
-def turn_of(history: Sequence[Mapping[str, str]], replies: int) -> int:
+def turn_number(history: Sequence[Mapping[str, str]], replies: int) -> int:
     """The turn a chat is at whose chain holds `replies` replies: those after the player's first message, so a
     regenerate or a swipe keeps its number and a greeting that opens the chat is no turn (STX-8)."""
     opening = 0

@@ -169,7 +169,7 @@ class Store:
         except sqlite3.IntegrityError:
             raise ValueError(f"a campaign named {row.name!r} exists already") from None
 
-    def campaign(self, name: str) -> CampaignRow:
+    def campaign_row(self, name: str) -> CampaignRow:
         """Raises NotFoundError naming the campaign and the known ones."""
         try:
             with self.lock:

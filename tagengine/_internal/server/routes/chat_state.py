@@ -32,7 +32,7 @@ from ..errors import Refused, refusals_as_responses
 from ..limits import LOOP_CHARS, RECEIPTS_CHARS, RECEIPTS_HELD
 from ..memory.campaigns import Campaign
 from ..memory.chain import Replayed
-from ..memory.latest_turns import turn_of
+from ..memory.latest_turns import turn_number
 from ..turn.request import campaign_choice, check_count, check_sizes, marker_warning, messages_of, read_marked
 from ..wire.answers import json_response
 from ..wire.body import object_body, read_body
@@ -95,7 +95,7 @@ async def state_of_chat(ctx: ServerContext, memo: ReceiptsMemo, request: Request
     # a long reply's receipts are many, and drawing each takes time: as applying it, off the loop (SEC-2)
     sheet = (await ctx.workers.run(panel_json, c.rs, point.state, receipts)
              if after.replies and len(after.replies[-1]) > LOOP_CHARS else panel_json(c.rs, point.state, receipts))
-    doc = {"campaign": {**said, "ruleset": c.rs.name}, "turn": turn_of(history, len(after.replies)),
+    doc = {"campaign": {**said, "ruleset": c.rs.name}, "turn": turn_number(history, len(after.replies)),
            "at": point.to_json(), "history": list(after.notes), "sheet": sheet}
     if "rewrite_from" in body:
         doc["rewrites"] = await rewrites(ctx, c, history, messages, body["rewrite_from"], after)

@@ -41,7 +41,7 @@ from ..errors import Refused, reply_too_large, upstream_failure, upstream_status
 from ..limits import LOOP_CHARS, MAX_REPLY
 from ..memory.campaigns import Campaign
 from ..memory.chain import HIDDEN, Replayed
-from ..memory.latest_turns import turn_of
+from ..memory.latest_turns import turn_number
 from ..upstream.counting import tokens_header
 from ..wire.chat_completions import first_content, set_first_content
 from ..wire.json_codec import dumps, loads_or_none
@@ -110,7 +110,7 @@ async def fit(ctx: ServerContext, turn: Turn, body: dict[str, Any], incoming: Ma
     whence = "--context" if context else f"table:{context_of(budget.model)[1]}"
     try:
         state = turn.before.state if turn.opening is None else turn.opening.state  # issue 27: with the edits
-        prompt, counted, fallback = await ctx.fit(c.rs, state, turn.history, budget, incoming)
+        prompt, counted, fallback = await ctx.prompt_fitter(c.rs, state, turn.history, budget, incoming)
     except BudgetError as e:
         raise Refused(400, str(e), "context_length_exceeded") from None
     except HistoryError as e:
@@ -261,7 +261,7 @@ def record_reply(ctx: ServerContext, turn: Turn, applied: Applied, filt: Filter 
     if before.consistent and turn.on_pages:  # the pages show the newest state that was kept (issue 14)
         # the turn is the replies in the chain after the player's first message, this one too: a regenerated
         # reply keeps its number (STX-8)
-        ctx.latest.reply_done(c.name, new, applied, max(1, turn_of(turn.history, len(before.replies) + 1)))
+        ctx.latest.reply_done(c.name, new, applied, max(1, turn_number(turn.history, len(before.replies) + 1)))
     return before.consistent
 
 

@@ -219,7 +219,7 @@ class UpstreamCounts:
         if failed:
             raise failed[0]
 
-    async def fit(self, rs: Ruleset, state: GameState, history: list[dict[str, str]], budget: Budget,
+    async def fitted_prompt(self, rs: Ruleset, state: GameState, history: list[dict[str, str]], budget: Budget,
                   incoming: Mapping[str, str]) -> tuple[Prompt, Budget, str | None]:
         """`build_prompt` counted by the upstream; else by the registry's choice, with why (a short code for
         `x-tagengine-tokens`): `none` (no tokenize endpoint), `failed` (a count failed), `rounds`. The budget
@@ -260,7 +260,7 @@ async def local_prompt(workers: Workers, rs: Ruleset, state: GameState, history:
 def fitter(upstream: Upstream, count_with_upstream: bool, workers: Workers) -> Fit:
     """How the server fits a prompt: asking the upstream for counts, or not (the registry's choice)."""
     if count_with_upstream:
-        return UpstreamCounts(upstream, workers).fit
+        return UpstreamCounts(upstream, workers).fitted_prompt
 
     async def local_fit(rs: Ruleset, state: GameState, history: list[dict[str, str]], budget: Budget,
                         incoming: Mapping[str, str]) -> tuple[Prompt, Budget, str | None]:

@@ -1,6 +1,6 @@
-"""Processes that take tasks in order and write their outputs in turn: the local replay's pool (PF-13).
+"""Processes that take tasks in order and write their outputs in that order: the local replay's pool (PF-13).
 
-`run_in_turn` shares one sequence of tasks between this process and `workers - 1` forked children. Each
+`run_ordered` shares one sequence of tasks between this process and `workers - 1` forked children. Each
 process takes the next task with `take` (under a lock, so tasks are numbered in the order they are taken),
 runs `work` on it with no lock held, and writes the output straight to the sink's file descriptor once the
 output of every earlier task is out. A task finished before its turn is held while its process goes on
@@ -50,7 +50,7 @@ def file_descriptor(stream: Any) -> int | None:
     return fd if isinstance(fd, int) else None
 
 
-def writes_in_turn(sink: Any) -> bool:
+def writes_ordered(sink: Any) -> bool:
     """Whether processes can write `sink` in turn: bytes to a file descriptor (a file, a pipe, a terminal),
     forked here (children inherit the descriptors and the loaded engine). Text in memory cannot."""
     out = getattr(sink, "buffer", sink)
@@ -74,7 +74,7 @@ class _Turns(Generic[T, R]):
         self.wake = ctx.Semaphore(0)
         self.ints = ctx.RawArray("q", 6)
         self.cursor = ctx.RawArray("q", CURSOR_INTS)
-        self.results = tempfile.TemporaryFile(prefix="tagengine-turns-")  # noqa: SIM115 - closed by run_in_turn
+        self.results = tempfile.TemporaryFile(prefix="tagengine-turns-")  # noqa: SIM115 - closed by run_ordered
         self.read_at = 0  # the parent's place in the results file
         self.alive: Callable[[], None] = lambda: None  # raises when the other processes cannot go on
 
@@ -192,17 +192,17 @@ def _child(turns: _Turns[Any, Any], parent: int) -> None:
         os._exit(1)
 
 
-def run_in_turn(take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes, R]], sink: Any, workers: int,
+def run_ordered(take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes, R]], sink: Any, workers: int,
                 on_result: Callable[[R], None]) -> None:
     """Run every task `take(cursor)` gives (None: no more; `cursor` is CURSOR_INTS shared integers, all 0 at
     first, which `take` may use to keep its place) through `work(task) -> (output, result)` in this process
-    and `workers - 1` forked children, writing the outputs to `sink` (`writes_in_turn`) in the order the tasks were
+    and `workers - 1` forked children, writing the outputs to `sink` (`writes_ordered`) in the order the tasks were
     taken and calling `on_result(result)` here in the same order. Raises what failed in any process (a write
     error names the sink); ChildProcessError when a child died without a word (killed)."""
     out = getattr(sink, "buffer", sink)
     fd = file_descriptor(out)
     if fd is None:
-        raise ValueError("run_in_turn writes to a file descriptor")
+        raise ValueError("run_ordered writes to a file descriptor")
     sink.flush()  # what was written before goes first
     out.flush()
     name = getattr(out, "name", None)

@@ -1,4 +1,4 @@
-"""`in_turn.run_in_turn`, the local replay's pool (PF-13): outputs in the order taken whoever did the task, results
+"""`ordered_pool.run_ordered`, the local replay's pool (PF-13): outputs in the order taken whoever did the task, results
 in the same order, memory bounded by the window, and nothing hangs: a killed child, a child's error, a write that
 fails and Ctrl-C each end the run with the error, no process left behind."""
 
@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import examples
-from tagengine._internal import in_turn
+from tagengine._internal import ordered_pool
 
 
 def counter(count: int):
@@ -43,7 +43,7 @@ def output(i: int, size: int) -> bytes:
 def run(path: Path, sizes: list[int], workers: int, work=None) -> list[int]:
     results: list[int] = []
     with open(path, "wb") as sink:
-        in_turn.run_in_turn(counter(len(sizes)), work or (lambda i: (output(i, sizes[i]), i)), sink, workers,
+        ordered_pool.run_ordered(counter(len(sizes)), work or (lambda i: (output(i, sizes[i]), i)), sink, workers,
                             results.append)
     return results
 
@@ -63,7 +63,8 @@ def test_the_work_is_shared_and_the_collector_left_as_it_was(tmp_path):
     gc.unfreeze()
     pids: list[int] = []
     with open(tmp_path / "out", "wb") as sink:
-        in_turn.run_in_turn(counter(40), lambda i: (b"x", (time.sleep(0.005), os.getpid())[1]), sink, 2, pids.append)
+        ordered_pool.run_ordered(counter(40), lambda i: (b"x", (time.sleep(0.005), os.getpid())[1]), sink, 2,
+                                 pids.append)
     assert len(set(pids)) == 2 and os.getpid() in pids
     assert gc.get_freeze_count() == 0
 
@@ -72,7 +73,7 @@ def test_no_process_runs_more_than_the_window_ahead(tmp_path):
     """Task 0 is slow: the other process goes on with tasks 1, 2, ... but takes none at or past the window
     (WINDOW_PER_WORKER per process) until task 0 is written, so what is held waiting stays bounded."""
     log = tmp_path / "log"
-    window = in_turn.WINDOW_PER_WORKER * 2
+    window = ordered_pool.WINDOW_PER_WORKER * 2
 
     def work(i: int):
         fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
@@ -94,7 +95,7 @@ def isolated(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """A run in a process of its own, so that a hang fails this test instead of stalling the suite."""
     code = textwrap.dedent("""
         import os, signal, sys, time, multiprocessing
-        from tagengine._internal import in_turn
+        from tagengine._internal import ordered_pool
         def counter(count):
             def take(cursor):
                 i = cursor[0]
@@ -117,7 +118,7 @@ def test_a_killed_child_is_an_error_not_a_hang(tmp_path):
             return b"x", i
         try:
             with open("out", "wb") as sink:
-                in_turn.run_in_turn(counter(100), work, sink, 2, lambda r: None)
+                ordered_pool.run_ordered(counter(100), work, sink, 2, lambda r: None)
         except ChildProcessError as e:
             print("raised:", e, "left:", multiprocessing.active_children())
     """, tmp_path)
@@ -155,7 +156,7 @@ def test_ctrl_c_here_ends_the_children(tmp_path):
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_write_that_fails_names_the_output(workers):
     with open("/dev/full", "wb") as sink, pytest.raises(OSError) as e:
-        in_turn.run_in_turn(counter(20), lambda i: (b"x" * 1000, i), sink, workers, lambda r: None)
+        ordered_pool.run_ordered(counter(20), lambda i: (b"x" * 1000, i), sink, workers, lambda r: None)
     assert e.value.errno == errno.ENOSPC and e.value.filename == "/dev/full"
     assert not multiprocessing.active_children()
 
@@ -167,14 +168,14 @@ def test_a_pipe_takes_the_outputs_in_order_and_a_closed_one_is_a_broken_pipe():
     reader = threading.Thread(target=lambda: got.append(b"".join(iter(lambda: os.read(r, 1 << 16), b""))))
     reader.start()
     with open(w, "wb") as sink:
-        in_turn.run_in_turn(counter(len(sizes)), lambda i: (output(i, sizes[i]), i), sink, 2, lambda r: None)
+        ordered_pool.run_ordered(counter(len(sizes)), lambda i: (output(i, sizes[i]), i), sink, 2, lambda r: None)
     reader.join(60)
     os.close(r)
     assert got == [b"".join(output(i, n) for i, n in enumerate(sizes))]
     r, w = os.pipe()
     os.close(r)
     with open(w, "wb") as sink, pytest.raises(BrokenPipeError):
-        in_turn.run_in_turn(counter(20), lambda i: (b"x", i), sink, 2, lambda r: None)
+        ordered_pool.run_ordered(counter(20), lambda i: (b"x", i), sink, 2, lambda r: None)
 
 
 def test_the_stream_goes_on_where_the_outputs_ended(tmp_path):
@@ -182,7 +183,7 @@ def test_the_stream_goes_on_where_the_outputs_ended(tmp_path):
     path = tmp_path / "out"
     with open(path, "wb") as sink:
         sink.write(b"before\n")
-        in_turn.run_in_turn(counter(30), lambda i: (output(i, 100), i), sink, 2, lambda r: None)
+        ordered_pool.run_ordered(counter(30), lambda i: (output(i, 100), i), sink, 2, lambda r: None)
         expected = b"before\n" + b"".join(output(i, 100) for i in range(30))
         assert sink.tell() == len(expected)
         sink.write(b"after\n")
@@ -192,9 +193,9 @@ def test_the_stream_goes_on_where_the_outputs_ended(tmp_path):
 def test_text_in_memory_is_not_writable_in_turn(tmp_path):
     import io
 
-    assert not in_turn.writes_in_turn(io.StringIO()) and not in_turn.writes_in_turn(io.BytesIO())
+    assert not ordered_pool.writes_ordered(io.StringIO()) and not ordered_pool.writes_ordered(io.BytesIO())
     with open(tmp_path / "f", "w") as text_file:
-        assert in_turn.writes_in_turn(text_file)  # its bytes go to its descriptor
+        assert ordered_pool.writes_ordered(text_file)  # its bytes go to its descriptor
 
 
 def test_children_stop_when_the_parent_is_gone(tmp_path):
@@ -207,7 +208,7 @@ def test_children_stop_when_the_parent_is_gone(tmp_path):
             time.sleep(0.01)
             return b"x", i
         with open("out", "wb") as sink:
-            in_turn.run_in_turn(counter(100_000), work, sink, 3, lambda r: None)
+            ordered_pool.run_ordered(counter(100_000), work, sink, 3, lambda r: None)
     """, tmp_path)
     assert p.returncode == -9
     children = [int(pid) for pid in p.stdout.split()]
