@@ -1,5 +1,5 @@
-"""`tagengine serve` (the OpenAI-compatible middleware, issue 12), `tagengine campaign new|list|show` (what it
-serves) and `tagengine sessions end` (its pages' sign-ins, issue 26). The server's packages (Starlette, uvicorn,
+"""`tagengine serve` (the OpenAI-compatible middleware), `tagengine campaign new|list|show` (what it
+serves) and `tagengine sessions end` (its pages' sign-ins). The server's packages (Starlette, uvicorn,
 httpx) are imported only when `serve` or `campaign` runs.
 
 Every option of `serve` is in `add_serve`, and `cmd_serve` passes each to `server.app.Options`.
@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING, TextIO
 from .conventions import ArgParser, Usage, int_at_least, print_json
 
 if TYPE_CHECKING:
-    from ..server.memory.store import CampaignRow, Store
+    from collections.abc import Callable
+
+    from ..ruleset import Ruleset
+    from ..server.memory.store import Store
+    from ..state import GameState
 
 
 def add_campaign(cp: argparse.ArgumentParser) -> None:
@@ -64,7 +68,7 @@ def add_serve(sv: argparse.ArgumentParser) -> None:
                          "or httpx's")
     sv.add_argument("--rulesets", metavar="DIR", help="a folder of ruleset files (*.json) a campaign started on the "
                     "pages (/ui/new) may use; a ruleset can also be uploaded there")
-    # who may talk to the server (issue 26, docs/security.md)
+    # who may talk to the server (docs/security.md)
     sv.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                     help="another name clients reach the server by (a LAN name, the name a proxy passes on), "
                          "beside localhost, IP addresses and --host; `*` for any. Repeatable")
@@ -131,8 +135,8 @@ def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise Usage("tagengine campaign new: name the characters, or give --state FILE (not both)")
     store = _open_store(args)
     try:
-        row = (new_campaign(store, args.name, args.ruleset, args.characters, args.seed) if args.state is None else
-               _campaign_from_state(store, args.name, args.ruleset, args.state, args.seed, err))
+        start = None if args.state is None else _state_file(args.state, err)
+        row = new_campaign(store, args.name, args.ruleset, args.characters or (), args.seed, start=start)
     except ValueError as e:
         err.write(f"tagengine campaign new: {e}\n")
         return 1
@@ -142,35 +146,17 @@ def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def _campaign_from_state(store: Store, name: str, ruleset: str, state_file: str, seed: str | None,
-                         err: TextIO) -> CampaignRow:
-    """A campaign whose start is a state file, read as `apply` reads one (its warnings on `err`), with its own dice
-    unless `seed` is given. Raises ValueError for a bad or taken name or seed, RulesetError and StateError for the
-    files. (`server/campaigns.new_campaign` makes one from character names; this is its twin for a state.)"""
-    from ..errors import Problem, StateError
-    from ..files import read_file
-    from ..ruleset import Ruleset
-    from ..server.limits import MAX_RULESET_FILE
-    from ..server.memory.campaigns import canonical_json, digest_of
-    from ..server.memory.store import NAME, CampaignRow
-    from ..state import Dice, GameState
-    from ..state.defaults import seed_problem
+def _state_file(state_file: str, err: TextIO) -> Callable[[Ruleset], GameState]:
+    """A campaign's start read from a state file as `apply` reads one, its warnings on `err`."""
+    from ..state import GameState
 
-    if not NAME.fullmatch(name):
-        raise ValueError(f"campaign name {name!r}: use 1 to 64 letters, digits, '.', '_' or '-'")
-    path = Path(ruleset).resolve()
-    data = read_file(path, MAX_RULESET_FILE)
-    rs = Ruleset.from_json(data, str(path))  # the same bytes as the digest
-    state = GameState.load(rs, state_file)
-    for w in state.warnings:
-        err.write(f"{state_file}: {w} (warning)\n")
-    if seed is not None:
-        if (why := seed_problem(seed)) is not None:
-            raise StateError([Problem("seed", "bad-seed", why, seed)], "campaign new")
-        state = state.with_dice(Dice(seed, 0))
-    row = CampaignRow(name, str(path), digest_of(data), canonical_json(state.to_json()), ", ".join(state.characters))
-    store.add_campaign(row)
-    return row
+    def start(rs: Ruleset) -> GameState:
+        state = GameState.load(rs, state_file)
+        for w in state.warnings:
+            err.write(f"{state_file}: {w} (warning)\n")
+        return state
+
+    return start
 
 
 def cmd_campaign_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -49,7 +49,7 @@ class ServerContext:
         self.prompt_fitter = fitter(self.upstream, options.count_with_upstream, self.workers)
         self.mid_reply = MidReplyChecks(self.upstream, self.workers) if options.settle_checks else None
         self.sessions = Sessions(options.data, options.api_key) if options.api_key else None  # the pages' sign-ins
-        self.edits = PendingEdits(self.store)  # issue 27: the players' edits waiting for the next reply (edits.py)
+        self.edits = PendingEdits(self.store)  # the players' edits waiting for the next reply (edits/)
 
     def campaign(self, name: str) -> Campaign:
         """The campaign `name`, else a 404 naming the one asked for (its first 80 characters: a name is not

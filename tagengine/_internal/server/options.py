@@ -24,13 +24,13 @@ class Options:
     timeout: float = 300.0
     transport: httpx.AsyncBaseTransport | None = None  # tests: an upstream in this process
     samples: Path | None = None
-    count_with_upstream: bool = False  # issue 15: token counts from the upstream's tokenize endpoint
+    count_with_upstream: bool = False  # token counts from the upstream's tokenize endpoint
     hide_tags: bool = False  # the player gets the narration; the tagged reply stays in the store (S-14)
     keep: int = DEFAULT_PER_CAMPAIGN  # snapshots kept per campaign, the least recently used pruned (S-20)
     settle_checks: bool = False  # --settle-checks: checks rolled mid-reply (mid_reply.py)
     upstream_transport: str = "own"  # one of UPSTREAM_TRANSPORTS (SV-6)
-    rulesets: Path | None = None  # --rulesets DIR: the rulesets a campaign started on the pages may use (issue 27)
-    # who may talk to the server (issue 26, TR-1..TR-4; origins.py, docs/security.md)
+    rulesets: Path | None = None  # --rulesets DIR: the rulesets a campaign started on the pages may use
+    # who may talk to the server (TR-1..TR-4; guard/origins.py, docs/security.md)
     host: str = "127.0.0.1"  # --host: the address it listens on; the names a request's Host may give follow
     allow_host: tuple[str, ...] = ()  # --allow-host: more names a request's Host may give (`*`: any)
     allow_origin: tuple[str, ...] = ()  # --allow-origin: other origins whose pages may call it (CORS)

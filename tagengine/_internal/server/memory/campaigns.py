@@ -14,9 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...errors import Problem, StateError
 from ...files import read_file
 from ...ruleset import Ruleset
-from ...state import GameState, from_json
+from ...state import Dice, GameState, from_json
+from ...state.defaults import seed_problem
 from ..limits import MAX_RULESET_FILE
 from .store import NAME, CampaignRow, Store
 
@@ -34,16 +36,25 @@ def digest_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def new_campaign(store: Store, name: str, ruleset: str, characters: Sequence[str],
-                 seed: str | None = None) -> CampaignRow:
-    """Make and keep a campaign. Raises ValueError for a bad or taken name; RulesetError and StateError
-    (a TagengineError) for a bad ruleset or character names; OSError for an unreadable file."""
+def new_campaign(store: Store, name: str, ruleset: str, characters: Sequence[str] = (), seed: str | None = None, *,
+                 start: Callable[[Ruleset], GameState] | None = None) -> CampaignRow:
+    """Make and keep a campaign: its characters' new sheets, or the state `start` makes from the ruleset (a state
+    file read as `apply` reads one), with its own dice unless `seed` is given (S-13). Raises ValueError for a bad
+    or taken name; RulesetError and StateError (a TagengineError) for a bad ruleset, character names or seed;
+    OSError for an unreadable file."""
     if not NAME.fullmatch(name):
         raise ValueError(f"campaign name {name!r}: use 1 to 64 letters, digits, '.', '_' or '-'")
     path = Path(ruleset).resolve()
     data = read_file(path, MAX_RULESET_FILE)
     rs = Ruleset.from_json(data, str(path))  # the same bytes as the digest: an edit in between cannot split them
-    state = GameState.new(rs, characters, seed=seed or secrets.token_hex(8))  # its own dice, unless told (S-13)
+    if start is None:
+        state = GameState.new(rs, characters, seed=seed or secrets.token_hex(8))
+    else:
+        state = start(rs)
+        if seed is not None:
+            if (why := seed_problem(seed)) is not None:
+                raise StateError([Problem("seed", "bad-seed", why, seed)], "campaign new")
+            state = state.with_dice(Dice(seed, 0))
     row = CampaignRow(name, str(path), digest_of(data), canonical_json(state.to_json()), ", ".join(state.characters))
     store.add_campaign(row)
     return row
@@ -86,7 +97,7 @@ class Campaigns:
         return c
 
     def set_start(self, name: str, state: GameState) -> bool:
-        """Make `state` the campaign's start, while no reply of it has been kept (issue 27, ED-14: before the first
+        """Make `state` the campaign's start, while no reply of it has been kept (ED-14: before the first
         reply the sheets are still being made, and the chain's first key follows the new start); whether it was.
         Raises NotFoundError for an unknown campaign."""
         self.store.campaign_row(name)

@@ -1,4 +1,4 @@
-"""What the pages under /ui/ read of the chat turns (issue 14): each completed reply's chain key and receipts
+"""What the pages under /ui/ read of the chat turns: each completed reply's chain key and receipts
 (kept in the store, so the sheet survives a restart) and the last prompt sent upstream per campaign (kept in
 memory). The chat turn calls it at two points (turn.py) and nothing else changes for it."""
 

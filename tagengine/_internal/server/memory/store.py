@@ -181,7 +181,7 @@ class Store:
         return CampaignRow(*got)
 
     def set_start(self, name: str, start: str, characters: str) -> bool:
-        """A campaign's start made again (issue 27: the sheets a player fills in before the first reply), in one
+        """A campaign's start made again (ED-14: the sheets a player fills in before the first reply), in one
         statement, only while no reply of it has been kept (no head): whether it was."""
         with self.lock:
             done = self.db.execute("UPDATE campaigns SET start = ?, characters = ? WHERE name = ? AND NOT EXISTS "
@@ -304,7 +304,7 @@ class Store:
                 "SELECT r.key FROM replies r JOIN snapshots s ON s.key = r.key WHERE r.content = ?", (content,))]
         return []
 
-    # -- heads (issue 14): the newest chain key a campaign's reply reached, for the game sheet page
+    # -- heads: the newest chain key a campaign's reply reached, for the game sheet page
     def head(self, campaign: str) -> tuple[str, int, str] | None:
         """(chain key, its turn: the replies in its chain, receipts as JSON) of the campaign's last completed reply,
         or None."""

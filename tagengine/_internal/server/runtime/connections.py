@@ -3,7 +3,7 @@ connections are capped below the process's file-descriptor limit.
 
 uvicorn times only the wait between two requests on a connection (keep-alive): one that sends half a request
 line, or a body a byte a minute, is kept for ever, and each holds a file descriptor. With 256 of them, 300
-such connections locked every new client out (issue 26). `GuardedProtocol`, uvicorn's HTTP/1.1 protocol with
+such connections locked every new client out. `GuardedProtocol`, uvicorn's HTTP/1.1 protocol with
 the head joiner (head_join.py), adds:
 
 - a request's head must end within HEAD_TIMEOUT of its first byte (or of the connection's opening): else a

@@ -1,4 +1,4 @@
-"""Checks rolled mid-reply: `tagengine serve --settle-checks` (issue 13 item 6; docs/checks-in-serve.md,
+"""Checks rolled mid-reply: `tagengine serve --settle-checks` (docs/checks-in-serve.md,
 docs/decisions.md CK-17..CK-21). The flag and the `x-tagengine-settle` header keep their names; inside the
 server "settle" is only the engine's roll of one check (`commands/check.settle`), so this is "mid-reply".
 

@@ -1,4 +1,4 @@
-"""Requests that are not a turn of the game (issue 26 item 11, decision TR-5): a chat app's connection test,
+"""Requests that are not a turn of the game (decision TR-5): a chat app's connection test,
 an impersonation (the model writes the player's next message), another extension's quiet prompt (a summary,
 an expression, an image prompt). Such a request is passed to the model as the app sent it (markers taken
 out): not taught the game, its reply not applied, and nothing the pages show moves. Its answer says why in

@@ -65,7 +65,7 @@ class Turn:
     history: list[dict[str, str]]  # the messages the prompt is fitted from (--hide-tags: tagged replies again)
     prefill: str | None  # continue: the assistant message the model goes on from (S-17)
     on_pages: bool = True  # the pages show this turn (its prompt, its reply); not a first message after turns (TR-5)
-    opening: Opening | None = None  # issue 27: the players' edits' receipts the reply opens with, and their state
+    opening: Opening | None = None  # the players' edits' receipts the reply opens with, and their state
 
 
 @dataclass(slots=True)
@@ -96,7 +96,7 @@ async def begin(ctx: ServerContext, name: str, marked: MarkedHistory) -> Turn:
 
 
 def open_with_edits(ctx: ServerContext, turn: Turn) -> None:
-    """Issue 27 (ED-6): the receipts of the players' edits waiting at the turn's chain key go at the start of the
+    """ED-6: the receipts of the players' edits waiting at the turn's chain key go at the start of the
     reply, as if the model had written them there (whole, streamed, continued, --hide-tags, --settle-checks:
     edits.py); the prompt is built from the state they make."""
     turn.opening = edit_opening(ctx, turn.campaign, turn.before, turn.prefill)
@@ -109,7 +109,7 @@ async def fit(ctx: ServerContext, turn: Turn, body: dict[str, Any], incoming: Ma
     budget = budget_of(body, context)
     whence = "--context" if context else f"table:{context_of(budget.model)[1]}"
     try:
-        state = turn.before.state if turn.opening is None else turn.opening.state  # issue 27: with the edits
+        state = turn.before.state if turn.opening is None else turn.opening.state  # with the edits
         prompt, counted, fallback = await ctx.prompt_fitter(c.rs, state, turn.history, budget, incoming)
     except BudgetError as e:
         raise Refused(400, str(e), "context_length_exceeded") from None
@@ -193,7 +193,7 @@ async def answer_whole(ctx: ServerContext, turn: Turn, fitted: Fitted, resend: d
     if text is None:
         raise Refused(502, "the upstream model's answer has no choices[0].message.content text",
                       "upstream_malformed", "upstream_error")
-    opening = turn.opening  # issue 27: the players' edits, whose receipts the reply opens with
+    opening = turn.opening  # the players' edits, whose receipts the reply opens with
     if resend is not None and ctx.mid_reply is not None:
         state = turn.before.state if opening is None else opening.state
         text = await ctx.mid_reply.continue_whole(text, resend, incoming, turn.campaign.rs, state, fitted.headers)
@@ -237,7 +237,7 @@ async def answer_streamed(ctx: ServerContext, turn: Turn, fitted: Fitted, resend
     if resend is not None and ctx.mid_reply is not None and isinstance(filt, ReceiptStream):
         events = opened_events(ctx.mid_reply.continued_events(got, resend, incoming, filt), turn.opening)
         body = relay_stream(got, events, filt, completed, disconnected, continued=True, workers=ctx.workers)
-    else:  # issue 27: opened_events puts the players' edits' receipts first (when there are any)
+    else:  # opened_events puts the players' edits' receipts first (when there are any)
         body = relay_stream(got, opened_events(ctx.upstream.events(got), turn.opening), filt, completed, disconnected,
                             workers=ctx.workers)
     return Streamed(body, {**fitted.headers, "cache-control": "no-cache"})
@@ -258,7 +258,7 @@ def record_reply(ctx: ServerContext, turn: Turn, applied: Applied, filt: Filter 
             return False
         shown = None
     new = ctx.chain.record(c, before.key, applied.text, applied.state, shown, consistent=before.consistent)
-    if before.consistent and turn.on_pages:  # the pages show the newest state that was kept (issue 14)
+    if before.consistent and turn.on_pages:  # the pages show the newest state that was kept
         # the turn is the replies in the chain after the player's first message, this one too: a regenerated
         # reply keeps its number (STX-8)
         ctx.latest.reply_done(c.name, new, applied, max(1, turn_number(turn.history, len(before.replies) + 1)))

@@ -1,4 +1,4 @@
-"""`tagengine serve --count-with-upstream` (issue 15, K-9..K-12): token counts from the model's own server.
+"""`tagengine serve --count-with-upstream` (K-9..K-12): token counts from the model's own server.
 
 llama.cpp (`POST /tokenize {"content"}` -> `{"tokens"}`), vLLM (`POST /tokenize {"model", "prompt"}` ->
 `{"count", "max_model_len", "tokens"}`) and KoboldCpp (`POST /api/extra/tokencount {"prompt"}` ->
