@@ -280,3 +280,30 @@ def test_the_parts_walk_finds_what_two_servers_share(tmp_path):
     assert any(where.endswith(".snapshots") for i, where in mutable_parts(two).items() if i in mutable_parts(one))
     for ctx in (one, two):
         asyncio.run(ctx.close())
+
+
+def test_the_route_table_lists_every_group_and_the_map_names_every_module_of_the_server():
+    """docs/architecture.md's map of the server stays true: `ROUTE_GROUPS` holds each group's function (a group
+    left out of the table would answer nothing), and the map names every module, each in its folder."""
+    from tagengine._internal.server import app
+
+    groups = {p.stem for p in (SERVER / "routes").glob("*.py")} - {"__init__", "base"}
+    assert sorted(f.__module__.rsplit(".", 1)[1] for f in app.ROUTE_GROUPS) == sorted(groups)
+    assert all(f.__name__.endswith("_routes") for f in app.ROUTE_GROUPS)
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    section = doc.split("## The server's rooms", 1)[1].split("\n## ", 1)[0]
+    missing = []
+    for path in sorted(SERVER.rglob("*.py")):
+        rel = path.relative_to(SERVER)
+        if rel == Path("__init__.py"):
+            continue
+        if path.name == "__init__.py":
+            named = f"`{rel.parent}/`" in section
+        elif rel.parent == Path("."):
+            named = f"`{path.name}`" in section
+        else:  # a folder's line names its modules by file name
+            line = next((x for x in section.split("\n- ") if x.startswith(f"`{rel.parent}/`")), "")
+            named = f"`{path.name}`" in line
+        if not named:
+            missing.append(str(rel))
+    assert not missing, missing
