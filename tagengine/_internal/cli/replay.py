@@ -46,7 +46,7 @@ def add_replay(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("--format", choices=["auto", "jsonl", "st"], default="auto",
                     help="the input: our transcript JSONL, or SillyTavern chat files, one chat each (default: "
                     "told from the first line)")
-    add_start_options(rp)
+    add_start_options(rp, also_jsonl=True)
     rp.set_defaults(func=cmd_replay)
 
 

@@ -49,13 +49,16 @@ def add_st(st: ArgumentParser) -> None:
     ex.set_defaults(func=cmd_st_export)
 
 
-def add_start_options(p: ArgumentParser) -> None:
-    """Where chats start: `--character` (once per character) or `--start STATE`."""
+def add_start_options(p: ArgumentParser, *, also_jsonl: bool = False) -> None:
+    """Where SillyTavern chats start: `--character` (once per character) or `--start STATE`. `also_jsonl`: the
+    command reads our JSONL too (`replay`), where each chat names its own start, so the help says which input
+    the options are for."""
+    only = "with --format st (SillyTavern chats; a JSONL chat names its own start): " if also_jsonl else ""
     g = p.add_mutually_exclusive_group()
     g.add_argument("--character", action="append", dest="st_characters", metavar="NAME",
-                   help="a character the chats start with (once per character; default: the start an earlier "
-                   "`st export` wrote in the chat)")
-    g.add_argument("--start", dest="st_start", metavar="STATE", help="a state file the chats start from")
+                   help=f"{only}a character the chats start with (once per character; default: the start an "
+                   "earlier `st export` wrote in the chat)")
+    g.add_argument("--start", dest="st_start", metavar="STATE", help=f"{only}a state file the chats start from")
 
 
 def cmd_st_regex(args: Namespace, out: TextIO, err: TextIO) -> int:
