@@ -396,14 +396,14 @@ def option_help(help_text: str, option: str) -> str:
 
 
 def test_replay_help_says_the_start_options_are_for_sillytavern_chats(capsys, monkeypatch):
-    """`replay` reads our JSONL (each chat names its own start) and SillyTavern chats: `--character` and `--start`
-    are refused with JSONL, so their help says they are for `--format st`. `st import` and `st export` read only
-    SillyTavern chats: their help needs no such word."""
+    """`replay` reads our JSONL (each chat names its own start) and SillyTavern chats: `--character`, `--start` and
+    `--campaign` are refused with JSONL, so their help says they are for `--format st`. `st import` and `st export`
+    read only SillyTavern chats: their help needs no such word."""
     monkeypatch.setenv("COLUMNS", "60")  # wrapped, as on a narrow terminal
     for argv, told in ((["replay", "--help"], True), (["st", "export", "--help"], False)):
         assert run(argv, io.StringIO(), io.StringIO()) == 0
         shown = capsys.readouterr().out
-        for option in ("--character", "--start"):
+        for option in ("--character", "--start", "--campaign"):
             said = option_help(shown, option)
             assert ("--format st" in said) is told, (argv, said)
             assert told is False or "JSONL chat names its own start" in said
