@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from argparse import ArgumentParser, Namespace
 
     from ..batch import Summary
+    from ..ruleset import Ruleset
     from ..sillytavern.chatreplay import Start
 
 
@@ -51,7 +52,8 @@ def add_st(st: ArgumentParser) -> None:
 
 
 def add_start_options(p: ArgumentParser, *, also_jsonl: bool = False) -> None:
-    """Where SillyTavern chats start: `--character` (once per character) or `--start STATE`. `also_jsonl`: the
+    """Where SillyTavern chats start: `--character` (once per character), `--start STATE` or `--campaign FILE` (a
+    campaign file of `campaign export`: its start, whose dice seed keys the edit receipts). `also_jsonl`: the
     command reads our JSONL too (`replay`), where each chat names its own start, so the help says which input
     the options are for."""
     only = "with --format st (SillyTavern chats; a JSONL chat names its own start): " if also_jsonl else ""
@@ -64,8 +66,8 @@ def add_start_options(p: ArgumentParser, *, also_jsonl: bool = False) -> None:
                    "campaign export`: the chats start from its start, whose dice seed keys their edit receipts")
 
 
-def start_given(args: Namespace, command: str, err: TextIO, rs: Any = None, ruleset: str | None = None
-                ) -> Start | None:
+def start_given(args: Namespace, command: str, err: TextIO, rs: Ruleset | None = None,
+                ruleset: str | None = None) -> Start | None:
     """The start the command line names: `--campaign FILE`'s (read as a state of `rs` when given; when the
     RULESET file `ruleset` is not the one the campaign was exported with, a warning: its edit receipts still
     verify, ED-8, but one whose changes that file no longer allows is refused, ED-9), else `--character` or
