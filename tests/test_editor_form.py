@@ -310,13 +310,13 @@ def player_strings(path: Path) -> list[str]:
 
 def test_the_editor_shows_players_words_not_rule_ids():
     """A player reads words: no rule ID in the editor's and the game sheet's templates ("they start here", with no
-    ID after it) nor in the problems an edit is refused with, which the editor shows."""
+    ID after it), in the problems an edit is refused with, which the editor shows, nor in the text sheet."""
     ids = rule_ids()
     assert ids.search("they start here (REF-12)") and ids.search("(DEC-25)") and not ids.search("UTF-8 text")
     internal = ROOT / "tagengine" / "_internal"
     shown = [*(ROOT / "pages").glob("*.j2"), *(ROOT / "pages").glob("*.js"),
              *(internal / "pages" / m for m in ("sheet_editor.py", "game_sheet.py", "campaign_start.py")),
-             internal / "sheet" / "form.py", internal / "sheet" / "edit_paths.py",
+             internal / "sheet" / "form.py", internal / "sheet" / "edit_paths.py", internal / "sheet" / "show.py",
              *(internal / "commands" / m for m in ("edit_values.py", "sheet_edits.py", "live_edits.py",
                                                    "party_save.py"))]
     found = [(p.relative_to(ROOT).as_posix(), m.group()) for p in shown for s in player_strings(p)
