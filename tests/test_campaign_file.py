@@ -152,6 +152,17 @@ def test_a_campaign_round_trips_through_its_file(tmp_path):
                                                                                            "file": kept.name}}
 
 
+def test_a_campaign_file_can_come_on_standard_input(tmp_path, good, monkeypatch):
+    """`campaign import -` (`campaign export NAME | ssh there tagengine campaign import -`); a bad one is named as
+    `<stdin>` with its key."""
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(good).encode())))
+    code, out, err = cli("campaign", "import", "-", "--data", str(tmp_path / "data"))
+    assert code == 0 and out.startswith("campaign vault: "), err
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(bad(good, start=None)).encode())))
+    code, _, err = cli("campaign", "import", "-", "--data", str(tmp_path / "data"), "--as", "other")
+    assert code == 1 and "<stdin>: start: missing-key: " in err, err
+
+
 def test_the_uploads_folder_is_the_one_the_pages_keep_rulesets_in():
     from tagengine._internal.server.routes.campaign_pages import UPLOADS
 
