@@ -325,7 +325,7 @@ def test_state_4_h_3_text_that_no_state_could_hold_is_refused_saying_why():
     ember, s = load_sample("ember-roads"), sample_state("ember-roads")
     said = {v: [(p.code, p.message) for p in edit_sheet(ember, s, "Mira", {"fields.roads": v}).problems]
             for v in ("a\ud800b", "two\nlines", "tab\there", "bell\x07")}
-    assert said == {"a\ud800b": [("bad-text", "is not valid UTF-8 text, so no state could save it (H-3)")],
+    assert said == {"a\ud800b": [("bad-text", "is not valid UTF-8 text, so no state could save it")],
                     "two\nlines": [("not-one-line", "is one line of text")],
                     "tab\there": [("bad-text", "must not contain control characters")],
                     "bell\x07": [("bad-text", "must not contain control characters")]}
@@ -338,7 +338,7 @@ def test_state_10_a_hidden_live_state_is_not_set_by_hand_and_says_what_it_is():
     s = GameState.loads(grave, sample_state("gravewatch").dumps())
     (p,) = edit_sheet(grave, s, "Bram", {"states.lantern": "out"}).problems
     assert (p.code, p.value) == ("hidden", "out")
-    assert p.message == "the live state is hidden on this sheet (watch is 'dawn'), so it is not set (STATE-10, DEC-14)"
+    assert p.message == "the live state is hidden on this sheet (watch is 'dawn'), so it is not set"
 
 
 def test_h_2_a_number_typed_with_white_space_around_it_is_read_up_to_32_characters():

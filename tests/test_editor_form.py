@@ -3,13 +3,16 @@ and golden forms for every sample character and the party (tests/golden/forms/).
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
+from pathlib import Path
 
 import pytest
 from cmdkit import sample_state
 
-from conftest import GOLDEN, SAMPLES, load_sample
+from conftest import GOLDEN, ROOT, SAMPLES, load_sample
 from tagengine import GameState, Ruleset
 from tagengine._internal.commands.sheet_edits import edit_party, edit_sheet
 from tagengine._internal.errors import NotFoundError
@@ -280,3 +283,42 @@ def test_sheet_35_a_refused_temporary_value_is_shown_as_typed():
     play = edit_form(FIFTH, s, "Vess", refused.problems).play
     (temp,) = [i for i in play.pools if i.path == "temp.hp"]
     assert temp.value == "lots" and [p.code for p in temp.problems] == ["wrong-type"]
+
+
+def rule_ids() -> re.Pattern[str]:
+    """A rule ID of the spec or of docs/decisions.md (`REF-12`, `DEC-25`, `H-3`, `ED-3`), not glued to a longer
+    word: its prefixes read from the decisions' tables and the spec's list, so `UTF-8` is no ID."""
+    from spec_coverage import PREFIXES
+
+    decided = set(re.findall(r"^\| ([A-Z]+)-\d+ \|", (ROOT / "docs" / "decisions.md").read_text(), re.M))
+    alt = "|".join(sorted({*PREFIXES, *decided, "DEC"}, key=len, reverse=True))
+    return re.compile(rf"(?<![A-Za-z0-9_-])(?:{alt})-\d+(?![0-9])")
+
+
+def player_strings(path: Path) -> list[str]:
+    """The text of `path` a player can be shown: a template without its `{# #}` comments; a module's string
+    literals and f-string parts, docstrings aside (comments are not in the tree)."""
+    text = path.read_text()
+    if path.suffix != ".py":
+        return [re.sub(r"\{#.*?#\}", "", text, flags=re.S)]
+    tree = ast.parse(text)
+    docs = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef)
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and id(n) not in docs]
+
+
+def test_the_editor_shows_players_words_not_rule_ids():
+    """A player reads words: no rule ID in the editor's and the game sheet's templates ("they start here", with no
+    ID after it), in the problems an edit is refused with, which the editor shows, nor in the text sheet."""
+    ids = rule_ids()
+    assert ids.search("they start here (REF-12)") and ids.search("(DEC-25)") and not ids.search("UTF-8 text")
+    internal = ROOT / "tagengine" / "_internal"
+    shown = [*(ROOT / "pages").glob("*.j2"), *(ROOT / "pages").glob("*.js"),
+             *(internal / "pages" / m for m in ("sheet_editor.py", "game_sheet.py", "campaign_start.py")),
+             internal / "sheet" / "form.py", internal / "sheet" / "edit_paths.py", internal / "sheet" / "show.py",
+             *(internal / "commands" / m for m in ("edit_values.py", "sheet_edits.py", "live_edits.py",
+                                                   "party_save.py"))]
+    found = [(p.relative_to(ROOT).as_posix(), m.group()) for p in shown for s in player_strings(p)
+             for m in ids.finditer(s) if p.suffix != ".js" or "//" not in s[:m.start()].rsplit("\n", 1)[-1]]
+    assert found == []

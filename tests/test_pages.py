@@ -475,3 +475,43 @@ def test_the_readme_demo_changes_the_sheet_turn_by_turn(tmp_path: Path):
             seen.append(re.findall(r'class="clock-name">([^<]*)</span> <span class="count">([^<]*)<', html))
     assert seen == [[("Alarm raised", "0/6")], [("Alarm raised", "1/6"), ("Patrol returns", "0/4")],
                     [("Alarm raised", "1/6"), ("Patrol returns", "1/4")]]
+
+
+def test_sheet_3_the_game_sheet_shows_checks_under_their_section():
+    """[SHEET-3]: a skill that names a section is shown under that section's heading on the game sheet, as the
+    editor groups it (ember-roads: Dig and Haul under Labour, Wayfind under Road); Listen names none and stays
+    under Skills. The page's groups are the context's, and the editor's checks per group are the same."""
+    from tagengine._internal.pages.game_sheet import character_context
+    from tagengine._internal.sheet import view_character
+    from tagengine._internal.sheet.form import edit_form
+
+    rs = load_sample("ember-roads")
+    state = GameState.load(rs, SAMPLES / "states" / "ember-roads.json")
+    name = state.characters[0]
+    groups = {g["title"]: [r["label"] for r in g["rows"]]
+              for g in character_context(rs, view_character(rs, state, name))["checks"]}
+    assert groups == {"Abilities": ["Brawn", "Nerve", "Wits"], "Skills": ["Listen"], "Saves": ["Endure"],
+                      "Labour": ["Dig", "Haul"], "Road": ["Wayfind"]}
+    editor = {s.label: [i.label for i in s.inputs if i.type in ("ability", "training")]
+              for s in edit_form(rs, state, name).sections}
+    assert {k: v for k, v in editor.items() if v} == groups
+    html = sheet_html(rs, state, [name])
+    for title, labels in groups.items():
+        table = re.search(rf"<h3>{title}</h3>\s*<table class=\"checks\">(.*?)</table>", html, re.S)
+        assert table is not None, title
+        assert re.findall(r'<th scope="row">([^<]*?)(?: <span|</th>)', table.group(1)) == labels
+
+
+def test_sheet_4_checks_that_name_no_section_are_grouped_by_kind_as_before():
+    """[SHEET-4]: blades-like names no section on its checks: the game sheet shows Abilities, Skills and Saves
+    only, each check in the ruleset's order."""
+    from tagengine._internal.pages.game_sheet import character_context
+    from tagengine._internal.sheet import view_character
+
+    rs = load_sample("blades-like")
+    state = GameState.load(rs, SAMPLES / "states" / "blades-like.json")
+    view = view_character(rs, state, state.characters[0])
+    checks = character_context(rs, view)["checks"]
+    expected = [(t, [c.label for c in g]) for t, g in (("Abilities", view.abilities), ("Skills", view.skills),
+                                                       ("Saves", view.saves)) if g]
+    assert [(g["title"], [r["label"] for r in g["rows"]]) for g in checks] == expected

@@ -383,6 +383,32 @@ def test_line_endings_and_byte_order_mark_are_kept(tmp_path, rs):
     assert exported.split(b"\r\n")[4] == raw.split(b"\r\n")[4]
 
 
+def option_help(help_text: str, option: str) -> str:
+    """What `--help` says of one option, its wrapped lines joined: its line and the deeper-indented ones below."""
+    lines = help_text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith(f"{option} "))
+    said = [lines[at]]
+    for line in lines[at + 1:]:
+        if not line.startswith(" " * 6) or line.lstrip().startswith("-"):
+            break
+        said.append(line)
+    return " ".join(" ".join(said).split())
+
+
+def test_replay_help_says_the_start_options_are_for_sillytavern_chats(capsys, monkeypatch):
+    """`replay` reads our JSONL (each chat names its own start) and SillyTavern chats: `--character`, `--start` and
+    `--campaign` are refused with JSONL, so their help says they are for `--format st`. `st import` and `st export`
+    read only SillyTavern chats: their help needs no such word."""
+    monkeypatch.setenv("COLUMNS", "60")  # wrapped, as on a narrow terminal
+    for argv, told in ((["replay", "--help"], True), (["st", "export", "--help"], False)):
+        assert run(argv, io.StringIO(), io.StringIO()) == 0
+        shown = capsys.readouterr().out
+        for option in ("--character", "--start", "--campaign"):
+            said = option_help(shown, option)
+            assert ("--format st" in said) is told, (argv, said)
+            assert told is False or "JSONL chat names its own start" in said
+
+
 def test_format_detection_and_usage(tmp_path):
     crew = str(SAMPLES / "transcripts" / "crew-night.jsonl")
     assert cli("replay", RULES, crew)[0] == 0  # our JSONL, as before

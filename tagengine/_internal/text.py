@@ -24,6 +24,23 @@ def prompt_unsafe(text: str, *, label: bool = False) -> str | None:
     return None
 
 
+_LINE_BREAK = re.compile("\r\n|[\n\r\u2028\u2029]")
+_BRACKETS = str.maketrans("[]", "()")
+_BRACES = re.compile(r"\{\{+|\}\}+")
+
+
+def prompt_inert(text: str) -> str:
+    """`text` made safe to stand in a prompt as a value (DEC-25), for text a player typed where the prompt
+    shows it and the state keeps it as typed (a field, a list cell, a row's name): square brackets read as
+    round ones, so no tag opens; a run of braces as one brace, so no chat-app macro (`{{user}}`) expands;
+    a line break as ` / ` and any other control character as a space, so a value stays on its own line.
+    `prompt_unsafe` has nothing to say of the result; text it already allows comes back unchanged."""
+    if prompt_unsafe(text) is None:
+        return text
+    text = _CONTROL.sub(" ", _LINE_BREAK.sub(" / ", text))
+    return _BRACES.sub(lambda m: m.group()[0], text.translate(_BRACKETS))
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

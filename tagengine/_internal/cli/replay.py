@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..files import STDIN, same_file
 from .conventions import Usage, int_at_least, not_an_input
-from .st import add_start_options
+from .st import add_start_options, start_given
 
 if TYPE_CHECKING:
     from ..batch import Summary
@@ -46,7 +46,7 @@ def add_replay(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("--format", choices=["auto", "jsonl", "st"], default="auto",
                     help="the input: our transcript JSONL, or SillyTavern chat files, one chat each (default: "
                     "told from the first line)")
-    add_start_options(rp)
+    add_start_options(rp, also_jsonl=True)
     rp.set_defaults(func=cmd_replay)
 
 
@@ -66,12 +66,11 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     source = None
     replay_into: Callable[..., Summary]  # (sink, progress=, tick=)
     if _local_format(args) == "st":  # each chat file one chat, one output line
-        from ..sillytavern.chatbatch import given_start
         from ..sillytavern.chatreplay import replay_files
 
         _check_chat_inputs(args, paths)
         replay_into = functools.partial(replay_files, args.ruleset, paths, workers=args.workers,
-                                given=given_start(args.st_characters, args.st_start, rs))
+                                        given=start_given(args, "replay", err, rs, args.ruleset))
     else:
         from ..batch import replay
         from .inputs import stdin_of
@@ -131,9 +130,10 @@ def _local_format(args: argparse.Namespace) -> str:
 
 def _no_start_options(args: argparse.Namespace) -> None:
     """Our JSONL: each chat names its own start."""
-    if args.st_characters or args.st_start:
+    if args.st_characters or args.st_start or args.st_campaign:
         command = "tagengine replay --dask" if args.dask else "tagengine replay"
-        raise Usage(f"{command}: --character and --start are for SillyTavern chat files (--format st)")
+        raise Usage(f"{command}: --character and --start (and --campaign) are for SillyTavern chat files (--format "
+                    "st); a JSONL chat names its own start (`st import --campaign FILE` writes the campaign's)")
 
 
 def _check_chat_inputs(args: argparse.Namespace, paths: list[str]) -> None:
@@ -172,10 +172,9 @@ def replay_on_dask(args: argparse.Namespace, err: TextIO) -> int:
         import functools
 
         from ..ruleset import Ruleset
-        from ..sillytavern.chatbatch import given_start
         from ..sillytavern.chatreplay import replay_on_fs
 
-        given = given_start(args.st_characters, args.st_start, Ruleset.load(args.ruleset))
+        given = start_given(args, "replay", err, Ruleset.load(args.ruleset), args.ruleset)
         per_file = functools.partial(replay_on_fs, given=given)
     else:
         _no_start_options(args)

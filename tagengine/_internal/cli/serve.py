@@ -1,6 +1,6 @@
-"""`tagengine serve` (the OpenAI-compatible middleware), `tagengine campaign new|list|show` (what it
-serves) and `tagengine sessions end` (its pages' sign-ins). The server's packages (Starlette, uvicorn,
-httpx) are imported only when `serve` or `campaign` runs.
+"""`tagengine serve` (the OpenAI-compatible middleware), `tagengine campaign new|list|show` (what it serves;
+`export|import` in campaign_file.py) and `tagengine sessions end` (its pages' sign-ins). The server's packages
+(Starlette, uvicorn, httpx) are imported only when `serve` or `campaign` runs.
 
 Every option of `serve` is in `add_serve`, and `cmd_serve` passes each to `server.app.Options`.
 """
@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from .campaign_file import add_campaign_files
 from .conventions import ArgParser, Usage, int_at_least, print_json
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ def add_campaign(cp: argparse.ArgumentParser) -> None:
     cs = cp_sub.add_parser("show", parents=[data], help="one campaign as JSON: ruleset, digest, start state")
     cs.add_argument("name")
     cs.set_defaults(func=cmd_campaign_show)
+    add_campaign_files(cp_sub.add_parser, data)  # export, import: campaign_file.py
 
 
 def add_serve(sv: argparse.ArgumentParser) -> None:

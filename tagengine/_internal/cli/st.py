@@ -1,5 +1,6 @@
 """`tagengine st`, the SillyTavern kit (docs/sillytavern.md): `st regex` (issue 12), `st import` and `st export`
-(issue 16), `st extension` (issue 28), and the start options `replay --format st` shares with them.
+(issue 16), `st extension` (issue 28), and the start options `replay --format st` shares with them (`--character`,
+`--start`, `--campaign`: `start_given`).
 
 Exit codes as everywhere (P-7, F-4): 0 ok, 1 a bad chat file (named FILE:LINE: key, the rest go on) or a
 file that cannot be read or written, 2 usage. The work is `sillytavern/chatbatch.py`'s.
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from argparse import ArgumentParser, Namespace
 
     from ..batch import Summary
+    from ..ruleset import Ruleset
     from ..sillytavern.chatreplay import Start
 
 
@@ -49,13 +51,50 @@ def add_st(st: ArgumentParser) -> None:
     ex.set_defaults(func=cmd_st_export)
 
 
-def add_start_options(p: ArgumentParser) -> None:
-    """Where chats start: `--character` (once per character) or `--start STATE`."""
+def add_start_options(p: ArgumentParser, *, also_jsonl: bool = False) -> None:
+    """Where SillyTavern chats start: `--character` (once per character), `--start STATE` or `--campaign FILE` (a
+    campaign file of `campaign export`: its start, whose dice seed keys the edit receipts). `also_jsonl`: the
+    command reads our JSONL too (`replay`), where each chat names its own start, so the help says which input
+    the options are for."""
+    only = "with --format st (SillyTavern chats; a JSONL chat names its own start): " if also_jsonl else ""
     g = p.add_mutually_exclusive_group()
     g.add_argument("--character", action="append", dest="st_characters", metavar="NAME",
-                   help="a character the chats start with (once per character; default: the start an earlier "
-                   "`st export` wrote in the chat)")
-    g.add_argument("--start", dest="st_start", metavar="STATE", help="a state file the chats start from")
+                   help=f"{only}a character the chats start with (once per character; default: the start an "
+                   "earlier `st export` wrote in the chat)")
+    g.add_argument("--start", dest="st_start", metavar="STATE", help=f"{only}a state file the chats start from")
+    g.add_argument("--campaign", dest="st_campaign", metavar="FILE", help=f"{only}a campaign file of `tagengine "
+                   "campaign export`: the chats start from its start, whose dice seed keys their edit receipts")
+
+
+def start_given(args: Namespace, command: str, err: TextIO, rs: Ruleset | None = None,
+                ruleset: str | None = None) -> Start | None:
+    """The start the command line names: `--campaign FILE`'s (read as a state of `rs` when given; when the
+    RULESET file `ruleset` is not the one the campaign was exported with, a warning: its edit receipts still
+    verify, ED-8, but one whose changes that file no longer allows is refused, ED-9), else `--character` or
+    `--start` (`given_start`), else None."""
+    if not args.st_campaign:
+        from ..sillytavern.chatbatch import given_start
+
+        return given_start(args.st_characters, args.st_start, rs)
+    from ..server.memory.export import read_campaign_path
+    from ..sillytavern.chatreplay import Start
+
+    cf = read_campaign_path(args.st_campaign)
+    if rs is not None:
+        from ..state import from_json
+
+        from_json(rs, cf.start, f"{args.st_campaign}: start")
+    if ruleset is not None:
+        from ..files import read_file
+        from ..server.limits import MAX_RULESET_FILE
+        from ..server.memory.campaigns import digest_of
+
+        digest = digest_of(read_file(ruleset, MAX_RULESET_FILE))
+        if digest != cf.digest:
+            err.write(f"tagengine {command}: warning: {ruleset} (sha256 {digest[:12]}) is not the ruleset the campaign "
+                      f"{cf.name} was exported with (sha256 {cf.digest[:12]}, in {args.st_campaign}): an edit receipt "
+                      "whose changes it no longer allows is refused invalid-edit\n")
+    return Start(state=cf.start)
 
 
 def cmd_st_regex(args: Namespace, out: TextIO, err: TextIO) -> int:
@@ -85,13 +124,13 @@ def cmd_st_extension(args: Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_st_import(args: Namespace, out: TextIO, err: TextIO) -> int:
     """Exit 1 when a chat file was bad: it is named, left out, and the others are written."""
     from ..files import standard_input, write_atomic
-    from ..sillytavern.chatbatch import given_start, import_chats
+    from ..sillytavern.chatbatch import import_chats
 
     if args.output:
         for path in args.chats:
             if path != STDIN and same_file(args.output, path):
                 raise Usage(f"tagengine st import: the output {args.output} is the chat {path}; write it elsewhere")
-    given = given_start(args.st_characters, args.st_start)
+    given = start_given(args, "st import", err)
     stdin = standard_input().buffer if STDIN in args.chats else None  # closed: the command stops here (F-12)
     data, chats, errors = import_chats(args.chats, given, stdin)
     if args.output:
@@ -110,11 +149,11 @@ def cmd_st_export(args: Namespace, out: TextIO, err: TextIO) -> int:
     """Exit 1 when a chat file was bad: it is named and not written; the others are."""
     from ..batch import Summary
     from ..ruleset import Ruleset
-    from ..sillytavern.chatbatch import export_one, given_start
+    from ..sillytavern.chatbatch import export_one
 
     targets = _targets(args.chats, args.output, args.out_dir, args.in_place)
     rs = Ruleset.load(args.ruleset)
-    given = given_start(args.st_characters, args.st_start, rs)
+    given = start_given(args, "st export", err, rs, args.ruleset)
     if args.dask:
         results: Any = _export_dask(args, targets, given, err)
     else:

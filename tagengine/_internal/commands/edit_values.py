@@ -80,7 +80,7 @@ def typed_text(raw: Any, path: str, limit: int, *, lines: bool) -> str | Problem
     if not isinstance(raw, str):
         return _wrong(path, raw, "text")
     if not writable(raw):
-        return Problem(path, "bad-text", "is not valid UTF-8 text, so no state could save it (H-3)", raw)
+        return Problem(path, "bad-text", "is not valid UTF-8 text, so no state could save it", raw)  # H-3
     value = raw.replace("\r\n", "\n").replace("\r", "\n") if lines else raw
     if len(value) > limit:
         return Problem(path, "too-long", f"is {len(value)} characters; at most {limit}", raw)
@@ -98,7 +98,7 @@ def live_text(raw: Any, path: str, limit: int) -> str | Problem:
         return value
     why = prompt_unsafe(value)
     if why:
-        return Problem(path, "unsafe-text", f"a live note goes into the prompt, so it {why} (DEC-25)", raw)
+        return Problem(path, "unsafe-text", f"a live note goes into the prompt, so it {why}", raw)  # DEC-25
     return value.strip()
 
 

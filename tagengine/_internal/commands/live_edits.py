@@ -33,8 +33,8 @@ def _hidden(change: Change, subj: Subject, element: object, what: str) -> Proble
     why = subj.ev.hidden(element)
     if why is None:
         return None
-    return Problem(change.path, "hidden", f"the {what} is hidden on this sheet ({why}), so it is not set (STATE-10, "
-                   "DEC-14)", change.value)
+    return Problem(change.path, "hidden", f"the {what} is hidden on this sheet ({why}), so it is not set",
+                   change.value)  # STATE-10, DEC-14
 
 
 def set_live(rs: Ruleset, state: GameState, name: str, party: bool, change: Change, where: EditPath) -> Step | Problem:
@@ -66,8 +66,8 @@ def set_live(rs: Ruleset, state: GameState, name: str, party: bool, change: Chan
     if where.area == "tracks":
         t = ev.idx.tracks.by_id[where.id]
         if t.is_wound:
-            return Problem(path, "wound-track", f"a wound track is marked box by box: marks.{t.id}.<box> (WOUND-30)",
-                           raw)
+            return Problem(path, "wound-track", f"a wound track is marked box by box: marks.{t.id}.<box>",
+                           raw)  # WOUND-30
         if (problem := _hidden(change, subj, t, "track")) is not None:
             return problem
         level = edit_values.whole_number(raw, path, t.min, ev.plain_max(t))

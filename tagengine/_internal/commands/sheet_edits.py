@@ -67,7 +67,7 @@ def edit_party(rs: Ruleset, state: GameState, changes: Changes, *, opened_at: in
     if opened_at is not None and opened_at != state.party_revision:
         return Edited(state, problems=(Problem("revision", "stale-revision", f"the party sheet was saved at revision "
                                                f"{state.party_revision} after this edit was opened at revision "
-                                               f"{opened_at} (PARTY-37)", opened_at),))
+                                               f"{opened_at}", opened_at),))  # PARTY-37
     edited = _changed(rs, state, PARTY, changes, party=True)
     if edited.ok and edited.state.party_sheet != state.party_sheet:
         saved = edited.state.with_party_sheet(edited.state.party_sheet, state.party_revision + 1)  # PARTY-36
@@ -100,8 +100,8 @@ def _changed(rs: Ruleset, state: GameState, name: str, changes: Changes, *, part
             problems.append(where)
             continue
         if where.area == "derived" or (party and where.area == "fields" and where.id in _from_members(rs)):
-            problems.append(Problem(c.path, "read-only", "is computed from other values and cannot be typed over "
-                                    "(SHEET-19, PARTY-31)", c.value))
+            problems.append(Problem(c.path, "read-only", "is computed from other values and cannot be typed over",
+                                    c.value))  # SHEET-19, PARTY-31
             continue
         step = (_card_step(rs, current, name, party, c, where) if where.area in ("abilities", "skills", "saves",
                 "fields", "lists") else set_live(rs, current, name, party, c, where))
@@ -163,7 +163,7 @@ def _card_step(rs: Ruleset, state: GameState, name: str, party: bool, c: Change,
         ladder = rs.file.sheet.training
         if not ladder:
             return Problem(path, "unknown-value", "the sheet has no training levels (sheet.training), so every "
-                           "character is untrained (E-3)", raw)
+                           "character is untrained", raw)  # E-3
         value = edit_values.choice(raw, path, [lv.id for lv in ladder], {lv.id: lv.label for lv in ladder},
                                    "training ladder")
         if isinstance(value, Problem):
@@ -244,12 +244,12 @@ def _roll(rs: Ruleset, state: GameState, name: str, party: bool, card: dict[str,
     """SHEET-32..34: the column's dice rolled with the state's own dice (they replay: DEC-5), the total written
     clamped between the column's `min` and `max`."""
     if col.roll is None:
-        return Problem(c.path, "no-roll", f"column {col.id!r} is not filled by a roll (SHEET-32)", c.value)
+        return Problem(c.path, "no-roll", f"column {col.id!r} is not filled by a roll", c.value)  # SHEET-32
     ev = subject(rs, state, name, party=party).ev
     sides = roll_sides(ev, lst, col, rows(lst.columns, [card["lists"][lst.id][row]])[0])
     if sides is None or not 1 <= sides <= SIDES_MAX:
-        return Problem(c.path, "cannot-roll", f"the die has {sides} sides; a roll needs 1 to {SIDES_MAX} (SHEET-33)",
-                       c.value)
+        return Problem(c.path, "cannot-roll", f"the die has {sides} sides; a roll needs 1 to {SIDES_MAX}",
+                       c.value)  # SHEET-33
     faces, dice = state.dice.roll(col.roll.count, sides)
     total = sum(faces)
     if col.min is not None:

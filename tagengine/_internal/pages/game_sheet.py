@@ -70,10 +70,7 @@ def character_context(rs: Ruleset, view: SheetView, controls: Mapping[str, Any] 
     dice = rs.dice_pool
     hidden = view.hidden
     sections = {sec.id: sec.label for sec in s.sections}
-    checks = []
-    for title, group in (("Abilities", view.abilities), ("Skills", view.skills), ("Saves", view.saves)):
-        if group:
-            checks.append({"title": title, "rows": [check_row(c, dice) for c in group]})
+    checks = check_groups(s.sections, view, dice)
     fields = [{"label": f.label, "value": shown(view.fields.get(f.id), f.valueLabels),
                "section": sections.get(f.section or "")}
               for f in s.fields if f"fields.{f.id}" not in hidden]
@@ -103,6 +100,20 @@ def character_context(rs: Ruleset, view: SheetView, controls: Mapping[str, Any] 
         "health": None if view.health is None else {"label": view.health.label, "now": view.health.now,
                                                       "down": view.health.down},  # WOUND-34, WOUND-39
     }
+
+
+def check_groups(sections: Sequence[Any], view: SheetView, dice: bool) -> list[dict[str, Any]]:
+    """The checks under headings, as the editor and the GM block group them: those that name no section by
+    kind (Abilities, Skills, Saves: a sheet without sections looks as it always did, SHEET-4), then each section
+    of the ruleset, in its order, with its abilities, skills and saves (SHEET-3)."""
+    by_kind: dict[str, list[CheckNumber]] = {"Abilities": [], "Skills": [], "Saves": []}
+    by_section: dict[str, list[CheckNumber]] = {}
+    for title, group in (("Abilities", view.abilities), ("Skills", view.skills), ("Saves", view.saves)):
+        for c in group:
+            (by_section.setdefault(c.section, []) if c.section else by_kind[title]).append(c)
+    titled = [(title, group) for title, group in by_kind.items()]
+    titled += [(sec.label, by_section.get(sec.id, [])) for sec in sections]
+    return [{"title": title, "rows": [check_row(c, dice) for c in group]} for title, group in titled if group]
 
 
 def pool_context(p: PoolView) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from ..ruleset.sheet import UntrainedByDef
 from ..sheet import CheckNumber, Eval, SheetView, view_character, view_party
 from ..sheet.show import party_summary
 from ..state import PARTY, GameState
+from ..text import prompt_inert
 
 
 def number(rs: Ruleset, n: int) -> str:
@@ -198,12 +199,24 @@ def untrained_lines(rs: Ruleset) -> list[str]:
     return out
 
 
+def inert_block(block: dict[str, Any]) -> dict[str, Any]:
+    """A sheet block with every text made inert (`prompt_inert`): a field, a list's cells, a row's name are
+    kept as the player typed them (ED-3), so brackets, macro braces and line breaks reach this point; the
+    ruleset's labels and the engine's numbers are already safe, and come through unchanged."""
+    return {**block, "name": prompt_inert(block["name"]),
+            "lines": [(prompt_inert(label), prompt_inert(text)) for label, text in block["lines"]]}
+
+
 def reminder_context(rs: Ruleset, state: GameState) -> dict[str, Any]:
+    """What `reminder.j2` reads. The one place the state's text enters the prompt: every sheet block and clock
+    name passes `prompt_inert` here, whichever way it was typed (the editor, the API, a state file)."""
+    party = party_block(rs, state)
     return {
-        "characters": [character_block(rs, state, n) for n in state.cards],
-        "party": party_block(rs, state),
+        "characters": [inert_block(character_block(rs, state, n)) for n in state.cards],
+        "party": None if party is None else inert_block(party),
         "clocks": None if rs.file.clocks is None else [
-            {"name": c.name, "fill": f"{c.filled}/{c.size}", "complete": c.complete} for c in state.clocks],
+            {"name": prompt_inert(c.name), "fill": f"{c.filled}/{c.size}", "complete": c.complete}
+            for c in state.clocks],
         "teaching": [{"name": name, "data": data} for name, family in families().items()
                      if family.teach is not None and (data := family.teach(rs, state)) is not None],
         "untrained": untrained_lines(rs),

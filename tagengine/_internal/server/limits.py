@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ruleset.load import MAX_BYTES as MAX_RULESET_BYTES
+from ..state.model import MAX_STATE_BYTES
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -37,6 +38,9 @@ WRONG_KEY_EVERY = 6.0  # ...then one more each this many seconds (10 a minute)
 SESSION_SECONDS = 30 * 24 * 3600  # a sign-in lasts this long at most (the cookie's Max-Age too)
 RULESETS_LISTED = 200  # ruleset files listed from --rulesets DIR
 MAX_RULESET_FILE = 16 * MIB  # bytes of a campaign's ruleset file read from disk
+# a campaign's file (`campaign export`): the ruleset's text and the start, each at its own bound, JSON-escaped (a
+# control character is six bytes)
+MAX_CAMPAIGN_FILE = 2 * (MAX_RULESET_FILE + MAX_STATE_BYTES)
 
 # The players' edits waiting for the next reply (edits/).
 EDITS_WAITING = 200  # edits waiting at one key (each of at most 1,000 changes): play a turn to make room

@@ -49,7 +49,7 @@ def check_parts(c: CheckNumber, dice: bool, *, name_untrained: bool = False) -> 
 def check_line(c: CheckNumber, dice: bool) -> str:
     unit = " dice" if dice else ""
     if c.total is None:
-        return f"{c.label}: no number — untrained, refused (UNTR-9, UNTR-13)"
+        return f"{c.label}: no number — untrained, refused"  # UNTR-9, UNTR-13
     parts = check_parts(c, dice)
     level = f" [{c.training}]" if c.training is not None and c.kind != "ability" else ""
     harder = f", target {c.target}" if c.target is not None else ""

@@ -22,6 +22,8 @@ from ...state.defaults import seed_problem
 from ..limits import MAX_RULESET_FILE
 from .store import NAME, CampaignRow, Store
 
+RULESETS_FOLDER = "rulesets"  # under the data folder: the rulesets uploaded on the pages or imported with a campaign
+
 
 @dataclass(frozen=True)
 class Campaign:

@@ -28,14 +28,13 @@ from ...ruleset.load import MAX_BYTES
 from ..context import ServerContext
 from ..errors import Refused
 from ..limits import MAX_RULESET_FORM, RULESETS_LISTED
-from ..memory.campaigns import new_campaign
+from ..memory.campaigns import RULESETS_FOLDER, new_campaign
 from ..memory.store import NAME
 from ..wire.body import body_within
 from ..wire.forms import FormPost, read_form
 from .base import nav, page, refusals_as_pages, route
 
 log = logging.getLogger("tagengine.serve")
-UPLOADS = "rulesets"  # under the data folder: the rulesets uploaded for a campaign
 
 
 class Folder:
@@ -109,7 +108,7 @@ def check_post(post: FormPost, listing: list[RulesetFile]) -> StartForm:
 def make_campaign(ctx: ServerContext, form: StartForm) -> str | None:
     """Make the campaign; None when made, else why not (its name was taken meanwhile, a file cannot be kept)."""
     if form.given is not None:
-        path = ctx.options.data / UPLOADS / f"{hashlib.sha256(form.given).hexdigest()}.json"
+        path = ctx.options.data / RULESETS_FOLDER / f"{hashlib.sha256(form.given).hexdigest()}.json"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             if not path.exists():
