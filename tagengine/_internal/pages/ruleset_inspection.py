@@ -1,6 +1,10 @@
 """The ruleset checker page (`/ui/check`, as `tagengine check`): the inspection of a pasted or uploaded file,
 every problem grouped by section, and the Capability API version the file (and each feature at a problem's
-path) needs. Nothing is stored."""
+path) needs. Nothing is stored.
+
+The page shows at most PROBLEMS_SHOWN problems (and as many warnings and features), each value cut to
+VALUE_SHOWN characters, and says how many more there are: a file of 200 000 unknown keys, within the size
+bound, made a page of 90 MB (issue 35 item 7). `tagengine check` lists them all."""
 
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from ..ruleset.load import MAX_BYTES, index_of
 from ..ruleset.top import RulesetDef
 
 _FIRST = re.compile(r"[^.\[]+")
+PROBLEMS_SHOWN = 500  # problems (and warnings, and features) the page lists: the rest are counted
+VALUE_SHOWN = 200  # characters of a problem's value the page shows, then "…"
 
 
 def section_of(path: str) -> str:
@@ -46,9 +52,19 @@ def sorted_uses(ctx: Inspection) -> list[Use]:
 
 def problem_row(p: Problem, found: list[Use]) -> dict[str, Any]:
     here = [u for u in found if u.path == p.path or u.path.startswith((p.path + ".", p.path + "["))]
-    value = p.value if p.value is None or isinstance(p.value, str) else json.dumps(p.value, ensure_ascii=False)
+    value = p.value if p.value is None or isinstance(p.value, str) else shown_json(p.value)
+    if value is not None and len(value) > VALUE_SHOWN:
+        value = value[:VALUE_SHOWN] + "…"
     return {"path": p.path, "code": p.code, "message": p.message, "value": value,
             "needs": fmt(max(u.version for u in here)) if here else None}
+
+
+def shown_json(value: Any) -> str:
+    """A value as JSON, for the page: a big list or object is only begun (its whole text never made)."""
+    if isinstance(value, list | dict) and len(value) > VALUE_SHOWN:
+        value = value[:VALUE_SHOWN] if isinstance(value, list) else dict(list(value.items())[:VALUE_SHOWN])
+        return json.dumps(value, ensure_ascii=False, default=str)[:VALUE_SHOWN] + "…"
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def inspection_context(data: bytes | None, source: str) -> dict[str, Any]:
@@ -77,12 +93,14 @@ def inspection_context(data: bytes | None, source: str) -> dict[str, Any]:
         except (ValueError, RecursionError, AttributeError):
             name = None
     groups: dict[str, list[dict[str, Any]]] = {}
-    for p in problems:
+    for p in problems[:PROBLEMS_SHOWN]:
         groups.setdefault(section_of(p.path), []).append(problem_row(p, found or []))
     needs = fmt(max(u.version for u in found)) if found else None
     return {"inspected": True, "source": source, "name": name, "valid": not problems, "count": len(problems),
-            "groups": sorted(groups.items(), key=lambda kv: kv[0]), "warnings": [problem_row(w, found or [])
-                                                                           for w in warnings],
-            "needs": needs, "shape_known": found is not None,
+            "groups": sorted(groups.items(), key=lambda kv: kv[0]),
+            "more": max(0, len(problems) - PROBLEMS_SHOWN),
+            "warnings": [problem_row(w, found or []) for w in warnings[:PROBLEMS_SHOWN]],
+            "more_warnings": max(0, len(warnings) - PROBLEMS_SHOWN),
+            "needs": needs, "shape_known": found is not None, "uses_count": len(found or ()),
             "uses": [{"version": fmt(u.version), "feature": u.feature, "path": u.path, "rule": u.rule}
-                     for u in (found or [])]}
+                     for u in (found or [])[:PROBLEMS_SHOWN]]}

@@ -86,13 +86,13 @@ def _path_text(parts: list[str | int]) -> str:
     return path or "$"
 
 
-def _pruned(raw: Any, err: ValidationError) -> tuple[Any, list[str]] | None:
+def _pruned(raw: Any, errors: list[Any]) -> tuple[Any, list[str]] | None:
     """The file without the keys pydantic refused, so the rule inspections can still run (DEC-24: every
     problem in one run). Only keys are dropped, never list items, so every other path stays true;
     None when a refused part cannot be dropped (a list item, or a required key)."""
     data = copy.deepcopy(raw)
     dropped = []
-    for e in err.errors(include_url=False):
+    for e in errors:
         if e["type"] == "missing":
             return None
         parts = _real_parts(raw, tuple(e["loc"]), e["type"])
@@ -115,10 +115,11 @@ def _rule_problems(model: RulesetDef) -> Inspection:
     return ctx
 
 
-def shape_problems(raw: Any, err: ValidationError) -> list[Problem]:
-    """pydantic errors as problems; a union's several branch failures at one path become one problem."""
+def shape_problems(raw: Any, errors: list[Any]) -> list[Problem]:
+    """pydantic errors (`ValidationError.errors()`) as problems; a union's several branch failures at one path
+    become one problem."""
     grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for e in err.errors(include_url=False):
+    for e in errors:
         path = _real_path(raw, tuple(e["loc"]), e["type"])
         msg = str(e["msg"])
         m = _CODE_PREFIX.match(msg)
@@ -182,8 +183,9 @@ def validate(text: str | bytes, source: str = "<ruleset>") -> tuple[RulesetDef, 
 
 def _shape_then_rules(raw: Any, err: ValidationError) -> list[Problem]:
     """The shape problems, then the rule problems of the same file with the refused keys dropped."""
-    problems = shape_problems(raw, err)
-    pruned = _pruned(raw, err)
+    errors = list(err.errors(include_url=False))  # once: 200 000 errors take pydantic 0.7 s, the GIL held
+    problems = shape_problems(raw, errors)
+    pruned = _pruned(raw, errors)
     if pruned is None:
         return problems
     data, dropped = pruned

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..pages.ruleset_inspection import PROBLEMS_SHOWN
 from ..ruleset.load import MAX_BYTES as MAX_RULESET_BYTES
 from ..state.model import MAX_STATE_BYTES
 
@@ -29,7 +30,10 @@ MAX_MODEL_NAME = 256  # characters of the request's `model`
 MAX_CHECK_VALUE = 1000  # characters in one value of a check (POST /tagengine/api/checks): a name or a number
 
 # A form the pages post (url-encoded or multipart).
-MAX_FORM_FIELDS = 20_000  # fields in one form: a whole sheet of 200-row lists is far fewer
+MAX_FORM_FIELDS = 20_000  # fields in one url-encoded form: a whole sheet of 200-row lists is far fewer
+# parts in one multipart form: the pages post multipart only where a file is chosen (starting a campaign,
+# the checker: under ten parts); a sheet's form is url-encoded (its script too)
+MAX_FORM_PARTS = 1_000
 MAX_EDIT_FORM = 4 * MIB  # bytes of a sheet's form: 200-row lists of 4,000-character cells stay far below
 MAX_RULESET_FORM = 2 * MAX_RULESET_BYTES + 64 * KIB  # a pasted ruleset and an uploaded one, with the form's own bytes
 MAX_SIGN_IN_FORM = 16 * KIB  # bytes: a key and where to go next
@@ -41,6 +45,8 @@ MAX_RULESET_FILE = 16 * MIB  # bytes of a campaign's ruleset file read from disk
 # a campaign's file (`campaign export`): the ruleset's text and the start, each at its own bound, JSON-escaped (a
 # control character is six bytes)
 MAX_CAMPAIGN_FILE = 2 * (MAX_RULESET_FILE + MAX_STATE_BYTES)
+CAMPAIGNS_KEPT = 1_000  # campaigns in a data folder: the pages start no more (`tagengine campaign remove` frees one)
+RULESETS_KEPT = 256 * MIB  # bytes of the rulesets uploaded on the pages and kept in the data folder, in all
 
 # The players' edits waiting for the next reply (edits/).
 EDITS_WAITING = 200  # edits waiting at one key (each of at most 1,000 changes): play a turn to make room
@@ -105,12 +111,19 @@ LIMITS = (
     Limit("the request's model name", MAX_MODEL_NAME, "characters",
           "served, the name not used to choose a tokenizer (an unknown model's)"),
     Limit("one value of a check", MAX_CHECK_VALUE, "characters", "400 `invalid_check` naming the value"),
-    Limit("fields in a page's form", MAX_FORM_FIELDS, "fields", "the form read as empty: nothing saved"),
+    Limit("fields in a page's url-encoded form", MAX_FORM_FIELDS, "fields", "413 `request_too_large`, nothing saved"),
+    Limit("parts in a page's multipart form", MAX_FORM_PARTS, "parts",
+          "413 `request_too_large` (counted before a part is read), nothing saved"),
     Limit("a sheet's form", MAX_EDIT_FORM, "bytes", "413 page, nothing saved"),
     Limit("the checker's or a new campaign's form", MAX_RULESET_FORM, "bytes", "413 page, nothing saved"),
+    Limit("problems the checker's page shows", PROBLEMS_SHOWN, "problems", "the rest counted, not shown"),
     Limit("the sign-in form", MAX_SIGN_IN_FORM, "bytes", "read as empty: a wrong key (401 page)"),
     Limit("wrong keys from one address in a row", WRONG_KEYS_BURST, "keys",
           f"429 page, then one more key each {WRONG_KEY_EVERY:g} s"),
+    Limit("campaigns in the data folder", CAMPAIGNS_KEPT, "campaigns",
+          "the pages start no more (a 422 page saying so); `tagengine campaign remove NAME` frees one"),
+    Limit("rulesets uploaded on the pages and kept, in all", RULESETS_KEPT, "bytes",
+          "the upload refused (a 422 page saying so); removing a campaign removes its upload"),
     Limit("edits waiting at one point of a chat", EDITS_WAITING, "edits",
           "the edit refused (`too-many-edits`): play a turn"),
     Limit("a reply's text from the upstream", MAX_REPLY, "characters",

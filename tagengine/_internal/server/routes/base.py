@@ -11,7 +11,8 @@ route table, one module per view, a shared base).
   page's handler becomes the problem page that says why (an unknown campaign, a form too large).
 - `nav`, `page`, `problem_page`, `sheet_page`: the pages' bar, a page answered, a problem said, the game sheet.
 - `missing_sheet`: the one check that a campaign has the sheet a route names.
-- `form_fields`: a page's form post, bounded.
+- `posted_parts`, `form_fields`: a page's form post, bounded (its bytes, its fields or parts: else a 413), read in
+  a worker thread past LOOP_CHARS bytes.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ from ...sheet.form import edit_form
 from ..context import ServerContext
 from ..edits.points import Point, newest_point, page_stamp
 from ..errors import Refused
+from ..limits import LOOP_CHARS
 from ..memory.campaigns import Campaign
 from ..wire.body import body_within
-from ..wire.forms import read_form
+from ..wire.forms import FormTooLarge, Part, form_parts, post_of
 
 P = ParamSpec("P")
 API = "/tagengine/api"
@@ -155,9 +157,20 @@ def missing_sheet(c: Campaign, point: Point, who: str | None) -> Refused | None:
                    "not_found_error")
 
 
-async def form_fields(request: Request, limit: int) -> list[tuple[str, str]]:
-    """A page's form post as (name, value) pairs, at most `limit` bytes (else a 413)."""
+async def posted_parts(request: Request, limit: int) -> list[Part]:
+    """A page's form post, part by part: at most `limit` bytes, MAX_FORM_FIELDS fields (url-encoded) or
+    MAX_FORM_PARTS parts (multipart), else a 413 that says which (SEC-12). A body past LOOP_CHARS bytes is read
+    in a worker thread, so the event loop answers other requests meanwhile."""
     body = await body_within(request, limit)
     if body is None:
         raise Refused(413, f"the form is over {limit} bytes", "request_too_large")
-    return read_form(request.headers.get("content-type", ""), body).fields
+    kind = request.headers.get("content-type", "")
+    try:
+        return form_parts(kind, body) if len(body) <= LOOP_CHARS else await run_in_threadpool(form_parts, kind, body)
+    except FormTooLarge as e:
+        raise Refused(413, str(e), "request_too_large") from None
+
+
+async def form_fields(request: Request, limit: int) -> list[tuple[str, str]]:
+    """A page's form post as (name, value) pairs (`posted_parts`)."""
+    return post_of(await posted_parts(request, limit)).fields

@@ -26,13 +26,11 @@ from ...pages.campaign_start import RulesetFile, StartForm, checked_start, start
 from ...ruleset import Ruleset
 from ...ruleset.load import MAX_BYTES
 from ..context import ServerContext
-from ..errors import Refused
 from ..limits import MAX_RULESET_FORM, RULESETS_LISTED
 from ..memory.campaigns import RULESETS_FOLDER, new_campaign
 from ..memory.store import NAME
-from ..wire.body import body_within
-from ..wire.forms import FormPost, read_form
-from .base import nav, page, refusals_as_pages, route
+from ..wire.forms import FormPost, post_of
+from .base import nav, page, page_async, posted_parts, refusals_as_pages, route
 
 log = logging.getLogger("tagengine.serve")
 
@@ -65,10 +63,7 @@ async def new_campaign_page(ctx: ServerContext, folder: Folder, request: Request
     if request.method == "GET":
         values = start_context(StartForm(), await run_in_threadpool(folder.files), folder.where is not None)
         return page("new.html.j2", {**values, "nav": nav(ctx, None, "new")})
-    body = await body_within(request, MAX_RULESET_FORM)
-    if body is None:
-        raise Refused(413, f"the form is over {MAX_RULESET_FORM} bytes", "request_too_large")
-    post = await run_in_threadpool(read_form, request.headers.get("content-type", ""), body)
+    post = post_of(await posted_parts(request, MAX_RULESET_FORM))
     listing = await run_in_threadpool(folder.files)
     form = await run_in_threadpool(check_post, post, listing)
     if not form.problems:
@@ -78,7 +73,8 @@ async def new_campaign_page(ctx: ServerContext, folder: Folder, request: Request
                                     "?made=1", status_code=303)
         form.problem("name", made)
     values = start_context(form, listing, folder.where is not None)
-    return page("new.html.j2", {**values, "nav": nav(ctx, None, "new")}, 422)
+    # the inspection's problems and the pasted ruleset shown again: drawn in a worker thread
+    return await page_async("new.html.j2", {**values, "nav": nav(ctx, None, "new")}, 422)
 
 
 def campaign_page_routes(ctx: ServerContext) -> list[Route]:

@@ -3,8 +3,8 @@
 The sheet and the prompt read `ServerContext.latest` (what the chat turns left there); the sheet shows the
 players' edits waiting for the next reply and a control for each live value, whose posts `routes/editor.py`
 answers (starting a campaign is `routes/campaign_pages.py`). Their handlers run on the event loop's thread, as
-the chat routes do; the ruleset checker parses a form and checks a ruleset of up to 4 MB in a worker thread, so
-chat requests are not held up meanwhile.
+the chat routes do; the ruleset checker parses a form, checks a ruleset of up to 4 MB and draws its page in
+worker threads, so chat requests are not held up meanwhile.
 """
 
 from __future__ import annotations
@@ -23,15 +23,14 @@ from ..context import ServerContext
 from ..edits.points import newest_point, page_stamp
 from ..errors import Refused
 from ..limits import MAX_RULESET_FORM
-from ..wire.body import body_within
-from ..wire.forms import form_parts
-from .base import nav, page, refusals_as_pages, route, sheet_page
+from ..wire.forms import Part
+from .base import nav, page, page_async, posted_parts, refusals_as_pages, route, sheet_page
 
 
-def form_ruleset(content_type: str, body: bytes) -> tuple[bytes | None, str, str | None]:
+def form_ruleset(posted: list[Part]) -> tuple[bytes | None, str, str | None]:
     """The ruleset in a form POST (multipart: `file` first, else `ruleset`; or url-encoded `ruleset`):
     its bytes, a name for it, and the pasted text to show again (an uploaded file is not echoed)."""
-    parts = {p.name: p for p in form_parts(content_type, body)}
+    parts = {p.name: p for p in posted}
     upload = parts.get("file")
     if upload is not None and upload.filename is not None and upload.data.strip():
         return upload.data, upload.filename or "uploaded file", None
@@ -90,14 +89,12 @@ async def checker_page(ctx: ServerContext, request: Request) -> Response:
     data: bytes | None = None
     source, pasted = "", None
     if request.method == "POST":
-        form = await body_within(request, MAX_RULESET_FORM)
-        if form is None:
-            raise Refused(413, f"the form is over {MAX_RULESET_FORM} bytes", "request_too_large")
-        data, source, pasted = await run_in_threadpool(form_ruleset, request.headers.get("content-type", ""), form)
-    # up to 4 MB parsed and validated: in a worker thread, so chat requests are not held up meanwhile
+        data, source, pasted = form_ruleset(await posted_parts(request, MAX_RULESET_FORM))
+    # up to 4 MB parsed and validated, and its page drawn (PROBLEMS_SHOWN problems at most, and the pasted text
+    # again): in worker threads, so chat requests are not held up meanwhile
     inspected = await run_in_threadpool(inspection_context, data, source)
-    return page("check.html.j2", {**inspected, "result": inspected, "pasted": pasted,
-                                  "nav": nav(ctx, None, "check")})
+    return await page_async("check.html.j2", {**inspected, "result": inspected, "pasted": pasted,
+                                              "nav": nav(ctx, None, "check")})
 
 
 def page_routes(ctx: ServerContext) -> list[Route]:
