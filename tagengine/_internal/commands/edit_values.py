@@ -79,11 +79,12 @@ def typed_text(raw: Any, path: str, limit: int, *, lines: bool) -> str | Problem
     other control characters, nothing that is not UTF-8 (H-3)."""
     if not isinstance(raw, str):
         return _wrong(path, raw, "text")
+    size = len(raw) - raw.count("\r\n") if lines else len(raw)  # a CR LF is one line feed
+    if size > limit:  # first: the checks below read the whole text, which may be megabytes (issue 35 item 8)
+        return Problem(path, "too-long", f"is {size} characters; at most {limit}", raw)
     if not writable(raw):
         return Problem(path, "bad-text", "is not valid UTF-8 text, so no state could save it", raw)  # H-3
     value = raw.replace("\r\n", "\n").replace("\r", "\n") if lines else raw
-    if len(value) > limit:
-        return Problem(path, "too-long", f"is {len(value)} characters; at most {limit}", raw)
     if not lines and ("\n" in value or "\r" in value):
         return Problem(path, "not-one-line", "is one line of text", raw)
     if _CONTROL.search(value) or (not lines and "\t" in value):

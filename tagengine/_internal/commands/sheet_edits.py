@@ -11,14 +11,15 @@ shorter are kept as overflow (WOUND-60: editing the sheet does not undo damage).
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import Problem
 from ..ruleset import Ruleset
 from ..ruleset.sheet import ColumnDef, ListDef
-from ..sheet.edit_paths import LIST_ROWS_MAX, Change, EditPath, change_of, read_path
+from ..sheet.edit_paths import LIST_ROWS_MAX, Change, EditPath, area_ids, change_of, read_path, text_limit
 from ..sheet.fields import rows
 from ..sheet.rolls import roll_sides
 from ..state import PARTY, GameState, thaw
@@ -28,6 +29,15 @@ from .subject import subject
 
 MAX_CHANGES = 1000  # changes in one edit: a whole sheet's form is far fewer
 SIDES_MAX = 1000  # the most sides a rolled die has
+# What a refused edit echoes of what was typed, in its problems and in the form shown again (issue 35 item 8: a
+# 15 MiB value was answered three times over): a value within its input's own text bound whole, else (and a
+# value of an input that holds no text) its first ECHO_CHARS characters, or the bound's if more, then "…"; a
+# path past ECHO_PATH characters (a key the sheet does not have) likewise.
+ECHO_CHARS = 300
+ECHO_PATH = 1000
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = ECHO_CHARS
+_REPR.maxlevel = 3
 
 
 @dataclass(frozen=True)
@@ -93,7 +103,7 @@ def _changed(rs: Ruleset, state: GameState, name: str, changes: Changes, *, part
     for c in listed:
         if not isinstance(c, Change) or not isinstance(c.path, str):
             problems.append(Problem("changes", "wrong-type", "a change is a Change or a form key and its value",
-                                    repr(c)[:80]))
+                                    echoed(c, 80)))
             continue
         where = read_path(rs, c, party=party)
         if isinstance(where, Problem):
@@ -113,8 +123,43 @@ def _changed(rs: Ruleset, state: GameState, name: str, changes: Changes, *, part
         if step.rolled is not None:
             rolled.append((c.path, step.rolled))
     if problems:
-        return Edited(state, problems=tuple(problems))
+        return Edited(state, problems=tuple(_echo(rs, p, party) for p in problems))
     return Edited(_settled(rs, current, name, party), tuple(applied), (), tuple(rolled))
+
+
+def echoed(value: Any, most: int) -> Any:
+    """What a refused edit echoes of a typed value: text of at most `most` characters whole, longer text cut
+    there with "…"; a number, a flag or None as it is; anything else (a JSON list or object) as a short repr,
+    made without reading it all."""
+    if isinstance(value, str):
+        return value if len(value) <= most else value[:most] + "…"
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = _REPR.repr(value)
+    return text if len(text) <= most else text[:most] + "…"
+
+
+def echo_bound(rs: Ruleset, path: str, party: bool) -> int:
+    """The most characters of a value typed at `path` a refused edit echoes whole: the input's own text bound
+    (a field's or column's `maxLength`, a live note's), at least ECHO_CHARS."""
+    where = read_path(rs, Change("set", path), party=party) if len(path) <= ECHO_PATH else None
+    bound = None
+    if isinstance(where, EditPath):
+        found = area_ids(rs, where.area, party).get(where.id)
+        if where.area == "lists" and where.column is not None and found is not None:
+            found = next((c for c in found.columns if c.id == where.column), None)
+        if where.area in ("fields", "lists") and found is not None and not isinstance(found, ListDef):
+            bound = text_limit(found)
+        elif where.area == "text" and found is not None:
+            bound = found.maxLength
+    return max(ECHO_CHARS, bound or 0)
+
+
+def _echo(rs: Ruleset, p: Problem, party: bool) -> Problem:
+    """A refused change's problem with what it echoes bounded (`echoed`): its value, its path."""
+    path = echoed(p.path, ECHO_PATH)
+    value = echoed(p.value, echo_bound(rs, p.path, party))
+    return p if path is p.path and value is p.value else replace(p, path=path, value=value)
 
 
 def _from_members(rs: Ruleset) -> set[str]:

@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ...commands.sheet_edits import Edited
+from ...commands.sheet_edits import ECHO_CHARS, Edited, echoed
 from ...errors import Problem
 from ...pages.sheet_editor import draft_json
 from ...sheet.edit_paths import Change, change_of, parse_change
@@ -36,6 +36,7 @@ from ...sheet.form import edit_form
 from ..context import ServerContext
 from ..edits.points import Point, history_point, newest_point, save_edit
 from ..errors import refusals_as_responses
+from ..limits import LOOP_CHARS
 from ..memory.campaigns import Campaign
 from ..wire.answers import json_response
 from ..wire.body import object_body, read_body
@@ -45,9 +46,11 @@ from .base import api_path, missing_sheet, route
 KEYS = ("changes", "revision", "messages")
 
 
-async def api_body(request: Request) -> dict[str, Any]:
-    """The body: a JSON object of `changes`, `revision` and `messages` only, else a 400 naming why."""
-    return object_body(await read_body(request), KEYS)
+async def api_body(ctx: ServerContext, request: Request) -> dict[str, Any]:
+    """The body: a JSON object of `changes`, `revision` and `messages` only, else a 400 naming why; read in a
+    worker thread past LOOP_CHARS bytes (a value of megabytes, to be refused, is not parsed on the loop)."""
+    raw = await read_body(request)
+    return object_body(raw, KEYS) if len(raw) <= LOOP_CHARS else await ctx.workers.run(object_body, raw, KEYS)
 
 
 async def point_of(ctx: ServerContext, request: Request, body: dict[str, Any]) -> tuple[Campaign, Point]:
@@ -70,14 +73,14 @@ async def api_campaign(ctx: ServerContext, request: Request) -> Response:
 
 @refusals_as_responses
 async def api_sheet(ctx: ServerContext, request: Request) -> Response:
-    body = await api_body(request) if request.method == "POST" else {}
+    body = await api_body(ctx, request) if request.method == "POST" else {}
     c, point = await point_of(ctx, request, body)
     return json_response({"at": point.to_json(), "form": form_json(c, point, request.path_params.get("who"))})
 
 
 @refusals_as_responses
 async def api_edit(ctx: ServerContext, request: Request) -> Response:
-    body = await api_body(request)
+    body = await api_body(ctx, request)
     c, point = await point_of(ctx, request, body)
     who = request.path_params.get("who")
     if (missing := missing_sheet(c, point, who)) is not None:
@@ -87,7 +90,7 @@ async def api_edit(ctx: ServerContext, request: Request) -> Response:
     if who is None and (type(revision) is not int or revision < 0):
         return refused_answer(c, point, None, Edited(point.state, problems=(Problem(
             "revision", "wrong-type", "a party edit names the revision its form was opened at, a whole number",
-            revision),)))
+            echoed(revision, ECHO_CHARS)),)))
     edited = save_edit(ctx, c, point, who, changes, revision if who is None else None)
     if not edited.ok:
         return refused_answer(c, point, who, edited)
@@ -100,7 +103,7 @@ async def api_edit(ctx: ServerContext, request: Request) -> Response:
 
 @refusals_as_responses
 async def api_draft(ctx: ServerContext, request: Request) -> Response:
-    body = await api_body(request)
+    body = await api_body(ctx, request)
     c, point = await point_of(ctx, request, body)
     who = request.path_params.get("who")
     if (missing := missing_sheet(c, point, who)) is not None:

@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ...commands.sheet_edits import Edited
+from ...commands.sheet_edits import ECHO_CHARS, ECHO_PATH, Edited, echo_bound, echoed
 from ...errors import Problem
 from ...pages.game_sheet import party_context
 from ...pages.sheet_editor import draft_json, drafted, editor_context, posted_changes
@@ -76,7 +76,7 @@ async def editor_form(ctx: ServerContext, request: Request) -> Response:
         opened = party_opened_at(posted.revision)
         if opened is None:
             problem = Problem("revision", "wrong-type", "the party's Edit names the revision it was opened at; "
-                              "open it again", posted.revision)
+                              "open it again", echoed(posted.revision, ECHO_CHARS))
             return editor_page(ctx, c, point, who, edited=Edited(point.state, problems=(problem,)),
                                changes=posted.changes, was=posted.was)
     edited = save_edit(ctx, c, point, who, posted.changes, opened)
@@ -157,7 +157,9 @@ def editor_page(ctx: ServerContext, c: Campaign, point: Point, who: str | None, 
     shown, _ = drafted(c.rs, state, who, sets) if problems else (state, ())
     form = edit_form(c.rs, shown, who, problems)
     changed = {x.path for x in sets}
-    kept = {k: v for k, v in (was or {}).items() if k in changed}  # the values the player's form was opened at
+    # the values the player's form was opened at, each as long as a value there can be (a value past it was
+    # never shown, so it is cut as a refused value is: issue 35 item 8)
+    kept = {k: echoed(v, echo_bound(c.rs, k, who is None)) for k, v in (was or {}).items() if k in changed}
     stale = any(p.code == "stale-revision" for p in problems)
     values = editor_context(c.rs, form, was=kept or None)
     quoted = quote(c.name, safe="")
@@ -173,7 +175,7 @@ def editor_page(ctx: ServerContext, c: Campaign, point: Point, who: str | None, 
         "sheet_url": f"/ui/c/{quoted}", "start": point.start,
         "saved": saved, "made": made, "waiting": len(point.waiting.edits), "closed": point.closed,
         "stale": None, "nav": nav(ctx, c.name, "edit"), "script": "/ui/" + EDITOR_SCRIPT,
-        "not_done": next((x.key for x in changes if x.op != "set"), None) if problems else None,
+        "not_done": next((echoed(x.key, ECHO_PATH) for x in changes if x.op != "set"), None) if problems else None,
     }
     if stale:
         pv = view_party(c.rs, state)
