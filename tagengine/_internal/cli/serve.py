@@ -1,4 +1,4 @@
-"""`tagengine serve` (the OpenAI-compatible middleware), `tagengine campaign new|list|show` (what it serves;
+"""`tagengine serve` (the OpenAI-compatible middleware), `tagengine campaign new|list|show|remove` (what it serves;
 `export|import` in campaign_file.py) and `tagengine sessions end` (its pages' sign-ins). The server's packages
 (Starlette, uvicorn, httpx) are imported only when `serve` or `campaign` runs.
 
@@ -42,6 +42,11 @@ def add_campaign(cp: argparse.ArgumentParser) -> None:
     cs = cp_sub.add_parser("show", parents=[data], help="one campaign as JSON: ruleset, digest, start state")
     cs.add_argument("name")
     cs.set_defaults(func=cmd_campaign_show)
+    cr = cp_sub.add_parser("remove", parents=[data], help="remove a campaign: its start, its snapshots, its players' "
+                           "edits waiting, and its ruleset file when the data folder keeps it for this campaign only "
+                           "(stop the server first)")
+    cr.add_argument("name")
+    cr.set_defaults(func=cmd_campaign_remove)
     add_campaign_files(cp_sub.add_parser, data)  # export, import: campaign_file.py
 
 
@@ -183,4 +188,22 @@ def cmd_campaign_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
     finally:
         store.close()
     print_json({"name": row.name, "ruleset": row.ruleset, "sha256": row.digest, "start": json.loads(row.start)}, out)
+    return 0
+
+
+def cmd_campaign_remove(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..errors import NotFoundError
+    from ..server.memory.campaigns import remove_campaign
+
+    store = _open_store(args)
+    try:
+        row, removed = remove_campaign(store, args.name)
+    except NotFoundError as e:
+        err.write(f"tagengine campaign remove: {e}\n")
+        return 1
+    finally:
+        store.close()
+    kept = "removed too" if removed is not None else ("kept (another campaign uses it, or it is not the data "
+                                                      "folder's own)")
+    out.write(f"campaign {row.name} removed; its ruleset file {row.ruleset} {kept}\n")
     return 0

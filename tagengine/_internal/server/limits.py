@@ -46,7 +46,7 @@ MAX_RULESET_FILE = 16 * MIB  # bytes of a campaign's ruleset file read from disk
 # control character is six bytes)
 MAX_CAMPAIGN_FILE = 2 * (MAX_RULESET_FILE + MAX_STATE_BYTES)
 CAMPAIGNS_KEPT = 1_000  # campaigns in a data folder: the pages start no more (`tagengine campaign remove` frees one)
-RULESETS_KEPT = 256 * MIB  # bytes of the rulesets uploaded on the pages and kept in the data folder, in all
+RULESETS_KEPT = 256 * MIB  # bytes of the data folder's rulesets (`rulesets/`: uploaded on the pages, imported), in all
 
 # The players' edits waiting for the next reply (edits/).
 EDITS_WAITING = 200  # edits waiting at one key (each of at most 1,000 changes): play a turn to make room
@@ -122,8 +122,8 @@ LIMITS = (
           f"429 page, then one more key each {WRONG_KEY_EVERY:g} s"),
     Limit("campaigns in the data folder", CAMPAIGNS_KEPT, "campaigns",
           "the pages start no more (a 422 page saying so); `tagengine campaign remove NAME` frees one"),
-    Limit("rulesets uploaded on the pages and kept, in all", RULESETS_KEPT, "bytes",
-          "the upload refused (a 422 page saying so); removing a campaign removes its upload"),
+    Limit("rulesets the data folder keeps, in all", RULESETS_KEPT, "bytes",
+          "an upload past it refused (a 422 page saying so); removing a campaign removes its file"),
     Limit("edits waiting at one point of a chat", EDITS_WAITING, "edits",
           "the edit refused (`too-many-edits`): play a turn"),
     Limit("a reply's text from the upstream", MAX_REPLY, "characters",

@@ -62,6 +62,19 @@ def new_campaign(store: Store, name: str, ruleset: str, characters: Sequence[str
     return row
 
 
+def remove_campaign(store: Store, name: str) -> tuple[CampaignRow, Path | None]:
+    """The campaign `name` removed from the store (`Store.remove_campaign`), and its ruleset file with it when the
+    file is the data folder's own (uploaded on the pages, or imported with a campaign: `rulesets/`) and no other
+    campaign uses it: the campaign's row and the file removed, if one was. A ruleset file from anywhere else (the
+    server's `--rulesets` folder, a path given to `campaign new`) is never touched. Raises NotFoundError."""
+    row, shared = store.remove_campaign(name)
+    path = Path(row.ruleset)
+    if shared or path.parent != (store.folder / RULESETS_FOLDER).resolve():
+        return row, None
+    path.unlink(missing_ok=True)
+    return row, path
+
+
 def canonical_json(doc: object) -> str:
     """A JSON document as one text: keys sorted, no spaces, not ASCII-escaped (a campaign's start state,
     part of the chain's first key, and the snapshots the store keeps)."""

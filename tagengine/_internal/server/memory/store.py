@@ -192,6 +192,25 @@ class Store:
         with self.lock:
             return [CampaignRow(*r) for r in self.db.execute("SELECT * FROM campaigns ORDER BY name")]
 
+    def campaign_count(self) -> int:
+        with self.lock:
+            return int(self.db.execute("SELECT count(*) FROM campaigns").fetchone()[0])
+
+    def remove_campaign(self, name: str) -> tuple[CampaignRow, bool]:
+        """The campaign `name` and every row of it (its snapshots, its newest turn, its players' edits waiting)
+        deleted in one transaction: its row, and whether another campaign uses the same ruleset file. Raises
+        NotFoundError naming the known campaigns. What no table says the campaign of (`replies`, `narrations`:
+        caches keyed by a reply's text) stays, unused."""
+        with self.batch():
+            row = self.campaign_row(name)
+            self.db.execute("DELETE FROM campaigns WHERE name = ?", (name,))
+            self.db.execute("DELETE FROM snapshots WHERE campaign = ?", (name,))
+            self.db.execute("DELETE FROM heads WHERE campaign = ?", (name,))
+            self.db.execute("DELETE FROM edits WHERE campaign = ?", (name,))
+            shared = self.db.execute("SELECT 1 FROM campaigns WHERE ruleset = ? LIMIT 1", (row.ruleset,)).fetchone()
+        self._added.pop(name, None)
+        return row, shared is not None
+
     # -- snapshots (LRU per campaign: `used` is a counter, not a clock, bumped on each write and each hit)
     def _tick(self) -> int:
         self._clock += 1

@@ -5,11 +5,13 @@ the first reply (they are the campaign's start then: server/edits/points.py, ED-
 A ruleset comes from the server's folder (`serve --rulesets DIR`: its `*.json` files, each read again when it
 changes) or is uploaded (or pasted) and inspected as `/ui/check` does; an uploaded one that loads is kept in the
 data folder (`rulesets/<sha256>.json`), since a campaign reads its ruleset file again when it changes. Parsing a
-ruleset and listing the folder run in a worker thread.
+ruleset and listing the folder run in a worker thread. The pages start no more campaigns past CAMPAIGNS_KEPT and
+keep no upload past RULESETS_KEPT bytes of rulesets in all (`tagengine campaign remove NAME` frees both).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 from pathlib import Path
@@ -26,7 +28,7 @@ from ...pages.campaign_start import RulesetFile, StartForm, checked_start, start
 from ...ruleset import Ruleset
 from ...ruleset.load import MAX_BYTES
 from ..context import ServerContext
-from ..limits import MAX_RULESET_FORM, RULESETS_LISTED
+from ..limits import CAMPAIGNS_KEPT, MAX_RULESET_FORM, MIB, RULESETS_KEPT, RULESETS_LISTED
 from ..memory.campaigns import RULESETS_FOLDER, new_campaign
 from ..memory.store import NAME
 from ..wire.forms import FormPost, post_of
@@ -102,13 +104,25 @@ def check_post(post: FormPost, listing: list[RulesetFile]) -> StartForm:
 
 
 def make_campaign(ctx: ServerContext, form: StartForm) -> str | None:
-    """Make the campaign; None when made, else why not (its name was taken meanwhile, a file cannot be kept)."""
+    """Make the campaign; None when made, else why not (its name was taken meanwhile, a file cannot be kept, the
+    data folder holds CAMPAIGNS_KEPT campaigns or RULESETS_KEPT bytes of rulesets). An uploaded ruleset written
+    for a campaign that is then not made is removed again."""
+    if ctx.store.campaign_count() >= CAMPAIGNS_KEPT:
+        return (f"This server keeps {CAMPAIGNS_KEPT} campaigns at most, and has them; its operator can remove one "
+                "(tagengine campaign remove NAME).")
+    written = None
     if form.given is not None:
-        path = ctx.options.data / RULESETS_FOLDER / f"{hashlib.sha256(form.given).hexdigest()}.json"
+        folder = ctx.options.data / RULESETS_FOLDER
+        path = folder / f"{hashlib.sha256(form.given).hexdigest()}.json"
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(parents=True, exist_ok=True)
             if not path.exists():
+                if kept_bytes(folder) + len(form.given) > RULESETS_KEPT:
+                    return (f"This server keeps {RULESETS_KEPT // MIB} MiB of uploaded rulesets at most, and this one "
+                            "would pass it: choose one of its rulesets, or ask its operator to remove a campaign "
+                            "(tagengine campaign remove NAME).")
                 write_atomic(path, form.given)
+                written = path
         except OSError as e:
             log.error("cannot keep an uploaded ruleset in %s: %s", path, e)
             return "The server cannot keep the uploaded ruleset (see its log)."
@@ -119,5 +133,16 @@ def make_campaign(ctx: ServerContext, form: StartForm) -> str | None:
     try:
         new_campaign(ctx.store, form.name, ruleset, form.characters)
     except (ValueError, TagengineError, OSError) as e:
+        if written is not None:
+            written.unlink(missing_ok=True)
         return f"{e}"
     return None
+
+
+def kept_bytes(folder: Path) -> int:
+    """The bytes of the rulesets the data folder keeps (`rulesets/*.json`)."""
+    total = 0
+    for path in folder.glob("*.json"):
+        with contextlib.suppress(OSError):  # removed meanwhile
+            total += path.stat().st_size
+    return total
