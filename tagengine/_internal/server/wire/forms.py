@@ -109,11 +109,8 @@ class FormPost:
         return found[-1] if found else default
 
 
-def read_form(content_type: str, body: bytes) -> FormPost:
-    return post_of(form_parts(content_type, body))
-
-
 def post_of(parts: list[Part]) -> FormPost:
+    """The parts of a form (`form_parts`) as its text fields and its files."""
     post = FormPost()
     for p in parts:
         if p.filename is not None:
