@@ -89,7 +89,7 @@ async def checker_page(ctx: ServerContext, request: Request) -> Response:
     data: bytes | None = None
     source, pasted = "", None
     if request.method == "POST":
-        data, source, pasted = form_ruleset(await posted_parts(request, MAX_RULESET_FORM))
+        data, source, pasted = await run_in_threadpool(form_ruleset, await posted_parts(request, MAX_RULESET_FORM))
     # up to 4 MB parsed and validated, and its page drawn (PROBLEMS_SHOWN problems at most, and the pasted text
     # again): in worker threads, so chat requests are not held up meanwhile
     inspected = await run_in_threadpool(inspection_context, data, source)
