@@ -114,6 +114,8 @@ def _changed(rs: Ruleset, state: GameState, name: str, changes: Changes, *, part
             rolled.append((c.path, step.rolled))
     if problems:
         return Edited(state, problems=tuple(problems))
+    if current is state:  # every change set a value to what it reads already: the very state, nothing to keep
+        return Edited(state, tuple(applied), (), tuple(rolled))
     return Edited(_settled(rs, current, name, party), tuple(applied), (), tuple(rolled))
 
 
