@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ...samples import folder as bundled_samples
 from ...tags import scan
 from ..options import Options
 from ..wire.chat_completions import chat_completion, content_chunk, model_list
@@ -29,7 +30,6 @@ from .client import UpstreamKind
 
 DEMO = "demo"
 BASE = "http://demo.invalid/v1"
-SAMPLES = Path(__file__).resolve().parents[4] / "samples"
 
 
 def _is_demo(url: str) -> bool:
@@ -53,7 +53,8 @@ class DemoGame:
 
     @classmethod
     def load(cls, samples: Path | None) -> DemoGame:
-        doc = json.loads(((samples or SAMPLES) / "transcripts" / "demo-game.json").read_text(encoding="utf-8"))
+        where = samples or bundled_samples()  # the package's own, installed or in a checkout (PK-1)
+        doc = json.loads((where / "transcripts" / "demo-game.json").read_text(encoding="utf-8"))
         return cls(tuple(tuple(r) for r in doc["replies"]), doc["end"])
 
     def reply(self, turn: int, version: int) -> str:
@@ -140,7 +141,8 @@ class DemoCheck:
 
     @classmethod
     def load(cls, samples: Path | None) -> DemoCheck:
-        doc = json.loads(((samples or SAMPLES) / "transcripts" / "demo-check.json").read_text(encoding="utf-8"))
+        where = samples or bundled_samples()  # the package's own, installed or in a checkout (PK-1)
+        doc = json.loads((where / "transcripts" / "demo-check.json").read_text(encoding="utf-8"))
         return cls(doc["reply"], doc["after"], doc["unsettled"])
 
     @cached_property
