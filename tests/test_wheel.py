@@ -17,9 +17,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from serve_kit import Served
 
 from conftest import ROOT, SAMPLES
-from serve_kit import Served
 from tagengine._internal.samples import KINDS
 from tagengine._internal.version import git_commit
 
