@@ -45,19 +45,19 @@ class Sample:
         return self.path.name.split(".")[0]
 
 
-def folder() -> Path:
+def samples_dir() -> Path:
     """The samples folder: tagengine/samples/ of an installed wheel, samples/ of a checkout."""
     return resource_dir("samples")
 
 
 def sample_path(kind: str, filename: str) -> Path:
     """One bundled file's path (`sample_path("transcripts", "demo-game.json")`)."""
-    return folder() / kind / filename
+    return samples_dir() / kind / filename
 
 
 def bundled() -> list[Sample]:
     """Every bundled sample, kind by kind in KINDS' order, by name within a kind."""
-    base = folder()
+    base = samples_dir()
     return [Sample(f"{kind}/{p.name}", kind, p, _about(kind, p))
             for kind, _ in KINDS for p in sorted((base / kind).glob("*")) if p.is_file()]
 
@@ -94,7 +94,7 @@ def chosen(names: list[str]) -> tuple[list[Sample], list[str]]:
     return [s for s in every if s.name in picked], unknown
 
 
-Outcome = Literal["written", "same", "kept"]
+CopyOutcome = Literal["written", "same", "kept"]
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class Copied:
 
     sample: Sample
     target: Path
-    outcome: Outcome
+    outcome: CopyOutcome
 
 
 def copy_out(samples: list[Sample], to: Path, *, replace: bool = False) -> list[Copied]:

@@ -39,7 +39,7 @@ def cmd_samples_list(args: Namespace, out: TextIO, err: TextIO) -> int:
     if args.json:
         print_json([{"name": s.name, "kind": s.kind, "about": s.about, "path": str(s.path)} for s in every], out)
         return 0
-    out.write(f"bundled in {samples.folder()}\n")
+    out.write(f"bundled in {samples.samples_dir()}\n")
     for kind, what in samples.KINDS:
         out.write(f"\n{kind}/: {what}\n")
         for s in (s for s in every if s.kind == kind):

@@ -107,7 +107,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                    count_with_upstream=args.count_with_upstream, hide_tags=args.hide_tags, keep=args.keep,
                    settle_checks=args.settle_checks, upstream_transport=args.upstream_transport, host=args.host,
                    allow_host=tuple(args.allow_host), allow_origin=tuple(args.allow_origin),
-                   trust_proxy=args.trust_proxy, rulesets=Path(args.rulesets) if args.rulesets else _samples_folder())
+                   trust_proxy=args.trust_proxy, rulesets=Path(args.rulesets) if args.rulesets else _bundled_rulesets())
     return serve(opts, args.host, args.port, err)
 
 
@@ -128,11 +128,11 @@ def _open_store(args: argparse.Namespace) -> Store:
     return Store(args.data or default_data_dir())
 
 
-def _samples_folder() -> Path:
+def _bundled_rulesets() -> Path:
     """serve's default --rulesets: the bundled sample rulesets, so /ui/new has rulesets to offer (issue 41)."""
-    from ..samples import folder
+    from ..samples import samples_dir
 
-    return folder() / "rulesets"
+    return samples_dir() / "rulesets"
 
 
 def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

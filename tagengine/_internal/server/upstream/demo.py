@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ...samples import folder as bundled_samples
+from ...samples import samples_dir
 from ...tags import scan
 from ..options import Options
 from ..wire.chat_completions import chat_completion, content_chunk, model_list
@@ -53,7 +53,7 @@ class DemoGame:
 
     @classmethod
     def load(cls, samples: Path | None) -> DemoGame:
-        where = samples or bundled_samples()  # the package's own, installed or in a checkout (PK-1)
+        where = samples or samples_dir()  # the package's own, installed or in a checkout (PK-1)
         doc = json.loads((where / "transcripts" / "demo-game.json").read_text(encoding="utf-8"))
         return cls(tuple(tuple(r) for r in doc["replies"]), doc["end"])
 
@@ -141,7 +141,7 @@ class DemoCheck:
 
     @classmethod
     def load(cls, samples: Path | None) -> DemoCheck:
-        where = samples or bundled_samples()  # the package's own, installed or in a checkout (PK-1)
+        where = samples or samples_dir()  # the package's own, installed or in a checkout (PK-1)
         doc = json.loads((where / "transcripts" / "demo-check.json").read_text(encoding="utf-8"))
         return cls(doc["reply"], doc["after"], doc["unsettled"])
 
