@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -182,3 +183,21 @@ def test_samples_imports_no_engine():
     ours = {n for n in names if n.startswith("tagengine._internal.") and n.count(".") == 2}
     assert ours <= {"tagengine._internal.errors", "tagengine._internal.files", "tagengine._internal.cli",
                     "tagengine._internal.lazy", "tagengine._internal.samples", "tagengine._internal.resources"}, ours
+
+
+def test_the_demos_next_commands_run_where_it_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """`tagengine demo` ends with what to try next; each of those commands works as printed in any folder (the
+    samples copied out first), so the demo never sends a new user to a path that is not there. `serve` runs
+    for good, so it is only parsed."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # campaign new's default data folder
+    code, out, _ = call("demo")
+    assert code == 0
+    commands = [shlex.split(c) for c in re.findall(r"tagengine ([^#&\n]+)", out[out.index("Try next:"):])]
+    assert [c[0] for c in commands] == ["samples", "replay", "preview", "campaign", "serve"]
+    for argv in commands[:-1]:
+        code, _, err = call(*argv)
+        assert code == 0, (argv, err)
+    from tagengine._internal.cli.arguments import arg_parser
+
+    assert arg_parser(commands[-1]).parse_args(commands[-1]).upstream == "demo"

@@ -1,6 +1,6 @@
 """The samples tagengine ships (issue 41, decisions PK-1..PK-4): the sample rulesets and a start state for each, the
 SillyTavern Game Master card, and the demo's scripted games. `tagengine demo`, `serve --upstream demo`,
-`campaign new --sample`, `serve`'s default `--rulesets` and `tagengine samples` read them here.
+`campaign new NAME SAMPLE`, `serve`'s default `--rulesets` and `tagengine samples` read them here.
 
 One source: the repository's `samples/` folder, which the wheel carries as `tagengine/samples/` (pyproject's
 force-include, one line per kind below), found through `resources.resource_dir` as the grammars are; so an
@@ -22,7 +22,7 @@ from .resources import resource_dir
 # The kinds of sample, each a folder of samples/, in the order `tagengine samples` lists them, with what it is for.
 # pyproject.toml force-includes exactly these folders into the wheel (tests/test_wheel.py checks both agree).
 KINDS: tuple[tuple[str, str], ...] = (
-    ("rulesets", "ruleset files: `tagengine check`, `state new`, `campaign new --sample NAME`, serve's /ui/new"),
+    ("rulesets", "ruleset files: `tagengine check`, `state new`, `campaign new NAME SAMPLE`, serve's /ui/new"),
     ("states", "a start state for the ruleset of the same name, its characters made"),
     ("sillytavern", "SillyTavern character cards: Character Management -> Import Character from File"),
     ("transcripts", "the demo's games: `tagengine demo` replays crew-night, `serve --upstream demo` plays demo-game"),
@@ -63,7 +63,7 @@ def bundled() -> list[Sample]:
 
 
 def ruleset_names() -> list[str]:
-    """The bundled rulesets' short names (`blades-like`), the names `campaign new --sample` takes."""
+    """The bundled rulesets' short names (`blades-like`), the names `campaign new NAME SAMPLE` takes."""
     return [s.stem for s in bundled() if s.kind == "rulesets"]
 
 

@@ -82,6 +82,6 @@ def walkthrough(out: TextIO, samples: Path) -> int:
               "          tagengine replay samples/rulesets/blades-like.json samples/transcripts/crew-night.jsonl "
               "-o out.jsonl --states-dir states\n"
               "          tagengine preview samples/rulesets/blades-like.json states/crew-night.json\n"
-              "Play it:  tagengine campaign new heist --sample blades-like && "
+              "Play it:  tagengine campaign new heist blades-like && "
               "tagengine serve --upstream demo --campaign heist\n")
     return status
