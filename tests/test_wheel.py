@@ -39,6 +39,16 @@ def wheel(tmp_path_factory) -> Path:
     return whl
 
 
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory) -> Path:
+    """A fresh virtual environment with the wheel installed (not editable), shared by this module's tests."""
+    env_dir = tmp_path_factory.mktemp("installed") / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)], check=True,
+                   cwd=env_dir.parent)
+    return env_dir
+
+
 def test_wheel_carries_grammars_and_prompts(wheel: Path):
     names = zipfile.ZipFile(wheel).namelist()
     for folder in ("grammars", "prompts", "pages", "sillytavern"):  # sillytavern/: the extension (issue 28)
@@ -73,11 +83,9 @@ def run_in(folder: Path, *argv: str, env: dict[str, str] | None = None) -> subpr
     return subprocess.run(list(argv), capture_output=True, text=True, cwd=folder, env=env, timeout=300)
 
 
-def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path):
-    env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
+def test_installed_wheel_runs_outside_the_checkout(installed: Path, tmp_path: Path):
+    env_dir = installed
     py = env_dir / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(wheel)], check=True, cwd=tmp_path)
     exe = str(env_dir / "bin" / "tagengine")
     sample = tmp_path / "gravewatch.json"
     shutil.copy(SAMPLES / "rulesets" / "gravewatch.json", sample)
@@ -113,14 +121,11 @@ def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path):
         assert "## Game Master rules reference" in json.loads(p.stdout)["system"]
 
 
-def test_a_new_user_plays_the_demo_from_an_empty_folder(wheel: Path, tmp_path: Path):
+def test_a_new_user_plays_the_demo_from_an_empty_folder(installed: Path, tmp_path: Path):
     """Issue 41, as the README tells a new user: install, then in a folder of their own the demo, a campaign from
     a bundled sample, the server with the demo model and one turn with its receipts, the GM card and the
     extension for SillyTavern, and a sample copied out to edit and check. Nothing reads the checkout."""
-    env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)], check=True,
-                   cwd=tmp_path)
+    env_dir = installed
     exe = str(env_dir / "bin" / "tagengine")
     home = tmp_path / "player"
     home.mkdir()
