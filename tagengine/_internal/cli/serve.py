@@ -2,7 +2,9 @@
 serves) and `tagengine sessions end` (its pages' sign-ins, issue 26). The server's packages (Starlette, uvicorn,
 httpx) are imported only when `serve` or `campaign` runs.
 
-Every option of `serve` is in `add_serve`, and `cmd_serve` passes each to `server.app.Options`.
+Every option of `serve` is in `add_serve`, and `cmd_serve` passes each to `server.app.Options`. A campaign's
+ruleset may be a bundled sample's name (`campaign new heist blades-like`, issue 41, PK-3), and `serve --rulesets`
+defaults to the bundled rulesets (PK-4): both through `_internal/samples.py`.
 """
 
 from __future__ import annotations
