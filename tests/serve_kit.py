@@ -292,10 +292,12 @@ class Served:
     descriptors (`nofile`: its limit on open files, soft and hard), its memory, its log (standard error, read
     into `lines` as it comes, so the pipe never fills). Stopped on exit (SIGINT, then killed), bounded."""
 
-    def __init__(self, data: Path, upstream: str, *args: str, nofile: int | None = None) -> None:
-        self.argv = [sys.executable, "-m", "tagengine", "serve", "--upstream", upstream, "--port", "0",
-                     "--data", str(data), *args]
+    def __init__(self, data: Path, upstream: str, *args: str, nofile: int | None = None,
+                 exe: tuple[str, ...] = (sys.executable, "-m", "tagengine"), cwd: Path | None = None) -> None:
+        """`exe`: the command that is tagengine (an installed wheel's console script, tests/test_wheel.py)."""
+        self.argv = [*exe, "serve", "--upstream", upstream, "--port", "0", "--data", str(data), *args]
         self.nofile = nofile
+        self.cwd = cwd
         self.lines: list[str] = []
         self.url = ""
 
@@ -308,7 +310,8 @@ class Served:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, preexec_fn=limit if nofile else None)
+                                     stderr=subprocess.PIPE, text=True, preexec_fn=limit if nofile else None,
+                                     cwd=self.cwd)
         started = threading.Event()
 
         def read() -> None:

@@ -10,7 +10,6 @@ ruleset and listing the folder run in a worker thread.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from pathlib import Path
 from urllib.parse import quote
@@ -21,14 +20,15 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ...errors import TagengineError
-from ...files import read_file, write_atomic
+from ...files import read_file
 from ...pages.campaign_start import RulesetFile, StartForm, checked_start, start_context
 from ...ruleset import Ruleset
 from ...ruleset.load import MAX_BYTES
+from ...samples import sample_path, samples_dir
 from ..context import ServerContext
 from ..errors import Refused
-from ..limits import MAX_RULESET_FORM, RULESETS_LISTED
-from ..memory.campaigns import RULESETS_FOLDER, new_campaign
+from ..limits import MAX_RULESET_FILE, MAX_RULESET_FORM, RULESETS_LISTED
+from ..memory.campaigns import kept_ruleset, new_campaign
 from ..memory.store import NAME
 from ..wire.body import body_within
 from ..wire.forms import FormPost, read_form
@@ -107,18 +107,19 @@ def check_post(post: FormPost, listing: list[RulesetFile]) -> StartForm:
 
 def make_campaign(ctx: ServerContext, form: StartForm) -> str | None:
     """Make the campaign; None when made, else why not (its name was taken meanwhile, a file cannot be kept)."""
-    if form.given is not None:
-        path = ctx.options.data / RULESETS_FOLDER / f"{hashlib.sha256(form.given).hexdigest()}.json"
+    assert form.given is not None or ctx.options.rulesets is not None  # a folder file was chosen: there is one
+    bundled = form.given is None and ctx.options.rulesets is not None and \
+        ctx.options.rulesets.resolve() == (samples_dir() / "rulesets").resolve()
+    if form.given is not None or bundled:  # the installed package's own copy moves with an upgrade: keep ours (PK-3)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if not path.exists():
-                write_atomic(path, form.given)
+            given = form.given if form.given is not None else read_file(sample_path("rulesets", form.chosen),
+                                                                          MAX_RULESET_FILE)
+            ruleset = str(kept_ruleset(ctx.options.data, given))
         except OSError as e:
-            log.error("cannot keep an uploaded ruleset in %s: %s", path, e)
-            return "The server cannot keep the uploaded ruleset (see its log)."
-        ruleset = str(path)
+            log.error("cannot keep a ruleset in %s: %s", ctx.options.data, e)
+            return "The server cannot keep the ruleset (see its log)."
     else:
-        assert ctx.options.rulesets is not None  # a folder file was chosen, so there is a folder
+        assert ctx.options.rulesets is not None
         ruleset = str(ctx.options.rulesets / form.chosen)
     try:
         new_campaign(ctx.store, form.name, ruleset, form.characters)
