@@ -108,6 +108,8 @@ def check_post(post: FormPost, listing: list[RulesetFile]) -> StartForm:
 def make_campaign(ctx: ServerContext, form: StartForm) -> str | None:
     """Make the campaign; None when made, else why not (its name was taken meanwhile, a file cannot be kept)."""
     assert form.given is not None or ctx.options.rulesets is not None  # a folder file was chosen: there is one
+    if any(r.name == form.name for r in ctx.store.campaigns()):  # before a ruleset is kept for it
+        return f"a campaign named {form.name!r} exists already"
     bundled = form.given is None and ctx.options.rulesets is not None and \
         ctx.options.rulesets.resolve() == (samples_dir() / "rulesets").resolve()
     if form.given is not None or bundled:  # the installed package's own copy moves with an upgrade: keep ours (PK-3)
