@@ -169,6 +169,10 @@ class Fake:
     # `probe_status` when set), and recorded in `probes`, not in `bodies`
     probe_status: int | None = None
     probes: list[bytes] = field(default_factory=list)
+    # a stream that waits, after its first pieces, until the test sets `gate` (at most 30 s); `paused` is set once
+    # it waits there: the server's turn has opened and its reply is being written
+    gate: threading.Event | None = None
+    paused: threading.Event = field(default_factory=threading.Event)
 
     def app(self) -> Starlette:
         release = asyncio.Event()  # never set: a hung upstream waits until the server gives up
@@ -220,6 +224,12 @@ class Fake:
                         i = j
                         if self.hold and i > 5:
                             await release.wait()
+                        if self.gate is not None and i > 5 and not self.gate.is_set():
+                            self.paused.set()
+                            for _ in range(3000):
+                                if self.gate.is_set():
+                                    break
+                                await asyncio.sleep(0.01)
                     if self.mode == "cut":
                         return
                     yield sse(chunk(finish="stop"))
