@@ -11,7 +11,9 @@ each with its greeting only) by the id a request may give (`X-Tagengine-Chat`, o
 the SillyTavern extension sends SillyTavern's chat id): an edit made with an id waits for that chat only, one
 made without waits for any chat at its key, and a request without an id sees every edit at its key (ED-25).
 An edit made while a reply from its key is being written is carried to the key after that reply, so the next
-reply opens with it (ED-26).
+reply opens with it (ED-26); and one made after a reply that the chat then replaced (a regenerate, a swipe, the
+reply deleted) waits for the reply that replaces it: an edit remembers the key before the reply it was made after,
+and a reply from that key opens with it too (ED-28).
 """
 
 from __future__ import annotations
@@ -49,18 +51,21 @@ class PendingEdits:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._keys, self._seq = store.edit_keys()
+        self._keys, self._parents, self._seq = store.edit_keys()
         self._memo: dict[tuple[str, str | None, int], tuple[GameState, Receipted]] = {}
 
     def has(self, key: str) -> bool:
-        return key in self._keys
+        return key in self._keys or key in self._parents
 
     def waiting(self, key: str, chat: str | None = None) -> Waiting:
         """The edits waiting at `key` that the chat `chat` sees (none when the store cannot be read: logged,
         S-33)."""
-        if key not in self._keys:
+        if not self.has(key):
             return Waiting()
-        rows = [r for r in self.store.edits_at(key) if sees(chat, r[3])]
+        rows = [r for r in self.store.edits_at(key) if sees(chat, r[3])] if key in self._keys else []
+        if key in self._parents:  # made after a reply from here that the chat no longer holds (ED-28)
+            rows += [r[1:] for r in self.store.edits_after(key) if r[0] != key and sees(chat, r[4])]
+            rows.sort(key=lambda r: r[0])
         edits = []
         for _, who, text, _ in rows:
             try:
@@ -69,17 +74,20 @@ class PendingEdits:
                 log.warning("an edit waiting at %s cannot be read; it is left out", key[:16])
         return Waiting(tuple(edits), rows[-1][0] if rows else 0)
 
-    def add(self, campaign: str, key: str, edit: PlayerEdit, chat: str | None = None) -> None:
-        """Keep `edit` waiting at `key` for the chat `chat` (None: any), after those there; the campaign's oldest
-        keys past EDIT_KEYS are dropped (a history that went back past them will not reach them). Raises
-        sqlite3.Error when the store cannot keep it."""
+    def add(self, campaign: str, key: str, edit: PlayerEdit, chat: str | None = None,
+            parent: str | None = None) -> None:
+        """Keep `edit` waiting at `key` for the chat `chat` (None: any), made after the reply from `parent` (None:
+        not known), after those there; the campaign's oldest keys past EDIT_KEYS are dropped (a history that went
+        back past them will not reach them). Raises sqlite3.Error when the store cannot keep it."""
         self._added(*self.store.add_edit(campaign, key, edit.who, encode_changes(edit.changes), chat=chat or "",
-                                         after=self._seq, keys_kept=EDIT_KEYS), key)
+                                         parent=parent or "", after=self._seq, keys_kept=EDIT_KEYS), key, parent)
 
-    def _added(self, seq: int, dropped: list[str], key: str) -> None:
+    def _added(self, seq: int, dropped: list[str], key: str, parent: str | None = None) -> None:
         self._seq = seq
         self._keys.add(key)
         self._keys.difference_update(dropped)
+        if parent:
+            self._parents.add(parent)  # a parent whose edits were dropped reads none: the store is the truth
 
     def carry(self, campaign: str, key: str, to: str, chat: str | None, after: int) -> int:
         """The edits the chat `chat` sees at `key`, made after the one numbered `after` (while a reply from `key`
@@ -90,7 +98,7 @@ class PendingEdits:
         if key not in self._keys or key == to:
             return 0
         late = [r for r in self.store.edits_at(key) if r[0] > after and sees(chat, r[3])]
-        for _, who, changes, made_for in late:
+        for _, who, changes, made_for in late:  # no parent: the reply from `key` made again meets them at `key`
             self._added(*self.store.add_edit(campaign, to, who, changes, chat=made_for, after=self._seq,
                                              keys_kept=EDIT_KEYS), to)
         return len(late)

@@ -50,6 +50,7 @@ class Point:
     newest: Newest | None = None
     closed: str | None = None
     chat: str | None = None  # the chat a history named (ED-25); None: any chat at this key
+    parent: str | None = None  # the key before the reply this point follows, when a history names it (ED-28)
 
     @property
     def state(self) -> GameState:
@@ -63,10 +64,11 @@ class Point:
                 "waiting": len(self.waiting.edits), "revision": self.state.party_revision}
 
 
-def _point(ctx: ServerContext, c: Campaign, key: str, base: GameState, start: bool,
-           newest: Newest | None = None, closed: str | None = None, chat: str | None = None) -> Point:
+def _point(ctx: ServerContext, c: Campaign, key: str, base: GameState, start: bool, newest: Newest | None = None,
+           closed: str | None = None, chat: str | None = None, parent: str | None = None) -> Point:
     waiting = ctx.edits.waiting(key, chat)
-    return Point(key, base, waiting, ctx.edits.made(c.rs, base, key, waiting, chat), start, newest, closed, chat)
+    made = ctx.edits.made(c.rs, base, key, waiting, chat)
+    return Point(key, base, waiting, made, start, newest, closed, chat, parent)
 
 
 def newest_point(ctx: ServerContext, c: Campaign) -> Point:
@@ -91,7 +93,7 @@ def replayed_point(ctx: ServerContext, c: Campaign, after: Replayed, chat: str |
     there for `chat`; the campaign's start when it is the first key, no reply has been kept and no chat is named
     (an edit a chat names is that chat's, ED-25)."""
     start = after.key == first_key(c) and chat is None and ctx.store.head(c.name) is None
-    return _point(ctx, c, after.key, after.state, start, chat=chat)
+    return _point(ctx, c, after.key, after.state, start, chat=chat, parent=after.parent)
 
 
 def page_stamp(c: Campaign, point: Point) -> str:
@@ -123,7 +125,7 @@ def save_edit(ctx: ServerContext, c: Campaign, point: Point, who: str | None, ch
                                                "next reply already; play a turn, then edit", None),))
     name = None if who is None else state.character(who)
     try:
-        ctx.edits.add(c.name, point.key, PlayerEdit(name, edited.changes), point.chat)
+        ctx.edits.add(c.name, point.key, PlayerEdit(name, edited.changes), point.chat, point.parent)
     except sqlite3.Error as e:
         log.error("campaign %s: the store cannot keep a player's edit: %s", c.name, e)
         raise Refused(503, "the server cannot keep the edit now (its store failed; see its log)", "store_failed",

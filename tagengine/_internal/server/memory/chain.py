@@ -81,6 +81,7 @@ class Replayed:
     notes: tuple[str, ...] = ()  # for the x-tagengine-history header: what the history lacked
     replies: tuple[str, ...] = ()  # the assistant messages as the chain read them (--hide-tags: tagged again)
     rewritten: tuple[int, ...] = ()  # replies (by index) whose receipts a replay writes differently: edited ones
+    parent: str | None = None  # the key before the last reply (None: the history has none)
 
 
 class Chain:
@@ -258,7 +259,7 @@ class ReplayJob:
             log.warning("campaign %s: the history's receipts do not match a replay from the campaign's start "
                         "(messages dropped by the chat app, or an edited reply); the state is the replay's", c.name)
         return Replayed(state, keys[-1], len(replies) - self.start, consistent, tuple(self.notes), tuple(replies),
-                        tuple(rewritten))
+                        tuple(rewritten), keys[-2] if len(keys) > 1 else None)
 
 
 def _write_replayed(store: Store, c: Campaign, snaps: list[tuple[str, GameState]],
