@@ -1,4 +1,4 @@
-// Where tagengine is and how the page reaches it (issue 28, decisions STX-2, STX-3), and the chat on screen as
+// Where tagengine is and how the page reaches it (decisions STX-2, STX-3), and the chat on screen as
 // the messages tagengine reads.
 //
 // By default the page calls tagengine through SillyTavern's own server: a request to SillyTavern's chat

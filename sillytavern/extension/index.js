@@ -1,4 +1,4 @@
-// tagengine inside SillyTavern (issue 28; docs/sillytavern.md, decisions STX-1..STX-13): the game of the chat on
+// tagengine inside SillyTavern (docs/sillytavern.md, decisions STX-1..STX-13): the game of the chat on
 // screen in a panel, receipts as badges in the messages, the chat's campaign and a picker for it, a check's
 // dice card, and the hand edits of the game sheet. SillyTavern loads this module (manifest.json's `js`) and calls
 // `init` (its `activate` hook).

@@ -1,4 +1,4 @@
-"""The samples tagengine ships (issue 41, decisions PK-1..PK-4): the sample rulesets and a start state for each, the
+"""The samples tagengine ships (decisions PK-1..PK-4): the sample rulesets and a start state for each, the
 SillyTavern Game Master card, and the demo's scripted games. `tagengine demo`, `serve --upstream demo`,
 `campaign new NAME SAMPLE`, `serve`'s default `--rulesets` and `tagengine samples` read them here.
 

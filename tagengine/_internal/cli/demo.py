@@ -16,7 +16,7 @@ def add_demo(d: ArgumentParser) -> None:
 def cmd_demo(args: Namespace, out: TextIO, err: TextIO) -> int:
     from ..samples import samples_dir
 
-    return walkthrough(out, samples_dir())  # the package's own, from any folder (issue 41, PK-1)
+    return walkthrough(out, samples_dir())  # the package's own, from any folder (PK-1)
 
 
 def walkthrough(out: TextIO, samples: Path) -> int:

@@ -1,4 +1,4 @@
-"""`tagengine samples` (issue 41): what the package bundles (`samples list`, also plain `tagengine samples`) and a
+"""`tagengine samples`: what the package bundles (`samples list`, also plain `tagengine samples`) and a
 copy of some of it for a ruleset author to start from (`samples copy`). The files are `_internal/samples.py`'s.
 
 Exit codes as everywhere: 0 ok; 1 a file that cannot be read or written, or a copy that would overwrite a
