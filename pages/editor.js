@@ -1,4 +1,4 @@
-// The editor's script (issue 27). Every form works without it; it only improves them: a form posts without a
+// The editor's script. Every form works without it; it only improves them: a form posts without a
 // reload (the page's main part is replaced by the answer's), a chip appends its word, and the sheet editor shows
 // as it is typed what the server re-computes for the draft (derived values, check numbers, what `hideWhen`
 // hides, "Choose N", problems). Text from the server is set as text, never as markup.

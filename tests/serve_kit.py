@@ -169,6 +169,10 @@ class Fake:
     # `probe_status` when set), and recorded in `probes`, not in `bodies`
     probe_status: int | None = None
     probes: list[bytes] = field(default_factory=list)
+    # a stream that waits, after its first pieces, until the test sets `gate` (at most 30 s); `paused` is set once
+    # it waits there: the server's turn has opened and its reply is being written
+    gate: threading.Event | None = None
+    paused: threading.Event = field(default_factory=threading.Event)
 
     def app(self) -> Starlette:
         release = asyncio.Event()  # never set: a hung upstream waits until the server gives up
@@ -220,6 +224,12 @@ class Fake:
                         i = j
                         if self.hold and i > 5:
                             await release.wait()
+                        if self.gate is not None and i > 5 and not self.gate.is_set():
+                            self.paused.set()
+                            for _ in range(3000):
+                                if self.gate.is_set():
+                                    break
+                                await asyncio.sleep(0.01)
                     if self.mode == "cut":
                         return
                     yield sse(chunk(finish="stop"))
@@ -292,10 +302,12 @@ class Served:
     descriptors (`nofile`: its limit on open files, soft and hard), its memory, its log (standard error, read
     into `lines` as it comes, so the pipe never fills). Stopped on exit (SIGINT, then killed), bounded."""
 
-    def __init__(self, data: Path, upstream: str, *args: str, nofile: int | None = None) -> None:
-        self.argv = [sys.executable, "-m", "tagengine", "serve", "--upstream", upstream, "--port", "0",
-                     "--data", str(data), *args]
+    def __init__(self, data: Path, upstream: str, *args: str, nofile: int | None = None,
+                 exe: tuple[str, ...] = (sys.executable, "-m", "tagengine"), cwd: Path | None = None) -> None:
+        """`exe`: the command that is tagengine (an installed wheel's console script, tests/test_wheel.py)."""
+        self.argv = [*exe, "serve", "--upstream", upstream, "--port", "0", "--data", str(data), *args]
         self.nofile = nofile
+        self.cwd = cwd
         self.lines: list[str] = []
         self.url = ""
 
@@ -308,7 +320,8 @@ class Served:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, preexec_fn=limit if nofile else None)
+                                     stderr=subprocess.PIPE, text=True, preexec_fn=limit if nofile else None,
+                                     cwd=self.cwd)
         started = threading.Event()
 
         def read() -> None:

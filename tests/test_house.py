@@ -423,3 +423,14 @@ def test_no_name_is_another_modules_name_for_another_thing():
     assert not found, "\n".join(found)
     for n in SAME_AS_A_MODULE:  # the allow-list stays true: each is still a function beside a module of its name
         assert stems.get(n) and any(n in top_level_names(p) for p in mods.values()), n
+
+
+def test_comments_say_why_not_which_issue():
+    """The code's comments and docstrings say why a line is there (a decision ID where one holds the reasoning),
+    never which issue it came from: an issue number means nothing to a reader of the code."""
+    said = re.compile(r"\bissue \d+", re.IGNORECASE)
+    found = [f"{p.relative_to(ROOT)}:{n}" for folder in ("tagengine", "pages", "prompts", "grammars",
+                                                          "sillytavern/extension")
+             for p in sorted((ROOT / folder).rglob("*")) if p.suffix in (".py", ".js", ".css", ".j2", ".lark")
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if said.search(line)]
+    assert not found, found

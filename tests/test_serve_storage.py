@@ -144,7 +144,7 @@ def test_the_pages_keep_uploaded_rulesets_up_to_the_bound_and_no_more(tmp_path):
         assert start(c, "fits", text).status_code == 303  # exactly RULESETS_KEPT bytes now
         assert start(c, "again", text).status_code == 303  # the same file again: nothing more is kept
         refused = start(c, "past", text + b" ")  # one byte more would pass the bound
-        assert refused.status_code == 422 and "MiB of uploaded rulesets at most" in refused.text
+        assert refused.status_code == 422 and "MiB of rulesets in its data folder at most" in refused.text
         assert len(list(folder.glob("*.json"))) == 2
         (folder / "filler.json").unlink()
         assert start(c, "past", text + b" ").status_code == 303

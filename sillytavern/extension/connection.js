@@ -1,4 +1,4 @@
-// Where tagengine is and how the page reaches it (issue 28, decisions STX-2, STX-3), and the chat on screen as
+// Where tagengine is and how the page reaches it (decisions STX-2, STX-3), and the chat on screen as
 // the messages tagengine reads.
 //
 // By default the page calls tagengine through SillyTavern's own server: a request to SillyTavern's chat
@@ -105,7 +105,6 @@ export function chatMessages(ctx, noteText) {
     return { messages, ids, stored };
 }
 
-/** An error the panel shows as it is: `message` is for people. */
 /** A path of the JSON API, its one scheme: `/tagengine/api/<rest>`, a campaign's under
  * `/tagengine/api/c/<campaign>/<rest>` (`rest` without its leading slash; a campaign's name is encoded). */
 export function apiPath(rest, campaign = null) {
@@ -113,6 +112,21 @@ export function apiPath(rest, campaign = null) {
     return rest ? `${at}/${rest}` : at;
 }
 
+/** The chat on screen's id, which the server keeps its edits apart by (ED-25): two new chats from one card hold
+ * the same greeting, so their messages alone cannot tell them apart. Percent-encoded, since it goes in a header
+ * (SillyTavern's chat ids hold the character's name, which a header cannot carry as it is), and at most 256
+ * characters (a longer one ends with a hash of the whole). Null when no chat is open. */
+export function chatId(ctx) {
+    const id = ctx.chatId;
+    if (id === undefined || id === null || id === '') return null;
+    const text = encodeURIComponent(String(id));
+    if (text.length <= 256) return text;
+    let h = 5381;
+    for (const ch of text) h = ((h * 33) ^ ch.charCodeAt(0)) >>> 0;
+    return `${text.slice(0, 240)}~${h.toString(16)}`;
+}
+
+/** An error the panel shows as it is: `message` is for people. */
 export class Unreachable extends Error {}
 
 /**
@@ -120,6 +134,8 @@ export class Unreachable extends Error {}
  * `messages`. Throws `Unreachable` when tagengine cannot be reached at all.
  */
 export async function callTagengine(ctx, settings, { method = 'GET', path, body = {}, messages = null }) {
+    const chat = chatId(ctx);
+    if (messages && chat !== null) body = { ...body, chat };  // the chat's edits are its own (ED-25)
     const direct = directAddress(settings);
     if (direct) {
         const headers = { 'Content-Type': 'application/json' };

@@ -1,4 +1,4 @@
-// tagengine inside SillyTavern (issue 28; docs/sillytavern.md, decisions STX-1..STX-13): the game of the chat on
+// tagengine inside SillyTavern (docs/sillytavern.md, decisions STX-1..STX-13): the game of the chat on
 // screen in a panel, receipts as badges in the messages, the chat's campaign and a picker for it, a check's
 // dice card, and the hand edits of the game sheet. SillyTavern loads this module (manifest.json's `js`) and calls
 // `init` (its `activate` hook).
@@ -7,7 +7,7 @@
 // (a reply received, a swipe, an edit, a delete, another chat); tagengine replays the chat as a turn would and
 // moves nothing. The chat needs none of this to play: without the extension, the server plays it the same.
 
-import { MARKER, Unreachable, apiPath, callTagengine, chatMessages, customEndpoint, loadPromptRegex } from './connection.js';
+import { MARKER, Unreachable, apiPath, callTagengine, chatId, chatMessages, customEndpoint, loadPromptRegex } from './connection.js';
 import { Panel, el } from './panel.js';
 import { formatterHooks } from './receipts.js';
 
@@ -196,15 +196,22 @@ function redrawMessages() {
     }
 }
 
-/** `X-Tagengine-Type` on each request to the Custom endpoint: the server then knows Test Message, Impersonate
- * and other extensions' prompts for what they are, whatever their texts (TR-5), with nothing to set by hand. */
+/** `X-Tagengine-Type` and `X-Tagengine-Chat` on each request to the Custom endpoint: the server then knows Test
+ * Message, Impersonate and other extensions' prompts for what they are, whatever their texts (TR-5), and which
+ * chat a turn belongs to, so an edit made in one new chat is not met in another from the same card (ED-25); with
+ * nothing to set by hand. */
 function typeHeader(data) {
     if (data?.chat_completion_source !== 'custom') return;
-    const headers = String(data.custom_include_headers ?? '');
-    if (/x-tagengine-type/i.test(headers)) return;
-    const type = JSON.stringify(String(data.type ?? 'normal'));
+    let headers = String(data.custom_include_headers ?? '');
     const list = /^\s*-/.test(headers);
-    data.custom_include_headers = `${headers}${headers.trim() ? '\n' : ''}${list ? '- ' : ''}X-Tagengine-Type: ${type}`;
+    const add = (name, value) => {
+        if (new RegExp(name, 'i').test(headers)) return;
+        headers = `${headers}${headers.trim() ? '\n' : ''}${list ? '- ' : ''}${name}: ${JSON.stringify(value)}`;
+    };
+    add('X-Tagengine-Type', String(data.type ?? 'normal'));
+    const chat = chatId(ctx());
+    if (chat !== null) add('X-Tagengine-Chat', chat);
+    data.custom_include_headers = headers;
 }
 
 function settingsBlock() {

@@ -1,4 +1,4 @@
-// The panel: the game sheet of the chat on screen (issue 28 items 2, 4, 5). Drawn from the state endpoint's
+// The panel: the game sheet of the chat on screen. Drawn from the state endpoint's
 // answer, the game sheet page's plain values (characters, party, clocks as SVG wedges, the last receipts) with
 // each live value's control. Every text is set as text; nothing from the server or the chat becomes markup.
 //

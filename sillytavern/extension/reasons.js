@@ -1,4 +1,4 @@
-// The reason of a refused receipt, in words for players (issue 28, decisions STX-6): one entry for each code of
+// The reason of a refused receipt, in words for players (decisions STX-6): one entry for each code of
 // docs/reasons.md, and no rule ID. tests/test_st_extension.py holds this table to the engine's
 // (tagengine/_internal/commands/reasons.py): a code added there without words here fails it. The object below is
 // strict JSON, so the test reads it as JSON.

@@ -1,4 +1,4 @@
-// Receipts as badges in the displayed messages (issue 28 item 3, decisions STX-6). Display only: SillyTavern's
+// Receipts as badges in the displayed messages (decisions STX-6). Display only: SillyTavern's
 // message formatter runs these hooks each time it turns a message into HTML, so the stored message, the prompt
 // and the chat file keep every tag as the server wrote it.
 //

@@ -1,4 +1,4 @@
-"""`tagengine replay --dask ADDRESS | local:N`: the batch replay on a Dask cluster (issue 16, DK-1..).
+"""`tagengine replay --dask ADDRESS | local:N`: the batch replay on a Dask cluster (DK-1..).
 
 Inputs are JSONL files (paths, globs or fsspec URLs). Each is cut into partitions, byte ranges of about
 `partition_bytes`; a partition owns the lines that *start* inside its range (DK-2). One Dask task replays

@@ -26,7 +26,7 @@ class IdentityCache(Generic[T]):
 
     def get(self, owners: tuple[Any, ...], build: Callable[[], T]) -> T:
         n = len(owners)
-        if n == 1:  # one or two owners, the usual case: the key and the check without iterators (issue 30)
+        if n == 1:  # one or two owners, the usual case: the key and the check without iterators
             key: tuple[int, ...] = (id(owners[0]),)
             hit = self._entries.get(key)  # a single dict read: atomic, no lock needed to look
             if hit is not None and hit[0][0] is not owners[0]:

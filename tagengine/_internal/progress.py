@@ -1,4 +1,4 @@
-"""A progress bar for long replays (issue 16, DK-6): tqdm, imported only when stderr is a terminal and a
+"""A progress bar for long replays (DK-6): tqdm, imported only when stderr is a terminal and a
 bar is asked for; None when tqdm is not installed (the caller then prints its one-line count)."""
 
 from __future__ import annotations

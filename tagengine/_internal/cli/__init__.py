@@ -52,9 +52,9 @@ def _run(argv: Sequence[str] | None, out: TextIO | None, err: TextIO | None, *, 
     except SystemExit as e:  # --help and --version
         return int(e.code or 0)
     if args.version:
-        from ..version import version
+        from ..version import version_line
 
-        out.write(f"tagengine {version()}\n")
+        out.write(version_line() + "\n")
         return 0
     if args.command is None:
         err.write("tagengine: a command is required (see tagengine --help)\n")

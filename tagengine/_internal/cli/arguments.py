@@ -23,6 +23,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("replay", "reprocess transcripts (JSONL, one chat per line)", "replay:add_replay"),
     ("schema", "JSON Schema of the file formats", "ruleset:add_schema"),
     ("demo", "the bundled walkthrough", "demo:add_demo"),
+    ("samples", "the bundled samples (rulesets, start states, the SillyTavern GM card): list them, copy them out",
+     "samples:add_samples"),
     ("campaign", "campaigns for `tagengine serve`: a ruleset and its start state", "serve:add_campaign"),
     ("serve", "the OpenAI-compatible middleware a chat app points at", "serve:add_serve"),
     ("sessions", "the sign-ins to the pages of `tagengine serve`: `sessions end` signs every browser out",

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from argparse import ArgumentParser, Namespace
-
-SAMPLES = Path(__file__).resolve().parents[3] / "samples"  # a source checkout's; a wheel has none
+    from pathlib import Path
 
 
 def add_demo(d: ArgumentParser) -> None:
@@ -16,7 +14,9 @@ def add_demo(d: ArgumentParser) -> None:
 
 
 def cmd_demo(args: Namespace, out: TextIO, err: TextIO) -> int:
-    return walkthrough(out, SAMPLES)
+    from ..samples import samples_dir
+
+    return walkthrough(out, samples_dir())  # the package's own, from any folder (PK-1)
 
 
 def walkthrough(out: TextIO, samples: Path) -> int:
@@ -30,8 +30,6 @@ def walkthrough(out: TextIO, samples: Path) -> int:
     from ..state import GameState
     from ..tags import narration
 
-    if not samples.is_dir():
-        raise FileNotFoundError(f"the bundled samples are not at {samples}; run the demo from a source checkout")
     out.write("== tagengine check, on every sample ruleset\n")
     status = 0
     loaded: dict[str, Ruleset] = {}
@@ -80,7 +78,10 @@ def walkthrough(out: TextIO, samples: Path) -> int:
     for cut in rep.cuts:
         out.write(f"  cut: {cut}\n")
     out.write("\n-- the reminder the GM gets this turn:\n" + prompt.reminder)
-    out.write("\nTry next: tagengine replay samples/rulesets/blades-like.json samples/transcripts/crew-night.jsonl "
+    out.write("\nTry next: tagengine samples copy blades-like transcripts   # into ./samples/, to edit\n"
+              "          tagengine replay samples/rulesets/blades-like.json samples/transcripts/crew-night.jsonl "
               "-o out.jsonl --states-dir states\n"
-              "          tagengine preview samples/rulesets/blades-like.json states/crew-night.json\n")
+              "          tagengine preview samples/rulesets/blades-like.json states/crew-night.json\n"
+              "Play it:  tagengine campaign new heist blades-like && "
+              "tagengine serve --upstream demo --campaign heist\n")
     return status

@@ -2,13 +2,16 @@
 `export|import` in campaign_file.py) and `tagengine sessions end` (its pages' sign-ins). The server's packages
 (Starlette, uvicorn, httpx) are imported only when `serve` or `campaign` runs.
 
-Every option of `serve` is in `add_serve`, and `cmd_serve` passes each to `server.app.Options`.
+Every option of `serve` is in `add_serve`, and `cmd_serve` passes each to `server.app.Options`. A campaign's
+ruleset may be a bundled sample's name (`campaign new heist blades-like`, PK-3), and `serve --rulesets`
+defaults to the bundled rulesets (PK-4): both through `_internal/samples.py`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -30,7 +33,9 @@ def add_campaign(cp: argparse.ArgumentParser) -> None:
     cn = cp_sub.add_parser("new", parents=[data], help="a new campaign: characters at their start values, or a "
                            "state file's")
     cn.add_argument("name")
-    cn.add_argument("ruleset")
+    cn.add_argument("ruleset", help="a ruleset file, or a bundled sample's name (blades-like, ...: `tagengine "
+                    "samples`), copied into the data folder; a sample with no CHARACTER and no --state starts from "
+                    "its start state, the characters made, with dice of its own")
     cn.add_argument("characters", nargs="*", metavar="CHARACTER")
     cn.add_argument("--state", metavar="FILE", help="start from this state file (characters made with `tagengine "
                     "character set`) instead of naming blank characters")
@@ -74,7 +79,8 @@ def add_serve(sv: argparse.ArgumentParser) -> None:
                     help="how the upstream is reached: the server's own HTTP/1.1 transport (default, faster) "
                          "or httpx's")
     sv.add_argument("--rulesets", metavar="DIR", help="a folder of ruleset files (*.json) a campaign started on the "
-                    "pages (/ui/new) may use; a ruleset can also be uploaded there")
+                    "pages (/ui/new) may use (default: the bundled sample rulesets); a ruleset can also be uploaded "
+                    "there")
     # who may talk to the server (docs/security.md)
     sv.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                     help="another name clients reach the server by (a LAN name, the name a proxy passes on), "
@@ -114,7 +120,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                    count_with_upstream=args.count_with_upstream, hide_tags=args.hide_tags, keep=args.keep,
                    settle_checks=args.settle_checks, upstream_transport=args.upstream_transport, host=args.host,
                    allow_host=tuple(args.allow_host), allow_origin=tuple(args.allow_origin),
-                   trust_proxy=args.trust_proxy, rulesets=Path(args.rulesets) if args.rulesets else None)
+                   trust_proxy=args.trust_proxy, rulesets=Path(args.rulesets) if args.rulesets else _bundled_rulesets())
     return serve(opts, args.host, args.port, err)
 
 
@@ -135,15 +141,26 @@ def _open_store(args: argparse.Namespace) -> Store:
     return Store(args.data or default_data_dir())
 
 
+def _bundled_rulesets() -> Path:
+    """serve's default --rulesets: the bundled sample rulesets, so /ui/new has rulesets to offer (PK-4)."""
+    from ..samples import samples_dir
+
+    return samples_dir() / "rulesets"
+
+
 def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ..server.memory.campaigns import new_campaign
 
-    if (args.state is None) == (not args.characters):
+    sample = _sample_start(args)
+    ruleset, state, seed = sample or (args.ruleset, args.state, args.seed)
+    if (state is None) == (not args.characters):
         raise Usage("tagengine campaign new: name the characters, or give --state FILE (not both)")
     store = _open_store(args)
     try:
-        start = None if args.state is None else _state_file(args.state, err)
-        row = new_campaign(store, args.name, args.ruleset, args.characters or (), args.seed, start=start)
+        if sample is not None:
+            ruleset = _kept_sample(store.folder, Path(ruleset))
+        start = None if state is None else _state_file(state, err)
+        row = new_campaign(store, args.name, ruleset, args.characters or (), seed, start=start)
     except ValueError as e:
         err.write(f"tagengine campaign new: {e}\n")
         return 1
@@ -151,6 +168,42 @@ def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         store.close()
     out.write(f"campaign {row.name}: {row.ruleset} (sha256 {row.digest[:12]}), {row.characters}\n")
     return 0
+
+
+def _sample_start(args: argparse.Namespace) -> tuple[str, str | None, str | None] | None:
+    """For `campaign new NAME SAMPLE [CHARACTER...]`, where no file is at SAMPLE and a bundled ruleset has that name
+    (PK-3): its ruleset, the start state and the dice's seed; None for a ruleset file. With no character
+    and no --state the start is the sample's own state, with dice of its own unless --seed is given (as a campaign
+    of blank characters has, S-13): two campaigns from one sample do not roll the same dice."""
+    import secrets
+
+    from .. import samples
+
+    if Path(args.ruleset).exists():
+        return None
+    found = samples.sample_ruleset(args.ruleset)
+    if found is None:
+        if "/" in args.ruleset or "." in args.ruleset or os.sep in args.ruleset:
+            return None  # a file's path: reading it names it (exit 1)
+        raise Usage(f"tagengine campaign new: {args.ruleset}: no such file, nor a bundled ruleset (those are "
+                    f"{', '.join(samples.ruleset_names())}: `tagengine samples`)")
+    ruleset, start = found
+    if args.state is not None or args.characters:
+        return str(ruleset), args.state, args.seed
+    if start is None:
+        raise Usage(f"tagengine campaign new: the sample {args.ruleset} has no start state: name the characters")
+    return str(ruleset), str(start), args.seed or secrets.token_hex(8)
+
+
+def _kept_sample(data: Path, ruleset: Path) -> str:
+    """A copy of a bundled ruleset in the data folder, named by its digest as the pages keep an uploaded one
+    (`rulesets/<sha256>.json`, routes/campaign_pages.py): a campaign reads its ruleset file again and again, and
+    the installed package's own copy moves or changes when tagengine is upgraded or reinstalled (PK-3)."""
+    from ..files import read_file
+    from ..server.limits import MAX_RULESET_FILE
+    from ..server.memory.campaigns import kept_ruleset
+
+    return str(kept_ruleset(data, read_file(ruleset, MAX_RULESET_FILE)))
 
 
 def _state_file(state_file: str, err: TextIO) -> Callable[[Ruleset], GameState]:

@@ -1,5 +1,5 @@
 """`tagengine sheet` (a character's or the party's evaluated sheet) and `tagengine roll` (a character's check,
-rolled with the state's dice: the player's side of a `[check:]` tag, issue 13)."""
+rolled with the state's dice: the player's side of a `[check:]` tag)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def cmd_sheet(args: Namespace, out: TextIO, err: TextIO) -> int:
                       f"{', '.join(state.characters)}\n")
             return 1
         text = render_sheet(rs, sheet)
-    if args.html:  # issue 14: the game sheet page, self-contained
+    if args.html:  # the game sheet page, self-contained
         from ..pages import sheet_html
 
         text = sheet_html(rs, state, [] if args.party else [sheet.name])

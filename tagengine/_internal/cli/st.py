@@ -1,5 +1,5 @@
-"""`tagengine st`, the SillyTavern kit (docs/sillytavern.md): `st regex` (issue 12), `st import` and `st export`
-(issue 16), `st extension` (issue 28), and the start options `replay --format st` shares with them (`--character`,
+"""`tagengine st`, the SillyTavern kit (docs/sillytavern.md): `st regex`, `st import` and `st export`,
+`st extension`, and the start options `replay --format st` shares with them (`--character`,
 `--start`, `--campaign`: `start_given`).
 
 Exit codes as everywhere (P-7, F-4): 0 ok, 1 a bad chat file (named FILE:LINE: key, the rest go on) or a

@@ -1,4 +1,4 @@
-"""Checks the engine rolls (issue 13; spec U-5, U-26; docs/decisions.md CK-1..CK-9): `[check: who= skill=]`.
+"""Checks the engine rolls (spec U-5, U-26; docs/decisions.md CK-1..CK-9): `[check: who= skill=]`.
 
 The number comes from the sheet engine (`sheet/check_numbers.check_number`: untrained rules, caps, `with=`,
 the wound penalty, `resolution.adjust`); this module only rolls it, with the state's dice, and writes the roll
@@ -189,7 +189,7 @@ def _rolled(rs: Ruleset, state: GameState, card: str, number: CheckNumber, dc_gi
             if not t.min <= asked <= t.max:
                 return RolledCheck(refused("invalid-value"), state, card, number)
             target = min(t.max, asked + 1) if number.rule == "harder" else asked  # UNTR-7
-        if number.total > MAX_POOL:  # work bounded by the text, not by the numbers in a sheet (issue 17)
+        if number.total > MAX_POOL:  # work bounded by the text, not by the numbers in a sheet
             return RolledCheck(refused("too-many-dice"), state, card, number)
         faces, dice = state.dice.roll(number.total, rs.die)  # PEN-3: no dice, no roll, a failure
         hits = sum(1 for f in faces if f >= target)

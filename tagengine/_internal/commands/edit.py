@@ -1,5 +1,5 @@
-"""The `[edit: ...]` kind: a player's edit written into the chat, so the chat alone gives the state (issue 27,
-docs/editor.md, decisions ED-6..ED-10).
+"""The `[edit: ...]` kind: a player's edit written into the chat, so the chat alone gives the state
+(docs/editor.md, decisions ED-6..ED-10).
 
 A player edits a sheet between two replies (the editor, the game sheet); the edit applies at once, and the
 engine writes it as a receipt at the start of the next reply:

@@ -80,7 +80,7 @@ def typed_text(raw: Any, path: str, limit: int, *, lines: bool) -> str | Problem
     if not isinstance(raw, str):
         return _wrong(path, raw, "text")
     size = len(raw) - raw.count("\r\n") if lines else len(raw)  # a CR LF is one line feed
-    if size > limit:  # first: the checks below read the whole text, which may be megabytes (issue 35 item 8)
+    if size > limit:  # first: the checks below read the whole text, which may be megabytes (SEC-14)
         return Problem(path, "too-long", f"is {size} characters; at most {limit}", raw)
     if not writable(raw):
         return Problem(path, "bad-text", "is not valid UTF-8 text, so no state could save it", raw)  # H-3

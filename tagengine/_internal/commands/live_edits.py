@@ -49,9 +49,15 @@ def set_live(rs: Ruleset, state: GameState, name: str, party: bool, change: Chan
             temp = edit_values.whole_number(raw, path, 0, COUNT_MAX)
             if isinstance(temp, Problem):
                 return temp
+            if temp == subj.live.temp.get(pool.id, 0):
+                return Step(state, temp)  # what it reads already: nothing to keep (ED-7)
             return Step(set_pool(state, subj, pool, ev.pool_cur(pool), temp), temp)
         cur = edit_values.whole_number(raw, path, 0, ev.pool_max(pool))
-        return cur if isinstance(cur, Problem) else Step(set_pool(state, subj, pool, cur), cur)
+        if isinstance(cur, Problem):
+            return cur
+        if cur == ev.pool_cur(pool):  # a start value not stored yet reads the same: no edit to keep (ED-7)
+            return Step(state, cur)
+        return Step(set_pool(state, subj, pool, cur), cur)
     if where.area == "rows":
         lst = ev.idx.lists.by_id[where.id]
         if (problem := _hidden(change, subj, lst, "list")) is not None:
@@ -60,7 +66,11 @@ def set_live(rs: Ruleset, state: GameState, name: str, party: bool, change: Chan
         if where.row is None or where.row >= len(cells):
             return Problem(path, "out-of-range", f"list {lst.id!r} has {len(cells)} rows", raw)
         uses = edit_values.whole_number(raw, path, 0, cells[where.row][1])
-        return uses if isinstance(uses, Problem) else Step(set_rows(state, subj, lst.id, {where.row: uses}), uses)
+        if isinstance(uses, Problem):
+            return uses
+        if uses == cells[where.row][0]:
+            return Step(state, uses)
+        return Step(set_rows(state, subj, lst.id, {where.row: uses}), uses)
     if where.area == "marks":
         return _mark(state, subj, ev.idx.tracks.by_id[where.id], change, where)
     if where.area == "tracks":
@@ -73,6 +83,8 @@ def set_live(rs: Ruleset, state: GameState, name: str, party: bool, change: Chan
         level = edit_values.whole_number(raw, path, t.min, ev.plain_max(t))
         if isinstance(level, Problem):
             return level
+        if level == ev.plain_value(t):
+            return Step(state, level)
         return Step(subj.with_live(state, subj.live.but(tracks={**subj.live.tracks, t.id: level})), level)
     if where.area == "states":
         st = ev.idx.states.by_id[where.id]
@@ -81,6 +93,8 @@ def set_live(rs: Ruleset, state: GameState, name: str, party: bool, change: Chan
         picked = edit_values.choice(raw, path, st.values, st.valueLabels, "live state")
         if isinstance(picked, Problem):
             return picked
+        if picked == subj.live.states.get(st.id, st.start):
+            return Step(state, picked)
         states = {k: v for k, v in subj.live.states.items() if k != st.id}
         if picked != st.start:
             states[st.id] = picked  # STATE-8: saved only when off its default
@@ -89,12 +103,16 @@ def set_live(rs: Ruleset, state: GameState, name: str, party: bool, change: Chan
         on = edit_values.flag(raw, path)
         if isinstance(on, Problem):
             return on
+        if on == (where.id in subj.live.conditions):
+            return Step(state, on)
         conditions = subj.live.conditions | {where.id} if on else subj.live.conditions - {where.id}
         return Step(subj.with_live(state, subj.live.but(conditions=frozenset(conditions))), on)
     note = next(t for t in rs.file.sheet.live.text if t.id == where.id)  # where.area == "text"
     value = edit_values.live_text(raw, path, note.maxLength)
     if isinstance(value, Problem):
         return value
+    if value == subj.live.text.get(note.id, ""):
+        return Step(state, value)
     text = {k: v for k, v in subj.live.text.items() if k != note.id}
     if value:
         text[note.id] = value

@@ -60,7 +60,7 @@ def refused(reason: str) -> Result:
 
 class Outcome(NamedTuple):
     """A command's result and the state after it (the same object when nothing changed). A named tuple:
-    every command makes one, in a third of a frozen dataclass's time (issue 30)."""
+    every command makes one, in a third of a frozen dataclass's time."""
 
     result: Result
     state: GameState

@@ -29,7 +29,7 @@ from .subject import subject
 
 MAX_CHANGES = 1000  # changes in one edit: a whole sheet's form is far fewer
 SIDES_MAX = 1000  # the most sides a rolled die has
-# What a refused edit echoes of what was typed, in its problems and in the form shown again (issue 35 item 8: a
+# What a refused edit echoes of what was typed, in its problems and in the form shown again (SEC-14: a
 # 15 MiB value was answered three times over): a value within its input's own text bound whole, else (and a
 # value of an input that holds no text) its first ECHO_CHARS characters, or the bound's if more, then "…"; a
 # path past ECHO_PATH characters (a key the sheet does not have) likewise.
@@ -124,6 +124,8 @@ def _changed(rs: Ruleset, state: GameState, name: str, changes: Changes, *, part
             rolled.append((c.path, step.rolled))
     if problems:
         return Edited(state, problems=tuple(_echo(rs, p, party) for p in problems))
+    if current is state:  # every change set a value to what it reads already: the very state, nothing to keep
+        return Edited(state, tuple(applied), (), tuple(rolled))
     return Edited(_settled(rs, current, name, party), tuple(applied), (), tuple(rolled))
 
 

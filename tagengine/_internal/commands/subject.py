@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 class Subject(NamedTuple):
     """One sheet a command acts on: a character (by card name) or the party (`$party`), with its evaluation.
-    A named tuple: every sheet command makes one (issue 30)."""
+    A named tuple: every sheet command makes one."""
 
     name: str
     ev: Eval

@@ -1,4 +1,4 @@
-"""Pages a person looks at (issue 14): the game sheet, the prompt preview and the ruleset checker, as HTML.
+"""Pages a person looks at: the game sheet, the prompt preview and the ruleset checker, as HTML.
 
 The templates and the stylesheet are files in `pages/` (package data, found like `prompts/`); these
 modules turn engine data into plain values for them. Nothing here imports the server: `tagengine sheet

@@ -1,4 +1,4 @@
-"""The page that starts a campaign (`/ui/new`, issue 27 item 1): a name, a ruleset (one of the server's folder,
+"""The page that starts a campaign (`/ui/new`): a name, a ruleset (one of the server's folder,
 `serve --rulesets DIR`, or a file uploaded and inspected as `/ui/check` does) and the characters' names. What it
 checks is here, as plain values: the problems by the field they belong to, in words, and what was typed, kept
 for the form shown again. Making the campaign is the server's (`routes/campaign_pages.py`)."""

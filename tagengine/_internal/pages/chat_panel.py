@@ -1,4 +1,4 @@
-"""The SillyTavern extension's panel (issue 28, decisions STX-4): the game sheet of the chat on screen, as JSON.
+"""The SillyTavern extension's panel (decisions STX-4): the game sheet of the chat on screen, as JSON.
 
 The same plain values as the game sheet page (`game_sheet.sheet_context`: characters, the party sheet, clocks
 as SVG wedges, the last receipts) with each sheet's hand edits by path (`sheet_editor.play_context`), so the

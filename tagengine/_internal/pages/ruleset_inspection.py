@@ -4,7 +4,7 @@ path) needs. Nothing is stored.
 
 The page shows at most PROBLEMS_SHOWN problems (and as many warnings and features), each value cut to
 VALUE_SHOWN characters, and says how many more there are: a file of 200 000 unknown keys, within the size
-bound, made a page of 90 MB (issue 35 item 7). `tagengine check` lists them all."""
+bound, made a page of 90 MB (SEC-13). `tagengine check` lists them all."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The sheet editor's page and the game sheet's edit controls (issue 27 items 1, 2, 5): the editor's form
+"""The sheet editor's page and the game sheet's edit controls: the editor's form
 (`sheet/form.py`'s `FormView`) as plain values for `pages/editor.html.j2` and `pages/sheet.html.j2`, what a form
 post asks for (`posted_changes`), and the values a draft re-computes for the page's script (`draft_json`).
 
@@ -124,7 +124,7 @@ def editor_context(rs: Ruleset, form: FormView, *, was: Mapping[str, str] | None
             "start_values": start_values(form.play)}
 
 
-# -- the game sheet's controls (issue 27 item 2) ------------------------------------------------------------
+# -- the game sheet's controls ------------------------------------------------------------
 def play_context(play: PlayView, ids: Ids) -> dict[str, dict[str, Any]]:
     """The hand edits of one sheet on the game sheet, by path, each its own small form: pools, temporary points,
     tracks, every wound box (WOUND-31, WOUND-51), a picker per live state (STATE-15), conditions, notes and row

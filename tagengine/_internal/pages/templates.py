@@ -16,7 +16,7 @@ from ..resources import read_text
 
 STYLESHEET = "pages.css"
 REFRESH_SCRIPT = "refresh.js"
-EDITOR_SCRIPT = "editor.js"  # issue 27: chips, live derived values, hiding as typed, saves without a reload
+EDITOR_SCRIPT = "editor.js"  # chips, live derived values, hiding as typed, saves without a reload
 
 
 @cache

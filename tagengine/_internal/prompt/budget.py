@@ -46,8 +46,8 @@ class Budget:
     tokenizer_file: str | None = None
 
     def choice(self) -> TokenizerChoice:
-        """The tokenizer and chat format this budget's model calls for, with its safety margin (DEC-33,
-        issue 15). A tokenizer built for the registry's choice elsewhere (forked.py) carries that choice;
+        """The tokenizer and chat format this budget's model calls for, with its safety margin (DEC-33). A
+        tokenizer built for the registry's choice elsewhere (forked.py) carries that choice;
         any other Tokenizer passed in is taken as the model's own."""
         if self.tokenizer is not None:
             own = getattr(self.tokenizer, "choice", None)
@@ -85,7 +85,7 @@ def cut_reference(c: TokenCounter, reference: str, keep_tokens: int) -> tuple[st
 class Report:
     """What was counted and how: `encoding` and `tokenizer` name the tokenizer, `exact` says whether it is
     the model's own (else the count is an estimate and `margin` of the context was kept free), `chat`
-    names the chat format whose overhead was counted and `family` the model family (issue 15)."""
+    names the chat format whose overhead was counted and `family` the model family."""
 
     context: int
     response: int

@@ -44,7 +44,7 @@ def start(choice: TokenizerChoice) -> ForkedTokenizer | None:
         forked = ForkedTokenizer(choice.name, choice.build)
     except OSError:  # no process to spare
         return None
-    forked.choice = choice  # the budget reads its margin, exactness and chat format from it (issue 15)
+    forked.choice = choice  # the budget reads its margin, exactness and chat format from it
     return forked
 
 

@@ -1,4 +1,4 @@
-"""The tokenizer registry (issue 15, DEC-33): which tokenizer and which chat format count for a model.
+"""The tokenizer registry (DEC-33): which tokenizer and which chat format count for a model.
 
 The place to add a model family: a row in `MODEL_FAMILIES` (name patterns, checked in order, and the family's
 chat template overhead, `ChatFormat`). What counts, first match wins:
@@ -266,7 +266,7 @@ def tiktoken_choice(name: str, fam: ModelFamily) -> TokenizerChoice:
 
 def given(tokenizer: Tokenizer, model: str | None) -> TokenizerChoice:
     """A Tokenizer the caller passes in (`Budget(tokenizer=...)`): taken as the model's own, counted with
-    the model family's chat format (OpenAI's when the model is unknown, as before issue 15)."""
+    the model family's chat format (OpenAI's when the model is unknown)."""
     chat, named = _named_outright(model_family(model))
     return TokenizerChoice(tokenizer.name, 0.0, lambda: tokenizer, chat, True, named)
 

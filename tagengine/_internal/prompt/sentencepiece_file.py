@@ -1,5 +1,5 @@
 """Mistral's SentencePiece tokenizer files (v1, v2, v3, v7: Mistral 7B, Mixtral, Mistral Large 2407/2411,
-Codestral 2405...), read with `sentencepiece` without importing mistral-common (issue 15, K-15).
+Codestral 2405...), read with `sentencepiece` without importing mistral-common (K-15).
 
 mistral-common ships them as `mistral_common/data/*.model.v*` and its `SentencePieceTokenizer.encode(text,
 bos=False, eos=False)` is `SentencePieceProcessor(model_file=...).encode(text)`

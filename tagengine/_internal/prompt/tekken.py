@@ -1,4 +1,4 @@
-"""Mistral's tekken tokenizer files, read without importing mistral-common (issue 15, K-14).
+"""Mistral's tekken tokenizer files, read without importing mistral-common (K-14).
 
 A tekken file (`mistral_common/data/tekken_*.json`, shipped by the optional `tagengine[mistral]` extra) is a
 tiktoken-style byte-level BPE: `vocab` lists `{rank, token_bytes (base64), token_str}` in rank order,

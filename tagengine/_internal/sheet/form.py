@@ -1,4 +1,4 @@
-"""The sheet editor's form and the game sheet's edit controls as plain data (issue 27, docs/editor.md): what the
+"""The sheet editor's form and the game sheet's edit controls as plain data (docs/editor.md): what the
 pages and the JSON API render, with no markup.
 
 Every input is named by the path an edit sets (`sheet/edit_paths.py`) and labelled by the ruleset's label. The

@@ -65,7 +65,7 @@ def view(track: TrackDef, marks: WoundMarks | None, length: int, rows: list[dict
 
 def shape(track: TrackDef, length: int) -> TrackShape:
     """What the mark algebra needs of the track at `length` boxes or levels, built once per track model and
-    length: every wound command reads it (issue 30)."""
+    length: every wound command reads it."""
     by_length = _SHAPES.get((track,), dict)
     found = by_length.get(length)
     if found is None:

@@ -1,4 +1,4 @@
-"""Many SillyTavern chat files at once (issue 16), from plain arguments: the start a command names
+"""Many SillyTavern chat files at once, from plain arguments: the start a command names
 (`given_start`), chats imported as transcript lines (`import_chats`), one chat exported to its target
 (`export_one`, also the task of `st export --dask`), and the first line of an input of any file system
 (`first_line_of`, for telling chat files from our JSONL). The command line's parts (`tagengine st import`,

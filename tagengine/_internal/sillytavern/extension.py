@@ -1,4 +1,4 @@
-"""`tagengine st extension --install DIR` (issue 28, decision STX-1): the SillyTavern extension copied into a
+"""`tagengine st extension --install DIR` (decision STX-1): the SillyTavern extension copied into a
 SillyTavern user's `extensions/` folder, the offline way to install it (SillyTavern's own *Install extension*
 clones the repository from its Git URL instead; its root `manifest.json` points into sillytavern/extension/).
 

@@ -62,7 +62,7 @@ class StateDoc(_Doc):
     rulesetLive: dict[str, LiveDoc] = Field({}, description="by normalised character name; `$party` is the party")
     rulesetClocks: list[ClockDoc] = []
     rulesetDice: DiceDoc | None = Field(None, description="the engine's dice; a file without it is seeded from its "
-                                        "content (issue 13)")
+                                        "content")
 
 
 TOP_KEYS = frozenset(StateDoc.model_fields)

@@ -37,7 +37,7 @@ class GameState:
     live: Mapping[str, LiveValues] = field(default_factory=empty_map)
     clocks: tuple[Clock, ...] = ()
     warnings: tuple[Problem, ...] = field(default=(), compare=False)
-    dice: Dice = UNSEEDED  # UNSEEDED: seeded from the content in __post_init__ (issue 13)
+    dice: Dice = UNSEEDED  # UNSEEDED: seeded from the content in __post_init__
 
     def __post_init__(self) -> None:
         """Read-only copies of what was passed in (values.py): nothing a caller keeps reaches the state.
@@ -177,7 +177,7 @@ _SEEDS_KEPT = 1024  # derived seeds kept per ruleset, by the tuple of names
 
 def _blank(rs: Ruleset) -> tuple[Mapping[str, Any], Mapping[str, Any], dict[tuple[str, ...], str]]:
     """A ruleset's blank card and party sheet, frozen once, and the seeds of new states by their names:
-    `GameState.new` runs once per chat of a replay (issue 30)."""
+    `GameState.new` runs once per chat of a replay."""
     return _BLANKS.get((rs,), lambda: (freeze(default_card(rs)), freeze(default_party(rs)), {}))
 
 
@@ -186,7 +186,7 @@ def _assembled(cards: Mapping[str, Mapping[str, Any]], party_sheet: Mapping[str,
                dice: Dice) -> GameState:
     """A state from parts that are read-only already (the engine's own): no copy, no check."""
     new = object.__new__(GameState)
-    fields = new.__dict__  # what object.__setattr__ would write, field by field, in one go (issue 30)
+    fields = new.__dict__  # what object.__setattr__ would write, field by field, in one go
     fields["cards"] = cards
     fields["party_sheet"] = party_sheet
     fields["party_revision"] = party_revision

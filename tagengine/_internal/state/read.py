@@ -253,7 +253,8 @@ class Reader:
         return WoundMarks(tuple(out), overflow)
 
     def dice(self, raw: Any) -> Dice:
-        """`rulesetDice`; absent (a file from before issue 13) or unusable: UNSEEDED, seeded from the content."""
+        """`rulesetDice`; absent (a file from before the engine rolled dice) or unusable: UNSEEDED, seeded from
+        the content."""
         if raw is None:
             return UNSEEDED
         data = self.obj(raw, "rulesetDice")

@@ -40,7 +40,7 @@ def freeze(value: Any) -> Any:
 def updated(mapping: Mapping[str, V], key: str, value: V) -> dict[str, V]:
     """A new dict: `mapping` with `key` set to `value`. A state's mappings are read-only proxies over dicts,
     and a proxy's `copy` copies its dict in one step, three times faster than `{**mapping, key: value}`,
-    which reads a proxy key by key (the commands do this on every change, issue 30)."""
+    which reads a proxy key by key (the commands do this on every change)."""
     out = mapping.copy() if isinstance(mapping, MappingProxyType) else dict(mapping)
     out[key] = value
     return out
@@ -112,7 +112,7 @@ class LiveValues:
         this value's own, already read-only (`__post_init__` copies what a caller passes to the class)."""
         new = object.__new__(LiveValues)
         proxy = MappingProxyType
-        # each slot's own setter: what object.__setattr__ ends in, at half its cost (issue 30)
+        # each slot's own setter: what object.__setattr__ ends in, at half its cost
         set_pools, set_temp, set_tracks, set_marks, set_states, set_conditions, set_text, set_rows = _SLOT_SETTERS
         set_pools(new, self.pools if pools is None else proxy(pools))
         set_temp(new, self.temp if temp is None else proxy(temp))
@@ -156,7 +156,7 @@ def die(seed: str, n: int, sides: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Dice:
-    """The engine's dice (issue 13): a seed and the number of dice rolled so far. Die n is `die(seed, n)`,
+    """The engine's dice: a seed and the number of dice rolled so far. Die n is `die(seed, n)`,
     so a state replays its dice exactly: the same state and reply roll the same faces (DEC-5)."""
 
     seed: str

@@ -60,7 +60,7 @@ def state_json(cards: Mapping[str, Mapping[str, Any]], party_sheet: Mapping[str,
 
 def derived_seed(cards: Mapping[str, Mapping[str, Any]], party_sheet: Mapping[str, Any], party_revision: int,
                  live: Mapping[str, LiveValues], clocks: Iterable[Clock]) -> str:
-    """The seed of a state that names none (a new state, a file from before issue 13): the first 16 hex
+    """The seed of a state that names none (a new state, a file from before the engine rolled dice): the first 16 hex
     digits of SHA-256 over its document without `rulesetDice`, keys sorted, compact. The same content
     always gets the same seed, so loading an older file twice rolls the same dice."""
     doc = state_json(cards, party_sheet, party_revision, live, clocks)

@@ -64,7 +64,7 @@ class Tag:
 class Found(NamedTuple):
     """One tag-shaped span of a reply: `tag` when it parsed, else `raw` and `error` (malformed, DEC-2).
     A named tuple, where the house's values are frozen dataclasses: the scanner makes one per candidate,
-    and a tuple is made in a third of the time (issue 30)."""
+    and a tuple is made in a third of the time."""
 
     start: int
     end: int

@@ -12,7 +12,7 @@ from .vocabulary import VOCABULARY, Vocabulary
 @lru_cache(maxsize=8192)
 def canonical(name: str, attrs: tuple[Attr, ...], result: tuple[Attr, ...]) -> str:
     """`[name: k="v" flag ... result="ok" now="..."]`: the model's attributes, then the engine's. For a
-    parsed tag this is `tag.head + written(result) + "]"`, each part worked out once (issue 30)."""
+    parsed tag this is `tag.head + written(result) + "]"`, each part worked out once."""
     return f"[{name}:{written((*attrs, *result))}]"
 
 

@@ -69,7 +69,7 @@ def scan(text: str, vocabulary: Vocabulary = VOCABULARY) -> list[Found]:
 
 def found_in(text: str, vocabulary: Vocabulary = VOCABULARY) -> Iterator[Found]:
     """`scan`, one span at a time: a caller that is done with each span lets it go at once, so a reply
-    of 150,000 openers does not hold 150,000 of them (and the collector does not walk them, issue 30)."""
+    of 150,000 openers does not hold 150,000 of them (and the collector does not walk them)."""
     if "[" in text:
         for m in vocabulary.candidate.finditer(text):
             yield judge(text, m)

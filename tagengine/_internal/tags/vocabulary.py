@@ -1,4 +1,4 @@
-"""The tag vocabulary, defined once (issue 11): every tag kind the engine knows, in the order the engine
+"""The tag vocabulary, defined once: every tag kind the engine knows, in the order the engine
 is built, and the patterns the scanner and the stream filter use, built from it.
 
 The grammar (grammars/tags.lark) takes any word as a name, since only the scanner proposes candidates;

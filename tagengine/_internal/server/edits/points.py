@@ -49,6 +49,8 @@ class Point:
     start: bool
     newest: Newest | None = None
     closed: str | None = None
+    chat: str | None = None  # the chat a history named (ED-25); None: any chat at this key
+    parent: str | None = None  # the key before the reply this point follows, when a history names it (ED-28)
 
     @property
     def state(self) -> GameState:
@@ -62,10 +64,11 @@ class Point:
                 "waiting": len(self.waiting.edits), "revision": self.state.party_revision}
 
 
-def _point(ctx: ServerContext, c: Campaign, key: str, base: GameState, start: bool,
-           newest: Newest | None = None, closed: str | None = None) -> Point:
-    waiting = ctx.edits.waiting(key)
-    return Point(key, base, waiting, ctx.edits.made(c.rs, base, key, waiting), start, newest, closed)
+def _point(ctx: ServerContext, c: Campaign, key: str, base: GameState, start: bool, newest: Newest | None = None,
+           closed: str | None = None, chat: str | None = None, parent: str | None = None) -> Point:
+    waiting = ctx.edits.waiting(key, chat)
+    made = ctx.edits.made(c.rs, base, key, waiting, chat)
+    return Point(key, base, waiting, made, start, newest, closed, chat, parent)
 
 
 def newest_point(ctx: ServerContext, c: Campaign) -> Point:
@@ -77,17 +80,20 @@ def newest_point(ctx: ServerContext, c: Campaign) -> Point:
     return _point(ctx, c, newest.key, newest.state, False, newest, closed)
 
 
-async def history_point(ctx: ServerContext, c: Campaign, messages: Any) -> Point:
-    """The point a chat's history names (the API's `messages`): the state after its last message, read as a chat
-    turn reads it. Raises Refused (400) for a history that is not a list of messages."""
-    return replayed_point(ctx, c, await ctx.replayed(c, (await ctx.read_history(messages_of(messages))).plain()))
+async def history_point(ctx: ServerContext, c: Campaign, messages: Any, chat: str | None = None) -> Point:
+    """The point a chat's history names (the API's `messages`, and the chat's id when it gives one): the state
+    after its last message, read as a chat turn reads it. Raises Refused (400) for a history that is not a list
+    of messages."""
+    after = await ctx.replayed(c, (await ctx.read_history(messages_of(messages))).plain())
+    return replayed_point(ctx, c, after, chat)
 
 
-def replayed_point(ctx: ServerContext, c: Campaign, after: Replayed) -> Point:
+def replayed_point(ctx: ServerContext, c: Campaign, after: Replayed, chat: str | None = None) -> Point:
     """The point after a replayed history (`ServerContext.replayed`): its key, its state with the edits waiting
-    there; the campaign's start when it is the first key and no reply has been kept."""
-    start = after.key == first_key(c) and ctx.store.head(c.name) is None
-    return _point(ctx, c, after.key, after.state, start)
+    there for `chat`; the campaign's start when it is the first key, no reply has been kept and no chat is named
+    (an edit a chat names is that chat's, ED-25)."""
+    start = after.key == first_key(c) and chat is None and ctx.store.head(c.name) is None
+    return _point(ctx, c, after.key, after.state, start, chat=chat, parent=after.parent)
 
 
 def page_stamp(c: Campaign, point: Point) -> str:
@@ -119,7 +125,7 @@ def save_edit(ctx: ServerContext, c: Campaign, point: Point, who: str | None, ch
                                                "next reply already; play a turn, then edit", None),))
     name = None if who is None else state.character(who)
     try:
-        ctx.edits.add(c.name, point.key, PlayerEdit(name, edited.changes))
+        ctx.edits.add(c.name, point.key, PlayerEdit(name, edited.changes), point.chat, point.parent)
     except sqlite3.Error as e:
         log.error("campaign %s: the store cannot keep a player's edit: %s", c.name, e)
         raise Refused(503, "the server cannot keep the edit now (its store failed; see its log)", "store_failed",
@@ -127,8 +133,9 @@ def save_edit(ctx: ServerContext, c: Campaign, point: Point, who: str | None, ch
     return edited
 
 
-def waiting_state(ctx: ServerContext, c: Campaign, before: Replayed) -> GameState:
-    """The state after `before` with the edits waiting at its key made: what the next reply starts from."""
+def waiting_state(ctx: ServerContext, c: Campaign, before: Replayed, chat: str | None = None) -> GameState:
+    """The state after `before` with the edits waiting at its key for `chat` made: what its next reply starts
+    from."""
     if not ctx.edits.has(before.key):
         return before.state
-    return ctx.edits.made(c.rs, before.state, before.key, ctx.edits.waiting(before.key)).state
+    return ctx.edits.made(c.rs, before.state, before.key, ctx.edits.waiting(before.key, chat), chat).state

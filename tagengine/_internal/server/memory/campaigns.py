@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import Problem, StateError
-from ...files import read_file
+from ...files import read_file, write_atomic
 from ...ruleset import Ruleset
 from ...state import Dice, GameState, from_json
 from ...state.defaults import seed_problem
@@ -23,6 +23,18 @@ from ..limits import MAX_RULESET_FILE
 from .store import NAME, CampaignRow, Store
 
 RULESETS_FOLDER = "rulesets"  # under the data folder: the rulesets uploaded on the pages or imported with a campaign
+
+
+def kept_ruleset(data: Path, text: bytes) -> Path:
+    """The ruleset `text` kept in the data folder by its digest (`rulesets/<sha256>.json`, written once, atomically):
+    a campaign reads its ruleset file again and again, so a ruleset uploaded, imported or taken from the installed
+    package (which moves or changes with an upgrade) is the data folder's own copy. Raises OSError when it cannot
+    be written."""
+    path = (data / RULESETS_FOLDER / f"{digest_of(text)}.json").resolve()
+    if not (path.is_file() and digest_of(path.read_bytes()) == digest_of(text)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text)
+    return path
 
 
 @dataclass(frozen=True)

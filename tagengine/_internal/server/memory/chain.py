@@ -5,12 +5,15 @@ key with its text as stored. The newest key the store knows gives a snapshot; th
 replayed with apply_reply (exact, DEC-5). Regenerate, swipes, deletes and edits need no chat id: the
 history they leave is the game.
 
-A replay whose receipts come out different from the stored ones (in a reply that has receipts) means the
-history does not start where the campaign starts (the chat app dropped its oldest messages, or a reply
-was edited). Then the newest reply with receipts that the store knows by its content, at one state only,
-gives the state (S-15); else the state is the replay's from the start and `Replayed.notes` says the
-history was incomplete (the `x-tagengine-history` header, and the log). Nothing computed from such a
-replay is stored, so the next request says it again.
+A replay whose receipts come out different from the stored ones (in a reply that has receipts) means either that
+the history does not start where the campaign starts (the chat app dropped its oldest messages) or that the player
+edited a reply. Where the history is anchored at the campaign's start (a key the store knows along it, or an
+earlier reply with receipts that replayed as stored), it is an edited reply: the chat as it now reads is the game,
+the state is the replay's, and it is kept and shown on the pages like any other (`Replayed.rewritten` names the
+replies whose receipts a replay writes differently, ED-27). Else the newest reply with receipts that the store
+knows by its content, at one state only, gives the state (S-15); else the state is the replay's from the start and
+`Replayed.notes` says the history was incomplete (the `x-tagengine-history` header, and the log). Nothing computed
+from such a replay is stored, so the next request says it again.
 
 With --hide-tags the player was shown narrations: `narrations` in the store maps (chain key before, the
 narration's hash) back to the tagged reply, which the chain then uses as if the app had stored it (S-14).
@@ -41,6 +44,7 @@ from .store import Store
 log = logging.getLogger("tagengine.serve")
 _RECEIPT = re.compile(r'\bresult\s*=\s*"')
 INCOMPLETE = "incomplete: the state was rebuilt from what the history holds"
+EDITED = "edited: the state follows the chat as it reads; receipts that a replay writes differently in reply"
 HIDDEN = "hidden"  # a note's first word: narrations of a --hide-tags server read back by one without it (TR-6)
 _CONTENT = itemgetter("content")
 
@@ -76,6 +80,8 @@ class Replayed:
     consistent: bool
     notes: tuple[str, ...] = ()  # for the x-tagengine-history header: what the history lacked
     replies: tuple[str, ...] = ()  # the assistant messages as the chain read them (--hide-tags: tagged again)
+    rewritten: tuple[int, ...] = ()  # replies (by index) whose receipts a replay writes differently: edited ones
+    parent: str | None = None  # the key before the last reply (None: the history has none)
 
 
 class Chain:
@@ -212,11 +218,16 @@ class ReplayJob:
         state, consistent = self.state, True
         snaps: list[tuple[str, GameState]] = []  # written only when the whole replay holds
         known: list[tuple[str, str]] = []  # (content key, chain key after) of replies with receipts
+        rewritten: list[int] = []
+        # the history is known to start at the campaign's start: a key after one of its replies was known
+        anchored = self.found and self.start > 0
         i = self.start
         while i < len(replies):
             applied = apply_reply(c.rs, state, replies[i])
             receipts = has_receipts(replies[i])
-            if applied.text != replies[i] and receipts:  # a reply without receipts says nothing
+            if applied.text != replies[i] and receipts and consistent and anchored:
+                rewritten.append(i)  # an edited reply: the chat as it reads now is the game (ED-27)
+            elif applied.text != replies[i] and receipts:  # a reply without receipts says nothing
                 if consistent and not self.found:
                     resumed = _resume(self.chain, c, replies, keys, i)
                     if resumed is not None:
@@ -225,15 +236,20 @@ class ReplayJob:
                                           f"follows reply {j + 1}, which the store knows by its content")
                         log.info("campaign %s: a history without its start resumed at reply %d by its content",
                                  c.name, j + 1)
-                        self.found, snaps, known = True, [], []
+                        self.found, snaps, known, anchored = True, [], [], True
                         i = j + 1
                         continue
                 consistent = False
             elif receipts and consistent:
                 known.append((content_key(c, replies[i]), keys[i + 1]))
+                anchored = True  # a reply with receipts came out as stored from the start
             state = applied.state
             snaps.append((keys[i + 1], state))
             i += 1
+        if rewritten:
+            self.notes.append(f"{EDITED} {', '.join(str(n + 1) for n in rewritten[:8])}")
+            log.info("campaign %s: reply %d of a history reads differently from its receipts (an edited reply); "
+                     "the state follows the chat as it reads", c.name, rewritten[0] + 1)
         if consistent:  # a guess from an incomplete history is never kept: the next request says it again
             if snaps or known:  # else no transaction: a warm turn commits nothing before its request leaves
                 _write_replayed(self.chain.store, c, snaps, known)
@@ -242,7 +258,8 @@ class ReplayJob:
             self.notes.append(INCOMPLETE)
             log.warning("campaign %s: the history's receipts do not match a replay from the campaign's start "
                         "(messages dropped by the chat app, or an edited reply); the state is the replay's", c.name)
-        return Replayed(state, keys[-1], len(replies) - self.start, consistent, tuple(self.notes), tuple(replies))
+        return Replayed(state, keys[-1], len(replies) - self.start, consistent, tuple(self.notes), tuple(replies),
+                        tuple(rewritten), keys[-2] if len(keys) > 1 else None)
 
 
 def _write_replayed(store: Store, c: Campaign, snaps: list[tuple[str, GameState]],

@@ -17,7 +17,6 @@ whole and checked before anything is written: every problem at once, each naming
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -25,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import Problem, ProblemsError
-from ...files import json_problem, read_file, write_atomic
+from ...files import json_problem, read_file
 from ...ruleset import Ruleset
 from ...state import GameState, from_json
 from ..limits import MAX_CAMPAIGN_FILE, MAX_RULESET_FILE
-from .campaigns import RULESETS_FOLDER, canonical_json, digest_of
+from .campaigns import canonical_json, digest_of, kept_ruleset
 from .store import NAME, CampaignRow, Store
 
 FORMAT = "tagengine.campaign/1"
@@ -153,10 +152,7 @@ def import_campaign(store: Store, folder: str | Path, cf: CampaignFile, source: 
     if any(row.name == name for row in store.campaigns()):
         raise ValueError(f"a campaign named {name!r} exists already (import it under another: --as NAME)")
     _rs, start = cf.loaded(source)
-    path = (Path(folder) / RULESETS_FOLDER / f"{cf.digest}.json").resolve()
-    if not (path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == cf.digest):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, cf.ruleset)
+    path = kept_ruleset(Path(folder), cf.ruleset)
     row = CampaignRow(name, str(path), cf.digest, canonical_json(start.to_json()), ", ".join(start.characters))
     store.add_campaign(row)
     return row

@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS narrations (prev TEXT NOT NULL, shown TEXT NOT NULL, 
                                        PRIMARY KEY (prev, shown));
 CREATE TABLE IF NOT EXISTS replies (content TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (content, key));
 CREATE TABLE IF NOT EXISTS edits (key TEXT NOT NULL, seq INTEGER NOT NULL, campaign TEXT NOT NULL, who TEXT,
-                                  changes TEXT NOT NULL, PRIMARY KEY (key, seq));
+                                  changes TEXT NOT NULL, chat TEXT NOT NULL DEFAULT '',
+                                  parent TEXT NOT NULL DEFAULT '', PRIMARY KEY (key, seq));
 CREATE INDEX IF NOT EXISTS edits_campaign ON edits (campaign, seq);
 """
 # added after the first release of the file: a database made before gets them by ALTER TABLE
@@ -112,6 +113,11 @@ class Store:
             if col not in have:
                 self.db.execute(f"ALTER TABLE snapshots ADD COLUMN {col} {decl}")
         self.db.execute("CREATE INDEX IF NOT EXISTS snapshots_use ON snapshots (campaign, used)")
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(edits)")}
+        for column in ("chat", "parent"):  # a file from before chat ids and parent keys
+            if column not in have:
+                self.db.execute(f"ALTER TABLE edits ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
+        self.db.execute("CREATE INDEX IF NOT EXISTS edits_parent ON edits (parent, seq)")
 
     def close(self) -> None:
         with self.lock:
@@ -341,32 +347,44 @@ class Store:
             "key = excluded.key, turn = excluded.turn, receipts = excluded.receipts", (campaign, key, turn, receipts)))
 
     # -- the players' edits waiting for the next reply (server/edits/pending.py): not a cache, so writes raise
-    def edit_keys(self) -> tuple[set[str], int]:
-        """The chain keys with edits waiting, and the newest edit's number (0: none)."""
+    def edit_keys(self) -> tuple[set[str], set[str], int]:
+        """The chain keys with edits waiting, the keys before the replies they were made after, and the newest
+        edit's number (0: none)."""
         with self.lock:
             keys = {str(r[0]) for r in self.db.execute("SELECT DISTINCT key FROM edits")}
-            return keys, self._newest_edit()
+            parents = {str(r[0]) for r in self.db.execute("SELECT DISTINCT parent FROM edits WHERE parent != ''")}
+            return keys, parents, self._newest_edit()
 
     def _newest_edit(self) -> int:
         return int(self.db.execute("SELECT coalesce(max(seq), 0) FROM edits").fetchone()[0])
 
-    def edits_at(self, key: str) -> list[tuple[int, str | None, str]]:
-        """(number, who, changes) of the edits waiting at `key`, oldest first; none when the file cannot be read
-        (logged, S-33)."""
-        rows: list[tuple[int, str | None, str]] = []
+    def edits_at(self, key: str) -> list[tuple[int, str | None, str, str]]:
+        """(number, who, changes, chat) of the edits waiting at `key`, oldest first; none when the file cannot be
+        read (logged, S-33)."""
+        rows: list[tuple[int, str | None, str, str]] = []
         with self.reading("the players' edits"):
-            rows = [(int(r[0]), r[1], str(r[2])) for r in self.db.execute(
-                "SELECT seq, who, changes FROM edits WHERE key = ? ORDER BY seq", (key,))]
+            rows = [(int(r[0]), r[1], str(r[2]), str(r[3])) for r in self.db.execute(
+                "SELECT seq, who, changes, chat FROM edits WHERE key = ? ORDER BY seq", (key,))]
         return rows
 
-    def add_edit(self, campaign: str, key: str, who: str | None, changes: str, *, after: int,
-                 keys_kept: int) -> tuple[int, list[str]]:
-        """Keep an edit waiting at `key`, numbered after `after` and every edit stored; the campaign's oldest keys
-        past `keys_kept` are dropped. Returns (its number, the keys dropped). Raises sqlite3.Error when the file
-        cannot keep it (one transaction: nothing is half kept)."""
+    def edits_after(self, parent: str) -> list[tuple[str, int, str | None, str, str]]:
+        """(key, number, who, changes, chat) of the edits made after a reply from `parent`, oldest first."""
+        rows: list[tuple[str, int, str | None, str, str]] = []
+        with self.reading("the players' edits"):
+            rows = [(str(r[0]), int(r[1]), r[2], str(r[3]), str(r[4])) for r in self.db.execute(
+                "SELECT key, seq, who, changes, chat FROM edits WHERE parent = ? ORDER BY seq", (parent,))]
+        return rows
+
+    def add_edit(self, campaign: str, key: str, who: str | None, changes: str, *, chat: str = "", parent: str = "",
+                 after: int, keys_kept: int) -> tuple[int, list[str]]:
+        """Keep an edit waiting at `key` for the chat `chat` ("": any chat at that key), made after the reply from
+        `parent` ("": none), numbered after `after` and every edit stored; the campaign's oldest keys past
+        `keys_kept` are dropped. Returns (its number, the keys dropped). Raises sqlite3.Error when the file cannot
+        keep it (one transaction: nothing is half kept)."""
         with self.batch():
             seq = max(after, self._newest_edit()) + 1
-            self.db.execute("INSERT INTO edits VALUES (?, ?, ?, ?, ?)", (key, seq, campaign, who, changes))
+            self.db.execute("INSERT INTO edits (key, seq, campaign, who, changes, chat, parent) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?)", (key, seq, campaign, who, changes, chat, parent))
             old = [str(r[0]) for r in self.db.execute(
                 "SELECT key FROM edits WHERE campaign = ? GROUP BY key ORDER BY max(seq) DESC LIMIT -1 OFFSET ?",
                 (campaign, keys_kept))]

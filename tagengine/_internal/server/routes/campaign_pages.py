@@ -12,7 +12,6 @@ keep no upload past RULESETS_KEPT bytes of rulesets in all (`tagengine campaign 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 from pathlib import Path
 from urllib.parse import quote
@@ -23,13 +22,14 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ...errors import TagengineError
-from ...files import read_file, write_atomic
+from ...files import read_file
 from ...pages.campaign_start import RulesetFile, StartForm, checked_start, start_context
 from ...ruleset import Ruleset
 from ...ruleset.load import MAX_BYTES
+from ...samples import sample_path, samples_dir
 from ..context import ServerContext
-from ..limits import CAMPAIGNS_KEPT, MAX_RULESET_FORM, MIB, RULESETS_KEPT, RULESETS_LISTED
-from ..memory.campaigns import RULESETS_FOLDER, new_campaign
+from ..limits import CAMPAIGNS_KEPT, MAX_RULESET_FILE, MAX_RULESET_FORM, MIB, RULESETS_KEPT, RULESETS_LISTED
+from ..memory.campaigns import RULESETS_FOLDER, digest_of, kept_ruleset, new_campaign
 from ..memory.store import NAME
 from ..wire.forms import FormPost, post_of
 from .base import nav, page, page_async, posted_parts, refusals_as_pages, route
@@ -105,44 +105,44 @@ def check_post(post: FormPost, listing: list[RulesetFile]) -> StartForm:
 
 def make_campaign(ctx: ServerContext, form: StartForm) -> str | None:
     """Make the campaign; None when made, else why not (its name was taken meanwhile, a file cannot be kept, the
-    data folder holds CAMPAIGNS_KEPT campaigns or RULESETS_KEPT bytes of rulesets). An uploaded ruleset written
-    for a campaign that is then not made is removed again."""
+    data folder holds CAMPAIGNS_KEPT campaigns, or RULESETS_KEPT bytes of rulesets without this one's)."""
+    assert form.given is not None or ctx.options.rulesets is not None  # a folder file was chosen: there is one
+    if any(r.name == form.name for r in ctx.store.campaigns()):  # before a ruleset is kept for it
+        return f"a campaign named {form.name!r} exists already"
     if ctx.store.campaign_count() >= CAMPAIGNS_KEPT:
         return (f"This server keeps {CAMPAIGNS_KEPT} campaigns at most, and has them; its operator can remove one "
                 "(tagengine campaign remove NAME).")
-    written = None
-    if form.given is not None:
-        folder = ctx.options.data / RULESETS_FOLDER
-        path = folder / f"{hashlib.sha256(form.given).hexdigest()}.json"
+    bundled = form.given is None and ctx.options.rulesets is not None and \
+        ctx.options.rulesets.resolve() == (samples_dir() / "rulesets").resolve()
+    if form.given is not None or bundled:  # the installed package's own copy moves with an upgrade: keep ours (PK-3)
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            if not path.exists():
-                if kept_bytes(folder) + len(form.given) > RULESETS_KEPT:
-                    return (f"This server keeps {RULESETS_KEPT // MIB} MiB of uploaded rulesets at most, and this one "
-                            "would pass it: choose one of its rulesets, or ask its operator to remove a campaign "
-                            "(tagengine campaign remove NAME).")
-                write_atomic(path, form.given)
-                written = path
+            given = form.given if form.given is not None else read_file(sample_path("rulesets", form.chosen),
+                                                                          MAX_RULESET_FILE)
+            if not room_for(ctx.options.data / RULESETS_FOLDER, given):
+                return (f"This server keeps {RULESETS_KEPT // MIB} MiB of rulesets in its data folder at most, and "
+                        "this one would pass it: ask its operator to remove a campaign (tagengine campaign remove "
+                        "NAME).")
+            ruleset = str(kept_ruleset(ctx.options.data, given))
         except OSError as e:
-            log.error("cannot keep an uploaded ruleset in %s: %s", path, e)
-            return "The server cannot keep the uploaded ruleset (see its log)."
-        ruleset = str(path)
+            log.error("cannot keep a ruleset in %s: %s", ctx.options.data, e)
+            return "The server cannot keep the ruleset (see its log)."
     else:
-        assert ctx.options.rulesets is not None  # a folder file was chosen, so there is a folder
+        assert ctx.options.rulesets is not None
         ruleset = str(ctx.options.rulesets / form.chosen)
     try:
         new_campaign(ctx.store, form.name, ruleset, form.characters)
     except (ValueError, TagengineError, OSError) as e:
-        if written is not None:
-            written.unlink(missing_ok=True)
         return f"{e}"
     return None
 
 
-def kept_bytes(folder: Path) -> int:
-    """The bytes of the rulesets the data folder keeps (`rulesets/*.json`)."""
-    total = 0
+def room_for(folder: Path, text: bytes) -> bool:
+    """Whether the data folder's rulesets (`rulesets/*.json`) stay within RULESETS_KEPT bytes with `text` kept
+    too: always when it is kept already (by its digest)."""
+    if (folder / f"{digest_of(text)}.json").is_file():
+        return True
+    total = len(text)
     for path in folder.glob("*.json"):
         with contextlib.suppress(OSError):  # removed meanwhile
             total += path.stat().st_size
-    return total
+    return total <= RULESETS_KEPT

@@ -18,7 +18,15 @@ from ..context import ServerContext
 from ..errors import error, refusals_as_responses, upstream_failure, upstream_status
 from ..turn.passthrough import passthrough
 from ..turn.quiet import QUIET_HEADER, quiet_reason
-from ..turn.request import campaign_choice, check_sizes, marker_warning, parse_body, without_markers
+from ..turn.request import (
+    CHAT_HEADER,
+    campaign_choice,
+    chat_of,
+    check_sizes,
+    marker_warning,
+    parse_body,
+    without_markers,
+)
 from ..turn.steps import answer_streamed, answer_whole, begin, fit, open_with_edits, plan_mid_reply
 from ..upstream.client import media_type
 from ..wire.body import read_body
@@ -66,7 +74,7 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
     quiet = quiet_reason(request.headers, body, marked.history)  # not a turn of the game (TR-5)
     if quiet is not None:
         return await passed_quiet(ctx, raw, body, stream, request.headers, {**(warned or {}), QUIET_HEADER: quiet})
-    turn = await begin(ctx, name, marked)
+    turn = await begin(ctx, name, marked, chat_of(request.headers.get(CHAT_HEADER)))
     open_with_edits(ctx, turn)
     fitted = await fit(ctx, turn, body, request.headers)
     if warned:

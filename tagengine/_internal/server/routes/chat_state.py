@@ -1,7 +1,7 @@
 """The state of the chat on screen (decisions STX-3, STX-4, STX-7): what the SillyTavern extension's panel shows,
 computed from the chat's own messages.
 
-    POST /tagengine/api/state                 {"messages": [...], "campaign"?: NAME, "rewrite_from"?: N}
+    POST /tagengine/api/state                 {"messages": [...], "campaign"?: NAME, "rewrite_from"?: N, "chat"?: ID}
     POST /tagengine/api/c/{campaign}/state
     GET  /tagengine/api/campaigns             the campaigns the picker lists, and the server's --campaign
 
@@ -33,12 +33,20 @@ from ..limits import LOOP_CHARS, RECEIPTS_CHARS, RECEIPTS_HELD
 from ..memory.campaigns import Campaign
 from ..memory.chain import Replayed
 from ..memory.latest_turns import turn_number
-from ..turn.request import campaign_choice, check_count, check_sizes, marker_warning, messages_of, read_marked
+from ..turn.request import (
+    campaign_choice,
+    chat_of,
+    check_count,
+    check_sizes,
+    marker_warning,
+    messages_of,
+    read_marked,
+)
 from ..wire.answers import json_response
 from ..wire.body import object_body, read_body
 from .base import alias, api_path, route
 
-KEYS = ("messages", "campaign", "rewrite_from")
+KEYS = ("messages", "campaign", "rewrite_from", "chat")
 
 
 class ReceiptsMemo:
@@ -90,7 +98,7 @@ async def state_of_chat(ctx: ServerContext, memo: ReceiptsMemo, request: Request
     history = marked.plain()
     check_sizes(messages, history)
     after = await ctx.replayed(c, history)
-    point = replayed_point(ctx, c, after)
+    point = replayed_point(ctx, c, after, chat_of(body.get("chat")))
     receipts = await last_receipts(ctx, memo, c, history, after)
     # a long reply's receipts are many, and drawing each takes time: as applying it, off the loop (SEC-2)
     sheet = (await ctx.workers.run(panel_json, c.rs, point.state, receipts)
@@ -126,7 +134,7 @@ async def rewrites(ctx: ServerContext, c: Campaign, history: list[dict[str, str]
     or with --hide-tags (the chat holds narrations, which a replay does not write)."""
     if type(first) is not int or first < 0:
         raise Refused(400, "`rewrite_from` must be a message's index, a whole number", "invalid_request")
-    if after.consistent or ctx.options.hide_tags:
+    if (after.consistent and not after.rewritten) or ctx.options.hide_tags:
         return []
     return await ctx.workers.run(replay_texts, c, history, messages, first)
 

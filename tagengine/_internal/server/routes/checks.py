@@ -26,7 +26,7 @@ from ..edits.points import waiting_state
 from ..errors import Refused, refusals_as_responses
 from ..limits import MAX_CHECK_VALUE
 from ..memory.campaigns import Campaign
-from ..turn.request import campaign_choice, check_count, check_sizes, messages_of
+from ..turn.request import campaign_choice, chat_of, check_count, check_sizes, messages_of
 from ..wire.answers import json_response
 from ..wire.body import object_body, read_body
 from .base import alias, api_path, route
@@ -43,7 +43,7 @@ NOT_FOUND = {"unknown-character": ("who", "character_not_found", "character"),
 async def check_endpoint(ctx: ServerContext, request: Request) -> Response:
     """The check rolled at the state after the history (with --hide-tags its replies are narrations, mapped back
     as chat completions map them)."""
-    body = object_body(await read_body(request), ("campaign", "messages", "check"))
+    body = object_body(await read_body(request), ("campaign", "messages", "check", "chat"))
     messages = messages_of(body.get("messages", []))
     check_count(messages)
     marked = await ctx.read_history(messages)  # each message checked here (S-27)
@@ -56,7 +56,7 @@ async def check_endpoint(ctx: ServerContext, request: Request) -> Response:
     history = marked.plain()
     check_sizes(messages, history)
     before = await ctx.replayed(c, history)
-    rolled = roll_tag(c.rs, waiting_state(ctx, c, before), tag)  # with the players' edits waiting there
+    rolled = roll_tag(c.rs, waiting_state(ctx, c, before, chat_of(body.get("chat"))), tag)  # with the edits there
     headers = {"x-tagengine-campaign": c.name}
     if before.notes:
         headers["x-tagengine-history"] = "; ".join(before.notes)

@@ -38,17 +38,18 @@ from ..edits.points import Point, history_point, newest_point, save_edit
 from ..errors import refusals_as_responses
 from ..limits import LOOP_CHARS
 from ..memory.campaigns import Campaign
+from ..turn.request import chat_of
 from ..wire.answers import json_response
 from ..wire.body import object_body, read_body
 from ..wire.chat_completions import error_doc
 from .base import api_path, missing_sheet, route
 
-KEYS = ("changes", "revision", "messages")
+KEYS = ("changes", "revision", "messages", "chat")
 
 
 async def api_body(ctx: ServerContext, request: Request) -> dict[str, Any]:
-    """The body: a JSON object of `changes`, `revision` and `messages` only, else a 400 naming why; read in a
-    worker thread past LOOP_CHARS bytes (a value of megabytes, to be refused, is not parsed on the loop)."""
+    """The body: a JSON object of `changes`, `revision`, `messages` and `chat` only, else a 400 naming why; read
+    in a worker thread past LOOP_CHARS bytes (a value of megabytes, to be refused, is not parsed on the loop)."""
     raw = await read_body(request)
     return object_body(raw, KEYS) if len(raw) <= LOOP_CHARS else await ctx.workers.run(object_body, raw, KEYS)
 
@@ -57,7 +58,7 @@ async def point_of(ctx: ServerContext, request: Request, body: dict[str, Any]) -
     """The campaign the path names and the point an edit is made at: the history's, else the newest reply's."""
     c = ctx.campaign(request.path_params["campaign"])
     if "messages" in body:
-        return c, await history_point(ctx, c, body["messages"])
+        return c, await history_point(ctx, c, body["messages"], chat_of(body.get("chat")))
     return c, newest_point(ctx, c)
 
 
@@ -94,7 +95,8 @@ async def api_edit(ctx: ServerContext, request: Request) -> Response:
     edited = save_edit(ctx, c, point, who, changes, revision if who is None else None)
     if not edited.ok:
         return refused_answer(c, point, who, edited)
-    after = newest_point(ctx, c) if "messages" not in body else await history_point(ctx, c, body["messages"])
+    after = newest_point(ctx, c) if "messages" not in body else await history_point(ctx, c, body["messages"],
+                                                                                     chat_of(body.get("chat")))
     return json_response({"ok": True, "changes": [{"op": x.op, "path": x.path, "value": x.value}
                                                   for x in edited.changes],
                           "rolled": [{"path": p, "total": t} for p, t in edited.rolled], "at": after.to_json(),

@@ -60,11 +60,12 @@ async def first_sheet(ctx: ServerContext, request: Request) -> Response:
 async def editor_form(ctx: ServerContext, request: Request) -> Response:
     """A character's sheet (`who`), or the party's, in the editor: shown, or saved (303 back to it), or shown
     again with its problems and everything typed."""
-    c = ctx.campaign(request.path_params["campaign"])
+    ctx.campaign(request.path_params["campaign"])  # an unknown campaign's page, before a body is read
     who = request.path_params.get("who")  # None: the party sheet
-    # the whole form is read before the point is taken: a save whose body comes slowly is checked against the
-    # sheet as it is when it arrives, so a save made meanwhile is never overwritten unseen (PARTY-37)
+    # the whole form is read before the campaign and its point are taken: a save whose body comes slowly is checked
+    # against the sheet as it is when it arrives, so a save made meanwhile is never overwritten unseen (PARTY-37)
     posted = posted_changes(await form_fields(request, MAX_EDIT_FORM)) if request.method == "POST" else None
+    c = ctx.campaign(request.path_params["campaign"])
     point = newest_point(ctx, c)
     if (missing := missing_sheet(c, point, who)) is not None:
         raise missing
@@ -88,8 +89,9 @@ async def editor_form(ctx: ServerContext, request: Request) -> Response:
 @refusals_as_responses
 async def draft_values(ctx: ServerContext, request: Request) -> Response:
     """What the editor's form re-computes as it is typed (JSON, for its script)."""
-    c = ctx.campaign(request.path_params["campaign"])
+    ctx.campaign(request.path_params["campaign"])
     fields = await form_fields(request, MAX_EDIT_FORM)
+    c = ctx.campaign(request.path_params["campaign"])  # as it is once the body has come (a start made meanwhile)
     who = request.path_params.get("who")
     point = newest_point(ctx, c)
     if (missing := missing_sheet(c, point, who)) is not None:
@@ -102,8 +104,9 @@ async def draft_values(ctx: ServerContext, request: Request) -> Response:
 async def hand_edit(ctx: ServerContext, request: Request) -> Response:
     """A hand edit from the game sheet (a box, a state, a pool...): saved (303 to the sheet), or the sheet again
     with its problems."""
-    c = ctx.campaign(request.path_params["campaign"])
+    ctx.campaign(request.path_params["campaign"])
     fields = await form_fields(request, MAX_EDIT_FORM)
+    c = ctx.campaign(request.path_params["campaign"])  # as it is once the body has come (a start made meanwhile)
     who = request.path_params.get("who")
     point = newest_point(ctx, c)
     if (missing := missing_sheet(c, point, who)) is not None:
@@ -158,7 +161,7 @@ def editor_page(ctx: ServerContext, c: Campaign, point: Point, who: str | None, 
     form = edit_form(c.rs, shown, who, problems)
     changed = {x.path for x in sets}
     # the values the player's form was opened at, each as long as a value there can be (a value past it was
-    # never shown, so it is cut as a refused value is: issue 35 item 8)
+    # never shown, so it is cut as a refused value is: SEC-14)
     kept = {k: echoed(v, echo_bound(c.rs, k, who is None)) for k, v in (was or {}).items() if k in changed}
     stale = any(p.code == "stale-revision" for p in problems)
     values = editor_context(c.rs, form, was=kept or None)

@@ -18,10 +18,11 @@ from ...history import ROLES
 from ...prompt import Budget
 from ...prompt.contexts import context_of
 from ..errors import Refused
-from ..limits import MAX_MESSAGE, MAX_MESSAGES, MAX_MODEL_NAME
+from ..limits import MAX_CHAT_ID, MAX_MESSAGE, MAX_MESSAGES, MAX_MODEL_NAME
 from ..wire.json_codec import loads
 
 log = logging.getLogger("tagengine.serve")
+CHAT_HEADER = "x-tagengine-chat"  # a chat's id, so two chats that hold the same messages are told apart (ED-25)
 DEFAULT_CONTEXT = 8192
 DEFAULT_RESPONSE = 1024
 _CONTENT = itemgetter("content")
@@ -231,3 +232,14 @@ def campaign_choice(marked: MarkedHistory, asked: Any, prefixed: str | None,
         if name:
             return name, by
     return None
+
+
+def chat_of(value: Any) -> str | None:
+    """A chat's id, as a request gives it (`X-Tagengine-Chat`, or `chat` in a JSON API body; ED-25): printable
+    text of at most MAX_CHAT_ID characters, else a 400; None (or empty): the request names no chat."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) > MAX_CHAT_ID or not value.isprintable():
+        raise Refused(400, f"a chat's id (X-Tagengine-Chat, `chat`) is printable text of at most {MAX_CHAT_ID} "
+                           "characters", "invalid_chat")
+    return value

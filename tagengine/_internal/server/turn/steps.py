@@ -36,7 +36,7 @@ from ...prompt.contexts import context_of
 from ...stream import StreamFilter
 from ...tags import narration
 from ..context import ServerContext
-from ..edits.opening import Opening, edit_opening, opened_events
+from ..edits.opening import Opening, Seen, carry_late, edit_opening, opened_events, seen_at
 from ..errors import Refused, reply_too_large, upstream_failure, upstream_status
 from ..limits import LOOP_CHARS, MAX_REPLY
 from ..memory.campaigns import Campaign
@@ -65,7 +65,9 @@ class Turn:
     history: list[dict[str, str]]  # the messages the prompt is fitted from (--hide-tags: tagged replies again)
     prefill: str | None  # continue: the assistant message the model goes on from (S-17)
     on_pages: bool = True  # the pages show this turn (its prompt, its reply); not a first message after turns (TR-5)
+    chat: str | None = None  # the chat's id, when the request gives one (X-Tagengine-Chat, ED-25)
     opening: Opening | None = None  # the players' edits' receipts the reply opens with, and their state
+    seen: Seen | None = None  # where those edits waited, and the newest one: later ones are carried (ED-26)
 
 
 @dataclass(slots=True)
@@ -77,7 +79,7 @@ class Fitted:
     counted: Budget  # what the prompt was counted with: the reply is counted ahead with it too (S-32)
 
 
-async def begin(ctx: ServerContext, name: str, marked: MarkedHistory) -> Turn:
+async def begin(ctx: ServerContext, name: str, marked: MarkedHistory, chat: str | None = None) -> Turn:
     c = ctx.campaign(name)
     history = marked.plain()
     earlier, prefill = split_prefill(history)  # continue: the state from before the prefill (S-17)
@@ -92,14 +94,15 @@ async def begin(ctx: ServerContext, name: str, marked: MarkedHistory) -> Turn:
     if not on_pages:
         log.info("campaign %s: a first message while the pages show later turns: played, the pages left as they are",
                  c.name)
-    return Turn(c, before, history, prefill, on_pages)
+    return Turn(c, before, history, prefill, on_pages, chat)
 
 
 def open_with_edits(ctx: ServerContext, turn: Turn) -> None:
     """ED-6: the receipts of the players' edits waiting at the turn's chain key go at the start of the
     reply, as if the model had written them there (whole, streamed, continued, --hide-tags, --settle-checks:
     edits.py); the prompt is built from the state they make."""
-    turn.opening = edit_opening(ctx, turn.campaign, turn.before, turn.prefill)
+    turn.seen = seen_at(ctx, turn.campaign, turn.before, turn.prefill, turn.chat)
+    turn.opening = edit_opening(ctx, turn.campaign, turn.before, turn.prefill, turn.chat)
 
 
 async def fit(ctx: ServerContext, turn: Turn, body: dict[str, Any], incoming: Mapping[str, str]) -> Fitted:
@@ -248,6 +251,8 @@ def record_reply(ctx: ServerContext, turn: Turn, applied: Applied, filt: Filter 
     narration map) or the chat app's text of a continued reply cannot be the engine's (S-17). Whether the
     snapshot was kept (then the next turn starts from this very state object)."""
     c, before, hide_tags = turn.campaign, turn.before, ctx.options.hide_tags
+    if turn.seen is not None:  # the edits made while this reply was written wait for the next one (ED-26)
+        carry_late(ctx, c, turn.seen, turn.chat, ctx.chain.next_key(before.key, applied.text))
     if not before.consistent and not hide_tags:
         return False
     shown = filt.shown if isinstance(filt, Continued) else narration(raw) if hide_tags else None

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from ...samples import samples_dir
 from ...tags import scan
 from ..options import Options
 from ..wire.answers import json_response
@@ -30,7 +31,6 @@ from .client import UpstreamKind
 
 DEMO = "demo"
 BASE = "http://demo.invalid/v1"
-SAMPLES = Path(__file__).resolve().parents[4] / "samples"
 
 
 def _is_demo(url: str) -> bool:
@@ -54,7 +54,8 @@ class DemoGame:
 
     @classmethod
     def load(cls, samples: Path | None) -> DemoGame:
-        doc = json.loads(((samples or SAMPLES) / "transcripts" / "demo-game.json").read_text(encoding="utf-8"))
+        where = samples or samples_dir()  # the package's own, installed or in a checkout (PK-1)
+        doc = json.loads((where / "transcripts" / "demo-game.json").read_text(encoding="utf-8"))
         return cls(tuple(tuple(r) for r in doc["replies"]), doc["end"])
 
     def reply(self, turn: int, version: int) -> str:
@@ -141,7 +142,8 @@ class DemoCheck:
 
     @classmethod
     def load(cls, samples: Path | None) -> DemoCheck:
-        doc = json.loads(((samples or SAMPLES) / "transcripts" / "demo-check.json").read_text(encoding="utf-8"))
+        where = samples or samples_dir()  # the package's own, installed or in a checkout (PK-1)
+        doc = json.loads((where / "transcripts" / "demo-check.json").read_text(encoding="utf-8"))
         return cls(doc["reply"], doc["after"], doc["unsettled"])
 
     @cached_property

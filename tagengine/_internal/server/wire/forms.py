@@ -5,7 +5,7 @@ MAX_FORM_FIELDS fields or MAX_FORM_PARTS parts is refused (`FormTooLarge`, a 413
 Multipart is read by splitting the body at its boundary (RFC 7578, RFC 2046): one pass of bytes.find and
 bytes.split, then each part's head searched for its Content-Disposition. The `email` parser this replaces
 read a body line by line in Python (about 0.4 ms a part: 20 000 parts of a 1.1 MB form held the event loop
-for 20 s, issue 35 item 6). A part's bytes are taken as posted (RFC 7578 §4.7: no Content-Transfer-Encoding);
+for 20 s, SEC-12). A part's bytes are taken as posted (RFC 7578 §4.7: no Content-Transfer-Encoding);
 a nested multipart is one part's bytes, not read further."""
 
 from __future__ import annotations
