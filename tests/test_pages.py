@@ -174,12 +174,13 @@ def test_the_checker_answers_hostile_forms_with_a_page(tmp_path: Path):
     form = {"content-type": "application/x-www-form-urlencoded"}
     with serving(tmp_path, {}, []) as url:
         got = {
-            "nested multipart": httpx.post(f"{url}/ui/check", content=nested,
+            "nested multipart": httpx.post(f"{url}/ui/check", content=nested, timeout=60,
                                            headers={"content-type": "multipart/form-data; boundary=B0"}),
-            "not utf-8": httpx.post(f"{url}/ui/check", files={"file": ("x.json", b"\xff\xfe{}")}),
-            "not json": httpx.post(f"{url}/ui/check", data={"ruleset": "not json"}),
-            "deep json": httpx.post(f"{url}/ui/check", data={"ruleset": "[" * 100_000}),
-            "too large": httpx.post(f"{url}/ui/check", content=b"ruleset=" + b"a" * (10 << 20), headers=form),
+            "not utf-8": httpx.post(f"{url}/ui/check", files={"file": ("x.json", b"\xff\xfe{}")}, timeout=60),
+            "not json": httpx.post(f"{url}/ui/check", data={"ruleset": "not json"}, timeout=60),
+            "deep json": httpx.post(f"{url}/ui/check", data={"ruleset": "[" * 100_000}, timeout=60),
+            "too large": httpx.post(f"{url}/ui/check", content=b"ruleset=" + b"a" * (10 << 20), headers=form,
+                                    timeout=60),
         }
     for what, r in got.items():
         assert r.status_code == (413 if what == "too large" else 200), what
