@@ -62,6 +62,15 @@ async def point_of(ctx: ServerContext, request: Request, body: dict[str, Any]) -
     return c, newest_point(ctx, c)
 
 
+async def sheet_point(ctx: ServerContext, request: Request, body: dict[str, Any]) -> tuple[Campaign, Point, str | None]:
+    """`point_of`, and the sheet the path names (None: the party's), a 404 when the campaign has no such sheet."""
+    c, point = await point_of(ctx, request, body)
+    who = request.path_params.get("who")
+    if (missing := missing_sheet(c, point, who)) is not None:
+        raise missing
+    return c, point, who
+
+
 @refusals_as_responses
 async def api_campaign(ctx: ServerContext, request: Request) -> Response:
     c, point = await point_of(ctx, request, {})
@@ -82,10 +91,7 @@ async def api_sheet(ctx: ServerContext, request: Request) -> Response:
 @refusals_as_responses
 async def api_edit(ctx: ServerContext, request: Request) -> Response:
     body = await api_body(ctx, request)
-    c, point = await point_of(ctx, request, body)
-    who = request.path_params.get("who")
-    if (missing := missing_sheet(c, point, who)) is not None:
-        raise missing
+    c, point, who = await sheet_point(ctx, request, body)
     changes = changes_of(body.get("changes"))
     revision = body.get("revision")
     if who is None and (type(revision) is not int or revision < 0):
@@ -106,10 +112,7 @@ async def api_edit(ctx: ServerContext, request: Request) -> Response:
 @refusals_as_responses
 async def api_draft(ctx: ServerContext, request: Request) -> Response:
     body = await api_body(ctx, request)
-    c, point = await point_of(ctx, request, body)
-    who = request.path_params.get("who")
-    if (missing := missing_sheet(c, point, who)) is not None:
-        raise missing
+    c, point, who = await sheet_point(ctx, request, body)
     changes = [x for x in changes_of(body.get("changes")) if isinstance(x, Change)]
     return json_response(draft_json(c.rs, point.state, who, changes))
 

@@ -56,22 +56,31 @@ async def first_sheet(ctx: ServerContext, request: Request) -> Response:
     return RedirectResponse(to, status_code=303)
 
 
+async def posted_at(ctx: ServerContext, request: Request,
+                    post: bool) -> tuple[Campaign, Point, list[tuple[str, str]] | None]:
+    """The campaign, its newest point and the form posted (None for a GET). The whole form is read before the
+    campaign and its point are taken: a save whose body comes slowly is checked against the sheet as it is when it
+    arrives, so a save made meanwhile is never overwritten unseen (PARTY-37). A 404 for a sheet the campaign does
+    not have."""
+    ctx.campaign(request.path_params["campaign"])  # an unknown campaign's answer, before a body is read
+    fields = await form_fields(request, MAX_EDIT_FORM) if post else None
+    c = ctx.campaign(request.path_params["campaign"])  # as it is once the body has come (a start made meanwhile)
+    point = newest_point(ctx, c)
+    if (missing := missing_sheet(c, point, request.path_params.get("who"))) is not None:
+        raise missing
+    return c, point, fields
+
+
 @refusals_as_pages("Sheet editor")
 async def editor_form(ctx: ServerContext, request: Request) -> Response:
     """A character's sheet (`who`), or the party's, in the editor: shown, or saved (303 back to it), or shown
     again with its problems and everything typed."""
-    ctx.campaign(request.path_params["campaign"])  # an unknown campaign's page, before a body is read
     who = request.path_params.get("who")  # None: the party sheet
-    # the whole form is read before the campaign and its point are taken: a save whose body comes slowly is checked
-    # against the sheet as it is when it arrives, so a save made meanwhile is never overwritten unseen (PARTY-37)
-    posted = posted_changes(await form_fields(request, MAX_EDIT_FORM)) if request.method == "POST" else None
-    c = ctx.campaign(request.path_params["campaign"])
-    point = newest_point(ctx, c)
-    if (missing := missing_sheet(c, point, who)) is not None:
-        raise missing
-    if posted is None:
+    c, point, fields = await posted_at(ctx, request, request.method == "POST")
+    if fields is None:
         return editor_page(ctx, c, point, who, saved=request.query_params.get("saved"),
                            made=request.query_params.get("made") is not None)
+    posted = posted_changes(fields)
     opened = None
     if who is None:
         opened = party_opened_at(posted.revision)
@@ -89,30 +98,20 @@ async def editor_form(ctx: ServerContext, request: Request) -> Response:
 @refusals_as_responses
 async def draft_values(ctx: ServerContext, request: Request) -> Response:
     """What the editor's form re-computes as it is typed (JSON, for its script)."""
-    ctx.campaign(request.path_params["campaign"])
-    fields = await form_fields(request, MAX_EDIT_FORM)
-    c = ctx.campaign(request.path_params["campaign"])  # as it is once the body has come (a start made meanwhile)
+    c, point, fields = await posted_at(ctx, request, True)
     who = request.path_params.get("who")
-    point = newest_point(ctx, c)
-    if (missing := missing_sheet(c, point, who)) is not None:
-        raise missing
     name = None if who is None else point.state.character(who)
-    return json_response(draft_json(c.rs, point.state, name, posted_changes(fields).changes))
+    return json_response(draft_json(c.rs, point.state, name, posted_changes(fields or []).changes))
 
 
 @refusals_as_pages("Game sheet")
 async def hand_edit(ctx: ServerContext, request: Request) -> Response:
     """A hand edit from the game sheet (a box, a state, a pool...): saved (303 to the sheet), or the sheet again
     with its problems."""
-    ctx.campaign(request.path_params["campaign"])
-    fields = await form_fields(request, MAX_EDIT_FORM)
-    c = ctx.campaign(request.path_params["campaign"])  # as it is once the body has come (a start made meanwhile)
+    c, point, fields = await posted_at(ctx, request, True)
     who = request.path_params.get("who")
-    point = newest_point(ctx, c)
-    if (missing := missing_sheet(c, point, who)) is not None:
-        raise missing
     name = None if who is None else point.state.character(who)
-    edited = save_edit(ctx, c, point, name, hand_edits(fields))
+    edited = save_edit(ctx, c, point, name, hand_edits(fields or []))
     if edited.ok:
         return RedirectResponse(f"/ui/c/{quote(c.name, safe='')}", status_code=303)
     return sheet_page(ctx, c, {name: edited.problems}, 422)
