@@ -83,6 +83,9 @@ def check(mutations: list[Mutation], cov: spec_coverage.Coverage) -> list[str]:
         elif m.rule not in cov.cited:
             errors.append(f"{where}: no test cites {m.rule}")
         path = ROOT / m.file
+        if not m.file.startswith("tagengine/"):  # only the package is copied: anything else is the worktree's
+            errors.append(f"{where}: only files under tagengine/ are mutated (the rest is linked, not copied)")
+            continue
         if not path.is_file():
             errors.append(f"{where}: no file {m.file}")
             continue
@@ -125,7 +128,12 @@ def run_one(worker: Path, m: Mutation, tests: list[str], verbose: bool) -> Outco
     original = target.read_text(encoding="utf-8")
     if original.count(m.old) != 1:
         return Outcome(m, "error", 0.0, "the old text does not occur exactly once")
-    target.write_text(original.replace(m.old, m.new), encoding="utf-8")
+    mutated = original.replace(m.old, m.new)
+    try:  # a change that does not parse proves nothing: every test would fail on it
+        compile(mutated, str(target), "exec")
+    except SyntaxError as e:
+        return Outcome(m, "error", 0.0, f"the changed file does not parse: {e}")
+    target.write_text(mutated, encoding="utf-8")
     drop_bytecode(target)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(worker)  # before the editable install's path to the worktree
@@ -141,6 +149,7 @@ def run_one(worker: Path, m: Mutation, tests: list[str], verbose: bool) -> Outco
         target.write_text(original, encoding="utf-8")
         drop_bytecode(target)
     seconds = time.monotonic() - start
+    # 1: a test failed; 2: collection failed (the changed package does not import), an error, not a kill
     status = {0: "survived", 1: "killed", 5: "no tests"}.get(code, "error")
     tail = "\n".join(out.strip().splitlines()[-3:])
     if verbose or status == "error":
