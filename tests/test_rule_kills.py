@@ -1,0 +1,138 @@
+"""A rule's own test, where the tests cited for it passed with the rule broken (tests/rule_mutate.py): numbers
+that happened to agree (a wound track's `remaining` equal to its `filled`, a default of 0 equal to nothing), a
+shape the rule covers that no test used, a rule caught only by a test of another rule. Each test here names
+the rule it checks and fails when that rule's code is broken."""
+
+from __future__ import annotations
+
+import pytest
+from cmdkit import run, sample_state, with_live
+
+from conftest import edit, load_sample, sample_dict
+from tagengine._internal.commands.check import card as dice_card
+from tagengine._internal.commands.check import roll_tag
+from tagengine._internal.ruleset import Ruleset
+from tagengine._internal.sheet import Eval
+from tagengine._internal.sheet.marking import TrackFull, TrackShape, mark
+from tagengine._internal.state import GameState, LiveValues, WoundMarks
+from tagengine._internal.tags import parse
+
+GRAVE = load_sample("gravewatch")
+EMBER = load_sample("ember-roads")
+FIFTH = load_sample("fifth-like")
+SCALE = {"k1": 0, "k2": 1, "k3": 2}
+
+
+def card(rs, **parts):
+    c = GameState.new(rs, ["X"]).cards["X"]
+    return {**c, **parts}
+
+
+def with_derived(data, *entries):
+    return Ruleset.from_dict(edit(data, lambda d: d["sheet"]["derived"].extend(entries)))
+
+
+def test_wound_20_each_raise_moves_the_lightest_mark_a_step_whatever_step_it_is_on():
+    """Three k2 marks fill the track; two more marks raise two of them to k3, the lightest first."""
+    track = TrackShape(3, SCALE)
+    assert mark(track, ("k2", "k2", "k2"), 0, "k1", 2) == (("k3", "k3", "k2"), 0)
+
+
+def test_wound_53_an_indexed_mark_that_does_not_fit_above_its_box_is_refused_whole():
+    """Box 3 of 4 is taken and box 4 free: two marks from box 3 have one box, so none is placed."""
+    track = TrackShape(4, SCALE, indexed=True, refuse_when_full=True)
+    with pytest.raises(TrackFull):
+        mark(track, (None, None, "k1"), 0, "k1", 2, box=3)
+    assert mark(track, (None, None, "k1"), 0, "k1", 1, box=3) == ((None, None, "k1", "k1"), 0)
+
+
+def test_wound_28_box_is_refused_on_a_track_that_fills_by_severity():
+    state = with_live(GRAVE, sample_state("gravewatch"), bram={"marks": {"harm": {"marks": []}}})
+    _, res = run(GRAVE, state, '[sheet: who="Bram" op="damage" track="harm" kind="knock" box="1"]')
+    assert res == [("refused", "bad-box")]
+
+
+def test_ref_9_remaining_and_filled_are_counted_from_each_end():
+    """Harm has four levels: one mark leaves three; weariness runs from min 1, so 3 is two filled."""
+    ev = Eval(GRAVE, card(GRAVE), LiveValues(marks={"harm": WoundMarks(("tear",))}))
+    assert (ev.track_read("harm", "filled"), ev.track_read("harm", "remaining")) == (1, 3)
+    rs = Ruleset.from_dict(edit(sample_dict("ember-roads"), lambda d: d["sheet"]["live"]["tracks"][0].update(
+        min=1, default=1)))
+    ev = Eval(rs, card(rs, abilities={"brawn": 5}), LiveValues(tracks={"weariness": 3}))
+    assert (ev.track_read("weariness", "value"), ev.track_read("weariness", "filled"),
+            ev.track_read("weariness", "remaining")) == (3, 2, 2)
+
+
+TABLE = {"id": "lamp", "label": "Lamp", "op": "enumTable", "from": {"liveState": "lantern"},
+         "table": {"lit": 3}, "default": 7}
+
+
+def test_enum_4_a_value_the_table_leaves_out_reads_its_default():
+    rs = with_derived(sample_dict("gravewatch"), TABLE)
+    assert Eval(rs, card(rs), LiveValues(states={"lantern": "out"})).derived("lamp") == 7
+    assert Eval(rs, card(rs), LiveValues(states={"lantern": "lit"})).derived("lamp") == 3
+
+
+def test_enum_4_state_10_a_hidden_state_reads_as_no_value_so_the_table_reads_its_default():
+    data = edit(sample_dict("gravewatch"), lambda d: d["sheet"]["live"]["states"][0].update(
+        hideWhen={"field": "watch", "equals": "dawn"}))
+    rs = with_derived(data, TABLE)
+    ev = Eval(rs, card(rs, fields={"watch": "dawn"}), LiveValues(states={"lantern": "lit"}))
+    assert ev.derived("lamp") == 7
+
+
+@pytest.mark.parametrize(("by", "how", "want"), [(0.5, None, 3), (-0.5, None, -3), (0.5, "down", 2),
+                                                 (0.3, "up", 2), (0.3, None, 2)])
+def test_sheet_24_scale_rounds_half_away_from_zero_unless_told(by, how, want):
+    """Level 5 scaled: 2.5 rounds to 3 and -2.5 to -3 by default; `down` and `up` as named."""
+    entry = {"id": "s", "label": "S", "op": "scale", "from": {"field": "level"}, "by": by}
+    if how:
+        entry["round"] = how
+    rs = with_derived(sample_dict("fifth-like"), entry)
+    assert Eval(rs, card(rs, fields={"level": 5}), None).derived("s") == want
+
+
+def test_adj_7_every_matching_entry_is_added():
+    """Two entries apply to a Brawn roll (-1 for all, -2 for Brawn): the roll gets -3."""
+    rs = Ruleset.from_dict(edit(sample_dict("ember-roads"), lambda d: d["resolution"].update(adjust=[
+        {"value": {"const": -1}}, {"value": {"const": -2}, "abilities": ["brawn"]},
+        {"value": {"const": -4}, "abilities": ["wits"]}])))
+    ev = Eval(rs, card(rs, abilities={"brawn": 6}), None)
+    from tagengine._internal.sheet.check_numbers import check_number
+
+    assert check_number(ev, "ability", "brawn").adjust == -3
+
+
+def test_pen_6_the_dice_card_states_the_penalty_applied():
+    """Mira's harm costs a die: the card says so and where it comes from, beside the roll record's penalty."""
+    done = roll_tag(GRAVE, sample_state("gravewatch"), parse('[check: who="Mira" skill="Ward"]'))
+    assert ("penalty", "-1") in done.result.record
+    assert "  wound penalty: -1 (from Harm, PEN-6)" in dice_card(GRAVE, done)
+
+
+def test_untr_10_the_card_of_a_refused_check_says_it_could_not_be_attempted():
+    state = sample_state("ember-roads")
+    done = roll_tag(EMBER, state, parse('[check: who="Mira" skill="Dig"]'))
+    assert (done.result.result, done.result.reason) == ("refused", "untrained")
+    assert "The character cannot attempt this check; no dice were rolled (UNTR-9, UNTR-10)." in dice_card(EMBER, done)
+
+
+@pytest.mark.parametrize(("op", "want"), [("min", -2), ("max", 9), ("sum", 7)])
+def test_sheet_23_min_max_and_sum_of_their_operands(op, want):
+    rs = with_derived(sample_dict("gravewatch"), {"id": "o", "label": "O", "op": op,
+                                                   "of": [{"const": 9}, {"const": -2}, {"const": 0}]})
+    assert Eval(rs, card(rs), None).derived("o") == want
+
+
+def test_track_2_a_value_reference_max_below_the_min_reads_the_min():
+    """Weariness's max is max(3, brawn); with min raised to 4 it can never hold less than 4."""
+    rs = Ruleset.from_dict(edit(sample_dict("ember-roads"), lambda d: d["sheet"]["live"]["tracks"][0].update(
+        min=4, default=4)))
+    ev = Eval(rs, card(rs, abilities={"brawn": 1}), None)
+    t = rs.sheet.tracks.get("weariness")
+    assert ev.plain_max(t) == 4 and ev.plain_value(t) == 4
+
+
+def test_clock_4_5_7_an_empty_clocks_object_takes_the_defaults():
+    rs = Ruleset.from_dict(edit(sample_dict("gravewatch"), lambda d: d.update(clocks={})))
+    assert (rs.file.clocks.sizes, rs.file.clocks.max) == ([4, 6, 8], 8)
