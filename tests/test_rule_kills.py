@@ -5,16 +5,22 @@ the rule it checks and fails when that rule's code is broken."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from cmdkit import run, sample_state, with_live
 
 from conftest import edit, load_sample, sample_dict
 from tagengine._internal.commands.check import card as dice_card
 from tagengine._internal.commands.check import roll_tag
+from tagengine._internal.commands.party_save import PartyConflict, save_party
+from tagengine._internal.prompt import reminder, system_prompt
 from tagengine._internal.ruleset import Ruleset
-from tagengine._internal.sheet import Eval
+from tagengine._internal.sheet import Eval, view_party
+from tagengine._internal.sheet.check_numbers import check_number
 from tagengine._internal.sheet.marking import TrackFull, TrackShape, mark
-from tagengine._internal.state import GameState, LiveValues, WoundMarks
+from tagengine._internal.sheet.show import party_summary
+from tagengine._internal.state import Clock, GameState, LiveValues, WoundMarks
 from tagengine._internal.tags import parse
 
 GRAVE = load_sample("gravewatch")
@@ -98,8 +104,6 @@ def test_adj_7_every_matching_entry_is_added():
         {"value": {"const": -1}}, {"value": {"const": -2}, "abilities": ["brawn"]},
         {"value": {"const": -4}, "abilities": ["wits"]}])))
     ev = Eval(rs, card(rs, abilities={"brawn": 6}), None)
-    from tagengine._internal.sheet.check_numbers import check_number
-
     assert check_number(ev, "ability", "brawn").adjust == -3
 
 
@@ -136,3 +140,125 @@ def test_track_2_a_value_reference_max_below_the_min_reads_the_min():
 def test_clock_4_5_7_an_empty_clocks_object_takes_the_defaults():
     rs = Ruleset.from_dict(edit(sample_dict("gravewatch"), lambda d: d.update(clocks={})))
     assert (rs.file.clocks.sizes, rs.file.clocks.max) == ([4, 6, 8], 8)
+
+
+@pytest.mark.parametrize("tag", ['[clock: name="Ghost" tick="1"]', '[clock: name="Ghost" tick="-1"]',
+                                 '[clock: name="Ghost" clear]'])
+def test_clock_21_each_action_on_an_unknown_clock_is_refused(tag):
+    blades = load_sample("blades-like")
+    state = GameState.new(blades, ["X"])
+    applied, res = run(blades, state, tag)
+    assert res == [("refused", "unknown-clock")] and applied.state.clocks == ()
+
+
+@pytest.mark.parametrize(("size", "kept"), [(1, False), (2, True), (12, True), (13, False)])
+def test_clock_25_a_stored_clock_is_read_only_with_2_to_12_segments(size, kept):
+    """A snapshot's clocks are read back as the rules allow them; one the rules could not make is dropped."""
+    blades = load_sample("blades-like")
+    doc = GameState.new(blades, ["X"]).to_json()
+    doc["rulesetClocks"] = [{"name": "A", "size": size, "filled": 1}]
+    s = GameState.loads(blades, json.dumps(doc))
+    assert (len(s.clocks) == 1) is kept
+    assert (("rulesetClocks[0].size", "bad-size") in [(w.path, w.code) for w in s.warnings]) is not kept
+
+
+BLADES = load_sample("blades-like")
+
+
+def party_run(tag, rs=BLADES):
+    return run(rs, sample_state("blades-like"), tag)
+
+
+@pytest.mark.parametrize(("tag", "want"), [
+    ('[sheet: sheet="party" op="advance" field="Heat" to="9"]', ("ok", "9")),
+    ('[sheet: sheet="party" op="advance" field="Heat" to="10"]', ("refused", "invalid-value")),
+    ('[sheet: sheet="party" op="advance" field="Heat" by="7"]', ("ok", "9")),
+    ('[sheet: sheet="party" op="advance" field="Heat" by="8"]', ("refused", "invalid-value")),
+    ('[sheet: sheet="party" op="advance" field="Heat" to="0"]', ("ok", "0")),
+    ('[sheet: sheet="party" op="advance" field="Heat" to="-1"]', ("refused", "invalid-value")),
+])
+def test_party_18_an_advance_stays_within_the_fields_range(tag, want):
+    """Heat runs 0..9 (it stands at 2): both ends reached, one past either refused."""
+    assert party_run(tag)[1] == [want]
+
+
+def test_party_11_only_the_fields_advancement_names_advance():
+    _, res = party_run('[sheet: sheet="party" op="advance" field="Lair" to="tower"]')
+    assert res == [("refused", "not-advanceable")]
+
+
+def test_party_31_a_member_field_is_never_advanced_even_when_named():
+    rs = Ruleset.from_dict(edit(sample_dict("blades-like"), lambda d: d["party"]["advancement"]["fields"].append(
+        "size")))
+    applied, res = party_run('[sheet: sheet="party" op="advance" field="Crew size" to="5"]', rs)
+    assert res == [("refused", "not-advanceable")]
+    assert "size" not in applied.state.party_sheet["fields"] or applied.state.party_sheet["fields"]["size"] == 0
+
+
+def test_party_29_30_count_and_sum_read_every_member():
+    p = view_party(BLADES, sample_state("blades-like"))
+    assert (p.fields["size"], p.fields["stashes"]) == (2, 10)  # two members; stash 6 + 4
+
+
+def test_party_14_without_a_summary_every_visible_field_and_no_hidden_one():
+    rs = Ruleset.from_dict(edit(sample_dict("blades-like"), lambda d: (
+        d["party"].pop("summary"), d["party"]["fields"][2].update(hideWhen={"field": "lair", "equals": "barge"}))))
+    fields, _ = party_summary(rs, view_party(rs, sample_state("blades-like")))
+    assert fields == ["heat", "vault", "tier", "size", "stashes", "lair"]  # upgrades hidden on a barge
+
+
+def test_party_36_a_save_names_the_revision_it_was_opened_at():
+    """Opened at the sheet's revision saves; at an older or a later one, it is refused."""
+    state = sample_state("blades-like")
+    draft = {**state.party_sheet, "fields": {**state.party_sheet["fields"], "heat": 4}}
+    assert save_party(BLADES, state, draft, state.party_revision).party_revision == state.party_revision + 1
+    for opened_at in (state.party_revision - 1, state.party_revision + 1):
+        with pytest.raises(PartyConflict):
+            save_party(BLADES, state, draft, opened_at)
+
+
+def test_party_12_the_party_text_reaches_the_system_prompt():
+    assert "Coin belongs to the crew." in system_prompt(BLADES).text
+
+
+def test_clock_9_the_reminder_lists_every_clock():
+    state = sample_state("blades-like").with_clocks((Clock("Bluecoats", 6, 3), Clock("Flood", 4, 4)))
+    r = reminder(BLADES, state)
+    assert "- Bluecoats: 3/6" in r and "- Flood: 4/4" in r
+
+
+def test_gm_13_every_summary_field_and_derived_value_is_shown():
+    r = reminder(EMBER, sample_state("ember-roads"))
+    block = r.split("## ")[1]
+    assert "- Calling:" in block and "- Level:" in block and "- Burden:" in block
+
+
+def test_gm_15_17_a_name_column_that_is_not_the_first_and_a_boolean_off_prints_nothing():
+    """The features list named by its enum die (its value's label), and Ember's unpacked Lute without Packed."""
+    rs = Ruleset.from_dict(edit(sample_dict("fifth-like"), lambda d: d["gm"]["sheetSummary"]["lists"][0].update(
+        nameColumn="die", columns=[])))
+    assert "- Features: d6, d10" in reminder(rs, sample_state("fifth-like"))
+    lines = reminder(EMBER, sample_state("ember-roads")).splitlines()
+    assert "- Gear: Rope 2 Packed, Lantern 1 Packed, Tent 3 Packed, Lute 2" in lines
+
+
+def test_state_11_a_state_is_set_by_its_values_label_or_id():
+    state = sample_state("gravewatch")
+    for value in ("Shuttered", "shuttered", "  SHUTTERED "):
+        _, res = run(GRAVE, state, f'[sheet: who="Mira" op="state" state="Lantern" value="{value}"]')
+        assert res == [("ok", "Shuttered")], value
+
+
+@pytest.mark.parametrize(("tag", "want"), [
+    ('[sheet: who="Mira" op="spend" pool="Resolve" amount="{cur}"]', ("ok", "0/{top}")),
+    ('[sheet: who="Mira" op="spend" pool="Resolve" amount="{over}"]', ("refused", "insufficient")),
+    ('[sheet: who="Mira" op="restore" pool="Resolve" amount="{top}"]', ("ok", "{top}/{top}")),
+])
+def test_sheet_35_a_pool_is_spent_down_to_0_and_restored_up_to_its_max(tag, want):
+    state = sample_state("gravewatch")
+    ev = Eval(GRAVE, state.cards["Mira"], state.live_of("Mira"))
+    pool = GRAVE.sheet.pools.get("resolve")
+    cur, top = ev.pool_cur(pool), ev.pool_max(pool)
+    assert 0 < cur < top
+    _, res = run(GRAVE, state, tag.format(cur=cur, over=cur + 1, top=top))
+    assert res == [(want[0], want[1].format(top=top))]
