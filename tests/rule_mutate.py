@@ -149,8 +149,11 @@ def run_one(worker: Path, m: Mutation, tests: list[str], verbose: bool) -> Outco
         target.write_text(original, encoding="utf-8")
         drop_bytecode(target)
     seconds = time.monotonic() - start
-    # 1: a test failed; 2: collection failed (the changed package does not import), an error, not a kill
+    # 1: a test failed. 2: collecting failed: a kill when the change made a test module's setup fail (a sample it
+    # loads refused), an error when the changed package does not even import (a NameError is no rule broken).
     status = {0: "survived", 1: "killed", 5: "no tests"}.get(code, "error")
+    if code == 2 and not any(e in out for e in ("NameError", "ImportError", "ModuleNotFoundError", "SyntaxError")):
+        status = "killed"
     tail = "\n".join(out.strip().splitlines()[-3:])
     if verbose or status == "error":
         print(f"--- {m.rule} ({m.file}): exit {code}\n{tail}", flush=True)

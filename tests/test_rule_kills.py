@@ -10,7 +10,7 @@ import json
 import pytest
 from cmdkit import run, sample_state, with_live
 
-from conftest import edit, load_sample, sample_dict
+from conftest import edit, load_sample, problems, sample_dict
 from tagengine._internal.commands.check import card as dice_card
 from tagengine._internal.commands.check import roll_tag
 from tagengine._internal.commands.party_save import PartyConflict, save_party
@@ -262,3 +262,85 @@ def test_sheet_35_a_pool_is_spent_down_to_0_and_restored_up_to_its_max(tag, want
     assert 0 < cur < top
     _, res = run(GRAVE, state, tag.format(cur=cur, over=cur + 1, top=top))
     assert res == [(want[0], want[1].format(top=top))]
+
+
+def test_sheet_17_choose_n_counts_a_suggestion_whatever_its_case():
+    """Mira knows 2 roads: "COAST and Marsh" has both chosen, so no more chips are offered."""
+    from tagengine._internal.commands.sheet_edits import edit_sheet
+    from tagengine._internal.sheet.form import edit_form
+
+    state = edit_sheet(EMBER, sample_state("ember-roads"), "Mira", {"fields.roads": "COAST and Marsh"}).state
+    roads = {i.path: i for sec in edit_form(EMBER, state, "Mira").sections for i in sec.inputs}["fields.roads"]
+    assert (roads.pick, roads.chosen, roads.offer_chips) == (2, 2, False)
+
+
+@pytest.mark.parametrize(("value", "ok"), [(True, True), (False, True), ("maybe", False), (2, False)])
+def test_sheet_12_a_boolean_cell_takes_true_or_false_only(value, ok):
+    from tagengine._internal.commands.sheet_edits import edit_sheet
+
+    edited = edit_sheet(EMBER, sample_state("ember-roads"), "Mira", {"lists.gear.0.packed": value})
+    assert edited.ok is ok
+    if not ok:
+        assert [p.path for p in edited.problems] == ["lists.gear.0.packed"]
+
+
+@pytest.mark.parametrize(("low", "high"), [(1, 4), (15, 18)])
+def test_sheet_32_a_rolled_total_is_kept_within_the_columns_min_and_max(low, high):
+    """3d6 into a column of 1..4 (the total clamped down) and of 15..18 (clamped up)."""
+    from tagengine._internal.commands.sheet_edits import edit_sheet
+    from tagengine._internal.sheet.edit_paths import change_of
+
+    rs = Ruleset.from_dict({
+        "manifest": {"capabilityApi": {"major": 1, "minor": 200}},
+        "sheet": {"lists": [{"id": "hits", "label": "Hits", "columns": [
+            {"id": "n", "label": "N", "type": "number", "min": low, "max": high,
+             "roll": {"count": 3, "sides": 6}}]}]}})
+    state = GameState.new(rs, ["Ana"])
+    added = edit_sheet(rs, state, "Ana", [change_of("add:lists.hits")]).state
+    faces, _ = added.dice.roll(3, 6)
+    e = edit_sheet(rs, added, "Ana", [change_of("roll:lists.hits.0.n")])
+    assert e.rolled == (("lists.hits.0.n", max(low, min(high, sum(faces)))),)
+
+
+@pytest.mark.parametrize(("form", "ok"), [("normal", True), ("harder", True), ("refuse", True), ({"by": -1}, True),
+                                          ("easier", False), ("never", False)])
+def test_untr_4_each_of_the_four_forms_and_no_other(form, ok):
+    """Ember's pool target moves (2..6), so `harder` applies there too."""
+    found = problems(edit(sample_dict("ember-roads"), lambda d: d["sheet"]["skills"][1].update(untrained=form)))
+    assert (found == []) is ok
+    if not ok:
+        assert ("sheet.skills[1].untrained", "not-allowed") in found
+
+
+@pytest.mark.parametrize("boxes", [1, 5, 64])
+def test_track_4_a_boxed_track_with_a_number_max_is_that_many_boxes_long(boxes):
+    rs = Ruleset.from_dict(edit(sample_dict("gravewatch"), lambda d: d["sheet"]["live"]["tracks"][1].update(
+        max=boxes)))
+    t = rs.sheet.tracks.get("strain")
+    assert Eval(rs, card(rs), None).wound(t).length == boxes
+
+
+def test_rest_4_a_rest_never_marks_a_wound_track():
+    """A step `by` +2 on harm (imported with a warning) leaves the marks as they were."""
+    from tagengine._internal.sheet.rests import take_rest
+
+    rs = Ruleset.from_dict(edit(sample_dict("gravewatch"), lambda d: d["sheet"]["rests"][1]["steps"][2].update(
+        by={"const": 2})))
+    state = with_live(rs, sample_state("gravewatch"), bram={"marks": {"harm": {"marks": ["knock"]}}})
+    after, _ = take_rest(rs, state, "Bram", "vigil")
+    assert after.live_of("Bram").marks.get("harm", WoundMarks()).marks == ("knock",)
+
+
+def test_adj_8_a_fights_roll_gets_the_adjust_entries_for_every_roll():
+    from tagengine._internal.sheet.check_numbers import fight_number
+
+    rs = Ruleset.from_dict(edit(sample_dict("fifth-like"), lambda d: d["resolution"].update(adjust=[
+        {"value": {"const": -2}}, {"value": {"const": 5}, "abilities": ["str"]}])))
+    n = fight_number(Eval(rs, card(rs), None), "initiative")
+    assert (n.adjust, n.total) == (-2, -2)
+
+
+@pytest.mark.parametrize(("who", "ok"), [("game-master", True), ("engine", True), ("players", False)])
+def test_gm_6_opposition_is_the_game_master_or_the_engine(who, ok):
+    found = problems(edit(sample_dict("blades-like"), lambda d: d["gm"].update(opposition=who)))
+    assert (found == []) is ok
