@@ -344,3 +344,32 @@ def test_adj_8_a_fights_roll_gets_the_adjust_entries_for_every_roll():
 def test_gm_6_opposition_is_the_game_master_or_the_engine(who, ok):
     found = problems(edit(sample_dict("blades-like"), lambda d: d["gm"].update(opposition=who)))
     assert (found == []) is ok
+
+
+def scars(state):
+    return [r.get("name") for r in state.cards["Mira"]["lists"]["scars"]]
+
+
+def test_sheet_28_a_row_is_added_where_asked_and_the_row_named_is_deleted():
+    """Mira has two scars: a row added at 0 comes first, one deleted at 0 takes the first away."""
+    from tagengine._internal.commands.sheet_edits import edit_sheet
+    from tagengine._internal.sheet.edit_paths import Change, change_of
+
+    s = sample_state("gravewatch")
+    first, second = scars(s)
+    added = edit_sheet(GRAVE, s, "Mira", [change_of("add:lists.scars", "0"), Change("set", "lists.scars.0.name",
+                                                                                      "New")]).state
+    assert scars(added) == ["New", first, second]
+    assert scars(edit_sheet(GRAVE, s, "Mira", [change_of("delete:lists.scars.0")]).state) == [second]
+
+
+def test_party_3_a_party_pools_hide_when_is_checked_as_a_live_pools_is():
+    found = problems(edit(sample_dict("blades-like"), lambda d: d["party"]["pools"][1].update(
+        hideWhen={"field": "nope", "equals": "barge"})))
+    assert ("party.pools[1].hideWhen.field", "unknown-ref") in found
+
+
+@pytest.mark.parametrize("key", ["sections", "abilities", "derived", "skills"])
+def test_party_7_a_party_sheet_has_no_sections_abilities_or_derived_values(key):
+    found = problems(edit(sample_dict("blades-like"), lambda d: d["party"].update({key: []})))
+    assert (f"party.{key}", "unknown-key") in found
