@@ -6,8 +6,11 @@ tested only far from its edge (17 levels, never 0) passes a limit moved by one."
 from __future__ import annotations
 
 import pytest
+from cmdkit import run
 
 from conftest import edit, problems
+from tagengine._internal.ruleset import Ruleset
+from tagengine._internal.state import GameState
 
 
 def harm(d):
@@ -280,8 +283,6 @@ def vigil(d):
 
 
 def warnings(data):
-    from tagengine._internal.ruleset import Ruleset
-
     return [(w.path, w.code) for w in Ruleset.from_dict(data).warnings]
 
 
@@ -457,3 +458,17 @@ def test_sheet_2_every_element_names_a_declared_section(fifth, kind):
 def test_wound_42_a_kind_goes_only_on_a_step_healing_a_wound_track(fifth):
     found = problems(edit(fifth, lambda d: d["sheet"]["rests"][1]["steps"][4].update(kind="k")))
     assert ("sheet.rests[1].steps[4].kind", "key-not-allowed") in found
+
+
+@pytest.mark.parametrize(("boxes", "refused"), [(0, True), (1, False), (64, False), (65, True)])
+def test_wound_44_a_boxed_track_has_1_to_64_boxes(gravewatch, boxes, refused):
+    found = problems(edit(gravewatch, lambda d: strain(d).update(max=boxes)))
+    assert (("sheet.live.tracks[1].max", "out-of-range") in found) is refused
+
+
+@pytest.mark.parametrize(("name", "ok"), [("", False), ("   ", False), ("A", True), ("A" * 100, True),
+                                          ("A" * 101, False), ("{{x}}", False)])
+def test_clock_16_a_clock_name_is_1_to_100_characters_without_macro_braces(blades, name, ok):
+    rs = Ruleset.from_dict(blades)
+    _, res = run(rs, GameState.new(rs, ["X"]), f'[clock: name="{name}" size="4"]')
+    assert res == ([("ok", "0/4")] if ok else [("refused", "bad-name")])

@@ -373,3 +373,51 @@ def test_party_3_a_party_pools_hide_when_is_checked_as_a_live_pools_is():
 def test_party_7_a_party_sheet_has_no_sections_abilities_or_derived_values(key):
     found = problems(edit(sample_dict("blades-like"), lambda d: d["party"].update({key: []})))
     assert (f"party.{key}", "unknown-key") in found
+
+
+def loaded(rs, edit_doc):
+    """A new game's state file, changed by `edit_doc`, read back: (state, {(path, code) of its warnings})."""
+    doc = GameState.new(rs, ["Mira"]).to_json()
+    edit_doc(doc)
+    s = GameState.loads(rs, json.dumps(doc))
+    return s, {(w.path, w.code) for w in s.warnings}
+
+
+@pytest.mark.parametrize("raw", [True, "4", 2.5, None])
+def test_sheet_7_a_stored_score_of_the_wrong_type_is_read_as_the_default(raw):
+    s, warned = loaded(GRAVE, lambda d: d["gameCharacterCards"]["Mira"]["abilities"].update(nerve=raw))
+    assert s.cards["Mira"]["abilities"]["nerve"] == 2  # nerve's default
+    if raw is not None:
+        assert ("gameCharacterCards.Mira.abilities.nerve", "bad-value") in warned
+
+
+@pytest.mark.parametrize("raw", ["dim", 3, True])
+def test_state_9_a_stored_state_value_no_longer_offered_is_read_as_the_default(raw):
+    s, warned = loaded(GRAVE, lambda d: d["rulesetLive"].update(mira={"states": {"lantern": raw}}))
+    assert s.live_of("Mira").states == {}
+    assert ("rulesetLive.mira.states.lantern", "unknown-value") in warned
+
+
+@pytest.mark.parametrize("raw", [True, "2", 1.5])
+def test_track_1_a_plain_track_stored_as_another_type_reads_its_default(raw):
+    s, warned = loaded(FIFTH, lambda d: d["rulesetLive"].update(mira={"tracks": {"exhaustion": raw}}))
+    assert "exhaustion" not in s.live_of("Mira").tracks
+    assert ("rulesetLive.mira.tracks.exhaustion", "bad-value") in warned
+
+
+def test_wound_15_marks_stored_lightest_first_are_read_most_severe_first():
+    s, _ = loaded(GRAVE, lambda d: d["rulesetLive"].update(mira={"marks": {"harm": {"marks": ["knock", "tear"]}}}))
+    assert s.live_of("Mira").marks["harm"].marks == ("tear", "knock")
+
+
+@pytest.mark.parametrize(("raw", "read"), [(-1, 0), (True, 0), ("2", 0), (3, 3)])
+def test_wound_22_a_stored_overflow_is_a_count_else_read_as_0(raw, read):
+    s, _ = loaded(GRAVE, lambda d: d["rulesetLive"].update(mira={"marks": {"harm": {"marks": ["tear"],
+                                                                                     "overflow": raw}}}))
+    assert s.live_of("Mira").marks["harm"].overflow == read
+
+
+@pytest.mark.parametrize(("raw", "read"), [(-1, None), (True, None), ("1", None), (0, 0), (1, 1)])
+def test_sheet_31_a_stored_row_use_is_a_count_else_the_rows_start(raw, read):
+    s, _ = loaded(FIFTH, lambda d: d["rulesetLive"].update(mira={"rows": {"features": [raw]}}))
+    assert s.live_of("Mira").rows["features"] == (read,)
