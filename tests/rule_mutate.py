@@ -149,10 +149,12 @@ def run_one(worker: Path, m: Mutation, tests: list[str], verbose: bool) -> Outco
         target.write_text(original, encoding="utf-8")
         drop_bytecode(target)
     seconds = time.monotonic() - start
-    # 1: a test failed. 2: collecting failed: a kill when the change made a test module's setup fail (a sample it
-    # loads refused), an error when the changed package does not even import (a NameError is no rule broken).
+    # 1: a test failed. 2 or 4 (a test module, or the test named, not collected): a kill when the change made a test
+    # module's setup fail (a sample it loads refused), an error when the changed package does not even import (a
+    # NameError is no rule broken).
     status = {0: "survived", 1: "killed", 5: "no tests"}.get(code, "error")
-    if code == 2 and not any(e in out for e in ("NameError", "ImportError", "ModuleNotFoundError", "SyntaxError")):
+    broken = ("NameError", "ImportError", "ModuleNotFoundError", "SyntaxError")
+    if code in (2, 4) and "ERROR collecting" in out and not any(e in out for e in broken):
         status = "killed"
     tail = "\n".join(out.strip().splitlines()[-3:])
     if verbose or status == "error":

@@ -243,10 +243,13 @@ def test_gm_15_17_a_name_column_that_is_not_the_first_and_a_boolean_off_prints_n
 
 
 def test_state_11_a_state_is_set_by_its_values_label_or_id():
-    state = sample_state("gravewatch")
-    for value in ("Shuttered", "shuttered", "  SHUTTERED "):
-        _, res = run(GRAVE, state, f'[sheet: who="Mira" op="state" state="Lantern" value="{value}"]')
-        assert res == [("ok", "Shuttered")], value
+    """`out` is labelled Snuffed here: either name sets it, case and spacing aside."""
+    rs = Ruleset.from_dict(edit(sample_dict("gravewatch"), lambda d: d["sheet"]["live"]["states"][0][
+        "valueLabels"].update(out="Snuffed")))
+    state = GameState.loads(rs, sample_state("gravewatch").dumps())
+    for value in ("Snuffed", "out", "  SNUFFED "):
+        _, res = run(rs, state, f'[sheet: who="Mira" op="state" state="Lantern" value="{value}"]')
+        assert res == [("ok", "Snuffed")], value
 
 
 @pytest.mark.parametrize(("tag", "want"), [
