@@ -26,6 +26,7 @@ import concurrent.futures
 import datetime
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -137,6 +138,7 @@ def run_one(worker: Path, m: Mutation, tests: list[str], verbose: bool) -> Outco
     drop_bytecode(target)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(worker)  # before the editable install's path to the worktree
+    env["COLUMNS"] = "1000"  # pytest cuts its summary lines to the terminal's width: keep the exception's name
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-m", "not slow", "-p", "no:cacheprovider", "-p",
            "mutation_hypothesis", "-W", "ignore", "-o", "addopts=", *tests]
     start = time.monotonic()
@@ -159,7 +161,18 @@ def run_one(worker: Path, m: Mutation, tests: list[str], verbose: bool) -> Outco
     tail = "\n".join(out.strip().splitlines()[-3:])
     if verbose or status == "error":
         print(f"--- {m.rule} ({m.file}): exit {code}\n{tail}", flush=True)
-    return Outcome(m, status, seconds, tail)
+    return Outcome(m, status, seconds, failure(out) if status == "killed" else tail)
+
+
+def failure(out: str) -> str:
+    """How the first failing test failed, from pytest's short summary: `assert` when an assertion (or
+    pytest.raises) caught the change, else the exception's name. A kill by a crash (a TypeError in the changed
+    code) may mean the change broke the code, not the rule: the summary lists those to be read."""
+    m = re.search(r"^(?:FAILED|ERROR) \S+ - ([\w.]+)", out, re.MULTILINE)
+    if m is None:
+        return "collecting" if "ERROR collecting" in out else "?"
+    name = m.group(1).rsplit(".", 1)[-1]
+    return "assert" if name in ("assert", "AssertionError", "Failed") else name
 
 
 def node_ids(cited: list[str]) -> list[str]:
@@ -272,6 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     explained = {m.rule: m.survives for m in chosen if m.survives}
     print(f"\n{killed} of {len(statuses)} rules killed ({100 * killed / max(1, len(statuses)):.1f}%) by their cited "
           f"tests, {len(outcomes)} changes in {seconds:.0f} s")
+    crashes = [(o.mutation.rule, o.detail) for o in outcomes if o.status == "killed" and o.detail != "assert"]
+    if crashes:
+        print("killed by something other than an assertion (read these: the change may break the code, not the "
+              "rule): " + ", ".join(f"{r} ({how})" for r, how in crashes))
     alive = [r for r, s in statuses.items() if s != "killed"]
     if alive:
         print("rules whose cited tests did not fail:")
