@@ -314,6 +314,10 @@ def rule_mutation_section(cov: Coverage, data_path: Path = RULE_MUTATIONS,
     explained = {c["rule"]: c["survives"] for c in changes if c.get("survives")}
     alive = [r for r in measured if status[r] != "killed"]
     missing = [r for r in built if r not in with_change]
+    if measured and not alive:
+        lines.append("- not killed: none. A change its rule's tests cannot kill is listed here with why "
+                     "(`survives` in its entry: equivalent, or a test that cannot be written); the pass also prints "
+                     "the kills made by a crash rather than an assertion, to be read")
     if alive:
         lines += ["| Rule not killed | Status | Why |", "|---|---|---|"]
         for r in alive:

@@ -472,3 +472,12 @@ def test_clock_16_a_clock_name_is_1_to_100_characters_without_macro_braces(blade
     rs = Ruleset.from_dict(blades)
     _, res = run(rs, GameState.new(rs, ["X"]), f'[clock: name="{name}" size="4"]')
     assert res == ([("ok", "0/4")] if ok else [("refused", "bad-name")])
+
+
+@pytest.mark.parametrize(("column", "code"), [("bulk", None), ("nope", "unknown-ref"), ("item", "not-numeric")])
+def test_ref_2_list_sum_names_a_numeric_column_of_its_list(ember, column, code):
+    def change(d):
+        d["sheet"]["derived"][1]["of"][0]["listSum"]["column"] = column
+    found = problems(edit(ember, change))
+    path = "sheet.derived[1].of[0].listSum.column"
+    assert [c for p, c in found if p == path] == ([code] if code else [])
