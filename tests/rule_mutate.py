@@ -168,7 +168,7 @@ def failure(out: str) -> str:
     """How the first failing test failed, from pytest's short summary: `assert` when an assertion (or
     pytest.raises) caught the change, else the exception's name. A kill by a crash (a TypeError in the changed
     code) may mean the change broke the code, not the rule: the summary lists those to be read."""
-    m = re.search(r"^(?:FAILED|ERROR) \S+ - ([\w.]+)", out, re.MULTILINE)
+    m = re.search(r"^(?:FAILED|ERROR) .+? - ([\w.]+)", out, re.MULTILINE)
     if m is None:
         return "collecting" if "ERROR collecting" in out else "?"
     name = m.group(1).rsplit(".", 1)[-1]

@@ -100,14 +100,14 @@ def _pruned(raw: Any, err: ValidationError) -> tuple[Any, list[str]] | None:
             return None
         node: Any = data
         for part in parts[:-1]:
-            node = _child(node, part)
+            node = _surviving_child(node, part)
         if isinstance(node, dict):
             node.pop(parts[-1], None)
         dropped.append(_path_text(parts))
     return data, dropped
 
 
-def _child(node: Any, part: str | int) -> Any:
+def _surviving_child(node: Any, part: str | int) -> Any:
     """`node[part]`, or None when it is gone: an earlier error of the same union (a value that is neither a number
     nor a reference, say) may already have dropped an ancestor of this one."""
     if isinstance(node, dict):
