@@ -33,6 +33,8 @@ TESTS = ROOT / "tests"
 DOC = ROOT / "docs" / "spec-coverage.md"
 SCOPE = TESTS / "spec_scope.toml"
 MUTATION = TESTS / "mutation_scores.toml"  # written by `./dev mutate MODULE` (tests/mutate.py)
+RULE_MUTATIONS = TESTS / "rule_mutations.toml"  # the hand-written change(s) of each rule (tests/rule_mutate.py)
+RULE_SCORES = TESTS / "rule_mutation_scores.toml"  # written by `./dev mutate --rules` (tests/rule_mutate.py)
 SPEC = ROOT.parent / "shared" / "spec" / "SHEETS-SPEC.md"
 
 PREFIXES = ("ADJ", "CAP", "CLOCK", "ENUM", "GM", "GMREF", "HIDE", "PARTY", "PEN", "REF", "REST", "SHEET", "STATE",
@@ -244,6 +246,7 @@ def render(cov: Coverage) -> str:
                 status = "**NOT COVERED**"
             lines.append(f"| {r.id} | {r.section} | {r.text} | {status} |")
     lines += mutation_section()
+    lines += rule_mutation_section(cov)
     if cov.not_citations:
         lines += ["", "## Names that list a rule their test does not check", "",
                   "These mentions are not counted (`[not_citations]` in `tests/spec_scope.toml`).", "",
@@ -276,6 +279,51 @@ def mutation_section(path: Path = MUTATION) -> list[str]:
                      f"| {m['survived']} | {m['no_tests']} | {m['date']} at `{m['commit']}` |")
     if not data:
         lines.append("| (no run recorded) | | | | | | |")
+    return lines
+
+
+def rule_mutation_section(cov: Coverage, data_path: Path = RULE_MUTATIONS,
+                          scores_path: Path = RULE_SCORES) -> list[str]:
+    """The rule-by-rule pass (decisions RM-1..): the share of built rules whose cited tests fail when the rule's
+    own change is made, the pass's time, and every rule whose tests did not fail with why."""
+    changes = tomllib.loads(data_path.read_text(encoding="utf-8")).get("mutation", []) if data_path.exists() else []
+    scores = tomllib.loads(scores_path.read_text(encoding="utf-8")) if scores_path.exists() else {}
+    built = [r.id for r in cov.rules if r.id not in cov.out_of_scope]
+    status = {rid: v["status"] for rid, v in scores.get("rules", {}).items()}
+    run = scores.get("pass", {})
+    with_change = {c["rule"] for c in changes}
+    killed = [r for r in built if status.get(r) == "killed"]
+    measured = [r for r in built if r in status]
+    lines = ["", "## Rule-by-rule mutation", "",
+             "mutmut's scores above count syntactic changes; this pass breaks each rule on purpose. For every built "
+             "rule, `tests/rule_mutations.toml` holds one or more hand-written changes that break exactly what the "
+             "rule says (a limit moved by one, an allowed type dropped, a branch or a check skipped); "
+             "`./dev mutate --rules` (tests/rule_mutate.py, decisions RM-1..RM-4) makes each in a scratch copy and "
+             "runs only the tests this table cites for that rule. A rule is killed when each of its changes fails "
+             "at least one of them.", ""]
+    share = f"{100 * len(killed) / max(1, len(measured)):.1f}%"
+    lines.append(f"- built rules: {len(built)}; with a change: {len(with_change & set(built))}; changes: "
+                 f"{len(changes)}")
+    lines.append(f"- killed by their own cited tests: **{len(killed)} of {len(measured)} ({share})**")
+    if run:
+        lines.append(f"- the whole pass: {len(changes) if run.get('mutations') is None else run['mutations']} "
+                     f"changes in {run['seconds']} s with {run['jobs']} jobs on two shared cores, {run['date']} at "
+                     f"`{run['commit']}`")
+    lines += ["- rerun one rule: `./dev mutate --rules WOUND-7` (add `--verbose` to see its tests' output); "
+              "the whole pass: `./dev mutate --rules`; check the data only: `./dev mutate --rules --check`", ""]
+    explained = {c["rule"]: c["survives"] for c in changes if c.get("survives")}
+    alive = [r for r in measured if status[r] != "killed"]
+    missing = [r for r in built if r not in with_change]
+    if measured and not alive:
+        lines.append("- not killed: none. A change its rule's tests cannot kill is listed here with why "
+                     "(`survives` in its entry: equivalent, or a test that cannot be written); the pass also prints "
+                     "the kills made by a crash rather than an assertion, to be read")
+    if alive:
+        lines += ["| Rule not killed | Status | Why |", "|---|---|---|"]
+        for r in alive:
+            lines.append(f"| {r} | {status[r]} | {explained.get(r, '**not explained**')} |")
+    if missing:
+        lines += ["", "Built rules with no change yet: " + ", ".join(missing)]
     return lines
 
 

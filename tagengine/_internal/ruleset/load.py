@@ -98,13 +98,23 @@ def _pruned(raw: Any, errors: list[Any]) -> tuple[Any, list[str]] | None:
         parts = _real_parts(raw, tuple(e["loc"]), e["type"])
         if not parts or not isinstance(parts[-1], str):
             return None
-        node = data
+        node: Any = data
         for part in parts[:-1]:
-            node = node[part]
+            node = _surviving_child(node, part)
         if isinstance(node, dict):
             node.pop(parts[-1], None)
         dropped.append(_path_text(parts))
     return data, dropped
+
+
+def _surviving_child(node: Any, part: str | int) -> Any:
+    """`node[part]`, or None when it is gone: an earlier error of the same union (a value that is neither a number
+    nor a reference, say) may already have dropped an ancestor of this one."""
+    if isinstance(node, dict):
+        return node.get(part)
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return node[part]
+    return None
 
 
 def _rule_problems(model: RulesetDef) -> Inspection:

@@ -50,6 +50,8 @@ class ValueRefDef(BaseDef):
             raise ValueError(
                 f"a value reference has exactly one of {', '.join(REF_KEYS[:-1])}; got {keys or 'none'}"
             )
+        if getattr(self, keys[0]) is None:  # `{"derived": null}` names nothing: no check may read it as a name
+            raise ValueError(f"wrong-type: `{keys[0]}` is null; a value reference names what it reads")
         if self.read is not None and keys[0] != "liveTrack":
             raise ValueError("`read` goes only with `liveTrack`")
         return self
