@@ -65,9 +65,10 @@ class DemoGame:
                    tuple(doc.get("characters", ())))
 
     def plays(self, table: Table | None) -> bool:
-        """Whether the script is this campaign's: no reminder read, or the script's ruleset and characters."""
+        """Whether the script is this campaign's: no reminder read, or the script's characters playing rules whose
+        name holds the script's ruleset's (the system prompt says "Blades-like Crew" for blades-like)."""
         return table is None or (set(table.characters) == set(self.characters)
-                                 and table.rules in ("", self.ruleset))
+                                 and self.ruleset.lower() in table.rules.lower())
 
     def reply(self, turn: int, version: int) -> str:
         """The reply to the player's `turn`-th message (from 1), its `version`-th asking (from 0)."""
