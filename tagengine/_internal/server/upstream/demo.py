@@ -119,12 +119,11 @@ def demo_app(samples: Path | None = None) -> Starlette:
         messages = body.get("messages", [])
         n = player_turn(messages)
         table = Table.read(messages)
-        if not game.plays(table):
-            assert table is not None
+        if table is not None and not game.plays(table):
             text = table.answer(messages, n)
         else:
-            text = check.answer(messages)
-            text = game.reply(n, asked.next(messages)) if text is None else text
+            said = check.answer(messages)
+            text = game.reply(n, asked.next(messages)) if said is None else said
         base: dict[str, Any] = {"id": f"demo-{n}", "created": 0, "model": body.get("model") or "tagengine-demo"}
         if body.get("stream") is not True:
             return json_response(chat_completion(text, **base))

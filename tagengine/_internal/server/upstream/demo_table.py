@@ -67,13 +67,11 @@ class Table:
     @classmethod
     def read(cls, messages: Sequence[Any]) -> Table | None:
         """The table of the last reminder in `messages`; None when there is none, or it names no character."""
-        texts = [m.get("content") for m in messages if isinstance(m, dict) and isinstance(m.get("content"), str)]
+        texts: list[str] = [m["content"] for m in messages if isinstance(m, dict) and isinstance(m.get("content"), str)]
         reminder = next((t[t.rindex(REMINDER):] for t in reversed(texts) if REMINDER in t), None)
         if reminder is None:
             return None
-        table = cls()
-        rules = next((r.group(1) for t in texts if (r := _RULES.search(t))), "")
-        table.rules = rules
+        table = cls(rules=next((r.group(1) for t in texts if (r := _RULES.search(t))), ""))
         blocks: list[tuple[str, list[str]]] = []
         for line in reminder.splitlines():
             if line.startswith("## "):
