@@ -130,8 +130,9 @@ class Table:
         return "\n".join([lines[0], *first, lines[1], *second, lines[2]])
 
     def tags(self, turn: int, a: str, b: str) -> tuple[list[str], list[str]]:
-        """The tags of a turn: a pool for the one whose turn it is, and by turn a clock, a track or a wound, a
-        state, a check, a condition; each the example taught, its `who` the character meant."""
+        """The tags of a turn: a pool for the one whose turn it is, and by turn a clock, a track or a wound, the
+        party sheet's pool and a state, a check, a condition; each the example taught, its `who` the character
+        meant."""
         first = [t for t in [self.pool(a)] if t]
         second: list[str] = []
         ex = self.examples
@@ -142,6 +143,9 @@ class Table:
             name, (filled, size) = next(iter(self.clocks.items()))
             if filled < size:
                 second.append(_tag("clock", {"name": name, "tick": "1"}))
+        if step == 1 and "party:spend" in ex:  # the party sheet's pool, restored: its points come from the job
+            second.append(_tag("sheet", {"sheet": "party", "op": "restore", "pool": ex["party:spend"]["pool"],
+                                         "amount": "1"}))
         kinds = {0: ("sheet:track", "sheet:wound"), 1: ("sheet:state",), 2: ("check",), 3: ("sheet:condition",)}
         for what in kinds[step]:
             if what == "check":
