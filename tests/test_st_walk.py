@@ -268,7 +268,8 @@ def open_a_chat_is_information(t: Tavern) -> None:
 def in_the_players_order(t: Tavern, setup: Setup) -> None:
     shown = t.panel().locator("article.te-sheet[data-who]").evaluate_all("a => a.map(x => x.dataset.who)")
     assert shown == list(setup.characters), shown  # named Vex then Rook: not Rook, Vex
-    options = t.panel().locator(".te-roller select").first.locator("option").all_inner_texts()
+    options = t.panel().locator(".te-roller select").first.locator("option").evaluate_all(
+        "os => os.map(o => o.textContent)")
     assert options == list(setup.characters), options
 
 
