@@ -256,6 +256,18 @@ function settingsBlock() {
                 el('label', { class: 'te-setting', for: 'tagengine_key', text: 'Its --api-key, for a direct address' }), key)));
 }
 
+/** The panel's bottom kept above SillyTavern's send form, whatever its height (on a phone it is taller than its
+ * one row of icons, and grows as a message is typed): the message box and the d20 stay reachable with the panel
+ * open. `--te-below` is the height from the form's top to the window's bottom. */
+function keepAboveSendForm(root) {
+    const form = document.getElementById('send_form');
+    if (!form) return;
+    const fit = () => root.style.setProperty('--te-below', `${Math.max(0, window.innerHeight - form.getBoundingClientRect().top)}px`);
+    fit();
+    window.addEventListener('resize', fit);
+    if (window.ResizeObserver) new ResizeObserver(fit).observe(form);
+}
+
 export async function init() {
     await loadPromptRegex();
     const c = ctx();
@@ -284,6 +296,7 @@ export async function init() {
     // the Author's Note typed by hand may name another campaign (or a misspelled one): said as it is typed.
     // jQuery's delegated handler sees SillyTavern's own `.trigger('input')` too, which a DOM listener does not.
     $(document).on('input', '#extension_floating_prompt', () => soon());
+    keepAboveSendForm(root);
     root.classList.toggle('te-open', s.open);
     toggle.classList.toggle('te-active', s.open);
     redrawMessages();
