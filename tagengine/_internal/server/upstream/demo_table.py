@@ -84,7 +84,7 @@ class Table:
             sheets = sheets[:-1]  # the party sheet's block follows the characters'
         table.characters = [name for name, _ in sheets]
         for name, lines in sheets:
-            table.pools[name] = dict(_pools(lines))
+            table.pools[name] = dict(_pool_values(lines))
         for name, lines in blocks:
             if name == "Clocks":
                 table.clocks = {m.group(1): (int(m.group(2)), int(m.group(3)))
@@ -169,7 +169,7 @@ class Table:
         return _tag("sheet", {"who": who, "op": op, "pool": label, "amount": "1"})
 
 
-def _pools(lines: list[str]) -> list[tuple[str, tuple[int, int]]]:
+def _pool_values(lines: list[str]) -> list[tuple[str, tuple[int, int]]]:
     """`- Pools: Stress 0/9; Hit dice d8 0/0` as (label, (current, most)) pairs."""
     out = []
     for line in lines:
