@@ -84,7 +84,10 @@ async function refresh(edited = null) {
         await rewrite(rewrites, ids);
         return refresh();
     }
-    if (settings().open) panel.show(got, null, c.chatId);
+    if (settings().open) {
+        fitAboveSendForm();
+        panel.show(got, null, c.chatId);
+    }
 }
 
 /** An edited reply, and the replies after it, written again as a replay writes them (STX-7): their receipts
@@ -203,6 +206,7 @@ function setOpen(open) {
     ctx().saveSettingsDebounced();
     document.getElementById('tagengine_panel')?.classList.toggle('te-open', open);
     document.getElementById('tagengine_toggle')?.classList.toggle('te-active', open);
+    fitAboveSendForm();
     if (open) refresh();
 }
 
@@ -258,14 +262,24 @@ function settingsBlock() {
 
 /** The panel's bottom kept above SillyTavern's send form, whatever its height (on a phone it is taller than its
  * one row of icons, and grows as a message is typed): the message box and the d20 stay reachable with the panel
- * open. `--te-below` is the height from the form's top to the window's bottom. */
-function keepAboveSendForm(root) {
+ * open. `--te-below` is the height from the form's top to the window's bottom, measured again whenever the panel
+ * is drawn or opened, the window resized or the form's size changed; a form not laid out (hidden, or not yet
+ * placed: at most half the window) leaves SillyTavern's own measure in place. */
+function fitAboveSendForm() {
+    const root = document.getElementById('tagengine_panel');
     const form = document.getElementById('send_form');
-    if (!form) return;
-    const fit = () => root.style.setProperty('--te-below', `${Math.max(0, window.innerHeight - form.getBoundingClientRect().top)}px`);
-    fit();
-    window.addEventListener('resize', fit);
-    if (window.ResizeObserver) new ResizeObserver(fit).observe(form);
+    if (!root || !form) return;
+    const box = form.getBoundingClientRect();
+    const below = window.innerHeight - box.top;
+    if (box.height > 0 && below > 0 && below <= window.innerHeight / 2) root.style.setProperty('--te-below', `${below}px`);
+    else root.style.removeProperty('--te-below');
+}
+
+function keepAboveSendForm() {
+    fitAboveSendForm();
+    window.addEventListener('resize', fitAboveSendForm);
+    const form = document.getElementById('send_form');
+    if (form && window.ResizeObserver) new ResizeObserver(fitAboveSendForm).observe(form);
 }
 
 export async function init() {
@@ -296,7 +310,7 @@ export async function init() {
     // the Author's Note typed by hand may name another campaign (or a misspelled one): said as it is typed.
     // jQuery's delegated handler sees SillyTavern's own `.trigger('input')` too, which a DOM listener does not.
     $(document).on('input', '#extension_floating_prompt', () => soon());
-    keepAboveSendForm(root);
+    keepAboveSendForm();
     root.classList.toggle('te-open', s.open);
     toggle.classList.toggle('te-active', s.open);
     redrawMessages();
