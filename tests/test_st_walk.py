@@ -256,8 +256,7 @@ def settings_drawer_reads_well(t: Tavern) -> None:
 
 def open_a_chat_is_information(t: Tavern) -> None:
     """No chat open yet: the panel says to open one, as information, not as an error."""
-    if t.ctx("c.chatId") not in (None, ""):
-        return  # this SillyTavern opened a chat by itself: nothing to say
+    assert t.ctx("c.chatId") in (None, ""), "a fresh SillyTavern has no chat open before a character is chosen"
     t.page.click("#tagengine_toggle")
     said = t.panel().locator(".te-say", has_text="Open a chat")
     said.wait_for(timeout=WAIT)
