@@ -90,6 +90,7 @@ export class Panel {
         this.place = null; // the chat and campaign drawn last
         this.partyOpen = null; // the open party form: {place, revision, holder}, kept through redraws (STX-12)
         this.sheetOpen = null; // a character's open sheet form: {place, who, holder}, kept the same way (STX-14)
+        this.sheetWanted = null; // {campaign, who}: the sheet to open once a campaign just started is drawn
         // kept through redraws of the same chat and campaign (STX-13): the roller's choices {place, open, who, what,
         // target}; the dice card shown {place, card}, until Dismiss or the next roll; the campaign picker {place,
         // holder}, open with its selection until Write or Close (holder null: closed by the player there)
@@ -178,6 +179,12 @@ export class Panel {
                     : el('div', { class: 'te-none', text: 'No clock is running.' })));
         }
         for (const c of s.characters) body.append(this.character(c));
+        const wanted = this.sheetWanted;
+        if (wanted && wanted.campaign === doc.campaign?.name) {
+            this.sheetWanted = null;
+            const holder = body.querySelector(`article[data-who="${CSS.escape(wanted.who)}"] .te-sheet-form`);
+            if (holder && !this.sheetOpen) this.openSheet(wanted.who, holder);
+        }
         if (s.party) body.append(this.party(s.party));
         body.append(this.receipts(s.receipts ?? []));
         body.append(this.checkRoller(s));
@@ -418,11 +425,11 @@ export class Panel {
                 said.replaceChildren(...problems.map(m => el('div', { class: 'te-say te-error', text: m })));
                 return;
             }
+            // the first character's sheet opens in the first drawing of the new campaign, whichever refresh draws
+            // it (writing the marker starts one, and the Author's Note's own input event another)
+            this.sheetWanted = { campaign: made.body.campaign, who: made.body.characters[0] };
             this.closePicker(holder);
             await this.actions.pick(made.body.campaign);
-            const first = made.body.characters[0];
-            const form = this.root.querySelector(`article[data-who="${CSS.escape(first)}"] .te-sheet-form`);
-            if (form) await this.openSheet(first, form);
         } }, 'Start and play it in this chat');
         holder.replaceChildren(el('div', { class: 'te-starter' },
             el('b', { text: 'Start a campaign' }),
