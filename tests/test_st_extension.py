@@ -223,3 +223,19 @@ def test_the_sillytavern_doc_leads_with_the_shortest_path_the_walk_takes():
                  "does not replace a copy installed from its Git URL: it exits 1", "**The reload disconnects**",
                  "click **Connect** again"):
         assert said in doc, said
+
+
+def test_the_campaign_line_says_how_it_was_chosen_without_nested_parentheses():
+    """STX-16: "(the server's default campaign (--campaign))" read badly; each way a campaign is chosen is said
+    inside the line's one pair of parentheses."""
+    module = json.dumps((EXT / "panel.js").as_uri())
+    script = (f"import {{ campaignWords }} from {module};\n"
+              "console.log(JSON.stringify(['marker', 'url', 'default', 'asked'].map(by => campaignWords("
+              "{ campaign: { name: 'heist', by, ruleset: 'Blades-like Crew' }, turn: 2 }))));")
+    got = subprocess.run([node(), "--experimental-detect-module", "--input-type=module", "-e", script],
+                         capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    lines = json.loads(got.stdout)
+    assert len(lines) == 4 and all(line.startswith('Campaign "heist" (') for line in lines), lines
+    assert not [line for line in lines if re.search(r"\([^()]*\(", line)], lines
+    assert "the server's default campaign, --campaign" in lines[2]
