@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from serve_kit import Running
 
 from conftest import SAMPLES, load_sample
@@ -98,11 +99,49 @@ def test_a_chat_plays_the_demo_game_through_the_server_and_a_regenerate_gets_the
     assert [(c.name, c.filled) for c in state.clocks] == [("Alarm raised", 1), ("Patrol returns", 1)]
 
 
-def test_the_gm_card_greets_the_demo_campaign():
-    """samples/sillytavern/game-master.json: a SillyTavern character card (v2) whose greeting opens the demo
-    game's campaign, with no tag (a greeting's tags would be judged before any turn) and no campaign marker (a
-    card's marker would name the campaign for every chat with the card)."""
+def test_the_gm_card_greets_any_campaign_and_the_demo_one_second():
+    """samples/sillytavern/game-master.json: a SillyTavern character card (v2) whose greeting fits any campaign
+    (it names no character), and whose second greeting opens the demo game's campaign; no tag in either (a
+    greeting's tags would be judged before any turn) and no campaign marker (a card's marker would name the
+    campaign for every chat with the card)."""
     data = GM_CARD["data"]
     assert GM_CARD["spec"] == "chara_card_v2" and data["name"] and data["first_mes"]
-    assert "[" not in data["first_mes"] and "[tagengine:" not in json.dumps(GM_CARD)
-    assert all(name in data["first_mes"] for name in GAME["characters"])
+    greetings = [data["first_mes"], *data["alternate_greetings"]]
+    assert all("[" not in g for g in greetings) and "[tagengine:" not in json.dumps(GM_CARD)
+    assert not any(name in data["first_mes"] for name in GAME["characters"])
+    assert all(name in data["alternate_greetings"][0] for name in GAME["characters"])
+
+
+def serve_any(tmp_path: Any, ruleset: str, names: list[str]) -> tuple[Running, GameState]:
+    data = tmp_path / "data"
+    store = Store(data)
+    new_campaign(store, "mine", str(SAMPLES / "rulesets" / f"{ruleset}.json"), names)
+    start = Campaigns(store).get("mine").start
+    store.close()
+    return Running(make_app(Options(upstream="demo", data=data, campaign="mine"))), start
+
+
+@pytest.mark.parametrize("ruleset", ["blades-like", "fifth-like", "gravewatch", "ember-roads"])
+def test_the_demo_plays_a_campaign_of_the_players_own_characters(tmp_path, ruleset):
+    """A campaign of Vex and Rook (not the script's Cutter and Lurk), on each sample ruleset: from the first reply
+    every receipt is ok and names them (the demo reads them, and the tags taught, from the server's reminder);
+    a reply names each character in turn, a clock runs where the rules have clocks, and "I roll" gets a check."""
+    rs = load_sample(ruleset)
+    running, state = serve_any(tmp_path, ruleset, ["Vex", "Rook"])
+    msgs = [{"role": "system", "content": "You are the GM."},
+            {"role": "assistant", "content": GM_CARD["data"]["first_mes"]}]
+    named: set[str] = set()
+    with running as srv:
+        for turn in range(1, 7):
+            msgs.append({"role": "user", "content": "I roll for it" if turn == 5 else f"we do thing {turn}"})
+            got = ask(srv.url, msgs, stream=turn % 2 == 0)
+            applied = apply_reply(rs, state, got)  # the receipts as the server wrote them, judged again
+            results = [r.result for r in applied.receipts]
+            assert results and set(results) == {"ok"}, (turn, got)
+            assert 'result="refused"' not in got and "Cutter" not in got and "Lurk" not in got
+            named |= {n for n in ("Vex", "Rook") if f'who="{n}"' in got}
+            if turn == 5:
+                assert "[check:" in got
+            msgs.append({"role": "assistant", "content": got})
+            state = applied.state
+    assert named == {"Vex", "Rook"}

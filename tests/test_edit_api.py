@@ -182,7 +182,7 @@ def test_the_api_needs_the_key_and_changes_state_by_post_only(tmp_path):
             if path.startswith(("/tagengine/api", "/ui/c/{campaign}/play", "/ui/c/{campaign}/party/play")) and \
                     "GET" in methods:
                 handler = getattr(route.endpoint, "func", route.endpoint)  # a handler bound to the context
-                assert handler.__name__ in ("api_campaign", "api_sheet", "campaign_list"), path  # reads only
+                assert handler.__name__ in ("api_campaign", "api_sheet", "campaign_list", "api_rulesets"), path  # reads
         for path in ("/draft/characters/Cutter", "/draft/party", "/read/characters/Cutter"):
             assert httpx.get(f"{url}{API}/heist{path}").status_code == 405
         assert httpx.get(f"{url}/ui/c/heist/play/Cutter", params={"pools.stress": "3"}).status_code == 405

@@ -82,9 +82,12 @@ def test_every_module_parses(tmp_path):
         assert got.returncode == 0, (js.name, got.stderr)
 
 
-def badges(text: str) -> list[dict[str, Any]]:
-    """receipts.js run in Node on a reply's text: each receipt's badge (what it says) and its HTML."""
-    script = (f"import {{ receiptsIn, describe, badgeHtml }} from {json.dumps((EXT / 'receipts.js').as_uri())};\n"
+def badges(text: str, words: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """receipts.js run in Node on a reply's text: each receipt's badge (what it says) and its HTML; `words`: the
+    campaign's (the state answer's `sheet.words`), set first."""
+    module = json.dumps((EXT / "receipts.js").as_uri())
+    script = (f"import {{ receiptsIn, describe, badgeHtml, setWords }} from {module};\n"
+              f"setWords({json.dumps(words)});\n"
               "const text = await new Promise(r => { let s = ''; process.stdin.on('data', d => s += d);"
               " process.stdin.on('end', () => r(s)); });\n"
               "console.log(JSON.stringify(receiptsIn(text).map(r => ({ ...describe(r), html: badgeHtml(r) }))));")
@@ -109,6 +112,21 @@ def test_a_badge_says_what_a_receipt_did_in_words():
     assert "--te-fill: 33%" in got[0]["html"] and got[1]["html"].count('class="te-badge') == 1
     assert "insufficient" not in got[1]["text"] and '<span class="te-die">6</span>' in got[2]["html"]
     assert "<i>" not in got[3]["html"] and "&lt;i&gt;x&lt;/i&gt;" in got[3]["html"]  # every text escaped
+
+
+def test_a_badge_says_the_rulesets_words_and_a_malformed_tag_in_words():
+    """STX-16: a pool named by its id reads as its label, the party sheet by the ruleset's name for it, and a tag
+    the engine could not read says so without a subject ("A tag: a tag that could not be read" read badly)."""
+    words = {"labels": {"stress": "Stress", "coin": "Coin", "trauma": "Trauma"}, "party": "Crew"}
+    reply = ('[sheet: who="Vex" op="spend" pool="stress" amount="1" result="ok" now="0/9"]\n'
+             '[sheet: sheet="party" op="restore" pool="coin" amount="1" result="ok" now="1/8"]\n'
+             '[sheet: who="Rook" op="track" track="trauma" by="1" result="ok" now="1"]\n'
+             '[sheet: raw="who=\\"Vex op=\\"spend\\"" result="refused" reason="malformed"]\n'
+             '[edit: sheet="party" changes="fields.tier=1" result="ok" now="Tier 1"]')
+    got = [b["text"] for b in badges(reply, words)]
+    assert got == ["Vex: Stress \u22121 \u2192 0/9", "Crew: Coin +1 \u2192 1/8", "Rook: Trauma \u2192 1",
+                   "Sheet tag: could not be read, so nothing changed", "Crew sheet: Tier 1 by a player"]
+    assert [b["text"] for b in badges(reply)][1] == "Party sheet: coin +1 \u2192 1/8"  # no campaign's words yet
 
 
 def user_folder(tmp_path: Path) -> Path:
@@ -182,3 +200,42 @@ def test_the_extension_builds_every_api_path_with_one_helper_and_each_is_a_route
         matched = [r for r in app.routes if r.matches(scope)[0] is not Match.NONE]
         assert matched, path
         assert getattr(matched[0].endpoint, "__name__", "") != "moved", path  # not an old path's alias
+
+
+def test_the_sillytavern_doc_leads_with_the_shortest_path_the_walk_takes():
+    """docs/sillytavern.md opens with the shortest path (install, connect, start your campaign, play), in the order
+    tests/test_st_walk.py walks it, and says what a new user met on the way: where an install's user folder is,
+    that `--install` leaves a Git copy alone, that the reload after it disconnects, that only http(s) URLs install."""
+    doc = (ROOT / "docs" / "sillytavern.md").read_text(encoding="utf-8")
+    sections = re.findall(r"^## (.+)$", doc, re.M)
+    assert sections[0].startswith("The shortest path"), sections[:2]
+    path = " ".join(doc[doc.index("## The shortest path"):doc.index("## 1. Make a campaign")].split())
+    walk = (ROOT / "tests" / "test_st_walk.py").read_text(encoding="utf-8")
+    steps = ["tagengine serve --upstream demo", "Install extension", "Install just for me",
+             "Custom (OpenAI-compatible)", "Connect", "Import Character from File", "Start a campaign...",
+             "Start and play it in this chat", "Save", "Edit the sheet", "Roll a check"]
+    at = [0]
+    for step in steps:  # each after the one before it
+        at.append(path.find(step, at[-1]))
+        assert at[-1] >= 0, f"{step!r} is not said after {steps[len(at) - 3] if len(at) > 2 else 'the start'}"
+    assert all(s in walk for s in steps), [s for s in steps if s not in walk]
+    for said in ("`http://` or `https://`", "`--dataRoot DIR`: `DIR/default-user`", "npm install -g sillytavern",
+                 "does not replace a copy installed from its Git URL: it exits 1", "**The reload disconnects**",
+                 "click **Connect** again"):
+        assert said in doc, said
+
+
+def test_the_campaign_line_says_how_it_was_chosen_without_nested_parentheses():
+    """STX-16: "(the server's default campaign (--campaign))" read badly; each way a campaign is chosen is said
+    inside the line's one pair of parentheses."""
+    module = json.dumps((EXT / "panel.js").as_uri())
+    script = (f"import {{ campaignWords }} from {module};\n"
+              "console.log(JSON.stringify(['marker', 'url', 'default', 'asked'].map(by => campaignWords("
+              "{ campaign: { name: 'heist', by, ruleset: 'Blades-like Crew' }, turn: 2 }))));")
+    got = subprocess.run([node(), "--experimental-detect-module", "--input-type=module", "-e", script],
+                         capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    lines = json.loads(got.stdout)
+    assert len(lines) == 4 and all(line.startswith('Campaign "heist" (') for line in lines), lines
+    assert not [line for line in lines if re.search(r"\([^()]*\(", line)], lines
+    assert "the server's default campaign, --campaign" in lines[2]

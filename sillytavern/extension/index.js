@@ -9,7 +9,7 @@
 
 import { MARKER, Unreachable, apiPath, callTagengine, chatId, chatMessages, customEndpoint, loadPromptRegex } from './connection.js';
 import { Panel, el } from './panel.js';
-import { formatterHooks } from './receipts.js';
+import { formatterHooks, setWords } from './receipts.js';
 
 const KEY = 'tagengine';
 const DEFAULTS = { badges: true, open: false, address: '', key: '' };
@@ -20,6 +20,7 @@ let asked = 0; // the newest refresh; an older answer is dropped
 let timer = null;
 let lastCampaign = null; // the campaign the last state request played
 let rewriteFrom = null; // the first chat message edited since the last refresh
+let wordsOf = undefined; // the chat whose campaign's words the badges use (asked once a chat, the panel closed too)
 
 function ctx() {
     return SillyTavern.getContext(); // a new object each call: chatMetadata is replaced on every chat load
@@ -49,11 +50,11 @@ async function call(request) {
 /** The state of the chat on screen, drawn in the panel; `edited`: the chat index of the first message edited
  * (then the replies from there are written again where their receipts changed, the panel open or not). */
 async function refresh(edited = null) {
-    if (!panel || (!settings().open && edited === null)) return;
+    if (!panel || (!settings().open && edited === null && wordsOf === ctx().chatId)) return;
     const mine = ++asked;
     const c = ctx();
     if (c.chatId === undefined || c.chatId === null) {
-        if (settings().open) panel.show(null, 'Open a chat: the game sheet shows the game of the chat on screen.');
+        if (settings().open) panel.show(null, 'Open a chat: the game sheet shows the game of the chat on screen.', null, 'info');
         return;
     }
     const { messages, ids, stored } = chatMessages(c, noteText());
@@ -73,6 +74,8 @@ async function refresh(edited = null) {
     }
     if (mine !== asked) return;
     lastCampaign = got.body?.campaign?.name ?? null;
+    wordsOf = c.chatId;
+    if (setWords(got.body?.sheet?.words)) redrawMessages(); // the badges say the ruleset's words
     // a reply is written again only where the chat holds the very text sent (no prompt regex script, no name
     // put before it): else the stored message would get the prompt's form
     const rewrites = (got.status === 200 && Array.isArray(got.body?.rewrites) ? got.body.rewrites : [])
@@ -81,7 +84,10 @@ async function refresh(edited = null) {
         await rewrite(rewrites, ids);
         return refresh();
     }
-    if (settings().open) panel.show(got, null, c.chatId);
+    if (settings().open) {
+        fitAboveSendForm();
+        panel.show(got, null, c.chatId);
+    }
 }
 
 /** An edited reply, and the replies after it, written again as a replay writes them (STX-7): their receipts
@@ -134,6 +140,22 @@ const actions = {
         await refresh();
         return got;
     },
+    async sheetForm(who) {
+        return call({ method: 'POST', path: campaignPath(`read/characters/${encodeURIComponent(who)}`), body: {},
+            messages: onScreen() });
+    },
+    async saveSheet(who, changes) {
+        const got = await call({ method: 'POST', path: campaignPath(`characters/${encodeURIComponent(who)}`),
+            body: { changes }, messages: onScreen() }).catch(asAnswer);
+        if (got.status === 200) await refresh();
+        return got;
+    },
+    async rulesets() {
+        return call({ method: 'GET', path: apiPath('rulesets') }).catch(asAnswer);
+    },
+    async start(campaign) {
+        return call({ method: 'POST', path: apiPath('campaigns'), body: campaign }).catch(asAnswer);
+    },
     async partyForm() {
         return call({ method: 'POST', path: campaignPath('read/party'), body: {},
             messages: onScreen() });
@@ -184,6 +206,7 @@ function setOpen(open) {
     ctx().saveSettingsDebounced();
     document.getElementById('tagengine_panel')?.classList.toggle('te-open', open);
     document.getElementById('tagengine_toggle')?.classList.toggle('te-active', open);
+    fitAboveSendForm();
     if (open) refresh();
 }
 
@@ -223,17 +246,40 @@ function settingsBlock() {
     address.addEventListener('change', () => { s.address = address.value.trim(); ctx().saveSettingsDebounced(); refresh(); });
     const key = el('input', { type: 'password', class: 'text_pole', id: 'tagengine_key', value: s.key, autocomplete: 'off' });
     key.addEventListener('change', () => { s.key = key.value; ctx().saveSettingsDebounced(); refresh(); });
+    // each line its own block: the drawer is a narrow column, where inline pieces ran into each other
     return el('div', { class: 'tagengine-settings' },
         el('div', { class: 'inline-drawer' },
             el('div', { class: 'inline-drawer-toggle inline-drawer-header' }, el('b', { text: 'tagengine' }),
                 el('div', { class: 'inline-drawer-icon fa-solid fa-circle-chevron-down down' })),
             el('div', { class: 'inline-drawer-content' },
-                el('button', { class: 'menu_button', onclick: () => setOpen(true) }, 'Open the game sheet'),
+                el('button', { class: 'menu_button te-open-sheet', onclick: () => setOpen(true) }, 'Open the game sheet'),
                 el('label', { class: 'checkbox_label', for: 'tagengine_badges' }, badges, el('span', { text: 'Receipts as badges in the messages' })),
-                el('label', { for: 'tagengine_address', text: 'tagengine\'s address for this browser (optional)' }), address,
-                el('small', { text: 'Blank: the panel reaches tagengine through SillyTavern, at its Custom URL, with its key. '
+                el('label', { class: 'te-setting', for: 'tagengine_address', text: 'tagengine\'s address for this browser (optional)' }), address,
+                el('div', { class: 'te-setting te-hint', text: 'Blank: the panel reaches tagengine through SillyTavern, at its Custom URL, with its key. '
                     + 'An address (http://127.0.0.1:5005): directly, for a server started with --allow-origin and this page\'s address.' }),
-                el('label', { for: 'tagengine_key', text: 'Its --api-key, for a direct address' }), key)));
+                el('label', { class: 'te-setting', for: 'tagengine_key', text: 'Its --api-key, for a direct address' }), key)));
+}
+
+/** The panel's bottom kept above SillyTavern's send form, whatever its height (on a phone it is taller than its
+ * one row of icons, and grows as a message is typed): the message box and the d20 stay reachable with the panel
+ * open. `--te-below` is the height from the form's top to the window's bottom, measured again whenever the panel
+ * is drawn or opened, the window resized or the form's size changed; a form not laid out (hidden, or not yet
+ * placed: at most half the window) leaves SillyTavern's own measure in place. */
+function fitAboveSendForm() {
+    const root = document.getElementById('tagengine_panel');
+    const form = document.getElementById('send_form');
+    if (!root || !form) return;
+    const box = form.getBoundingClientRect();
+    const below = window.innerHeight - box.top;
+    if (box.height > 0 && below > 0 && below <= window.innerHeight / 2) root.style.setProperty('--te-below', `${below}px`);
+    else root.style.removeProperty('--te-below');
+}
+
+function keepAboveSendForm() {
+    fitAboveSendForm();
+    window.addEventListener('resize', fitAboveSendForm);
+    const form = document.getElementById('send_form');
+    if (form && window.ResizeObserver) new ResizeObserver(fitAboveSendForm).observe(form);
 }
 
 export async function init() {
@@ -264,6 +310,7 @@ export async function init() {
     // the Author's Note typed by hand may name another campaign (or a misspelled one): said as it is typed.
     // jQuery's delegated handler sees SillyTavern's own `.trigger('input')` too, which a DOM listener does not.
     $(document).on('input', '#extension_floating_prompt', () => soon());
+    keepAboveSendForm();
     root.classList.toggle('te-open', s.open);
     toggle.classList.toggle('te-active', s.open);
     redrawMessages();

@@ -5,7 +5,11 @@
 // The panel never computes game state: a click posts an edit (or a check) and the panel draws the answer of
 // the next state request. Each answer draws the panel anew, but what the player has in hand is carried into each
 // new drawing: an open party form, as typed, until its Save or Cancel (STX-12); a check's dice card and the
-// roller's choices, and a campaign picker with its selection, while the same chat and campaign are drawn (STX-13).
+// roller's choices, and a campaign picker with its selection, while the same chat and campaign are drawn (STX-13);
+// a character's sheet form, as typed, until its Save or Cancel, and the form that starts a campaign (STX-14).
+//
+// Every word the panel shows of the game is the ruleset's (its labels, its party sheet's name) and the campaign's
+// (its characters in the order they were named); every control is at least 44 px tall at a phone's width.
 
 import { attributesOf, describe, receiptsIn } from './receipts.js';
 
@@ -27,10 +31,11 @@ export function el(tag, attrs = {}, ...children) {
     return node;
 }
 
+// how the campaign was chosen, said inside the campaign line's parentheses (so without any of their own)
 const BY = {
     marker: 'named by this chat\'s Author\'s Note',
-    url: 'named by the connection\'s Custom URL (/c/NAME/v1)',
-    default: 'the server\'s default campaign (--campaign)',
+    url: 'named by the connection\'s Custom URL, /c/NAME/v1',
+    default: 'the server\'s default campaign, --campaign',
     asked: 'asked for by the panel',
 };
 
@@ -38,7 +43,7 @@ const BY = {
 export function campaignWords(doc) {
     const c = doc?.campaign;
     if (!c || !c.name) {
-        return 'This chat plays no campaign: its requests go to the model unchanged. Pick one below.';
+        return 'This chat plays no campaign: its requests go to the model unchanged. Start one, or pick one below.';
     }
     const how = BY[c.by] ?? c.by;
     if (doc.error) {
@@ -74,8 +79,9 @@ function bar(label, cur, max, pct) {
 export class Panel {
     /**
      * @param {HTMLElement} root the panel's element
-     * @param {object} actions `{edit(who, changes), partyForm(), saveParty(changes, revision), roll(check),
-     *   campaigns(), pick(name), refresh(), close()}`, each async
+     * @param {object} actions `{edit(who, changes), sheetForm(who), saveSheet(who, changes), partyForm(),
+     *   saveParty(changes, revision), roll(check), campaigns(), rulesets(), start(campaign), pick(name), refresh(),
+     *   close()}`, each async
      */
     constructor(root, actions) {
         this.root = root;
@@ -83,6 +89,8 @@ export class Panel {
         this.doc = null;
         this.place = null; // the chat and campaign drawn last
         this.partyOpen = null; // the open party form: {place, revision, holder}, kept through redraws (STX-12)
+        this.sheetOpen = null; // a character's open sheet form: {place, who, holder}, kept the same way (STX-14)
+        this.sheetWanted = null; // {campaign, who}: the sheet to open once a campaign just started is drawn
         // kept through redraws of the same chat and campaign (STX-13): the roller's choices {place, open, who, what,
         // target}; the dice card shown {place, card}, until Dismiss or the next roll; the campaign picker {place,
         // holder}, open with its selection until Write or Close (holder null: closed by the player there)
@@ -97,10 +105,10 @@ export class Panel {
         if (status) status.replaceChildren(el('div', { class: `te-say te-${kind}`, text }));
     }
 
-    /** Draw a state answer (the state endpoint's `{status, body}`) of the chat `chat` (its id), or an error
-     * before any answer. What the player has in hand in the same chat and campaign is drawn again as they left it
+    /** Draw a state answer (the state endpoint's `{status, body}`) of the chat `chat` (its id), or a line
+     * before any answer (`kind`: an error, or info such as "open a chat"). What the player has in hand in the same chat and campaign is drawn again as they left it
      * (an open party form, a dice card, the roller's choices, an open picker), with the scroll and the focus. */
-    show(answer, error = null, chat = null) {
+    show(answer, error = null, chat = null, kind = 'error') {
         this.doc = answer ? { ...answer.body, error: answer.status >= 400 ? answer.body?.error : null } : null;
         this.place = JSON.stringify([chat, this.doc?.campaign?.name ?? null]);
         if (!error) { // another chat or campaign drawn: the dice card, the roller and the picker were the other's
@@ -112,7 +120,7 @@ export class Panel {
         const active = document.activeElement;
         const typing = active !== this.root && this.root.contains(active) ? { node: active,
             keep: active.getAttribute('data-keep'), start: active.selectionStart, end: active.selectionEnd } : null;
-        this.draw(this.doc, error);
+        this.draw(this.doc, error, kind);
         this.root.scrollTop = top;
         // the very element where it was kept (a party form, a picker), else its new drawing (the roller's controls)
         const again = typing?.node.isConnected ? typing.node
@@ -123,7 +131,7 @@ export class Panel {
         }
     }
 
-    draw(doc, error) {
+    draw(doc, error, kind = 'error') {
         const head = el('div', { class: 'te-head' },
             el('b', { text: 'Game sheet' }),
             el('span', { class: 'te-grow' }),
@@ -133,7 +141,9 @@ export class Panel {
                 onclick: () => this.actions.close() }, el('i', { class: 'fa-solid fa-xmark' })));
         const campaign = el('div', { class: 'te-campaign' },
             el('span', { class: 'te-campaign-words', text: error ? '' : campaignWords(doc) }),
-            el('button', { class: 'menu_button te-small te-pick', onclick: () => this.openPicker() }, 'Campaign\u2026'));
+            el('span', { class: 'te-buttons' },
+                el('button', { class: 'menu_button te-small te-start', onclick: () => this.openStarter() }, 'Start a campaign\u2026'),
+                el('button', { class: 'menu_button te-small te-pick', onclick: () => this.openPicker() }, 'Campaign\u2026')));
         const picker = this.picking?.place === this.place && this.picking.holder
             ? this.picking.holder : el('div', { class: 'te-picker' });
         const parts = [head, campaign, picker, el('div', { class: 'te-status' })];
@@ -141,7 +151,7 @@ export class Panel {
         parts.push(body);
         this.root.replaceChildren(...parts);
         if (error) {
-            this.say(error, 'error');
+            this.say(error, kind);
             return;
         }
         if (doc?.error) {
@@ -169,6 +179,12 @@ export class Panel {
                     : el('div', { class: 'te-none', text: 'No clock is running.' })));
         }
         for (const c of s.characters) body.append(this.character(c));
+        const wanted = this.sheetWanted;
+        if (wanted && wanted.campaign === doc.campaign?.name) {
+            this.sheetWanted = null;
+            const holder = body.querySelector(`article[data-who="${CSS.escape(wanted.who)}"] .te-sheet-form`);
+            if (holder && !this.sheetOpen) this.openSheet(wanted.who, holder);
+        }
         if (s.party) body.append(this.party(s.party));
         body.append(this.receipts(s.receipts ?? []));
         body.append(this.checkRoller(s));
@@ -200,6 +216,11 @@ export class Panel {
             parts.push(el('div', { class: 'te-row' }, el('span', { class: 'te-label', text: n.label }),
                 el('span', { class: 'te-value', text: n.value || '\u2014' })));
         }
+        // the sheet's form in the panel, open through redraws until its Save or Cancel (STX-14)
+        const open = this.sheetOpen?.place === this.place && this.sheetOpen.who === who ? this.sheetOpen : null;
+        const holder = open ? open.holder : el('div', { class: 'te-sheet-form' });
+        parts.push(el('button', { class: 'menu_button te-small te-edit-sheet', disabled: open !== null,
+            'aria-label': `Edit ${who}'s sheet`, onclick: () => this.openSheet(who, holder) }, 'Edit the sheet'), holder);
         const details = el('details', { class: 'te-details' }, el('summary', { text: 'Sheet' }));
         for (const f of c.fields) {
             details.append(el('div', { class: 'te-row' }, el('span', { class: 'te-label', text: f.label }),
@@ -255,7 +276,7 @@ export class Panel {
         const holder = open ? open.holder : el('div', { class: 'te-party-form' });
         if (open) partyMoved(open, p.revision);
         parts.push(el('button', { class: 'menu_button te-small te-edit-party', disabled: open !== null,
-            onclick: () => this.openParty(holder) }, 'Edit the party sheet'), holder);
+            onclick: () => this.openParty(holder) }, `Edit the ${p.label} sheet`), holder);
         return el('article', { class: 'te-sheet te-party' }, parts);
     }
 
@@ -292,20 +313,7 @@ export class Panel {
     drawPartyForm(holder, form, problems, note) {
         // the revision the draft's save names (PARTY-36): the one it was opened at, or the newer sheet a 409 showed
         if (this.partyOpen?.holder === holder) this.partyOpen.revision = form.revision;
-        const inputs = [];
-        for (const section of form.sections) {
-            for (const i of section.inputs) {
-                if (i.read_only || !i.path.startsWith('fields.')) continue;
-                const value = i.value === null || i.value === undefined ? '' : String(i.value);
-                const input = i.choices.length
-                    ? el('select', { class: 'text_pole', 'data-path': i.path, 'data-was': value },
-                        el('option', { value: '' }, '\u2014'), i.choices.map(([v, lb]) => el('option', { value: v, selected: v === value }, lb)))
-                    : el('input', { class: 'text_pole', 'data-path': i.path, 'data-was': value, value,
-                        type: i.type === 'number' ? 'number' : 'text' });
-                const own = problems.filter(p => p.path === i.path).map(p => el('div', { class: 'te-say te-error', text: p.message }));
-                inputs.push(el('label', { class: 'te-field' }, el('span', { text: i.label }), input, own));
-            }
-        }
+        const inputs = formInputs(form, problems, i => i.path.startsWith('fields.'));
         const save = el('button', { class: 'menu_button', onclick: async () => {
             const changes = {};
             for (const x of holder.querySelectorAll('[data-path]')) {
@@ -320,6 +328,7 @@ export class Panel {
                     const x = holder.querySelector(`[data-path="${CSS.escape(path)}"]`);
                     if (x) x.value = v;
                 }
+                this.actions.refresh(); // the summary above the form shows the newer sheet too, the form kept
             } else if (got && got.status >= 400) {
                 this.drawPartyForm(holder, got.body.form ?? form, got.body.problems ?? [], got.body.error?.message ?? 'refused');
             } else {
@@ -328,6 +337,109 @@ export class Panel {
         } }, 'Save');
         holder.replaceChildren(...(note ? [el('div', { class: 'te-say te-warning', text: note })] : []), ...inputs,
             el('div', { class: 'te-buttons' }, save, el('button', { class: 'menu_button', onclick: () => this.closeParty(holder) }, 'Cancel')));
+    }
+
+    /** A character's sheet form, asked at the chat's point, drawn into `holder` in the panel (STX-14). */
+    async openSheet(who, holder) {
+        const open = { place: this.place, who, holder };
+        this.sheetOpen = open;
+        this.root.querySelector(`article[data-who="${CSS.escape(who)}"] .te-edit-sheet`)?.setAttribute('disabled', '');
+        const got = await this.actions.sheetForm(who).catch(e => ({ status: 0, body: { error: { message: e.message } } }));
+        if (this.sheetOpen !== open) return;
+        if (!got || got.status !== 200) {
+            this.closeSheet(holder);
+            holder.replaceChildren(el('div', { class: 'te-say te-error', text: got?.body?.error?.message ?? 'the sheet cannot be opened' }));
+            return;
+        }
+        this.drawSheetForm(holder, who, got.body.form, []);
+    }
+
+    closeSheet(holder) {
+        holder.replaceChildren();
+        if (this.sheetOpen?.holder === holder) this.sheetOpen = null;
+        holder.parentElement?.querySelector('.te-edit-sheet')?.removeAttribute('disabled');
+    }
+
+    drawSheetForm(holder, who, form, problems) {
+        const inputs = formInputs(form, problems, () => true, true);
+        const save = el('button', { class: 'menu_button te-save', onclick: async () => {
+            const changes = {};
+            for (const x of holder.querySelectorAll('[data-path]')) {
+                if (x.value !== x.getAttribute('data-was')) changes[x.getAttribute('data-path')] = x.value;
+            }
+            if (!Object.keys(changes).length) {
+                this.closeSheet(holder);
+                return;
+            }
+            const got = await this.actions.saveSheet(who, changes);
+            if (this.sheetOpen?.holder !== holder) return;
+            if (got && got.status >= 400) {
+                this.drawSheetForm(holder, who, got.body?.form ?? form, got.body?.problems ?? [{ path: '', message:
+                    got.body?.error?.message ?? `refused (${got.status})` }]);
+                for (const [path, v] of Object.entries(changes)) {
+                    const x = holder.querySelector(`[data-path="${CSS.escape(path)}"]`);
+                    if (x) x.value = v;
+                }
+            } else {
+                this.closeSheet(holder);
+                this.actions.refresh();
+            }
+        } }, 'Save');
+        const paths = new Set(inputs.flatMap(node => [...node.querySelectorAll('[data-path]')].map(x => x.getAttribute('data-path'))));
+        const general = problems.filter(p => !paths.has(p.path)).map(p => el('div', { class: 'te-say te-error', text: p.message }));
+        holder.replaceChildren(el('div', { class: 'te-say te-info', text: `${who}'s sheet: change what you like, then Save.` }),
+            ...general, ...inputs, el('div', { class: 'te-buttons' }, save,
+                el('button', { class: 'menu_button', onclick: () => this.closeSheet(holder) }, 'Cancel')));
+    }
+
+    /** The form that starts a campaign from a ruleset of the server's folder, its characters named one a line;
+     * it writes the campaign into this chat's Author's Note and opens the first character's sheet (STX-14). Kept
+     * through redraws as the picker is (it is drawn in the picker's place). */
+    async openStarter() {
+        const holder = this.root.querySelector('.te-picker');
+        if (!holder) return;
+        const mine = { place: this.place, holder };
+        this.picking = mine;
+        const got = await this.actions.rulesets();
+        if (this.picking !== mine) return;
+        if (!got || got.status !== 200) {
+            this.picking = null;
+            holder.replaceChildren(el('div', { class: 'te-say te-error', text: got?.body?.error?.message ?? 'the rulesets cannot be listed' }));
+            return;
+        }
+        const usable = (got.body.rulesets ?? []).filter(r => !r.problem);
+        const ruleset = el('select', { class: 'text_pole te-start-ruleset', 'aria-label': 'Ruleset' },
+            usable.map(r => el('option', { value: r.file }, `${r.name ?? r.file} (${r.file})`)));
+        const name = el('input', { class: 'text_pole te-start-name', type: 'text', placeholder: 'night-run',
+            'aria-label': 'Campaign name', autocomplete: 'off' });
+        const names = el('textarea', { class: 'text_pole te-start-characters', rows: 3, placeholder: 'Vex\nRook',
+            'aria-label': 'Characters, one a line' });
+        const said = el('div', { class: 'te-start-problems' });
+        const start = el('button', { class: 'menu_button te-start-go', onclick: async () => {
+            const characters = names.value.split('\n').map(x => x.trim()).filter(Boolean);
+            said.replaceChildren();
+            const made = await this.actions.start({ name: name.value.trim(), ruleset: ruleset.value, characters });
+            if (this.picking !== mine) return;
+            if (!made || made.status !== 201) {
+                const problems = made?.body?.problems?.map(p => p.message) ?? [made?.body?.error?.message ?? 'refused'];
+                said.replaceChildren(...problems.map(m => el('div', { class: 'te-say te-error', text: m })));
+                return;
+            }
+            // the first character's sheet opens in the first drawing of the new campaign, whichever refresh draws
+            // it (writing the marker starts one, and the Author's Note's own input event another)
+            this.sheetWanted = { campaign: made.body.campaign, who: made.body.characters[0] };
+            this.closePicker(holder);
+            await this.actions.pick(made.body.campaign);
+        } }, 'Start and play it in this chat');
+        holder.replaceChildren(el('div', { class: 'te-starter' },
+            el('b', { text: 'Start a campaign' }),
+            usable.length ? null : el('div', { class: 'te-say te-error', text: 'The server\'s rulesets folder (--rulesets) has no ruleset that loads.' }),
+            el('label', { class: 'te-field' }, el('span', { text: 'Ruleset' }), ruleset),
+            el('label', { class: 'te-field' }, el('span', { text: 'Campaign name (letters, digits, - and _)' }), name),
+            el('label', { class: 'te-field' }, el('span', { text: 'Characters, one a line' }), names),
+            said, el('div', { class: 'te-buttons' }, start,
+                el('button', { class: 'menu_button', onclick: () => this.closePicker(holder) }, 'Close'))));
+        name.focus({ preventScroll: true });
     }
 
     receipts(list) {
@@ -411,7 +523,7 @@ export class Panel {
                 `${c.name}${c.characters.length ? ` (${c.characters.join(', ')})` : ''}`)));
         const close = el('button', { class: 'menu_button te-small', onclick: () => this.closePicker(holder) }, 'Close');
         holder.replaceChildren(el('div', { class: 'te-row' },
-            el('span', { class: 'te-label', text: list.length ? 'Play' : 'The server has no campaign yet (tagengine campaign new).' }),
+            el('span', { class: 'te-label', text: list.length ? 'Play' : 'The server has no campaign yet: start one.' }),
             list.length ? select : null,
             list.length ? el('button', { class: 'menu_button te-small te-write', onclick: () => {
                 this.closePicker(holder);
@@ -441,6 +553,31 @@ function partyMoved(open, revision) {
 }
 
 const KIND = { Abilities: 'ability', Skills: 'skill', Saves: 'save' };
+
+/** A sheet form's inputs (the JSON API's `form`) that `wanted` keeps: each editable one as a labelled input or
+ * select holding its value, its problems under it; `headed`: each section's label before its inputs. A table (a
+ * list's rows) and a value the sheet computes are left to the server's editor page. */
+function formInputs(form, problems, wanted, headed = false) {
+    const out = [];
+    for (const section of form.sections) {
+        const rows = [];
+        for (const i of section.inputs) {
+            if (i.read_only || i.hidden || i.type === 'derived' || !wanted(i)) continue;
+            const value = i.value === null || i.value === undefined ? '' : String(i.value);
+            const input = i.choices.length
+                ? el('select', { class: 'text_pole', 'data-path': i.path, 'data-was': value, 'aria-label': i.label },
+                    el('option', { value: '' }, '\u2014'), i.choices.map(([v, lb]) => el('option', { value: v, selected: v === value }, lb)))
+                : el('input', { class: 'text_pole', 'data-path': i.path, 'data-was': value, value, 'aria-label': i.label,
+                    type: i.type === 'number' || i.type === 'ability' ? 'number' : 'text',
+                    min: i.min ?? undefined, max: i.max ?? undefined, maxlength: i.max_length ?? undefined });
+            const own = problems.filter(p => p.path === i.path).map(p => el('div', { class: 'te-say te-error', text: p.message }));
+            rows.push(el('label', { class: 'te-field' }, el('span', { text: i.label }), input, own));
+        }
+        if (rows.length && headed) out.push(el('h5', { class: 'te-section', text: section.label }));
+        out.push(...rows);
+    }
+    return out;
+}
 
 /** A check's answer (the JSON API's `checks`) as its dice card: the dice, the card's lines, the outcome; `dismiss`
  * removes it (its Dismiss button). */

@@ -3,7 +3,7 @@
 // (tagengine/_internal/commands/reasons.py): a code added there without words here fails it. The object below is
 // strict JSON, so the test reads it as JSON.
 export const REASON_WORDS = {
-    "malformed": "a tag that could not be read",
+    "malformed": "the tag could not be read, so nothing changed",
     "unknown-attribute": "it names something this command does not take",
     "duplicate-attribute": "it says the same thing twice",
     "missing-attribute": "something it needs was left out",

@@ -56,8 +56,28 @@ function signed(n) {
     return Number.isFinite(v) && v > 0 ? `+${v}` : String(n).replace('-', '\u2212');
 }
 
+// The ruleset's own words (the state answer's `sheet.words`): a label by id, for what a tag names by its id
+// (`pool="stress"` is the sheet's "Stress"), and the party sheet's label ("Crew"). Set by the panel's last state;
+// a receipt drawn before any keeps the tag's own word.
+let words = { labels: {}, party: null };
+
+/** The words of the campaign on screen (the state answer's `sheet.words`); true when they changed. */
+export function setWords(next) {
+    const given = { labels: next?.labels ?? {}, party: next?.party ?? null };
+    const changed = JSON.stringify(given) !== JSON.stringify(words);
+    words = given;
+    return changed;
+}
+
+/** A name a tag gives by id or label, as the sheet says it: the label of that id (case aside), else as written. */
+function label(name) {
+    if (typeof name !== 'string') return name;
+    const labels = words.labels ?? {};
+    return labels[name] ?? labels[name.toLowerCase()] ?? name;
+}
+
 function subjectOf(a) {
-    return a.who ?? (a.sheet === 'party' ? 'Party' : a.sheet) ?? '';
+    return a.who ?? (a.sheet === 'party' ? (words.party ?? 'Party sheet') : a.sheet) ?? '';
 }
 
 function sheetLine(a) {
@@ -65,13 +85,13 @@ function sheetLine(a) {
     const now = a.now ?? '';
     const amount = a.amount ?? '1';
     switch (a.op) {
-        case 'spend': return `${who}: ${a.pool ?? a.row} ${signed(-Math.abs(Number(amount)) || `-${amount}`)} \u2192 ${now}`;
-        case 'restore': return `${who}: ${a.pool ?? a.row} ${signed(amount)} \u2192 ${now}`;
+        case 'spend': return `${who}: ${label(a.pool) ?? a.row} ${signed(-Math.abs(Number(amount)) || `-${amount}`)} \u2192 ${now}`;
+        case 'restore': return `${who}: ${label(a.pool) ?? a.row} ${signed(amount)} \u2192 ${now}`;
         case 'damage': return a.track
-            ? `${who}: ${a.track}${a.kind ? ` (${a.kind})` : ''} \u2192 ${now}`
-            : `${who}: ${a.pool} ${signed(-Math.abs(Number(amount)) || `-${amount}`)} \u2192 ${now}`;
-        case 'track': return `${who}: ${a.track} \u2192 ${now}`;
-        case 'state': return `${who}: ${a.state} \u2192 ${now}`;
+            ? `${who}: ${label(a.track)}${a.kind ? ` (${a.kind})` : ''} \u2192 ${now}`
+            : `${who}: ${label(a.pool)} ${signed(-Math.abs(Number(amount)) || `-${amount}`)} \u2192 ${now}`;
+        case 'track': return `${who}: ${label(a.track)} \u2192 ${now}`;
+        case 'state': return `${who}: ${label(a.state)} \u2192 ${now}`;
         case 'condition': return `${who}: ${a.condition} ${now}`;
         case 'text': return `${who}: ${a.text} \u2192 ${now || '(cleared)'}`;
         case 'rest': return `${who}: ${a.rest} \u2192 ${now}`;
@@ -101,7 +121,7 @@ function checkLine(a) {
 }
 
 function editLine(a) {
-    const who = a.who ?? 'Party sheet';
+    const who = a.who ?? (words.party ? `${words.party} sheet` : 'Party sheet');
     return `${who}: ${a.now ?? 'changed'} by a player`;
 }
 
@@ -111,9 +131,12 @@ export function describe(r) {
     const result = a.result;
     let text;
     if (result === 'refused') {
-        const what = a.raw !== undefined ? 'A tag' : r.tag === 'clock' ? a.name
+        // a tag the engine could not read names no one: its kind goes first ("Sheet tag could not be read...")
+        const unread = a.raw !== undefined || a.reason === 'malformed';
+        const what = unread ? null : r.tag === 'clock' ? a.name
             : r.tag === 'check' ? checkLine({ ...a, outcome: undefined }) : subjectOf(a) || r.tag;
-        text = `${what}: ${reasonWords(a.reason)}`;
+        text = what ? `${what}: ${reasonWords(a.reason)}`
+            : `${capitalized(r.tag)} tag: ${reasonWords(a.reason).replace(/^the tag /, '')}`;
     } else if (r.tag === 'clock') {
         text = clockLine(a);
     } else if (r.tag === 'check') {
@@ -125,6 +148,10 @@ export function describe(r) {
         if (result === 'partial') text += ` (${reasonWords(a.reason)})`;
     }
     return { kind: r.tag, result, text, detail: r.text };
+}
+
+function capitalized(s) {
+    return s ? s[0].toUpperCase() + s.slice(1) : s;
 }
 
 function escaped(s) {

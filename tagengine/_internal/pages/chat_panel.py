@@ -27,4 +27,15 @@ def panel_json(rs: Ruleset, state: GameState, receipts: Sequence[Mapping[str, An
     values = sheet_context(rs, state, receipts=receipts, controls=controls)
     return {"ruleset": values["ruleset"], "characters": values["characters"], "party": values["party"],
             "clocks": values["clocks"], "clocks_enabled": values["clocks_enabled"], "receipts": values["receipts"],
-            "dice_pool": rs.dice_pool}
+            "dice_pool": rs.dice_pool, "words": words_of(rs)}
+
+
+def words_of(rs: Ruleset) -> dict[str, Any]:
+    """The ruleset's own words for what a receipt names by id (a tag may say `pool="stress"`): each pool's, track's
+    and state's label by its id, and the party sheet's label ("Crew"), so a badge says what the sheet says."""
+    labels: dict[str, str] = {}
+    party = rs.file.party
+    for d in [*rs.sheet.pools.items, *rs.sheet.tracks.items, *rs.sheet.states.items,
+              *(party.pools if party is not None else ())]:
+        labels.setdefault(d.id, d.label)
+    return {"labels": labels, "party": party.label if party is not None else None}

@@ -29,6 +29,9 @@ MAX_MESSAGE = 1 * MIB  # characters of one message's text (a reply in the histor
 MAX_MODEL_NAME = 256  # characters of the request's `model`
 MAX_CHAT_ID = 256  # characters of a chat's id (X-Tagengine-Chat, or `chat` in a JSON API body)
 MAX_CHECK_VALUE = 1000  # characters in one value of a check (POST /tagengine/api/checks): a name or a number
+# a campaign started through the JSON API (POST /tagengine/api/campaigns): a name, a file name and at most 40
+# character names (pages/campaign_start.py MAX_CHARACTERS), each a line of a sheet, far below this
+MAX_START_BODY = 64 * KIB  # bytes
 
 # A form the pages post (url-encoded or multipart).
 MAX_FORM_FIELDS = 20_000  # fields in one url-encoded form: a whole sheet of 200-row lists is far fewer
@@ -113,6 +116,7 @@ LIMITS = (
           "served, the name not used to choose a tokenizer (an unknown model's)"),
     Limit("a chat's id", MAX_CHAT_ID, "characters", "400 `invalid_chat`"),
     Limit("one value of a check", MAX_CHECK_VALUE, "characters", "400 `invalid_check` naming the value"),
+    Limit("a new campaign's JSON body", MAX_START_BODY, "bytes", "413 `request_too_large`, nothing made"),
     Limit("fields in a page's url-encoded form", MAX_FORM_FIELDS, "fields", "413 `request_too_large`, nothing saved"),
     Limit("parts in a page's multipart form", MAX_FORM_PARTS, "parts",
           "413 `request_too_large` (counted before a part is read), nothing saved"),

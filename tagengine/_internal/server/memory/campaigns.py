@@ -44,6 +44,9 @@ class Campaign:
     digest: str  # of the ruleset file as it is now
     start: GameState
     start_json: str  # canonical: part of the chain's first key
+    # the characters in the order the campaign was started with: its start's JSON keeps its keys sorted, so a
+    # state read back lists them alphabetically, and the panel shows them in the players' order
+    order: tuple[str, ...] = ()
 
 
 def digest_of(data: bytes) -> str:
@@ -116,7 +119,8 @@ class Campaigns:
         data = read_file(row.ruleset, MAX_RULESET_FILE)
         rs = Ruleset.from_json(data, row.ruleset)  # the same bytes as the digest
         start = from_json(rs, json.loads(row.start), f"campaign {name}")
-        c = Campaign(name, rs, digest_of(data), start, canonical_json(start.to_json()))
+        c = Campaign(name, rs, digest_of(data), start, canonical_json(start.to_json()),
+                     tuple(n for n in row.characters.split(", ") if n in start.characters))
         self._loaded[name] = (stamp, c, row)
         replaced, self._let_go = hit is not None or self._let_go, False
         if self.on_load is not None:

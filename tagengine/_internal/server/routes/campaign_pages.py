@@ -7,6 +7,11 @@ changes) or is uploaded (or pasted) and inspected as `/ui/check` does; an upload
 data folder (`rulesets/<sha256>.json`), since a campaign reads its ruleset file again when it changes. Parsing a
 ruleset and listing the folder run in a worker thread. The pages start no more campaigns past CAMPAIGNS_KEPT and
 keep no upload past RULESETS_KEPT bytes of rulesets in all (`tagengine campaign remove NAME` frees both).
+
+The JSON API starts one the same way from a folder's ruleset (STX-14), for a client that has no page to show,
+such as the SillyTavern extension: `GET /tagengine/api/rulesets` lists the folder, `POST /tagengine/api/campaigns`
+(`{"name", "ruleset": a file of the folder, "characters": [names]}`) makes the campaign, 201, or answers 422 with
+the problems by field (409 when the name is taken, by another client meanwhile too: the store's insert decides).
 """
 
 from __future__ import annotations
@@ -28,11 +33,23 @@ from ...ruleset import Ruleset
 from ...ruleset.load import MAX_BYTES
 from ...samples import sample_path, samples_dir
 from ..context import ServerContext
-from ..limits import CAMPAIGNS_KEPT, MAX_RULESET_FILE, MAX_RULESET_FORM, MIB, RULESETS_KEPT, RULESETS_LISTED
+from ..errors import Refused, refusals_as_responses
+from ..limits import (
+    CAMPAIGNS_KEPT,
+    MAX_RULESET_FILE,
+    MAX_RULESET_FORM,
+    MAX_START_BODY,
+    MIB,
+    RULESETS_KEPT,
+    RULESETS_LISTED,
+)
 from ..memory.campaigns import RULESETS_FOLDER, digest_of, kept_ruleset, new_campaign
 from ..memory.store import NAME
+from ..wire.answers import json_response
+from ..wire.body import object_body, read_body
+from ..wire.chat_completions import error_doc
 from ..wire.forms import FormPost, post_of
-from .base import nav, page, page_async, posted_parts, refusals_as_pages, route
+from .base import api_path, nav, page, page_async, posted_parts, refusals_as_pages, route
 
 log = logging.getLogger("tagengine.serve")
 
@@ -79,8 +96,36 @@ async def new_campaign_page(ctx: ServerContext, folder: Folder, request: Request
     return await page_async("new.html.j2", {**values, "nav": nav(ctx, None, "new")}, 422)
 
 
+async def api_rulesets(ctx: ServerContext, folder: Folder, request: Request) -> Response:
+    listing = await run_in_threadpool(folder.files)
+    return json_response({"rulesets": [{"file": r.file, "name": r.name, "problem": r.problem} for r in listing]})
+
+
+@refusals_as_responses
+async def api_new_campaign(ctx: ServerContext, folder: Folder, request: Request) -> Response:
+    body = object_body(await read_body(request, MAX_START_BODY), ("name", "ruleset", "characters"))
+    name, chosen, names = body.get("name", ""), body.get("ruleset", ""), body.get("characters", [])
+    if not isinstance(name, str) or not isinstance(chosen, str) or not isinstance(names, list) \
+            or not all(isinstance(n, str) and "\n" not in n and "\r" not in n for n in names):
+        raise Refused(400, "the body is {\"name\": text, \"ruleset\": text, \"characters\": [names, one line "
+                           "each]}", "invalid_request")
+    listing = await run_in_threadpool(folder.files)
+    form = checked_start(name, "\n".join(names), chosen, listing, None, "", NAME)
+    if not form.problems:
+        made = await run_in_threadpool(make_campaign, ctx, form)
+        if made is None:
+            return json_response({"campaign": form.name, "ruleset": form.chosen, "characters": form.characters}, 201)
+        status = 409 if "exists already" in made else 500
+        raise Refused(status, made, "campaign_exists" if status == 409 else "campaign_not_made")
+    problems = [{"field": k, "message": m} for k, ms in form.problems.items() for m in ms]
+    return json_response({**error_doc(problems[0]["message"], "invalid_campaign"), "problems": problems}, 422)
+
+
 def campaign_page_routes(ctx: ServerContext) -> list[Route]:
-    return [route("/ui/new", new_campaign_page, ctx, Folder(ctx.options.rulesets), methods=["GET", "POST"])]
+    folder = Folder(ctx.options.rulesets)  # one reading of the folder for the page and the API
+    return [route("/ui/new", new_campaign_page, ctx, folder, methods=["GET", "POST"]),
+            route(api_path("rulesets"), api_rulesets, ctx, folder),
+            route(api_path("campaigns"), api_new_campaign, ctx, folder, methods=["POST"])]
 
 
 def read_ruleset_file(path: Path) -> RulesetFile:

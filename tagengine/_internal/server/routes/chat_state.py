@@ -103,6 +103,8 @@ async def state_of_chat(ctx: ServerContext, memo: ReceiptsMemo, request: Request
     # a long reply's receipts are many, and drawing each takes time: as applying it, off the loop (SEC-2)
     sheet = (await ctx.workers.run(panel_json, c.rs, point.state, receipts)
              if after.replies and len(after.replies[-1]) > LOOP_CHARS else panel_json(c.rs, point.state, receipts))
+    rank = {n: i for i, n in enumerate(c.order)}
+    sheet["characters"].sort(key=lambda x: rank.get(x["name"], len(rank)))  # stable: the rest as they were
     doc = {"campaign": {**said, "ruleset": c.rs.name}, "turn": turn_number(history, len(after.replies)),
            "at": point.to_json(), "history": list(after.notes), "sheet": sheet}
     if "rewrite_from" in body:

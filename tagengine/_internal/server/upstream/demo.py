@@ -1,6 +1,8 @@
 """`--upstream demo`: a scripted upstream in this process (no model, no key), reached through httpx's ASGI
 transport. It plays the demo game (samples/transcripts/demo-game.json): a night's heist for the sample campaign,
-every tag valid, a regenerate or a swipe answered with another version of the reply (STX-9)."""
+every tag valid, a regenerate or a swipe answered with another version of the reply (STX-9). Any other campaign
+it plays from what the server's reminder says of it (demo_table.py, STX-15): its characters, with the tags the
+engine teaches for its ruleset."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from ..wire.answers import json_response
 from ..wire.chat_completions import chat_completion, content_chunk, model_list
 from ..wire.sse import DONE_EVENT, data_event
 from .client import UpstreamKind
+from .demo_table import ROLL, Table
 
 DEMO = "demo"
 BASE = "http://demo.invalid/v1"
@@ -51,12 +54,21 @@ class DemoGame:
 
     replies: tuple[tuple[str, ...], ...]
     end: str
+    ruleset: str = ""
+    characters: tuple[str, ...] = ()
 
     @classmethod
     def load(cls, samples: Path | None) -> DemoGame:
         where = samples or samples_dir()  # the package's own, installed or in a checkout (PK-1)
         doc = json.loads((where / "transcripts" / "demo-game.json").read_text(encoding="utf-8"))
-        return cls(tuple(tuple(r) for r in doc["replies"]), doc["end"])
+        return cls(tuple(tuple(r) for r in doc["replies"]), doc["end"], doc.get("ruleset", ""),
+                   tuple(doc.get("characters", ())))
+
+    def plays(self, table: Table | None) -> bool:
+        """Whether the script is this campaign's: no reminder read, or the script's characters playing rules whose
+        name holds the script's ruleset's (the system prompt says "Blades-like Crew" for blades-like)."""
+        return table is None or (set(table.characters) == set(self.characters)
+                                 and self.ruleset.lower() in table.rules.lower())
 
     def reply(self, turn: int, version: int) -> str:
         """The reply to the player's `turn`-th message (from 1), its `version`-th asking (from 0)."""
@@ -106,8 +118,12 @@ def demo_app(samples: Path | None = None) -> Starlette:
         body = await request.json()
         messages = body.get("messages", [])
         n = player_turn(messages)
-        text = check.answer(messages)
-        text = game.reply(n, asked.next(messages)) if text is None else text
+        table = Table.read(messages)
+        if table is not None and not game.plays(table):
+            text = table.answer(messages, n)
+        else:
+            said = check.answer(messages)
+            text = game.reply(n, asked.next(messages)) if said is None else said
         base: dict[str, Any] = {"id": f"demo-{n}", "created": 0, "model": body.get("model") or "tagengine-demo"}
         if body.get("stream") is not True:
             return json_response(chat_completion(text, **base))
@@ -127,7 +143,6 @@ def demo_app(samples: Path | None = None) -> Starlette:
     return Starlette(routes=[Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])])
 
 
-_ROLL = re.compile(r"\broll", re.IGNORECASE)
 _OUTCOME = re.compile(r'\boutcome="(\w+)"')
 
 
@@ -163,6 +178,6 @@ class DemoCheck:
             return self.after.get(outcomes[-1], "") if outcomes else self.unsettled
         user = next((m.get("content") for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"),
                     None)  # the engine's reminder may come after it
-        if isinstance(user, str) and _ROLL.search(user):
+        if isinstance(user, str) and ROLL.search(user):
             return self.reply + self.unsettled
         return None
