@@ -31,6 +31,10 @@ from typing import Any
 LITELLM_VERSION = "1.108.7"  # the version the issue measured; pinned, so that runs compare
 CONCURRENCY = 16  # clients at once for the throughput figure
 THROUGHPUT_SECONDS = 3.0  # per path and round
+# the proxy refuses to start without a strong master key; every request of this section carries it (tagengine
+# passes it on to the fake upstream, which reads none)
+MASTER_KEY = "sk-bench-" + os.urandom(16).hex()
+HEADERS = {"authorization": f"Bearer {MASTER_KEY}"}
 
 
 def cache_dir() -> Path:
@@ -78,8 +82,8 @@ def litellm_argv(tmp: Path, upstream: str) -> tuple[list[str], dict[str, str], s
                       "litellm_settings:\n  telemetry: false\n  drop_params: true\n")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_LOG="ERROR", LITELLM_TELEMETRY="False",
-               DISABLE_ADMIN_UI="True", NO_DOCS="True", PYTHONUNBUFFERED="1")
+    env.update(LITELLM_MASTER_KEY=MASTER_KEY, LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_LOG="ERROR",
+               LITELLM_TELEMETRY="False", DISABLE_ADMIN_UI="True", NO_DOCS="True", PYTHONUNBUFFERED="1")
     argv = [str(python), "-m", "litellm.proxy.proxy_cli", "--config", str(config), "--host", "127.0.0.1",
             "--port", str(port), "--num_workers", "1", "--telemetry", "False"]
     return argv, env, f"http://127.0.0.1:{port}"
@@ -170,7 +174,7 @@ class Load:
 def raw_request(url: str, body: bytes, path: str = "/v1/chat/completions") -> bytes:
     host = url.removeprefix("http://")
     return (f"POST {path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
-            f"authorization: Bearer sk-bench\r\ncontent-length: {len(body)}\r\n\r\n").encode() + body
+            f"authorization: Bearer {MASTER_KEY}\r\ncontent-length: {len(body)}\r\n\r\n").encode() + body
 
 
 async def throughput(url: str, body: bytes, seconds: float, clients: int = CONCURRENCY) -> float:

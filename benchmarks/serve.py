@@ -778,6 +778,14 @@ async def beside_litellm(c: Any, tmp: Path, up: str, servers: list[Server], roun
     """tagengine (pass-through and a campaign's turn) beside the LiteLLM proxy's pass-through (_peers.py)."""
     import httpx
 
+    async with httpx.AsyncClient(timeout=60, headers=_peers.HEADERS) as keyed:
+        await _beside_litellm(keyed, tmp, up, servers, rounds, runs, procs)
+
+
+async def _beside_litellm(c: Any, tmp: Path, up: str, servers: list[Server], rounds: int, runs: int,
+                          procs: list[Proc]) -> None:
+    import httpx
+
     argv, env, url = _peers.litellm_argv(tmp, up)
     proxy = Proc(argv, tmp / "litellm.log", env=env)
     procs.append(proxy)
