@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import shutil
 import socket
@@ -31,6 +32,7 @@ from typing import Any
 LITELLM_VERSION = "1.108.7"  # the version the issue measured; pinned, so that runs compare
 CONCURRENCY = 16  # clients at once for the throughput figure
 THROUGHPUT_SECONDS = 3.0  # per path and round
+THROUGHPUT_SLICE = 0.5  # seconds a path is driven before the next one's turn
 # the proxy refuses to start without a strong master key; every request of this section carries it (tagengine
 # passes it on to the fake upstream, which reads none)
 MASTER_KEY = "sk-bench-" + os.urandom(16).hex()
@@ -237,34 +239,50 @@ async def measure(c: Any, up: str, paths: list[Path_], rounds: int, runs: int,
             for _ in range(runs // 2):
                 await stream(c, p.url, p.body)
             f.setdefault("cpu_stream", []).append((tree_cpu_seconds(p.pid) - before) / (runs // 2) * 1e3)
-            before = tree_cpu_seconds(p.pid)
-            t = time.perf_counter()
-            f.setdefault("rps", []).append(await throughput(p.url, orjson.dumps(p.body), THROUGHPUT_SECONDS))
-            f.setdefault("rps_cpu", []).append((tree_cpu_seconds(p.pid) - before) / (time.perf_counter() - t))
-            f.setdefault("rss", []).append(tree_rss_kb(p.pid) / 1024)
+        # throughput: the paths by turns in slices of THROUGHPUT_SLICE seconds, so that a change in the machine's
+        # load falls on every path alike; beside the requests a second, the requests a second of the server's own
+        # CPU (its process tree's), which a busy machine tilts less
+        done = {p.label: [0.0, 0.0, 0.0] for p in paths}  # requests, seconds, server CPU seconds
+        for _ in range(round(THROUGHPUT_SECONDS / THROUGHPUT_SLICE)):
+            for p in paths:
+                before, t = tree_cpu_seconds(p.pid), time.perf_counter()
+                rps = await throughput(p.url, orjson.dumps(p.body), THROUGHPUT_SLICE)
+                took = time.perf_counter() - t
+                got = done[p.label]
+                got[0] += rps * took
+                got[1] += took
+                got[2] += tree_cpu_seconds(p.pid) - before
+        for p in paths:
+            count, took, cpu = done[p.label]
+            p.figures.setdefault("rps", []).append(count / took)
+            p.figures.setdefault("rps_cpu", []).append(cpu / took)
+            p.figures.setdefault("per_core", []).append(count / cpu if cpu else math.nan)
+            p.figures.setdefault("rss", []).append(tree_rss_kb(p.pid) / 1024)
         print(f"  round {n + 1} of the peers: direct p50 {d50 * 1e3:.2f} ms; {load()}", flush=True)
         for p in paths:
             f = p.figures
             print(f"    {p.label:34} added p50 {f['p50'][-1]:6.2f} p99 {f['p99'][-1]:6.2f} | CPU a request "
                   f"{f['cpu'][-1]:6.2f} a stream {f['cpu_stream'][-1]:6.2f} ms | {f['rps'][-1]:7.1f} req/s "
-                  f"(server busy {f['rps_cpu'][-1]:.2f} cores) | RSS {f['rss'][-1]:.0f} MB", flush=True)
+                  f"(server busy {f['rps_cpu'][-1]:.2f} cores: {f['per_core'][-1]:.0f} a core) | RSS "
+                  f"{f['rss'][-1]:.0f} MB", flush=True)
 
 
 def report(paths: list[Path_], peer: str) -> None:
     """The medians of the rounds, and the ratios to the peer within each round (then their median)."""
     print("\n  side by side (medians of the rounds): ms, req/s, MB")
-    print(f"  {'path':34}{'added p50':>10}{'p99':>8}{'CPU/req':>9}{'CPU/strm':>9}{'req/s':>8}{'RSS':>7}")
+    print(f"  {'path':34}{'added p50':>10}{'p99':>8}{'CPU/req':>9}{'CPU/strm':>9}{'req/s':>8}{'a core':>8}"
+          f"{'RSS':>7}")
     for p in paths:
         f = {k: statistics.median(v) for k, v in p.figures.items()}
         print(f"  {p.label:34}{f['p50']:>10.2f}{f['p99']:>8.2f}{f['cpu']:>9.2f}{f['cpu_stream']:>9.2f}"
-              f"{f['rps']:>8.1f}{f['rss']:>7.0f}")
+              f"{f['rps']:>8.1f}{f['per_core']:>8.0f}{f['rss']:>7.0f}")
     ref = next(p for p in paths if p.label == peer)
     print(f"  ratios to {peer}, per round then their median:")
     for p in paths:
         if p is ref:
             continue
         for k, name in (("p50", "added p50"), ("cpu", "CPU a request"), ("cpu_stream", "CPU a stream"),
-                        ("rps", "throughput")):
+                        ("rps", "throughput"), ("per_core", "req/s a core")):
             rs = [a / b for a, b in zip(p.figures[k], ref.figures[k], strict=True) if b]
             print(f"    {p.label:34}{name:>15}: {statistics.median(rs):6.2f}x  ("
                   + ", ".join(f"{r:.2f}" for r in rs) + ")")
