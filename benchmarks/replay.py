@@ -170,6 +170,7 @@ def command_line(tree: Path, path: Path, out: Path, workers: int, cache: Path) -
 
 
 def side_by_side(chats: list[int], rounds: int, against: str | None, turns: int = 20) -> None:
+    CACHE.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-replay-", dir=CACHE) as name:
         tmp = Path(name)
         trees = {"this tree": ROOT}
