@@ -21,7 +21,7 @@ from .budget import (
     cut_reference,
     get_counter,
 )
-from .render import included, render
+from .render import include_text, render
 from .template_data import guidance, reminder_context, system_context
 from .tokens import SlowFit, TokenCounter
 
@@ -138,7 +138,7 @@ def commands_text(teaching: list[dict[str, Any]]) -> str:
     key = repr(teaching)
     text = _COMMANDS.get(key)
     if text is None:
-        text = included("_commands.j2", {"teaching": teaching})
+        text = include_text("_commands.j2", {"teaching": teaching})
         if len(_COMMANDS) >= COMMANDS_HELD:
             _COMMANDS.pop(next(iter(_COMMANDS)), None)  # the oldest
         _COMMANDS[key] = text

@@ -59,6 +59,6 @@ def render(template: str, context: dict[str, Any]) -> str:
     return env().get_template(template).render(**context).strip() + "\n"
 
 
-def included(template: str, context: dict[str, Any]) -> str:
+def include_text(template: str, context: dict[str, Any]) -> str:
     """What `template` writes where another template includes it: its text as rendered, not stripped."""
     return env().get_template(template).render(**context)
