@@ -1,6 +1,6 @@
 """Replay benchmark (issue 30, target 3; issue 16 for the Dask section).
 
-    python benchmarks/replay.py [--against REF] [--chats N ...] [--rounds R] [dask]
+    python benchmarks/replay.py [--against REF] [--chats N ...] [--turns T] [--rounds R] [dask | side]
 
 1. This tree, in process: the make_corpus corpus (500 chats x 20 turns) through `tagengine replay` with 1 and 2
    workers: replies/s, MB/s, the ratio to ../shared/bench/reference_regex.py in the same run (target: 1 worker
@@ -169,14 +169,15 @@ def command_line(tree: Path, path: Path, out: Path, workers: int, cache: Path) -
     return wall, cpu, hashlib.sha256(out.read_bytes()).hexdigest()
 
 
-def side_by_side(chats: list[int], rounds: int, against: str | None) -> None:
+def side_by_side(chats: list[int], rounds: int, against: str | None, turns: int = 20) -> None:
+    CACHE.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-replay-", dir=CACHE) as name:
         tmp = Path(name)
         trees = {"this tree": ROOT}
         if against:
             trees[against] = unpack(against, tmp)
         for n in chats:
-            path = corpus(n, 20)
+            path = corpus(n, turns)
             chat_files(path)
             figures: dict[tuple[str, str], list[Any]] = {}
             for k, tree in enumerate(trees.values()):  # untimed: bytecode and the cache folder, as a day's first call
@@ -191,8 +192,8 @@ def side_by_side(chats: list[int], rounds: int, against: str | None) -> None:
                     for w in (1, 2):
                         figures.setdefault((tree_label, f"command line {w}"), []).append(
                             command_line(tree, path, tmp / "out.jsonl", w, tmp / f"cache-{k}"))
-            print(f"\nside by side: {n} chats x 20 turns ({path.stat().st_size / 1e6:.0f} MB), {rounds} interleaved "
-                  f"rounds; load average {os.getloadavg()[0]:.1f}")
+            print(f"\nside by side: {n} chats x {turns} turns ({path.stat().st_size / 1e6:.1f} MB), {rounds} "
+                  f"interleaved rounds; load average {os.getloadavg()[0]:.1f}")
             for tree_label in trees:
                 for what in ("jsonl", "st", "command line"):
                     one, two = figures[(tree_label, f"{what} 1")], figures[(tree_label, f"{what} 2")]
@@ -317,16 +318,20 @@ def main() -> None:
         print(json.dumps(one_round(Path(sys.argv[2]), Path(sys.argv[3]))))
         return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("section", nargs="?", choices=["dask"], help="only the Dask section")
+    p.add_argument("section", nargs="?", choices=["dask", "side"], help="only the Dask section, or only the "
+                                                                       "side-by-side one")
     p.add_argument("--against", metavar="REF", help="also run the code of this git commit, side by side")
     p.add_argument("--chats", type=int, action="append", help="corpora of the side-by-side section (default 500)")
+    p.add_argument("--turns", type=int, default=20, help="turns a chat of the side-by-side corpora (default 20; "
+                                                         "a small batch: --chats 60 --turns 10)")
     p.add_argument("--rounds", type=int, default=7, help="side-by-side rounds (default 7)")
     p.add_argument("--no-dask", action="store_true", help="leave out the Dask section")
     args = p.parse_args()
-    if args.section != "dask":
+    if args.section is None:
         in_process()
-        side_by_side(args.chats or [500], args.rounds, args.against)
-    if not args.no_dask:
+    if args.section != "dask":
+        side_by_side(args.chats or [500], args.rounds, args.against, args.turns)
+    if not args.no_dask and args.section != "side":
         dask_main()
 
 

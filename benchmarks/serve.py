@@ -26,8 +26,8 @@ average is printed beside it, and so is the server's CPU time per request, which
 than wall time. `--against REF` serves the same requests, interleaved, with the code of another commit
 too (unpacked with `git archive`): a before/after that a change in the load cannot fake; `--httpx-transport`
 serves them with this tree over httpx's own upstream transport too (`serve --upstream-transport httpx`). `--profile
-FILE` runs the server under cProfile (its figures are then not the server's own: use it to find where
-time goes, not to judge a target). Linux: the RSS and CPU figures read /proc.
+FILE` runs the server under cProfile, timing its event loop's thread in CPU time (its figures are then not
+the server's own: use it to find where time goes, not to judge a target). Linux: the RSS and CPU figures read /proc.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import _peers
 from _against import unpack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,8 +231,11 @@ def start_upstream(tmp: Path) -> tuple[Proc, str]:
 def start_serve(tmp: Path, code: Code, data: Path, upstream: str, profile: str | None,
                 nofile: int | None = None) -> Server:
     # `python -m tagengine` ends with os._exit (decision P-7), which cProfile's own runner does not survive
-    prof = ["-c", "import cProfile, sys; from tagengine._internal.cli import run; "
-            f"cProfile.run('run(sys.argv[1:])', {profile!r})"] if profile else ["-m", "tagengine"]
+    # the event loop's thread, in CPU time (`thread_time`): on a shared machine, wall time would charge a
+    # function for the moments the process waited for a core
+    prof = ["-c", "import cProfile, sys, time\nfrom tagengine._internal.cli import run\n"
+            "pr = cProfile.Profile(time.thread_time)\npr.enable()\ntry:\n    run(sys.argv[1:])\nfinally:\n"
+            f"    pr.disable()\n    pr.dump_stats({profile!r})"] if profile else ["-m", "tagengine"]
     argv = [sys.executable, *prof, "serve", "--upstream", f"{upstream}/v1", "--port", "0",
             "--data", str(data), "--context", "200000", *code.args]
     env = {**os.environ, "PYTHONPATH": str(code.root)}  # ahead of the installed (editable) package
@@ -717,6 +721,8 @@ async def run(args: argparse.Namespace) -> None:
             st = await chat_state(c, servers, args.state_rounds, args.runs) if args.state_rounds else {}
             cw = await cold(c, tmp, up, codes, args.cold_runs, args.profile) if args.cold_runs else {}
             s = await soak(c, servers[0], args.soak_seconds, 32) if args.soak_seconds else None
+            if args.litellm:
+                await beside_litellm(c, tmp, up, servers, args.peer_rounds, args.runs, procs)
         under = await attacks(tmp, up, codes, args.attack_seconds) if args.attack_seconds else {}
         print()
         print(f"results, in ms (the medians of the rounds); {load()}")
@@ -767,6 +773,48 @@ async def run(args: argparse.Namespace) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+async def beside_litellm(c: Any, tmp: Path, up: str, servers: list[Server], rounds: int, runs: int,
+                         procs: list[Proc]) -> None:
+    """tagengine (pass-through and a campaign's turn) beside the LiteLLM proxy's pass-through (_peers.py)."""
+    import httpx
+
+    async with httpx.AsyncClient(timeout=60, headers=_peers.HEADERS) as keyed:
+        await _beside_litellm(keyed, tmp, up, servers, rounds, runs, procs)
+
+
+async def _beside_litellm(c: Any, tmp: Path, up: str, servers: list[Server], rounds: int, runs: int,
+                          procs: list[Proc]) -> None:
+    import httpx
+
+    argv, env, url = _peers.litellm_argv(tmp, up)
+    proxy = Proc(argv, tmp / "litellm.log", env=env)
+    procs.append(proxy)
+    for _ in range(1200):  # bounded: 120 s (its imports are slow)
+        with contextlib.suppress(httpx.HTTPError):
+            if (await c.get(f"{url}/health/liveliness")).status_code == 200:
+                break
+        if proxy.p.poll() is not None:
+            raise SystemExit(f"the LiteLLM proxy did not start:\n{proxy.log.read_text(errors='replace')[-3000:]}")
+        await asyncio.sleep(0.1)
+    body = {"model": "gpt-4o", "messages": history(100)}
+    plain = {"model": "gpt-4o", "messages": [{"role": "system", "content": "You are the GM of a heist."},
+                                             *body["messages"][1:]]}
+    paths = []
+    for s in servers:
+        name = "tagengine" if s is servers[0] else s.code.label
+        paths += [_peers.Path_(f"{name}, pass-through", s.url, s.proc.p.pid, plain),
+                  _peers.Path_(f"{name}, campaign", s.url, s.proc.p.pid, body)]
+    paths.append(_peers.Path_("LiteLLM proxy, pass-through", url, proxy.p.pid, plain))
+    for p in paths:  # warm-up: every path's first requests, and a throughput burst
+        for _ in range(20):
+            await post(c, p.url, p.body)
+            await first_byte(c, p.url, p.body)
+    print(f"(peers) {len(json.dumps(body)) // 1024} KiB chat, {rounds} rounds of {runs} requests a path, "
+          f"{_peers.CONCURRENCY} clients for {_peers.THROUGHPUT_SECONDS:g} s of throughput; {load()}")
+    await _peers.measure(c, up, paths, rounds, runs, post, first_byte, load)
+    _peers.report(paths, "LiteLLM proxy, pass-through")
+
+
 def seconds(text: str) -> float:
     value = float(text)
     if not 0 <= value <= 3600:
@@ -795,14 +843,18 @@ def main() -> None:
                                                     "cannot tilt")
     p.add_argument("--httpx-transport", action="store_true",
                    help="also serve this tree with `--upstream-transport httpx`, side by side (SV-6)")
+    p.add_argument("--litellm", action="store_true",
+                   help="also measure the LiteLLM proxy's pass-through on the same upstream, interleaved, with "
+                        "the ratios (installed once into a venv in the cache folder: benchmarks/_peers.py)")
+    p.add_argument("--peer-rounds", type=count, default=2, help="rounds of --litellm (default 2)")
     p.add_argument("--profile", metavar="FILE", help="run the server under cProfile, its stats to FILE")
     p.add_argument("--fake-upstream", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.fake_upstream:
         fake_upstream()
         return
-    if args.rounds + args.state_rounds < 1 or args.runs < 2:
-        p.error("--rounds or --state-rounds must be at least 1, and --runs at least 2")
+    if (args.rounds + args.state_rounds < 1 and not args.litellm) or args.runs < 2:
+        p.error("--rounds, --state-rounds or --litellm must be given, and --runs at least 2")
     asyncio.run(run(args))
 
 

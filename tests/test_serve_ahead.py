@@ -57,7 +57,11 @@ def test_a_reminder_is_the_same_text_however_often_its_state_is_asked_for():
     rs, state = load_sample("blades-like"), sample_state("blades-like")
     first = build.reminder(rs, state)
     assert build.reminder(rs, state) is first
-    assert first == build.render("reminder.j2", build.reminder_context(rs, state))
+    context = build.reminder_context(rs, state)
+    build._COMMANDS.clear()  # the commands text rendered anew, then kept: the same text either way
+    commands = build.include_text("_commands.j2", context)
+    assert build.commands_text(context["teaching"]) == commands == build.commands_text(context["teaching"])
+    assert first == build.render("reminder.j2", {**context, "commands": commands})
     after = apply_reply(rs, state, '[clock: name="Vault door" size="4"]').state
     assert "Vault door" in build.reminder(rs, after) and "Vault door" not in first
 

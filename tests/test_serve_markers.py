@@ -12,7 +12,7 @@ import pytest
 from serve_kit import Fake
 from test_serve import SCRIPT, serving
 
-from tagengine._internal.server.turn.request import read_marked
+from tagengine._internal.server.turn.request import read_marked, text_size
 
 NEAR = ["[TAGENGINE: campaign='heist']", '[tagengine:\u00a0campaign="heist"]', '[Tagengine: campaign="heist"]',
         '[tagengine: campaign=\u201cheist\u201d]', '[tagengine campaign="heist"]']
@@ -65,3 +65,16 @@ def test_a_marker_as_written_and_text_in_a_reply_say_nothing(tmp_path):
     both = [{"role": "system", "content": f'[tagengine: campaign="heist"] {NEAR[1]}'}]
     got = read_marked(both)
     assert (got.campaign, got.near_miss) == ("heist", NEAR[1])
+
+
+def test_a_replys_text_counts_for_the_event_loop_only_when_it_holds_a_markers_start():
+    """What `read_marked` scans with a regular expression decides where it runs (SEC-11, LOOP_CHARS): a system or
+    user message's text (the near-miss scan) and a reply's only when it holds `[tagengine:` (the marker taken
+    out); a reply without it is searched for that literal alone, so a long chat's replies keep the read on the
+    event loop, where a worker thread's hop would cost more than the read."""
+    brackets = "[" * 50_000
+    assert text_size([{"role": "assistant", "content": brackets}, {"role": "user", "content": "go on"}]) == 5
+    assert text_size([{"role": "user", "content": brackets}]) == 50_000
+    marked = "[tagengine: x] " * 10
+    assert text_size([{"role": "assistant", "content": marked}, {"content": "no role"}]) == len(marked) + 7
+    assert read_marked([{"role": "assistant", "content": brackets}]).near_miss is None

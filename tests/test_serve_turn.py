@@ -24,6 +24,7 @@ from tagengine._internal.server.turn.steps import (
     answer_whole,
     begin,
     fit,
+    open_with_edits,
     plan_mid_reply,
     record_reply,
     whole_reply,
@@ -202,3 +203,26 @@ def test_a_whole_answer_is_the_upstream_s_reply_applied_and_recorded_after_it_ha
     assert doc["id"] == "c1" and response.headers["x-tagengine-campaign"] == "heist"
     assert len(ASKED) == 1 and ASKED[0]["messages"][0]["role"] == "system"
     assert before == "0" and ctx.latest.version("heist").startswith("1-")  # recorded only after the answer
+
+
+def test_a_turn_with_no_edit_waiting_does_no_edit_work(ctx, monkeypatch):
+    """The edits' steps of a turn (its opening, the edits carried past its reply) cost a turn with none waiting
+    set look-ups: the store's edits are never read or written, none is made (the keys with edits are held in
+    memory, `PendingEdits.has`)."""
+    def never(*args, **kw):
+        raise AssertionError("edit work on a turn with no edit waiting")
+
+    for name in ("edits_at", "edits_after", "add_edit"):
+        monkeypatch.setattr(ctx.store, name, never)
+    monkeypatch.setattr(ctx.edits, "made", never)
+    turn = started(ctx, ["one"], [])
+    open_with_edits(ctx, turn)
+    assert turn.opening is None and turn.seen is not None and turn.seen.last == 0
+
+    async def run():
+        fitted = await fit(ctx, turn, {"model": "m", "messages": history("heist", ["one"], [])}, {})
+        response = await answer_whole(ctx, turn, fitted, None, {})
+        await response.background()
+
+    asyncio.run(run())
+    assert ctx.latest.version("heist").startswith("1-")

@@ -21,7 +21,7 @@ from .budget import (
     cut_reference,
     get_counter,
 )
-from .render import render
+from .render import include_text, render
 from .template_data import guidance, reminder_context, system_context
 from .tokens import SlowFit, TokenCounter
 
@@ -47,6 +47,8 @@ class Prompt:
 _SYSTEM: WeakKeyDictionary[Ruleset, dict[tuple[Any, ...], SystemPrompt]] = WeakKeyDictionary()
 # the reminder of a snapshot: a server renders it once per state, however often that state is asked for
 _REMINDERS: IdentityCache[str] = IdentityCache(256)
+COMMANDS_HELD = 64  # distinct teachings whose commands text is kept (a server's campaigns and casts)
+_COMMANDS: dict[str, str] = {}
 
 
 def system_prompt(rs: Ruleset, budget: Budget = DEFAULT_BUDGET, c: TokenCounter | None = None, *,
@@ -120,7 +122,27 @@ def world_prompt(rs: Ruleset) -> str:
 def reminder(rs: Ruleset, state: GameState) -> str:
     """The per-turn reminder (DEC-31); rendered once per ruleset and state object (both immutable), so a
     regenerated turn, or a new turn whose state was rendered ahead (`tagengine serve`), costs a look-up."""
-    return _REMINDERS.get((rs, state), lambda: render("reminder.j2", reminder_context(rs, state)))
+    return _REMINDERS.get((rs, state), lambda: _reminder_text(rs, state))
+
+
+def _reminder_text(rs: Ruleset, state: GameState) -> str:
+    context = reminder_context(rs, state)
+    return render("reminder.j2", {**context, "commands": commands_text(context["teaching"])})
+
+
+def commands_text(teaching: list[dict[str, Any]]) -> str:
+    """The reminder's commands (`_commands.j2`), rendered once per distinct teaching: it follows the ruleset and
+    the cast, not a turn's numbers, and its render (a template included per kind of tag) was three quarters of
+    the reminder's (PF-20). Keyed by the teaching's `repr`: plain data (str, int, bool, None, lists, tuples,
+    dicts), whose repr tells apart whatever the templates would print differently."""
+    key = repr(teaching)
+    text = _COMMANDS.get(key)
+    if text is None:
+        text = include_text("_commands.j2", {"teaching": teaching})
+        if len(_COMMANDS) >= COMMANDS_HELD:
+            _COMMANDS.pop(next(iter(_COMMANDS)), None)  # the oldest
+        _COMMANDS[key] = text
+    return text
 
 
 def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, Any]] = (),

@@ -57,3 +57,8 @@ def env() -> Environment:
 
 def render(template: str, context: dict[str, Any]) -> str:
     return env().get_template(template).render(**context).strip() + "\n"
+
+
+def include_text(template: str, context: dict[str, Any]) -> str:
+    """What `template` writes where another template includes it: its text as rendered, not stripped."""
+    return env().get_template(template).render(**context)

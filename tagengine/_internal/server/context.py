@@ -65,9 +65,10 @@ class ServerContext:
                           "campaign_broken", "server_error") from None
 
     async def read_history(self, messages: list[Any]) -> MarkedHistory:
-        """`read_marked(messages)`: on the event loop for up to LOOP_CHARS characters of text, else in a worker
-        thread, since it scans every system and user message for a near-miss marker (TR-8), at some 60 ms a
-        megabyte of brackets (SEC-2, SEC-11)."""
+        """`read_marked(messages)`: on the event loop for up to LOOP_CHARS characters of the text it scans, else in
+        a worker thread, since it scans every system and user message for a near-miss marker (TR-8), at some 60 ms
+        a megabyte of brackets (SEC-2, SEC-11); a reply counts only when it holds the marker's start (`text_size`),
+        so a long chat of short user messages reads here, without a thread's hop per request (PF-21)."""
         if text_size(messages) <= LOOP_CHARS:
             return read_marked(messages)
         return await self.workers.run(read_marked, messages)

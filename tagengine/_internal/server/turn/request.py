@@ -87,12 +87,16 @@ def text_of(content: Any) -> str | None:
 
 
 def text_size(messages: list[Any]) -> int:
-    """The characters of text `read_marked` scans in `messages`, counted without reading them: one step per
-    message and content part, whatever their length (which way to read them: `ServerContext.read_history`)."""
+    """The characters of text `read_marked` scans with a regular expression in `messages`, counted in one step
+    per message and content part, whatever their length (which way to read them: `ServerContext.read_history`).
+    A reply's text (most of a chat) is not scanned for a near-miss marker, only searched for the marker's literal
+    start, as fast as memory is read: it counts only when that start is there (then `MARKER.sub` reads it)."""
     n = 0
     for m in messages:
         content = m.get("content") if isinstance(m, dict) else None
         if isinstance(content, str):
+            if m.get("role") == "assistant" and "[tagengine:" not in content:
+                continue
             n += len(content)
         elif isinstance(content, list):
             n += sum(len(t) for p in content if isinstance(p, dict) and isinstance(t := p.get("text"), str))
