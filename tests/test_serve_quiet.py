@@ -24,6 +24,10 @@ from test_serve import make_campaigns
 from tagengine._internal.server.app import Options, make_app
 from tagengine._internal.server.context import ServerContext
 
+# Open WebUI's title task, as its default template writes it (the chat's history inside it)
+TITLE_TASK = ("### Task:\nGenerate a concise, 3-5 word title with an emoji summarizing the chat history.\n"
+              "### Output:\nJSON format: { \"title\": \"your concise title here\" }\n### Chat History:\n"
+              "<chat_history>\nUSER: TURN:one\nASSISTANT: The lock gives.\n</chat_history>")
 SCRIPT = {
     "one": 'The lock gives. [clock: name="Alarm raised" size="6"]',
     "two": 'Boots on the stair. [clock: name="Alarm raised" tick="2"]',
@@ -31,6 +35,7 @@ SCRIPT = {
     "four": 'Quiet again. [clock: name="Alarm raised" tick="-1"]',
     "Hi": 'Hello! [clock: name="Alarm raised" tick="-6"]',  # a model that answers a test with a tag
     "raw": 'A summary. [clock: name="Alarm raised" size="4"]',
+    TITLE_TASK: '{"title": "Bells at Midnight [clock: name="Alarm raised" tick="1"]"}',
 }
 GREETING = "The counting-house looms over the canal."
 NOTE = '[tagengine: campaign="heist"]'
@@ -114,6 +119,11 @@ QUIET = [  # (name, messages after a three-turn chat, stream, headers, the reaso
     ("quiet, by the header", lambda replies: [*chat(["one", "two", "three"], replies),
                                               {"role": "user", "content": "TURN:raw"}], False,
      {"x-tagengine-type": "Quiet"}, "x-tagengine-type: quiet"),
+    ("open webui's title task, by its prompt", lambda replies: [{"role": "user", "content": TITLE_TASK}], False,
+     {}, "### Task:"),
+    ("open webui's tags task, by {{TASK}}", lambda replies: [*chat(["one", "two", "three"], replies),
+                                                              {"role": "user", "content": "TURN:raw"}], True,
+     {"x-tagengine-type": "tags_generation"}, "x-tagengine-type: tags_generation"),
 ]
 
 
@@ -217,3 +227,21 @@ def test_a_chat_never_hidden_reads_no_narrations(tmp_path):
         assert ctx.chain.narrated() is False
         r, _ = ask(url, chat(["one", "two", "three"], ["The lock gives.", "Boots on the stair."]))
         assert "hidden" not in r.headers.get("x-tagengine-history", "")
+
+
+def test_open_webuis_chat_turn_is_a_turn_by_its_empty_task_and_its_tasks_are_not():
+    """TR-9: `X-Tagengine-Type: {{TASK}}` is empty on an Open WebUI chat's own turn (a turn, as without the header)
+    and names the task otherwise; every `*_generation` task and function calling is quiet; without the header a
+    last user or system message that starts Open WebUI's default task prompt is quiet, another is a turn."""
+    from tagengine._internal.server.turn.quiet import quiet_reason
+
+    turn = [{"role": "user", "content": "We slip in."}]
+    assert quiet_reason({"x-tagengine-type": ""}, {}, turn) is None
+    for task in ("title_generation", "tags_generation", "follow_up_generation", "query_generation",
+                 "image_prompt_generation", "autocomplete_generation", "emoji_generation", "function_calling"):
+        assert quiet_reason({"x-tagengine-type": task}, {}, turn) == f"x-tagengine-type: {task}"
+    assert quiet_reason({"x-tagengine-type": "normal"}, {}, [{"role": "user", "content": TITLE_TASK}]) is None
+    for role in ("user", "system"):
+        assert quiet_reason({}, {}, [{"role": role, "content": "  " + TITLE_TASK}]) is not None
+    assert quiet_reason({}, {}, [{"role": "assistant", "content": TITLE_TASK}]) is None
+    assert quiet_reason({}, {}, [{"role": "user", "content": "### Tasks left: the vault"}]) is None

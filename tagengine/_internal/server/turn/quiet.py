@@ -15,6 +15,11 @@ How one is told, in order (docs/sillytavern.md; SillyTavern 1.19.0's request sha
    "Ignore previous instructions" (its extensions' quiet prompts) or "[Write your next reply from the point
    of view of" (Impersonate). Edited instructions are not recognised: then the header is the way.
 
+Open WebUI's background tasks (a chat's title, its tags, follow-up questions, a search query, an image prompt,
+autocompletion) are told the same way: `X-Tagengine-Type: {{TASK}}` in the connection's headers names the task
+(`title_generation`, ...; empty for a chat's own turn), and without it each of Open WebUI's default task prompts,
+which start "### Task:" in the last message, is quiet (TR-9).
+
 A request read as a turn whose history holds no reply and one user message (a first message: a new chat, or
 an extension's raw prompt with no chat in it) is played, but while the pages show a later turn of that
 campaign it leaves them as they are (a history of two user messages and no reply is a chat whose replies were
@@ -34,6 +39,12 @@ QUIET_TYPES = frozenset({"quiet", "impersonate"})
 TEST_MESSAGE = [{"role": "user", "content": "Hi"}]  # SillyTavern's Test Message, whole (openai.js)
 QUIET_PROMPT = "Ignore previous instructions"  # how SillyTavern's extensions' default quiet prompts start
 IMPERSONATE = "[Write your next reply from the point of view of "  # SillyTavern's default impersonation prompt
+TASK_PROMPT = "### Task:"  # how Open WebUI's default task prompts start (a title, tags, follow-ups, a query...)
+
+
+def is_task(kind: str) -> bool:
+    """An Open WebUI task named by its `{{TASK}}` (`title_generation`, `tags_generation`, `function_calling`...)."""
+    return kind.endswith("_generation") or kind == "function_calling"
 
 
 def quiet_reason(headers: Mapping[str, str], body: Mapping[str, Any], history: list[dict[str, str]]) -> str | None:
@@ -41,11 +52,15 @@ def quiet_reason(headers: Mapping[str, str], body: Mapping[str, Any], history: l
     the plain messages, markers taken out (`MarkedHistory.history`)."""
     said = headers.get(TYPE_HEADER)
     kind = said.strip().lower() if said is not None else None
-    if kind in QUIET_TYPES:
+    if kind in QUIET_TYPES or (kind is not None and is_task(kind)):
         return f"{TYPE_HEADER}: {kind}"
     if len(history) == 1 and history == TEST_MESSAGE and body.get("stream") is not True:
         return "a connection test (SillyTavern's Test Message)"
-    if kind in TURN_TYPES or not history or history[-1]["role"] != "system":
+    if kind in TURN_TYPES or not history:
+        return None
+    if history[-1]["role"] in ("user", "system") and history[-1]["content"].lstrip().startswith(TASK_PROMPT):
+        return "a chat app's task prompt (### Task:, Open WebUI's title, tags, follow-ups...)"
+    if history[-1]["role"] != "system":
         return None
     last = history[-1]["content"].lstrip()
     if last.startswith(QUIET_PROMPT):
