@@ -12,7 +12,7 @@ import rule_mutate
 import spec_coverage
 
 needs_spec = pytest.mark.skipif(not spec_coverage.SPEC.exists(), reason=f"the spec ({spec_coverage.SPEC.name}) is "
-                                "not in ../shared/spec beside this checkout (a user's clone has none)")
+                                "not beside this checkout (a user's clone has none)")
 
 
 def test_every_change_still_applies_once_and_parses():

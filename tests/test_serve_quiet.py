@@ -230,7 +230,7 @@ def test_a_chat_never_hidden_reads_no_narrations(tmp_path):
 
 
 def test_open_webuis_chat_turn_is_a_turn_by_its_empty_task_and_its_tasks_are_not():
-    """TR-9: `X-Tagengine-Type: {{TASK}}` is empty on an Open WebUI chat's own turn (a turn, as without the header)
+    """TR-10: `X-Tagengine-Type: {{TASK}}` is empty on an Open WebUI chat's own turn (a turn, as without the header)
     and names the task otherwise; every `*_generation` task and function calling is quiet; without the header a
     last user or system message that starts Open WebUI's default task prompt is quiet, another is a turn."""
     from tagengine._internal.server.turn.quiet import quiet_reason

@@ -18,7 +18,7 @@ How one is told, in order (docs/sillytavern.md; SillyTavern 1.19.0's request sha
 Open WebUI's background tasks (a chat's title, its tags, follow-up questions, a search query, an image prompt,
 autocompletion) are told the same way: `X-Tagengine-Type: {{TASK}}` in the connection's headers names the task
 (`title_generation`, ...; empty for a chat's own turn), and without it each of Open WebUI's default task prompts,
-which start "### Task:" in the last message, is quiet (TR-9).
+which start "### Task:" in the last message, is quiet (TR-10).
 
 A request read as a turn whose history holds no reply and one user message (a first message: a new chat, or
 an extension's raw prompt with no chat in it) is played, but while the pages show a later turn of that
