@@ -228,9 +228,8 @@ def test_an_edited_reply_moves_the_pages_without_the_extension(tmp_path):
         page = httpx.get(f"{url}/ui/c/vault").text
         shown = next(w for w in httpx.get(f"{url}{API}/characters/Mira").json()["form"]["play"]["pools"]
                      if w["path"] == "pools.resolve")["value"]
-    assert api["at"]["key"] != before and api["at"]["turn"] == 3 and one
+    assert one and api["at"]["key"] != before and api["at"]["turn"] == 3
     assert "turn 3" in page.lower()
-    edited = replayed(p.messages[:-0] if False else [*p.messages, {"role": "user", "content": "TURN:three"},
-                                                      {"role": "assistant", "content": r.json()["choices"][0][
-                                                          "message"]["content"]}])
+    three = r.json()["choices"][0]["message"]["content"]
+    edited = replayed([*p.messages, {"role": "user", "content": "TURN:three"}, {"role": "assistant", "content": three}])
     assert shown == pool(edited, "Mira", "resolve") == pool(replayed(p.messages[:3]), "Mira", "resolve") - 2

@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..files import STDIN
 from .conventions import ArgParser, print_json
+
+if TYPE_CHECKING:
+    from ..server.memory.store import CampaignRow
 
 
 def add_campaign_files(add_parser: Callable[..., ArgParser], data: ArgParser) -> None:
@@ -82,5 +85,9 @@ def cmd_campaign_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
         return 1
     finally:
         store.close()
+    return said_made(row, out)
+
+def said_made(row: CampaignRow, out: TextIO) -> int:
+    """A campaign made (`campaign new`, `campaign import`), said in one line: its name, ruleset and characters."""
     out.write(f"campaign {row.name}: {row.ruleset} (sha256 {row.digest[:12]}), {row.characters}\n")
     return 0

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .campaign_file import add_campaign_files
+from .campaign_file import add_campaign_files, said_made
 from .conventions import ArgParser, Usage, int_at_least, print_json
 
 if TYPE_CHECKING:
@@ -166,8 +166,7 @@ def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 1
     finally:
         store.close()
-    out.write(f"campaign {row.name}: {row.ruleset} (sha256 {row.digest[:12]}), {row.characters}\n")
-    return 0
+    return said_made(row, out)
 
 
 def _sample_start(args: argparse.Namespace) -> tuple[str, str | None, str | None] | None:
