@@ -338,8 +338,11 @@ def grammar_of(rs: Ruleset, state: GameState) -> Grammar:
     for name, fam in kinds.items():
         if name not in UNCOUNTED:  # an edit receipt is the engine's to write, never the model's (ED-7)
             tags.extend(_family_tags(b, rs, state, fam))
-    head = [Rule("reply", ((Rep(Ref("piece"), 0, None),),)),
-            Rule("piece", ((Ref("narr"),), (Ref("brk"),), *(((Ref("tag"),),) if tags else ())))]
+    # runs of narration between brackets, never two runs side by side: one way to read each text, so neither a
+    # server's grammar engine nor llguidance's mask keeps alternatives alive (its items are bounded)
+    head = [Rule("reply", ((Rep(Ref("narr"), 0, 1), Rep(Ref("piece"), 0, None)),)),
+            Rule("piece", ((Ref("brk"), Rep(Ref("narr"), 0, 1)),
+                           *(((Ref("tag"), Rep(Ref("narr"), 0, 1)),) if tags else ())))]
     if tags:
         head.append(Rule("tag", tuple(tags)))
     return Grammar((*head, *narration_rules(tuple(kinds)), *(Rule(n, alts) for n, alts in b.rules.items())))

@@ -76,7 +76,8 @@ class Grammar:
 
 # -- narration: any text, and brackets that open none of the tags ------------------------------------------------
 def narration_rules(names: tuple[str, ...]) -> tuple[Rule, ...]:
-    """`narr`: one character of narration (anything but `[`); `brk`: a `[` and what follows it up to the first
+    """`narr`: a run of narration (anything but `[`: one lexeme, as llguidance's mask wants long ones); `brk`: a
+    `[` and what follows it up to the first
     character that shows it opens none of `names` (`[` blanks name blanks `:`, in either case, as the scanner's
     opener reads it). That character is taken too, so what comes after a bracket can never complete an opener;
     a bracket right before another `[`, or at the very end, is not written (the grammar is a subset of what the
@@ -87,7 +88,7 @@ def narration_rules(names: tuple[str, ...]) -> tuple[Rule, ...]:
         for c in n:
             node = node.setdefault(c, {})
         node[""] = {}
-    rules = [Rule("narr", ((Cls("[", negated=True),),)),
+    rules = [Rule("narr", ((Rep(Cls("[", negated=True), 1, None),),)),
              Rule("brk", ((Lit("["), Rep(Cls(BLANKS), 0, None), Ref("brk-0")),))]
 
     def walk(prefix: str, node: dict) -> None:  # type: ignore[type-arg]
