@@ -352,6 +352,12 @@ _KEPT: IdentityCache[dict[tuple[tuple[str, ...], str], str]] = IdentityCache(64)
 _KEPT_PER_RULESET = 256
 
 
+def kept_grammar(ruleset: Ruleset, state: GameState, format: str = "gbnf") -> str | None:
+    """`reply_grammar`'s text when it is kept already, else None: a server builds a new one off its event loop."""
+    kept = _KEPT.get((ruleset,), dict)
+    return kept.get((tuple(state.cards), format))
+
+
 def reply_grammar(ruleset: Ruleset, state: GameState, format: str = "gbnf") -> str:
     """The grammar of a reply to `state` under `ruleset`, as text in `format` (`gbnf`, `lark` or `llguidance`).
 

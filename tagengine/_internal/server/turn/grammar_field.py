@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...commands.reply_grammar import reply_grammar
+from ...commands.reply_grammar import kept_grammar, reply_grammar
 from ...ruleset import Ruleset
 from ...state import GameState
+from ..runtime.worker_threads import Workers
 
 GRAMMAR_KINDS = ("off", "gbnf", "llguidance", "vllm", "sglang")
 # what each kind writes: (the grammar's format, the field)
@@ -37,12 +38,13 @@ def own_constraint(body: dict[str, Any]) -> bool:
     return any(body.get(k) is not None for k in CONSTRAINTS)
 
 
-def with_grammar(body: dict[str, Any], kind: str, rs: Ruleset, state: GameState) -> str | None:
+async def with_grammar(body: dict[str, Any], kind: str, rs: Ruleset, state: GameState, workers: Workers) -> str | None:
     """Add the grammar of a reply to `state` to the upstream `body` (in place) as `kind` says; the grammar's
-    format when one was added, else None (`off`, or a request with a constraint of its own)."""
+    format when one was added, else None (`off`, or a request with a constraint of its own). A grammar not kept
+    yet is built in a worker thread: a few milliseconds for a large ruleset, off the event loop (SEC-2)."""
     if kind == "off" or own_constraint(body):
         return None
     form, field = _WRITES[kind]
-    text = reply_grammar(rs, state, form)
+    text = kept_grammar(rs, state, form) or await workers.run(reply_grammar, rs, state, form)
     body[field] = {"grammar": text} if field == "structured_outputs" else text
     return form

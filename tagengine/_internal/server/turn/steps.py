@@ -131,7 +131,7 @@ async def fit(ctx: ServerContext, turn: Turn, body: dict[str, Any], incoming: Ma
         headers["x-tagengine-history"] = "; ".join(turn.before.notes)
     sent = upstream_body(body, prompt)
     if turn.prefill is None:  # a continued reply may stop inside a tag: a grammar starts at a reply's start (GR-6)
-        with_grammar(sent, ctx.options.grammar, c.rs, state)
+        await with_grammar(sent, ctx.options.grammar, c.rs, state, ctx.workers)
     return Fitted(sent, headers, counted)
 
 
