@@ -24,6 +24,7 @@ from ..turn.request import (
     campaign_choice,
     chat_of,
     check_sizes,
+    hides,
     marker_warning,
     model_campaign,
     parse_body,
@@ -92,7 +93,8 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
     if quiet is not None:
         headers = {**(warned or {}), QUIET_HEADER: quiet}
         return await passed_quiet(ctx, raw, body, stream, request.headers, headers, renamed)
-    turn = await begin(ctx, name, marked, chat_of(request.headers.get(CHAT_HEADER)))
+    turn = await begin(ctx, name, marked, chat_of(request.headers.get(CHAT_HEADER)),
+                       hides(request.headers, ctx.options.hide_tags))
     open_with_edits(ctx, turn)
     fitted = await fit(ctx, turn, body, request.headers)
     if warned:
