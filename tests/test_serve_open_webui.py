@@ -328,3 +328,21 @@ def test_the_show_header_takes_two_values():
     assert hides({}, True) and not hides({"x-tagengine-show": ""}, False)
     with pytest.raises(Refused):
         hides({"x-tagengine-show": "x" * 10_000}, False)
+
+
+def test_a_show_header_of_another_value_is_refused_before_anything_moves(tmp_path):
+    """OW-4: `X-Tagengine-Show` past its two values (a long one too) is a 400 on a turn and on the state route, and
+    nothing is played; `receipts` on a --hide-tags server shows the receipts for that request."""
+    fake = Fake(dict(BRANCHES))
+    with Served(tmp_path, fake, hide_tags=True) as s:
+        for said in ("tags", "x" * 8000):
+            r = s.post(user_turn("one"), headers={"x-tagengine-show": said})
+            assert r.status_code == 400 and "x-tagengine-show" in r.text
+            state = httpx.post(f"{s.url}/tagengine/api/state", json={"campaign": "heist", "messages": []},
+                               headers={"x-tagengine-show": said}, timeout=30)
+            assert state.status_code == 400
+        assert fake.bodies == [] and s.ctx.store.head("heist") is None
+        shown = s.post(user_turn("one"), headers={"x-tagengine-show": "receipts"}).json()
+        assert 'result="ok"' in shown["choices"][0]["message"]["content"]
+        hidden = s.post(user_turn("one")).json()
+        assert "[" not in hidden["choices"][0]["message"]["content"]
