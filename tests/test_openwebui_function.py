@@ -11,11 +11,13 @@ import asyncio
 import importlib.util
 import io
 import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
 from serve_kit import Fake, Running
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -246,3 +248,25 @@ def test_the_function_is_printed_for_pasting():
     code, out, _ = cli("openwebui", "function", "--path")
     assert code == 0 and out.strip() == str(function_file())
     assert json.dumps(out)  # a path, printable
+
+
+def test_the_function_loads_in_open_webuis_own_python():
+    """OW-5: in the installed Open WebUI's interpreter (its pydantic, its Starlette), the Function loads, its valves
+    and sub-actions are there, and its answer is the `HTMLResponse` Open WebUI's `process_tool_result` embeds
+    (FastAPI's name for Starlette's class). Skipped without the install in the cache."""
+    python = OWUI_SITE.parents[2] / "bin" / "python"
+    if not (OWUI_SITE / "open_webui").is_dir() or not python.exists():
+        pytest.skip(f"Open WebUI 0.12.4 is not installed in {OWUI_SITE.parents[2]} (./dev installs it)")
+    probe = ("import asyncio, importlib.util, sys\n"
+             "spec = importlib.util.spec_from_file_location('function_tagengine_sheet', sys.argv[1])\n"
+             "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+             "from fastapi.responses import HTMLResponse\n"
+             "a = m.Action()\n"
+             "r = asyncio.run(a.action(body={'model': 'x', 'messages': []}, __id__='roll', __event_call__=None))\n"
+             "print(sorted(a.valves.model_dump()), [x['id'] for x in a.actions], isinstance(r, HTMLResponse),\n"
+             "      r.headers['content-disposition'])\n")
+    got = subprocess.run([str(python), "-c", probe, str(function_file())], capture_output=True, text=True,
+                         timeout=300, cwd=OWUI_SITE.parents[2], check=False)
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert got.stdout.split("\n")[0] == ("['api_key', 'tagengine_url', 'timeout', 'user_header'] ['sheet', 'roll'] "
+                                         "True inline")
