@@ -250,6 +250,7 @@ def test_the_function_is_printed_for_pasting():
     assert json.dumps(out)  # a path, printable
 
 
+@pytest.mark.slow  # a fresh interpreter: Open WebUI's
 def test_the_function_loads_in_open_webuis_own_python():
     """OW-5: in the installed Open WebUI's interpreter (its pydantic, its Starlette), the Function loads, its valves
     and sub-actions are there, and its answer is the `HTMLResponse` Open WebUI's `process_tool_result` embeds
