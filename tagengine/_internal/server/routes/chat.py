@@ -83,7 +83,8 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
     warned = marker_warning(marked, name)  # a near-miss marker (TR-8)
     if name is None:
         return await passthrough(ctx.upstream, request.headers, raw, stream, warned)
-    ctx.users_campaign(name, request.headers)  # another user's campaign is an unknown one (OW-6)
+    if ctx.options.user_header is not None:  # another user's campaign is an unknown one (OW-6); `begin` finds it
+        ctx.users_campaign(name, request.headers)
     check_sizes(body["messages"], marked.plain())
     renamed = model_campaign(body.get("model")) is not None
     if renamed:  # the campaign's model id: the upstream gets its own model (OW-1)
