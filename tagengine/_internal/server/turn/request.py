@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -31,6 +32,12 @@ MARKER = re.compile(r'\[tagengine:[ \t]*campaign[ \t]*=[ \t]*"([^"\n]*)"[ \t]*\]
 # found from its `[`, so a message without one costs a scan for `[` (TR-8)
 NEAR_MARKER = re.compile(r"(?i)\[\W{0,3}tag\W{0,3}engine\W{0,3}campaign[^\]\n]{0,120}\]?")
 WARNING_HEADER = "x-tagengine-warning"
+# a model id that names a campaign: `/v1/models` lists one per campaign, so a chat app's model picker is its campaign
+# picker, and the upstream is sent its own model in its place (OW-1)
+CAMPAIGN_MODEL = "tagengine:"
+# `X-Tagengine-Show: narration`: this request's reply is shown as its narration, as --hide-tags shows every reply; a
+# chat app with no way to hide tags (Open WebUI) asks it in its connection's headers (OW-4)
+SHOW_HEADER = "x-tagengine-show"
 
 
 def check_sizes(messages: list[Any], history: list[dict[str, str]]) -> None:
@@ -226,15 +233,37 @@ def budget_of(body: dict[str, Any], context: int | None) -> Budget:
 
 
 def campaign_choice(marked: MarkedHistory, asked: Any, prefixed: str | None,
-                    default: str | None) -> tuple[str, str] | None:
+                    default: str | None, model: Any = None) -> tuple[str, str] | None:
     """The campaign a chat plays and how it was chosen, the one rule every route follows (S-5): a JSON API body's
-    `campaign` ("asked"; a chat completion has none), else the chat's marker ("marker"), else the /c/NAME prefix
-    ("url"), else --campaign ("default"); None: its requests pass through."""
+    `campaign` ("asked"; a chat completion has none), else the chat's marker ("marker"), else a campaign's model
+    id in the request's `model` ("model", OW-1), else the /c/NAME prefix ("url"), else --campaign ("default");
+    None: its requests pass through."""
     if asked is not None and not isinstance(asked, str):
         raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
-    for name, by in ((asked, "asked"), (marked.campaign, "marker"), (prefixed, "url"), (default, "default")):
+    for name, by in ((asked, "asked"), (marked.campaign, "marker"), (model_campaign(model), "model"),
+                     (prefixed, "url"), (default, "default")):
         if name:
             return name, by
+    return None
+
+
+def hides(headers: Mapping[str, str], default: bool) -> bool:
+    """Whether the reply is shown as its narration: `X-Tagengine-Show: narration`, `receipts`, else `default`
+    (--hide-tags); another value is a 400."""
+    said = headers.get(SHOW_HEADER)
+    if said is None or not said.strip():
+        return default
+    kind = said.strip().lower()
+    if kind not in ("narration", "receipts"):
+        raise Refused(400, f"{SHOW_HEADER} is `narration` or `receipts`", "invalid_request")
+    return kind == "narration"
+
+
+def model_campaign(model: Any) -> str | None:
+    """The campaign a request's `model` names (`tagengine:NAME`, OW-1), else None; a name past MAX_MODEL_NAME
+    characters names none (the campaign's own 404 says an unknown one)."""
+    if type(model) is str and model.startswith(CAMPAIGN_MODEL) and len(model) <= MAX_MODEL_NAME:
+        return model[len(CAMPAIGN_MODEL):] or None
     return None
 
 
