@@ -25,6 +25,7 @@ from ..turn.request import (
     check_sizes,
     marker_warning,
     parse_body,
+    unmarked,
     without_markers,
 )
 from ..turn.steps import answer_streamed, answer_whole, begin, fit, open_with_edits, plan_mid_reply
@@ -63,9 +64,12 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
     """The chat turn, step by step (turn/steps.py)."""
     raw = await read_body(request)
     body = parse_body(raw)
-    marked = await ctx.read_history(body["messages"])
     stream = body.get("stream") is True
-    chosen = campaign_choice(marked, None, request.path_params.get("campaign"), ctx.options.campaign)
+    prefixed = request.path_params.get("campaign")
+    if not prefixed and not ctx.options.campaign and unmarked(body["messages"]):  # no campaign can be chosen
+        return await passthrough(ctx.upstream, request.headers, raw, stream)
+    marked = await ctx.read_history(body["messages"])
+    chosen = campaign_choice(marked, None, prefixed, ctx.options.campaign)
     name = None if chosen is None else chosen[0]
     warned = marker_warning(marked, name)  # a near-miss marker (TR-8)
     if name is None:
