@@ -35,7 +35,7 @@ def test_dec_33_offline_encodings_give_official_ids():
 
 
 def test_an_encodings_python_rank_table_is_emptied_once_tiktoken_holds_it(monkeypatch: pytest.MonkeyPatch):
-    """PF-33: tiktoken copies the ranks into its core; the dict it keeps beside them (24 MB for o200k) serves only
+    """PF-34: tiktoken copies the ranks into its core; the dict it keeps beside them (24 MB for o200k) serves only
     its pickling, so it is emptied, and the encoding counts and decodes as before."""
     from tagengine._internal.prompt import tokens
 

@@ -153,7 +153,7 @@ def encoding(name: str) -> tiktoken.Encoding:
     made = tiktoken.Encoding(**definition(name, load))
     # The ranks are copied into tiktoken's Rust core when it is built; the Python dict the Encoding keeps beside it
     # serves only its pickling, which nothing here does, and is a third of the encoding's memory (o200k: 24 of 70
-    # MB, a long-running server's largest single cost, PF-33). Emptied, not dropped: the Encoding is left whole
+    # MB, a long-running server's largest single cost, PF-34). Emptied, not dropped: the Encoding is left whole
     for ranks in loaded:
         ranks.clear()
     return made
