@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from serve_kit import Fake
 from test_serve import SCRIPT, serving
 
+from conftest import examples
 from tagengine._internal.server.context import ServerContext
 from tagengine._internal.server.limits import LOOP_CHARS
 from tagengine._internal.server.turn.request import read_marked, read_marked_within, unmarked
@@ -119,7 +120,7 @@ def chats(draw: st.DrawFn) -> list[object]:
     return out
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(chats())
 def test_an_unmarked_chat_is_one_the_read_finds_no_marker_or_near_miss_in_and_refuses_nothing_of(msgs):
     """PF-33: a request with no campaign from its URL or --campaign passes through without its messages read when
