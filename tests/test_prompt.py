@@ -34,6 +34,29 @@ def test_dec_33_offline_encodings_give_official_ids():
     assert encoding("o200k_base").special_tokens_set == {"<|endoftext|>", "<|endofprompt|>"}
 
 
+def test_an_encodings_python_rank_table_is_emptied_when_released(monkeypatch: pytest.MonkeyPatch):
+    """PF-34: tiktoken copies the ranks into its core; the dict it keeps beside them (24 MB for o200k) serves only
+    its pickling, so a long-running process empties it (`release_rank_tables`), and the encoding counts and decodes
+    as before. A command that exits soon keeps it: emptying it costs more than its exit."""
+    from tagengine._internal.prompt import tokens
+
+    handed: list[dict[bytes, int]] = []
+    real = tokens.definition
+
+    def spy(name: str, load: object) -> dict[str, object]:
+        made = real(name, load)  # type: ignore[arg-type]
+        handed.append(made["mergeable_ranks"])
+        return made
+
+    monkeypatch.setattr(tokens, "definition", spy)
+    made = tokens.encoding.__wrapped__("cl100k_base")  # a new one: the process's cached encoding is left alone
+    assert len(handed) == 1 and len(handed[0]) > 100_000  # kept until released
+    tokens.release_rank_tables()
+    assert handed[0] == {}
+    assert made.encode("hello world") == [15339, 1917] and made.decode([15339, 1917]) == "hello world"
+    assert made.n_vocab == encoding("cl100k_base").n_vocab
+
+
 def test_dec_33_model_to_encoding():
     assert for_model("gpt-4o-mini") == ("o200k_base", 0.0)
     assert for_model("gpt-4.1") == ("o200k_base", 0.0)

@@ -9,10 +9,15 @@ import logging
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from serve_kit import Fake
 from test_serve import SCRIPT, serving
 
-from tagengine._internal.server.turn.request import read_marked, text_size
+from conftest import examples
+from tagengine._internal.server.context import ServerContext
+from tagengine._internal.server.limits import LOOP_CHARS
+from tagengine._internal.server.turn.request import read_marked, read_marked_within, unmarked
 
 NEAR = ["[TAGENGINE: campaign='heist']", '[tagengine:\u00a0campaign="heist"]', '[Tagengine: campaign="heist"]',
         '[tagengine: campaign=\u201cheist\u201d]', '[tagengine campaign="heist"]']
@@ -71,10 +76,90 @@ def test_a_replys_text_counts_for_the_event_loop_only_when_it_holds_a_markers_st
     """What `read_marked` scans with a regular expression decides where it runs (SEC-11, LOOP_CHARS): a system or
     user message's text (the near-miss scan) and a reply's only when it holds `[tagengine:` (the marker taken
     out); a reply without it is searched for that literal alone, so a long chat's replies keep the read on the
-    event loop, where a worker thread's hop would cost more than the read."""
+    event loop, where a worker thread's hop would cost more than the read. The read that counts is the read
+    itself (`read_marked_within`, PF-32): None past the bound, the whole read within it, both sides of it."""
     brackets = "[" * 50_000
-    assert text_size([{"role": "assistant", "content": brackets}, {"role": "user", "content": "go on"}]) == 5
-    assert text_size([{"role": "user", "content": brackets}]) == 50_000
+    long_replies = [{"role": "assistant", "content": brackets}, {"role": "user", "content": "go on"}]
+    assert read_marked_within(long_replies, 5) == read_marked(long_replies)
+    assert read_marked_within(long_replies, 4) is None
+    assert read_marked_within([{"role": "user", "content": brackets}], 50_000) is not None
+    assert read_marked_within([{"role": "user", "content": brackets}], 49_999) is None
     marked = "[tagengine: x] " * 10
-    assert text_size([{"role": "assistant", "content": marked}, {"content": "no role"}]) == len(marked) + 7
+    parts = [{"type": "text", "text": "ab"}, {"type": "text", "text": "cde"}]
+    both = [{"role": "assistant", "content": marked}, {"role": "user", "content": parts}]
+    assert read_marked_within(both, len(marked) + 5) == read_marked(both)
+    assert read_marked_within(both, len(marked) + 4) is None
+    near = [{"role": "user", "content": NEAR[0]}]  # a near miss goes the long way, and is counted once
+    assert read_marked_within(near, len(NEAR[0])) == read_marked(near)
+    assert read_marked_within(near, len(NEAR[0]) - 1) is None
     assert read_marked([{"role": "assistant", "content": brackets}]).near_miss is None
+
+
+PIECES = ["[", "]", "tag", "TAG", "engine", "engıne", "ENGİNE", "campaign", "campaıgn", "CAMPAİGN", "Campaign", ":",
+          " ", "\u00a0", "=", '"', "'", "\u201c", "heist", "[tagengine:", "-", "\n", "x", *NEAR, "[tag engıne campaıgn",
+          "[TAG-ENGİNE CAMPAİGN", '[tagengine: campaign="heist"]']
+ROLES = ["user", "system", "assistant", "Assistant", "tool", "narrator", "USER"]
+
+
+@st.composite
+def chats(draw: st.DrawFn) -> list[object]:
+    def text() -> str:
+        return "".join(draw(st.lists(st.sampled_from(PIECES), max_size=12)))
+
+    out: list[object] = []
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.integers(0, 9))
+        if kind == 0:  # what is not a message, or a message of another shape
+            out.append(draw(st.sampled_from([3, "hi", None, {"content": "x"}, {"role": 1, "content": "x"},
+                                             {"role": "assistant", "content": None}])))
+        elif kind == 1:  # text in parts, which the read joins
+            out.append({"role": draw(st.sampled_from(ROLES)), "content": [{"type": "text", "text": text()}
+                                                                          for _ in range(draw(st.integers(1, 3)))]})
+        else:
+            out.append({"role": draw(st.sampled_from(ROLES)), "content": text()})
+    return out
+
+
+@settings(max_examples=examples(400))
+@given(chats())
+def test_an_unmarked_chat_is_one_the_read_finds_no_marker_or_near_miss_in_and_refuses_nothing_of(msgs):
+    """PF-33: a request with no campaign from its URL or --campaign passes through without its messages read when
+    `unmarked` says the read would find no marker (S-5) and no near miss (TR-8), and refuse no item: then it
+    does not; any doubt is read."""
+    if unmarked(msgs):
+        marked = read_marked(msgs)
+        assert marked.campaign is None and marked.near_miss is None
+
+
+def test_unmarked_reads_what_could_be_a_marker_and_bounds_what_it_scans():
+    reply = {"role": "assistant", "content": '[clock: name="Alarm" tick="1" result="ok" now="1/4"] ' * 50}
+    assert unmarked([{"role": "system", "content": "GM. [OOC: keep it short]"}, reply,
+                     {"role": "user", "content": "[tag] and [TAGENGINE] alone"}])
+    for text in [*NEAR, '[tagengine: campaign="heist"]', '[tag engıne campaıgn="heist"]', '[TAG-ENGİNE CAMPAİGN]']:
+        assert not unmarked([{"role": "user", "content": f"go {text}"}]), text
+        assert not unmarked([{"role": "narrator", "content": text}]), text  # an unknown role is read as system
+    escaped = json.loads('[{"role": "user", "content": "\\u005btagengine: campaign=\\"heist\\"]"}]')
+    assert not unmarked(escaped) and read_marked(escaped).campaign == "heist"
+    parts = [{"type": "text", "text": "[tagengine: camp"}, {"type": "text", "text": 'aign="heist"]'}]
+    assert not unmarked([{"role": "user", "content": parts}]) and read_marked([{"role": "user", "content": parts}]
+                                                                              ).campaign == "heist"
+    for item in (3, {"content": "x"}, {"role": ["user"], "content": "x"}):
+        assert not unmarked([item])  # the read says why it is refused
+    assert unmarked([{"role": "user", "content": "x" * LOOP_CHARS}])  # both sides of the bound (SEC-11)
+    assert not unmarked([{"role": "user", "content": "x" * (LOOP_CHARS + 1)}])
+
+
+def test_an_unmarked_request_passes_through_unread_and_a_marked_one_is_read(tmp_path, monkeypatch):
+    read: list[int] = []
+    real = ServerContext.read_history
+
+    async def counted(self: ServerContext, messages: list[object]) -> object:
+        read.append(len(messages))
+        return await real(self, messages)
+
+    monkeypatch.setattr(ServerContext, "read_history", counted)
+    with serving(tmp_path, Fake(SCRIPT)) as srv:
+        r = ask(srv.url, "[OOC: no marker here]")
+        assert r.status_code == 200 and read == [] and "x-tagengine-warning" not in r.headers
+        r = ask(srv.url, NEAR[0])
+        assert r.status_code == 200 and read == [2] and ascii(NEAR[0]) in r.headers["x-tagengine-warning"]

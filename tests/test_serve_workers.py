@@ -77,11 +77,14 @@ def test_a_fit_with_much_new_text_runs_in_a_worker_thread_and_a_warm_one_on_the_
         calls.append((threading.get_ident(), "quick" in kw, "fitted"))
         return out
 
+    released: list[int] = []  # the threads that gave back a tokenizer's Python rank table (PF-34)
     monkeypatch.setattr(upstream_count, "build_prompt", spy)
+    monkeypatch.setattr(upstream_count, "release_rank_tables", lambda: released.append(threading.get_ident()))
     with serving(tmp_path, Fake({**SCRIPT, "tick": TICK})) as srv:
         c = client(srv)
         loop = srv.thread.ident
         ask(c, chat([], "TURN:tick"), False)  # the tokenizer and the system prompt: a first fit, elsewhere
+        assert len(released) == 1 and released[0] == calls[-1][0] != loop  # after it, in its worker thread
         calls.clear()
         big = chat([], "TURN:tick")
         big.insert(1, {"role": "user", "content": "word " * LOOP_CHARS})
@@ -90,6 +93,7 @@ def test_a_fit_with_much_new_text_runs_in_a_worker_thread_and_a_warm_one_on_the_
         calls.clear()
         ask(c, [*big[:-1], {"role": "assistant", "content": TICK}, {"role": "user", "content": "TURN:tick"}], False)
         assert calls == [(loop, True, "fitted")]  # the same chat, a turn later: little new text
+        assert loop not in released
 
 
 @dataclass(frozen=True, eq=False)

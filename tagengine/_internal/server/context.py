@@ -26,7 +26,7 @@ from .options import Options
 from .runtime.heap import freeze_long_lived
 from .runtime.worker_threads import Workers
 from .turn.mid_reply import MidReplyChecks
-from .turn.request import CAMPAIGN_MODEL, MarkedHistory, read_marked, text_size
+from .turn.request import CAMPAIGN_MODEL, MarkedHistory, read_marked, read_marked_within
 from .upstream.counting import fitter
 from .upstream.kinds import reach_upstream
 from .wire.chat_completions import model_ids
@@ -118,13 +118,12 @@ class ServerContext:
         return self.real_model
 
     async def read_history(self, messages: list[Any]) -> MarkedHistory:
-        """`read_marked(messages)`: on the event loop for up to LOOP_CHARS characters of the text it scans, else in
-        a worker thread, since it scans every system and user message for a near-miss marker (TR-8), at some 60 ms
-        a megabyte of brackets (SEC-2, SEC-11); a reply counts only when it holds the marker's start (`text_size`),
-        so a long chat of short user messages reads here, without a thread's hop per request (PF-21)."""
-        if text_size(messages) <= LOOP_CHARS:
-            return read_marked(messages)
-        return await self.workers.run(read_marked, messages)
+        """`read_marked(messages)`: on the event loop while the text it scans stays within LOOP_CHARS characters, else
+        in a worker thread, since it scans every system and user message for a near-miss marker (TR-8), at some 60 ms
+        a megabyte of brackets (SEC-2, SEC-11); a reply counts only when it holds the marker's start, so a long chat
+        of short user messages reads here, without a thread's hop per request (PF-21), in one pass (PF-32)."""
+        marked = read_marked_within(messages, LOOP_CHARS)
+        return marked if marked is not None else await self.workers.run(read_marked, messages)
 
     async def replayed(self, c: Campaign, history: list[dict[str, str]], hidden: bool | None = None) -> Replayed:
         """The state after `history` (plain role/content messages), read as the server reads replies

@@ -28,6 +28,7 @@ from ..turn.request import (
     marker_warning,
     model_campaign,
     parse_body,
+    unmarked,
     without_markers,
 )
 from ..turn.steps import answer_streamed, answer_whole, begin, fit, open_with_edits, plan_mid_reply
@@ -76,9 +77,12 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
     """The chat turn, step by step (turn/steps.py)."""
     raw = await read_body(request)
     body = parse_body(raw)
-    marked = await ctx.read_history(body["messages"])
     stream = body.get("stream") is True
-    chosen = campaign_choice(marked, None, request.path_params.get("campaign"), ctx.options.campaign, body.get("model"))
+    prefixed, model = request.path_params.get("campaign"), body.get("model")
+    if not prefixed and not ctx.options.campaign and model_campaign(model) is None and unmarked(body["messages"]):
+        return await passthrough(ctx.upstream, request.headers, raw, stream)  # no campaign can be chosen
+    marked = await ctx.read_history(body["messages"])
+    chosen = campaign_choice(marked, None, prefixed, ctx.options.campaign, model)
     name = None if chosen is None else chosen[0]
     warned = marker_warning(marked, name)  # a near-miss marker (TR-8)
     if name is None:
@@ -86,7 +90,7 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
     if ctx.options.user_header is not None:  # another user's campaign is an unknown one (OW-6); `begin` finds it
         ctx.users_campaign(name, request.headers)
     check_sizes(body["messages"], marked.plain())
-    renamed = model_campaign(body.get("model")) is not None
+    renamed = model_campaign(model) is not None
     if renamed:  # the campaign's model id: the upstream gets its own model (OW-1)
         real = await ctx.upstream_model(request.headers)
         body = {k: v for k, v in body.items() if k != "model"} if real is None else {**body, "model": real}

@@ -9,17 +9,18 @@ comes out is what `history.py`'s rules accept."""
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 from ...history import ROLES
 from ...prompt import Budget
 from ...prompt.contexts import context_of
 from ..errors import Refused
-from ..limits import MAX_CHAT_ID, MAX_MESSAGE, MAX_MESSAGES, MAX_MODEL_NAME
+from ..limits import LOOP_CHARS, MAX_CHAT_ID, MAX_MESSAGE, MAX_MESSAGES, MAX_MODEL_NAME
 from ..wire.json_codec import loads
 
 log = logging.getLogger("tagengine.serve")
@@ -93,23 +94,6 @@ def text_of(content: Any) -> str | None:
     return None
 
 
-def text_size(messages: list[Any]) -> int:
-    """The characters of text `read_marked` scans with a regular expression in `messages`, counted in one step
-    per message and content part, whatever their length (which way to read them: `ServerContext.read_history`).
-    A reply's text (most of a chat) is not scanned for a near-miss marker, only searched for the marker's literal
-    start, as fast as memory is read: it counts only when that start is there (then `MARKER.sub` reads it)."""
-    n = 0
-    for m in messages:
-        content = m.get("content") if isinstance(m, dict) else None
-        if isinstance(content, str):
-            if m.get("role") == "assistant" and "[tagengine:" not in content:
-                continue
-            n += len(content)
-        elif isinstance(content, list):
-            n += sum(len(t) for p in content if isinstance(p, dict) and isinstance(t := p.get("text"), str))
-    return n
-
-
 _ROLE = {r: r for r in ROLES}  # a role as most chat apps send it: one look-up, no lower()
 
 
@@ -137,18 +121,34 @@ class MarkedHistory:
 
 def read_marked(messages: list[Any]) -> MarkedHistory:
     """Raises Refused (400) for an item that is not a message: an object with a string role."""
+    return cast(MarkedHistory, read_marked_within(messages, None))  # no bound: never None
+
+
+def read_marked_within(messages: list[Any], scanned: int | None) -> MarkedHistory | None:
+    """`read_marked`, or None as soon as the text it scans with a regular expression passes `scanned` characters
+    (None: no bound): a system or user message's text (the near-miss scan), and a reply's only when it holds
+    `[tagengine:` (which `MARKER.sub` takes out); a reply without it is only searched for that literal, at the speed
+    memory is read. So the pass that reads a long chat of short user messages on the event loop is the one that
+    finds it may (`ServerContext.read_history`, SEC-11, PF-32), and a longer one goes to a worker thread."""
+    left: float = math.inf if scanned is None else scanned
     found = near = None
     out: list[dict[str, str]] = []
     problem = None
+    counted = None  # the message whose text the common case below has counted already
     for i, m in enumerate(messages):
         if type(m) is dict:  # the common case first: a message with a known role, text and no marker
             role, content = m.get("role"), m.get("content")
             low = _ROLE.get(role) if type(role) is str else None  # a role may be anything, a list too
-            if low is not None and type(content) is str and "[tagengine:" not in content and \
-                    (low == "assistant" or NEAR_MARKER.search(content) is None):
-                # the request's own dict when it is just that (the body is this request's, read-only from here)
-                out.append(m if len(m) == 2 and m["role"] == low else {"role": low, "content": content})
-                continue
+            if low is not None and type(content) is str and "[tagengine:" not in content:
+                if low != "assistant":
+                    left -= len(content)
+                    if left < 0:
+                        return None
+                    counted = m
+                if low == "assistant" or "[" not in content or NEAR_MARKER.search(content) is None:
+                    # the request's own dict when it is just that (the body is this request's, read-only from here)
+                    out.append(m if len(m) == 2 and m["role"] == low else {"role": low, "content": content})
+                    continue
         role = m.get("role") if isinstance(m, dict) else None
         if not isinstance(role, str):
             raise Refused(400, f"messages[{i}] is not a message: expected {{\"role\", \"content\"}}",
@@ -160,6 +160,10 @@ def read_marked(messages: list[Any]) -> MarkedHistory:
             if not (content is None and low == "assistant") and problem is None:  # else a tool-call turn
                 problem = Refused(400, f"messages[{i}].content must be text", "invalid_messages")
             continue
+        if m is not counted and (low != "assistant" or "[tagengine:" in text):
+            left -= len(text)
+            if left < 0:
+                return None
         if low in ("system", "user") and near is None:
             near = near_miss(text)
         if "[tagengine:" in text:  # the marker's own start: most messages are skipped without the regex
@@ -172,6 +176,29 @@ def read_marked(messages: list[Any]) -> MarkedHistory:
             text = stripped
         out.append({"role": low if low in _ROLE else "system", "content": text})
     return MarkedHistory(found, out, problem, near)
+
+
+def unmarked(messages: list[Any]) -> bool:
+    """Whether `read_marked` would find neither a campaign marker nor a near miss in `messages` and refuse none of
+    them, told without reading them all: every item an object with a string role and string content, and no
+    system or user text (the only ones a marker or a near miss is read from; an unknown role too, read as system)
+    holding a `[` that starts either. False: read them (`ServerContext.read_history`), which also says why. A
+    request with no campaign from its URL or --campaign that is unmarked passes through without that read, a fifth
+    of its CPU (PF-33); the text it scans is bounded as the read's is (LOOP_CHARS, SEC-11)."""
+    left = LOOP_CHARS
+    for m in messages:
+        if type(m) is not dict:
+            return False
+        role, content = m.get("role"), m.get("content")
+        if type(role) is not str or type(content) is not str:
+            return False
+        if role != "assistant":  # any other spelling of it is scanned: more than the read scans, never less
+            left -= len(content)
+            if left < 0:
+                return False
+            if "[" in content and ("[tagengine:" in content or NEAR_MARKER.search(content) is not None):
+                return False
+    return True
 
 
 def marker_warning(marked: MarkedHistory, campaign: str | None) -> dict[str, str] | None:

@@ -30,7 +30,7 @@ import httpx
 from ...history import ROLES
 from ...prompt import Budget, Prompt, Report, build_prompt, reminder
 from ...prompt.registry import choose
-from ...prompt.tokens import SlowFit
+from ...prompt.tokens import SlowFit, release_rank_tables
 from ...prompt.upstream_tokens import NotCounted, UpstreamTokenizer
 from ...ruleset import Ruleset
 from ...state import GameState
@@ -254,7 +254,15 @@ async def local_prompt(workers: Workers, rs: Ruleset, state: GameState, history:
     try:
         return build_prompt(rs, state, history, budget, checked=True, quick=LOOP_CHARS)
     except SlowFit:
-        return await workers.run(partial(build_prompt, rs, state, history, budget, checked=True))
+        return await workers.run(partial(slow_fit, rs, state, history, budget))
+
+
+def slow_fit(rs: Ruleset, state: GameState, history: list[dict[str, str]], budget: Budget) -> Prompt:
+    """`build_prompt` in a worker thread; a tokenizer it built (a counter that has counted nothing fits here)
+    then gives back its Python rank table, here rather than on the event loop (PF-34)."""
+    prompt = build_prompt(rs, state, history, budget, checked=True)
+    release_rank_tables()
+    return prompt
 
 
 def fitter(upstream: Upstream, count_with_upstream: bool, workers: Workers) -> Fit:

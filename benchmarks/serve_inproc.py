@@ -1,0 +1,202 @@
+"""A served turn's CPU in process: the app under httpx's ASGI transport, the upstream an httpx MockTransport.
+
+No sockets and no waits: what is timed is the app's own work (and the in-process client's, the same for every
+path), in CPU time of this one thread (`time.thread_time`), which a loaded machine tilts far less than wall time.
+The chat is `benchmarks/serve.py`'s (a 200-message chat of 78 KiB, 100 replies with receipts, a new user turn);
+the upstream answers serve.py's reply, whole or streamed. Paths, interleaved request by request:
+
+  pass      the chat without a campaign marker: passed through
+  turn      the chat with its marker: a campaign's turn (the engine's work), whole
+  stream    the same turn streamed
+  health    GET /healthz: the floor of a request through the app and the client
+
+Printed: each path's median CPU a request, and the engine's own work (turn - pass). `--profile FILE` runs
+`--profile-runs` campaign turns (or `--profile-path pass`) under cProfile in thread time; `--against REF` runs
+the same figures with another commit's code in alternate child processes (benchmarks/_against.py).
+`--rss` prints this process's resident set after the warm-up (the app as `tagengine serve` holds it, with the
+client beside it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+RULESET = Path(__file__).resolve().parents[1] / "samples" / "rulesets" / "blades-like.json"
+CHARACTERS = ["Cutter", "Lurk"]
+SEED = "bench"
+PROSE = ("The rain keeps on over the rooftops of Doskvol, and the lamps along the canal gutter in the wind. "
+         "Somewhere below, a bell counts the hour; the watch will change soon, and everyone in the crew knows "
+         "what that means for the plan. ")
+FIRST = PROSE + 'Night falls over the counting-house. [clock: name="Alarm" size="999"]'
+REPLIES = [
+    PROSE * 2 + 'The guard turns. [clock: name="Alarm" tick="1"] Cutter slips past.\n'
+    '[sheet: who="Cutter" op="spend" pool="stress" amount="1"]',
+    PROSE + 'Lurk tries the lock. [check: who="Lurk" skill="prowl"] ' + PROSE +
+    '[sheet: who="Cutter" op="restore" pool="stress" amount="1"]',
+]
+REPLY = REPLIES[0]  # serve.py's: what the fake upstream answers
+
+
+def history(replies: int) -> list[dict[str, str]]:
+    """serve.py's chat (its copy: with --against, the other tree's engine writes its receipts)."""
+    from tagengine import Ruleset, apply_reply
+    from tagengine._internal.state import GameState
+
+    rs = Ruleset.load(RULESET)
+    state = GameState.new(rs, CHARACTERS, seed=SEED)
+    msgs = [{"role": "system", "content": 'You are the GM of a heist. [tagengine: campaign="bench"]'}]
+    for n in range(replies):
+        msgs.append({"role": "user", "content": f"Turn {n}: we press on, quietly, towards the vault door."})
+        a = apply_reply(rs, state, FIRST if n == 0 else REPLIES[n % 2])
+        state = a.state
+        msgs.append({"role": "assistant", "content": a.text})
+    msgs.append({"role": "user", "content": "And then?"})
+    return msgs
+
+
+def upstream() -> httpx.MockTransport:
+    base = {"id": "bench", "created": 1, "model": "gpt-4o"}
+    whole = json.dumps({**base, "object": "chat.completion", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}]}).encode()
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        doc = {**base, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta,
+                                                                        "finish_reason": finish}]}
+        return b"data: " + json.dumps(doc).encode() + b"\n\n"
+
+    streamed = b"".join([chunk({"role": "assistant", "content": REPLY[:40]}),
+                         *(chunk({"content": REPLY[i:i + 48]}) for i in range(40, len(REPLY), 48)),
+                         chunk({}, "stop"), b"data: [DONE]\n\n"])
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if b'"stream":true' in request.content.replace(b" ", b""):
+            return httpx.Response(200, stream=httpx.ByteStream(streamed), headers={"content-type": "text/event-stream"})
+        return httpx.Response(200, stream=httpx.ByteStream(whole), headers={"content-type": "application/json",
+                                                                            "content-length": str(len(whole))})
+
+    return httpx.MockTransport(answer)
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Driver:
+    """One app in this process, its campaign `bench` made in a new data folder, and the requests of each path."""
+
+    def __init__(self, data: Path) -> None:
+        from tagengine._internal.server.app import Options, make_app
+        from tagengine._internal.server.memory.campaigns import new_campaign
+        from tagengine._internal.server.memory.store import Store
+
+        store = Store(data)
+        try:
+            new_campaign(store, "bench", str(RULESET), CHARACTERS, seed=SEED)
+        finally:
+            store.close()
+        self.app = make_app(Options(upstream="http://upstream.test/v1", data=data, context=200000,
+                                    transport=upstream()))
+        chat = history(100)
+        plain = [{"role": "system", "content": "You are the GM of a heist."}, *chat[1:]]
+        self.bodies = {p: json.dumps(b).encode() for p, b in (
+            ("turn", {"model": "gpt-4o", "messages": chat}),
+            ("stream", {"model": "gpt-4o", "messages": chat, "stream": True}),
+            ("pass", {"model": "gpt-4o", "messages": plain}))}
+
+    async def one(self, c: httpx.AsyncClient, path: str) -> float:
+        t = time.thread_time()
+        if path == "health":
+            r = await c.get("/healthz")
+        else:
+            r = await c.post("/v1/chat/completions", content=self.bodies[path],
+                             headers={"content-type": "application/json"})
+            if path == "stream":
+                await r.aread()
+        took = time.thread_time() - t
+        if r.status_code != 200 or "x-tagengine-history" in r.headers:
+            raise SystemExit(f"{path}: {r.status_code} {r.headers} {r.text[:300]}")
+        return took
+
+
+async def measure(runs: int, rounds: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="bench-inproc-") as tmp:
+        d = Driver(Path(tmp) / "data")
+        async with d.app.router.lifespan_context(d.app), httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=d.app), base_url="http://127.0.0.1") as c:
+            paths = ("pass", "turn", "stream", "health")
+            for _ in range(30):  # warm-up: the tokenizer, the replay, the caches
+                for p in paths:
+                    await d.one(c, p)
+            seen: dict[str, list[float]] = {p: [] for p in paths}
+            for _ in range(rounds):
+                got: dict[str, list[float]] = {p: [] for p in paths}
+                for _ in range(runs):
+                    for p in paths:
+                        got[p].append(await d.one(c, p))
+                for p in paths:
+                    seen[p].append(statistics.median(got[p]))
+            out = {p: statistics.median(v) for p, v in seen.items()}
+            out["engine (turn - pass)"] = statistics.median(
+                [t - q for t, q in zip(seen["turn"], seen["pass"], strict=True)])
+            out["rss MB"] = rss_mb() / 1e3  # printed by --figures as seconds: MB / 1000
+            return out
+
+
+async def profiled(path: str, runs: int, out: str) -> None:
+    import cProfile
+
+    with tempfile.TemporaryDirectory(prefix="bench-inproc-") as tmp:
+        d = Driver(Path(tmp) / "data")
+        async with d.app.router.lifespan_context(d.app), httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=d.app), base_url="http://127.0.0.1") as c:
+            for _ in range(30):
+                await d.one(c, path)
+            pr = cProfile.Profile(time.thread_time)
+            pr.enable()
+            for _ in range(runs):
+                await d.one(c, path)
+            pr.disable()
+            pr.dump_stats(out)
+            print(f"{runs} requests of {path} profiled into {out}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--runs", type=int, default=100, help="requests a path per round (default 100)")
+    p.add_argument("--rounds", type=int, default=5, help="rounds (default 5); with --against: alternate rounds")
+    p.add_argument("--against", metavar="REF", help="also measure the code of this git commit, side by side")
+    p.add_argument("--profile", metavar="FILE", help="cProfile (thread time) of --profile-runs requests to FILE")
+    p.add_argument("--profile-path", default="turn", choices=("turn", "stream", "pass"))
+    p.add_argument("--profile-runs", type=int, default=500)
+    p.add_argument("--figures", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.profile:
+        asyncio.run(profiled(args.profile_path, args.profile_runs, args.profile))
+    elif args.figures:
+        print(json.dumps(asyncio.run(measure(args.runs, 1))))
+    elif args.against:
+        import _against
+        with tempfile.TemporaryDirectory(prefix="bench-against-") as tmp:
+            _against.side_by_side(__file__, args.against, Path(tmp), args.rounds, ["--runs", str(args.runs)])
+    else:
+        print(f"load {' '.join(f'{x:.1f}' for x in os.getloadavg())}; python {sys.version.split()[0]}")
+        for name, value in asyncio.run(measure(args.runs, args.rounds)).items():
+            print(f"  {name:24} {value * 1e3:8.3f}" + (" MB" if name == "rss MB" else " ms of CPU a request"))
+
+
+if __name__ == "__main__":
+    main()
