@@ -14,6 +14,10 @@ Target (issue 28):
   (e) the state of the chat on screen (POST /tagengine/api/state, the SillyTavern panel's request) for (a)'s
       200-message chat, warm store: p50 <= 5 ms; beside it, interleaved, the same server's /healthz (the floor:
       a request and its answer) and its edit API's read of a sheet at that chat (POST .../read/characters/WHO)
+Target (issue 38):
+  (f) `serve --grammar`: the turn's grammar added to the upstream body, warm (the state's characters seen before):
+      p99 <= 1 ms; beside it the first (cold) build, and each grammar's size, for the samples and the 800-derived-value
+      sheet of benchmarks/sheet.py. In this process, no socket: it is a function of the ruleset and the state.
 
 What a request follows changes its time on this kind of machine: one sent right after a streamed answer
 comes 0.2-0.45 ms later than one sent right after a whole answer, and a server that has just answered is
@@ -829,6 +833,46 @@ def count(text: str) -> int:
     return value
 
 
+def grammar_figures(rounds: int, runs: int) -> None:
+    """(f): the grammar a turn sends with `serve --grammar`, got as `fit` gets it (turn/grammar_field.py), in
+    thread CPU time per call; the samples' and the 800-derived-value sheet's, interleaved, median of rounds."""
+    from sheet import ruleset as sheet_ruleset  # the 800-derived-value sheet
+
+    from tagengine import GameState, Ruleset
+    from tagengine._internal.commands import reply_grammar as grammars
+    from tagengine._internal.samples import samples_dir
+    from tagengine._internal.server.turn.grammar_field import own_constraint
+
+    cases = {}
+    for name in ("blades-like", "ember-roads", "fifth-like", "gravewatch"):
+        rs = Ruleset.load(samples_dir() / "rulesets" / f"{name}.json")
+        cases[name] = (rs, GameState.load(rs, samples_dir() / "states" / f"{name}.json"))
+    big = sheet_ruleset()
+    cases["800 derived values"] = (big, GameState.new(big, ["Hero"]))
+    print(f"(f) serve --grammar, the turn's grammar ({load()}; thread CPU per call, median of {rounds} rounds)")
+    warm: dict[str, list[float]] = {k: [] for k in cases}
+    for name, (rs, state) in cases.items():
+        t = time.thread_time()
+        text = grammars.reply_grammar(rs, state, "gbnf")  # built, and kept for the warm turns below
+        cold = time.thread_time() - t
+        print(f"  {name:20} GBNF {len(text):6} chars, {text.count(chr(10)):4} rules; llguidance "
+              f"{len(grammars.grammar_of(rs, state).write('llguidance')):6} chars; first build {cold * 1e3:.2f} ms")
+    for _ in range(rounds):
+        for name, (rs, state) in cases.items():  # interleaved: the load tilts every case alike
+            times = []
+            for _ in range(runs):
+                t = time.thread_time()  # what `with_grammar` does for a warm turn: the check, the kept text
+                body: dict[str, Any] = {"model": "m"}
+                if not own_constraint(body):
+                    body["grammar"] = grammars.kept_grammar(rs, state, "gbnf")
+                times.append(time.thread_time() - t)
+                assert body["grammar"] is not None
+            warm[name].append(pct(times, 99))
+    for name, p99s in warm.items():
+        got = statistics.median(p99s) * 1e3
+        print(f"  {name:20} warm p99 {got * 1e3:.1f} us (target 1 ms: {'met' if got <= 1.0 else 'NOT met'})")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--soak-seconds", type=seconds, default=60.0, help="(d)'s length, 0 to 3600 (default 60)")
@@ -848,11 +892,16 @@ def main() -> None:
                         "the ratios (installed once into a venv in the cache folder: benchmarks/_peers.py)")
     p.add_argument("--peer-rounds", type=count, default=2, help="rounds of --litellm (default 2)")
     p.add_argument("--profile", metavar="FILE", help="run the server under cProfile, its stats to FILE")
+    p.add_argument("--grammar-rounds", type=count, default=5, help="rounds of (f) (default 5; 0: no (f))")
     p.add_argument("--fake-upstream", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.fake_upstream:
         fake_upstream()
         return
+    if args.grammar_rounds:
+        grammar_figures(args.grammar_rounds, args.runs)
+        if args.rounds + args.state_rounds < 1 and not args.litellm:
+            return
     if (args.rounds + args.state_rounds < 1 and not args.litellm) or args.runs < 2:
         p.error("--rounds, --state-rounds or --litellm must be given, and --runs at least 2")
     asyncio.run(run(args))

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # for type checkers: the names of `_API` below, from the same
     from ._internal.commands.dispatch import apply_reply as apply_reply
     from ._internal.commands.party_save import PartyConflict as PartyConflict
     from ._internal.commands.reasons import REASONS as REASONS
+    from ._internal.commands.reply_grammar import reply_grammar as reply_grammar
     from ._internal.errors import HistoryError as HistoryError
     from ._internal.errors import NotFoundError as NotFoundError
     from ._internal.errors import Problem as Problem
@@ -68,7 +69,8 @@ _API = {
     "Dice": "state.values",
     # applying a reply, and what the player sees of it
     "apply_reply": "commands.dispatch", "Applied": "commands.dispatch", "Receipt": "commands.dispatch",
-    "REASONS": "commands.reasons", "narration": "tags.render", "Vocabulary": "tags.vocabulary",
+    "REASONS": "commands.reasons", "reply_grammar": "commands.reply_grammar",
+    "narration": "tags.render", "Vocabulary": "tags.vocabulary",
     # the prompt
     "build_prompt": "prompt.build", "Prompt": "prompt.build", "Budget": "prompt.budget", "Report": "prompt.budget",
     "Tokenizer": "prompt.tokens", "TokenizerChoice": "prompt.tokens", "ChatFormat": "prompt.tokens",

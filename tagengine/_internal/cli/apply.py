@@ -1,4 +1,5 @@
-"""`tagengine apply` (a reply's tags applied to a state) and `tagengine narrate` (a reply as the player reads it)."""
+"""`tagengine apply` (a reply's tags applied to a state), `tagengine narrate` (a reply as the player reads it) and
+`tagengine grammar` (the grammar a reply to a state is written in, for a model server: docs/grammar.md)."""
 
 from __future__ import annotations
 
@@ -46,4 +47,20 @@ def cmd_narrate(args: Namespace, out: TextIO, err: TextIO) -> int:
     from ..tags import narration
 
     out.write(narration(read_reply(args.reply)))
+    return 0
+
+
+def add_grammar(g: ArgumentParser) -> None:
+    g.add_argument("ruleset")
+    g.add_argument("state")
+    g.add_argument("--format", choices=("gbnf", "lark", "llguidance"), default="gbnf",
+                   help="GBNF (llama.cpp, KoboldCpp, vLLM, SGLang), Lark, or llguidance's Lark (default: gbnf)")
+    g.set_defaults(func=cmd_grammar, short_lived=True)
+
+
+def cmd_grammar(args: Namespace, out: TextIO, err: TextIO) -> int:
+    from ..commands.reply_grammar import reply_grammar
+
+    rs, state = load_pair(args.ruleset, args.state, err)
+    out.write(reply_grammar(rs, state, args.format))
     return 0

@@ -33,6 +33,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("roll", "roll a character's check with the state's dice; print the dice card", "sheet:add_roll"),
     ("character", "set a character's or the party's sheet values, checked as the sheet editor checks them",
      "character:add_character"),
+    ("grammar", "print the grammar a reply to a state is written in (GBNF, Lark): for a model server's `grammar`",
+     "apply:add_grammar"),
 )
 
 

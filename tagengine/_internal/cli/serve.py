@@ -75,6 +75,10 @@ def add_serve(sv: argparse.ArgumentParser) -> None:
                     help="state snapshots kept per campaign, the least recently used pruned (default 10000)")
     sv.add_argument("--settle-checks", action="store_true", help="settle checks mid-reply: stop the model at a "
                     "check tag and have it continue after the dice (docs/checks-in-serve.md)")
+    sv.add_argument("--grammar", choices=["off", "gbnf", "llguidance", "vllm", "sglang"], default="off",
+                    help="constrain the model's reply to the tags the state allows, in the field this kind of server "
+                         "reads: gbnf (llama.cpp, KoboldCpp), llguidance (llama.cpp built with it), vllm, sglang; "
+                         "off (the default) adds nothing (docs/grammar.md)")
     sv.add_argument("--upstream-transport", choices=["own", "httpx"], default="own",
                     help="how the upstream is reached: the server's own HTTP/1.1 transport (default, faster) "
                          "or httpx's")
@@ -119,6 +123,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                    campaign=args.campaign, api_key=args.api_key, context=args.context, timeout=args.timeout,
                    count_with_upstream=args.count_with_upstream, hide_tags=args.hide_tags, keep=args.keep,
                    settle_checks=args.settle_checks, upstream_transport=args.upstream_transport, host=args.host,
+                   grammar=args.grammar,
                    allow_host=tuple(args.allow_host), allow_origin=tuple(args.allow_origin),
                    trust_proxy=args.trust_proxy, rulesets=Path(args.rulesets) if args.rulesets else _bundled_rulesets())
     return serve(opts, args.host, args.port, err)

@@ -18,7 +18,7 @@ from ..sheet.check_numbers import check_number, fight_number
 from ..state import GameState
 from ..tags import Tag
 from ..text import normalise
-from .family import Family, Op
+from .family import Family, Op, Shape
 from .numbers import parse_int
 from .result import Outcome, Result, refused
 from .subject import find, subject
@@ -313,4 +313,7 @@ def teach(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
     }
 
 
-FAMILY = Family.of("check", op_of, (Op("roll", roll),), teach)
+# The reply's grammar writes a check as who, one of skill/ability/save, then dc or difficulty where the ruleset
+# takes one; `with` and `fight` are left to the engine (docs/grammar.md).
+FAMILY = Family.of("check", op_of, (Op("roll", roll, Shape(choose_one=KINDS, optional=("dc", "difficulty"),
+                                                            roller=True)),), teach)

@@ -10,7 +10,7 @@ from ..ruleset import Ruleset
 from ..state import Clock, GameState
 from ..tags import Tag
 from ..text import normalise, prompt_unsafe
-from .family import Family, Handler, Op
+from .family import Family, Handler, Op, Shape
 from .numbers import parse_int
 from .result import Outcome, Result, ok, refuse, refused
 
@@ -40,8 +40,9 @@ def name_of(tag: Tag) -> str:
 
 
 def clock_op(name: str) -> Callable[[Handler], Op]:
-    """A clock op: its handler runs after `op_of` has checked what every clock tag shares."""
-    return lambda fn: Op(name, fn)
+    """A clock op: its handler runs after `op_of` has checked what every clock tag shares; its one action
+    is its name, written after the clock's (CLOCK-17)."""
+    return lambda fn: Op(name, fn, Shape(required=("name", name)))
 
 
 @lru_cache(maxsize=1024)

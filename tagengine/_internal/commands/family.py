@@ -8,7 +8,7 @@ nothing registers itself by being imported.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -23,11 +23,30 @@ Teach = Callable[[Ruleset, GameState], "Mapping[str, Any] | None"]  # the data o
 
 
 @dataclass(frozen=True, slots=True)
+class Shape:
+    """How a tag of one op is written, for the reply's grammar (commands/reply_grammar.py), kept beside the
+    handler that checks the same attributes, so the two cannot drift apart. The grammar writes the keys in this
+    order: `fixed` (`op="spend"`), then `required`, one of `choose_one`, then each of `optional` or not; the
+    values each key takes come from reply_grammar's table of domains. `party`: `sheet="party"` may name the
+    party sheet; `character`: `who` names a character (or `party`, for each of them); `roller`: `who` names one
+    character. An op without a Shape is written with the tag syntax alone (any attributes)."""
+
+    fixed: tuple[tuple[str, str], ...] = ()
+    required: tuple[str, ...] = ()
+    choose_one: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+    party: bool = False
+    character: bool = False
+    roller: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Op:
     """One op of a family (`spend`, `tick`) and the handler that applies it."""
 
     name: str
     handler: Handler
+    shape: Shape | None = None  # how the reply's grammar writes it; None: any attributes
 
 
 @dataclass(frozen=True)
@@ -38,12 +57,15 @@ class Family:
     op_of: OpOf
     ops: Mapping[str, Handler]
     teach: Teach | None = None  # what the reminder teaches of this kind; None: nothing (DEC-18)
+    shapes: Mapping[str, Shape | None] = field(default_factory=dict)  # op -> how the reply's grammar writes it
 
     @classmethod
     def of(cls, name: str, op_of: OpOf, ops: Iterable[Op], teach: Teach | None = None) -> Family:
         table: dict[str, Handler] = {}
+        shapes: dict[str, Shape | None] = {}
         for op in ops:
             if op.name in table:
                 raise ValueError(f"family {name!r} lists op {op.name!r} twice")
             table[op.name] = op.handler
-        return cls(name, op_of, MappingProxyType(table), teach)
+            shapes[op.name] = op.shape
+        return cls(name, op_of, MappingProxyType(table), teach, MappingProxyType(shapes))

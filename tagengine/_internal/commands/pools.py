@@ -12,6 +12,7 @@ from ..sheet import Eval
 from ..state import PARTY, GameState, updated
 from ..tags import Tag
 from ..text import normalise, prompt_unsafe
+from .family import Shape
 from .numbers import parse_int
 from .result import Outcome, Result, ok, refuse, refused
 from .subject import Subject, character_op, find, subject
@@ -57,7 +58,9 @@ def _pool_and_amount(subj: Subject, tag: Tag) -> tuple[PoolDef, int] | Result:
     return pool, amount
 
 
-@character_op("spend", optional=["amount", "list"], choose_one=["pool", "row"], party=True)
+# written without `list`: it names the list of a `row`, needed only where several lists hold row pools (R-1)
+@character_op("spend", optional=["amount", "list"], choose_one=["pool", "row"], party=True,
+              written=Shape(choose_one=("pool", "row"), optional=("amount",)))
 def spend(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
     if tag.has("row"):
         return _spend_row(state, subj, tag)
@@ -74,7 +77,8 @@ def spend(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
     return Outcome(ok(now(subj, pool, cur - amount, temp)), set_pool(state, subj, pool, cur - amount))
 
 
-@character_op("restore", optional=["amount", "temp", "list"], choose_one=["pool", "row"], party=True)
+@character_op("restore", optional=["amount", "temp", "list"], choose_one=["pool", "row"], party=True,
+              written=Shape(choose_one=("pool", "row"), optional=("amount", "temp")))
 def restore(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
     """Up to the pool's max. With the flag `temp`, grants temporary points instead (where `allowTemp`);
     temporary points do not stack: the larger grant stays (docs/decisions.md C-3)."""

@@ -16,7 +16,7 @@ from ..sheet import Eval
 from ..state import PARTY, GameState, LiveValues
 from ..tags import Tag
 from ..text import normalise
-from .family import Op
+from .family import Op, Shape
 from .result import Outcome, Result, ok, refuse, refused
 
 COMMON = frozenset({"who", "op", "sheet"})
@@ -70,12 +70,17 @@ def subject(rs: Ruleset, state: GameState, name: str, *, party: bool = False) ->
 
 
 def character_op(op: str, required: Iterable[str] = (), optional: Iterable[str] = (),
-                 choose_one: Iterable[str] = (), party: bool = False, character: bool = True
-                 ) -> Callable[[Apply], Op]:
+                 choose_one: Iterable[str] = (), party: bool = False, character: bool = True,
+                 written: Shape | None = None) -> Callable[[Apply], Op]:
     """A sheet op acting on one subject at a time: checks the attributes, resolves `who` (or the party
-    sheet) and applies `fn` to each subject. `choose_one`: exactly one of these (`by` or `to`)."""
+    sheet) and applies `fn` to each subject. `choose_one`: exactly one of these (`by` or `to`). The reply's
+    grammar writes the same attributes (`Shape`), or `written` where the handler tells more apart than the
+    attribute lists say (damage: a pool or a track)."""
+    required, optional, choose_one = tuple(required), tuple(optional), tuple(choose_one)
     req, opt, one = frozenset(required), frozenset(optional), frozenset(choose_one)
     allowed = frozenset(COMMON | req | opt | one)
+    shape = written or Shape(required=required, choose_one=choose_one, optional=optional)
+    shape = Shape((("op", op),), shape.required, shape.choose_one, shape.optional, party, character)
 
     def build(fn: Apply) -> Op:
         def handler(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
@@ -108,7 +113,7 @@ def character_op(op: str, required: Iterable[str] = (), optional: Iterable[str] 
                 return fn(rs, state, subject(rs, state, names[0]), tag)
             return each(rs, state, names, tag, fn)
 
-        return Op(op, handler)
+        return Op(op, handler, shape)
 
     return build
 

@@ -8,6 +8,7 @@ from ..sheet import marking
 from ..sheet.views import now_text
 from ..state import GameState, WoundMarks, updated
 from ..tags import Tag
+from .family import Shape
 from .numbers import parse_int
 from .pools import amount_of, damage_pool
 from .result import Outcome, Result, ok, refuse
@@ -26,7 +27,9 @@ def kind_of(subj: Subject, t: TrackDef, name: str) -> str | None:
     return None if isinstance(kind, Result) else kind.id
 
 
-@character_op("damage", optional=["pool", "track", "kind", "amount", "box"])
+# written: a pool or a wound track (its kind paired with it in the grammar's domains), never both (one-action)
+@character_op("damage", optional=["pool", "track", "kind", "amount", "box"],
+              written=Shape(choose_one=("pool", "track"), optional=("amount",)))
 def damage(rs: Ruleset, state: GameState, subj: Subject, tag: Tag) -> Outcome:
     if tag.has("pool") and tag.has("track"):
         return refuse(state, "one-action")

@@ -28,6 +28,7 @@ class Options:
     hide_tags: bool = False  # the player gets the narration; the tagged reply stays in the store (S-14)
     keep: int = DEFAULT_PER_CAMPAIGN  # snapshots kept per campaign, the least recently used pruned (S-20)
     settle_checks: bool = False  # --settle-checks: checks rolled mid-reply (mid_reply.py)
+    grammar: str = "off"  # --grammar: the reply's grammar added to the upstream request (turn/grammar_field.py)
     upstream_transport: str = "own"  # one of UPSTREAM_TRANSPORTS (SV-6)
     rulesets: Path | None = None  # --rulesets DIR: the rulesets a campaign started on the pages may use
     # who may talk to the server (TR-1..TR-4; guard/origins.py, docs/security.md)

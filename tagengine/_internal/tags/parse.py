@@ -64,6 +64,9 @@ def parser() -> Lark:
         def typographic(self, tok: Token) -> str:
             return str(tok)[1:-1]
 
+        def single(self, tok: Token) -> str:
+            return str(tok)[1:-1]
+
         def bare(self, tok: Token) -> str:
             return str(tok)
 
@@ -136,11 +139,12 @@ def _whole_tag() -> Expressions:
 
 
 def _expressions(t: dict[str, str]) -> Expressions:
-    ws = f"(?:{t['WS']})?"
-    value = f"(?:(?P<s>{t['STRING']})|(?P<t>{t['TYPO']})|(?P<b>{t['BARE']}))"
+    ws = f"(?:{t['GAP']})?"
+    # in the order of Lark's lexer: SQUOTED's priority first, then the longest
+    value = f"(?:(?P<q>{t['SQUOTED']})|(?P<s>{t['STRING']})|(?P<t>{t['TYPO']})|(?P<b>{t['BARE']}))"
     attr = f"{ws}(?P<key>{t['KEY']})(?:{ws}={ws}{value})?"
     plain_attr = re.sub(r"\(\?P<[a-z]+>", "(?:", attr)
-    whole = rf"\[{ws}(?P<name>{t['NAME']}){ws}:(?P<body>(?>{plain_attr})*+){ws}\]"
+    whole = rf"\[{ws}(?P<name>{t['NAME']}){ws}:(?P<body>(?>{plain_attr})*+){ws}(?:{t['_CLOSE']})"
     # The start of a tag, cut after a token: whole attributes (a flag only when no `=` follows it), then
     # perhaps a key and its `=`; at most MAX_ATTRIBUTES keys in all. Each token is taken whole (atomic).
     key, plain_value = f"(?>{t['KEY']})", "(?>" + re.sub(r"\(\?P<[a-z]+>", "(?:", value) + ")"
@@ -158,14 +162,14 @@ def _lexed(text: str) -> Tag | None:
     m = whole.fullmatch(text)
     if m is None:
         return None
-    body, pos, end = m.group("body"), 0, len(m.group("body"))
+    pos, end = m.span("body")  # read in the whole text: a single-quoted value looks past its closing quote
     attrs: list[Attr] = []
     while pos < end:
-        a = attr.match(body, pos)
+        a = attr.match(text, pos, end + 2)
         if a is None:  # pragma: no cover - the whole tag matched, so every attribute does
             return None
-        s, t, b = a.group("s"), a.group("t"), a.group("b")
-        attrs.append((a.group("key"), unescape(s[1:-1]) if s is not None else t[1:-1] if t is not None else b))
+        s, q, t = a.group("s"), a.group("q") or a.group("t"), a.group("b")
+        attrs.append((a.group("key"), unescape(s[1:-1]) if s is not None else q[1:-1] if q is not None else t))
         pos = a.end()
         if len(attrs) > MAX_ATTRIBUTES:
             return None

@@ -46,6 +46,7 @@ from ..upstream.counting import tokens_header
 from ..wire.chat_completions import first_content, set_first_content
 from ..wire.json_codec import dumps, loads_or_none
 from ..wire.streamed import Streamed
+from .grammar_field import with_grammar
 from .mid_reply import CHECKS_HEADER
 from .prefill import Continued, prefill_last, split_prefill
 from .receipts import ReceiptStream
@@ -128,7 +129,10 @@ async def fit(ctx: ServerContext, turn: Turn, body: dict[str, Any], incoming: Ma
     headers = {"x-tagengine-campaign": c.name, "x-tagengine-tokens": tokens_header(prompt.report, fallback, whence)}
     if turn.before.notes:
         headers["x-tagengine-history"] = "; ".join(turn.before.notes)
-    return Fitted(upstream_body(body, prompt), headers, counted)
+    sent = upstream_body(body, prompt)
+    if turn.prefill is None:  # a continued reply may stop inside a tag: a grammar starts at a reply's start (GR-6)
+        await with_grammar(sent, ctx.options.grammar, c.rs, state, ctx.workers)
+    return Fitted(sent, headers, counted)
 
 
 def upstream_body(body: dict[str, Any], prompt: Prompt) -> dict[str, Any]:
