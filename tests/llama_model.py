@@ -32,8 +32,13 @@ import numpy as np
 
 LAYERS, WIDTH, HEADS, FEED_FORWARD, CONTEXT = 2, 320, 4, 640, 32768
 BYTES = 256
-MERGED, BOS, EOS = BYTES, BYTES + 1, BYTES + 2  # token ids after the 256 bytes
-VOCAB = BYTES + 3
+# Pieces of the tag syntax as tokens of their own, as a real tokenizer has `[`, `clock` and ` name="` among its
+# tokens: a bigram over bytes alone cannot spell `[clock:`, so it would almost never open a tag.
+WORDS = ("[clock:", "[sheet:", "[check:", ' name="', ' who="', ' op="', ' tick="', ' size="', ' pool="',
+         ' amount="', ' skill="', ' condition="', ' to="', '"]')
+MERGED = BYTES  # then the words, then `<s>` and `</s>`
+BOS = BYTES + 1 + len(WORDS)
+EOS, VOCAB = BOS + 1, BOS + 2
 # The chat template: each message on its own lines after its role, then the assistant's turn.
 CHAT_TEMPLATE = ("{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}\n{% endfor %}"
                  "<|assistant|>\n")
@@ -67,15 +72,29 @@ def gpt2_bytes() -> list[str]:
     return [chars[b] for b in range(BYTES)]
 
 
+def tokens(text: str) -> list[int]:
+    """`text` as the model's tokens, a word wherever one starts (the longest), else a byte. Only for counting the
+    prior: llama.cpp tokenizes a prompt into bytes (the words have no merges), and the model may write either."""
+    data, out, i = text.encode("utf-8"), [], 0
+    words = sorted(((w.encode("utf-8"), BYTES + 1 + n) for n, w in enumerate(WORDS)), key=lambda p: -len(p[0]))
+    while i < len(data):
+        hit = next(((w, t) for w, t in words if data.startswith(w, i)), None)
+        out.append(hit[1] if hit else data[i])
+        i += len(hit[0]) if hit else 1
+    return out
+
+
 def bigram_logits() -> np.ndarray:
     """log P(next | current) over the vocabulary, from CORPUS with a little smoothing so no token is impossible
-    (the grammar must always find some allowed token with a finite logit). Row: current token; column: next."""
-    counts = np.full((VOCAB, VOCAB), 0.02)
-    data = CORPUS.encode("utf-8")
-    for line in data.splitlines(keepends=True):
-        seq = [BOS, *line, EOS] if line.endswith(b"\n") else [BOS, *line]
+    (the grammar must always find some allowed token with a finite logit), and a unigram's worth of counts in each
+    row so that after a byte the corpus never has the model goes back to its text. Row: current token; column:
+    next."""
+    counts = np.full((VOCAB, VOCAB), 0.002)
+    for line in CORPUS.splitlines(keepends=True):
+        seq = [BOS, *tokens(line), EOS] if line.endswith("\n") else [BOS, *tokens(line)]
         for a, b in itertools.pairwise(seq):
             counts[a, b] += 1.0
+    counts += counts.sum(axis=0) / counts.sum()  # a byte never seen (a random one) is followed as any byte is
     counts[:, MERGED] = 1e-6  # never writes the merge's two NUL bytes
     counts[:, BOS] = 1e-6
     return np.log(counts / counts.sum(axis=1, keepdims=True))
@@ -129,8 +148,9 @@ def write(out: Path, seed: int = 0) -> None:
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("default")
     nul = gpt2_bytes()[0]
-    w.add_token_list([*gpt2_bytes(), nul + nul, "<s>", "</s>"])
-    w.add_token_types([gguf.TokenType.NORMAL] * (BYTES + 1) + [gguf.TokenType.CONTROL] * 2)
+    spelt = ["".join(gpt2_bytes()[b] for b in word.encode("utf-8")) for word in WORDS]  # a space is `Ġ`
+    w.add_token_list([*gpt2_bytes(), nul + nul, *spelt, "<s>", "</s>"])
+    w.add_token_types([gguf.TokenType.NORMAL] * BOS + [gguf.TokenType.CONTROL] * 2)
     w.add_token_merges([f"{nul} {nul}"])
     w.add_bos_token_id(BOS)
     w.add_eos_token_id(EOS)

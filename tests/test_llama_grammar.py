@@ -35,7 +35,8 @@ CHATS, TURNS = 5, 10  # 50 replies: five chats of ten turns, each turn on the st
 MAX_TOKENS = 400  # bytes: a reply of the model's ends on its own after one line, about 80 bytes (GR-13)
 CONTEXT = 3000  # `tagengine serve --context`, in o200k tokens: at most ~4.5 bytes each fits llama's 16384
 USER = ["The crew moves in.", "Cutter tries the door.", "Lurk climbs.", "We run.", "What do we see?"]
-RECEIPT = re.compile(r'result="([a-z-]+)"(?:\s+now="[^"]*")?(?:\s+reason="([a-z-]+)")?')
+RECEIPT = re.compile(r'\[[^\[\]]*?\sresult="([a-z-]+)"[^\[\]]*\]')  # a tag the server answered, up to its `]`
+REASON = re.compile(r'\sreason="([a-z-]+)"')
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +72,7 @@ def test_without_the_grammar_the_model_writes_bytes_of_its_own(llama: LlamaServe
 
 def receipts(text: str) -> list[tuple[str, str]]:
     """(result, reason or "") of each receipt the server wrote into a reply."""
-    return [(m.group(1), m.group(2) or "") for m in RECEIPT.finditer(text)]
+    return [(m.group(1), r.group(1) if (r := REASON.search(m.group())) else "") for m in RECEIPT.finditer(text)]
 
 
 def play(url: str, chats: int, turns: int) -> tuple[list[tuple[str, str]], list[list[dict[str, str]]], float]:
@@ -130,10 +131,9 @@ def test_fifty_replies_without_the_grammar_hold_malformed_tags(llama: LlamaServe
     ends, seen = tally(replies)
     print(f"\nwithout the grammar: {len(replies)} replies in {took:.1f} s; ends {dict(ends)}; receipts {dict(seen)}")
     assert len(replies) == CHATS * TURNS
-    assert seen["malformed"] >= 10
+    assert seen["malformed"] >= 3  # 11 measured: a margin for a prompt the engine words otherwise one day
 
 
-@pytest.mark.xfail(strict=True, reason="serve --grammar not built yet")
 def test_fifty_replies_under_the_gbnf_grammar_hold_no_malformed_tag(llama: LlamaServer, tmp_path: Path) -> None:
     """`tagengine serve --grammar gbnf` sends each turn's grammar in llama.cpp's `grammar` field: fifty replies of
     the same model, and not one malformed tag among their receipts (a reply the token limit cuts may end inside a
