@@ -36,7 +36,7 @@ MAX_TOKENS = 400  # bytes: a reply of the model's ends on its own after one line
 CONTEXT = 3000  # `tagengine serve --context`, in o200k tokens: at most ~4.5 bytes each fits llama's 16384
 USER = ["The crew moves in.", "Cutter tries the door.", "Lurk climbs.", "We run.", "What do we see?"]
 RECEIPT = re.compile(r'\[[^\[\]]*?\sresult="([a-z-]+)"[^\[\]]*\]')  # a tag the server answered, up to its `]`
-REASON = re.compile(r'\sreason="([a-z-]+)"')
+REASON = re.compile(r'\sreason="([^"]*)"')  # the party's: "Cutter: insufficient; Lurk: insufficient"
 
 
 @pytest.fixture(scope="module")
