@@ -6,18 +6,18 @@ here from the seed, so the same seed writes the same file.
 
 The shape (GR-13):
 - llama architecture, 2 layers, width 320, 4 heads of 80, feed-forward 640, context 32768: what llama.cpp loads
-  with every code path of a real model (attention, RoPE, RMSNorm, SwiGLU), about 1.5 M weights (6 MB as F32),
-  so a token costs microseconds and a reply's time is llama.cpp's per-token overhead and the grammar, not maths.
+  with every code path of a real model (attention, RoPE, RMSNorm, SwiGLU), about 2.2 M weights (8.9 MB as F32),
+  so a token's arithmetic costs microseconds and a reply's time is llama.cpp's per-token overhead and the grammar.
 - A byte-level vocabulary: the 256 bytes as GPT-2's byte-to-unicode tokens (llama.cpp's `gpt2` tokenizer), so
-  any text, and any UTF-8, tokenizes and can be generated; `<s>` and `</s>`; and one merge (two NUL bytes, a pair
-  no text holds) because llama.cpp will not load a BPE vocabulary without a merge list and GGUF has no empty
-  array.
-- Random weights with a byte-bigram prior: the one-hot of the current byte runs down the residual stream, and the
-  output matrix holds, besides its random part, the log-probabilities of the next byte counted from a few lines
-  of tagged narration. So the model babbles in tag shapes (`[clock: nme="Alrm tick=1]`): left alone it writes
-  many malformed tags, which is the contrast the grammar is measured against; pure random weights write
-  uniform bytes that almost never open a tag, and would prove nothing. The random parts (layers, noise on the
-  embeddings and the output) make each next byte depend on the context, as a model's does.
+  any text, and any bytes, tokenizes and can be generated; 14 pieces of the tag syntax as tokens of their own
+  (WORDS), as a real tokenizer has; `<s>` and `</s>`; and one merge (two NUL bytes, a pair no text holds) because
+  llama.cpp will not load a BPE vocabulary without a merge list and GGUF has no empty array.
+- Random weights with a bigram prior: the one-hot of the current token runs down the residual stream, and the
+  output matrix holds, besides its random part, the log-probabilities of the next token counted from a few lines
+  of tagged narration. So the model babbles in tag shapes (`[sheet: who="Cola ick. w,`): left alone it writes
+  malformed tags, which is the contrast the grammar is measured against; pure random weights write uniform bytes
+  that almost never open a tag, and would prove nothing. The random parts (layers, noise on the embeddings and
+  the output) make each next token depend on the context, as a model's does.
 """
 
 from __future__ import annotations

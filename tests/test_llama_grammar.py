@@ -2,9 +2,9 @@
 into the cache by `./dev test`, tests/llama_kit.py) serving a tiny model with random weights that the test writes
 itself (tests/llama_model.py, GR-13), first alone, then behind `tagengine serve`.
 
-The model babbles in tag shapes (a byte-bigram prior under its random weights), so without a grammar it writes
-malformed tags; with the reply's GBNF grammar sent by `tagengine serve --grammar gbnf`, none (GR-14). The replies'
-count and time are printed (`-s`) and written in docs/testing.md.
+The model babbles in tag shapes (a bigram prior over bytes and the tag syntax's pieces under its random weights), so
+without a grammar it writes malformed tags; with the reply's GBNF grammar sent by `tagengine serve --grammar gbnf`,
+none (GR-15). What the replies held and their time are printed (`-s`) and written in docs/testing.md.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow  # each test starts llama.cpp's server, and the la
 CLOCK_GRAMMAR = r'root ::= "[clock: name=\"" [a-z]+ "\" tick=\"1\"]"'
 CLOCK_TAG = re.compile(r'\[clock: name="[a-z]+" tick="1"\]')
 CHATS, TURNS = 5, 10  # 50 replies: five chats of ten turns, each turn on the state the ones before it left
-MAX_TOKENS = 400  # bytes: a reply of the model's ends on its own after one line, about 80 bytes (GR-13)
+MAX_TOKENS = 400  # a byte or a piece of tag syntax each; the model ends a reply after a line, ~80 bytes (GR-13)
 CONTEXT = 3000  # `tagengine serve --context`, in o200k tokens: at most ~4.5 bytes each fits llama's 16384
 USER = ["The crew moves in.", "Cutter tries the door.", "Lurk climbs.", "We run.", "What do we see?"]
 RECEIPT = re.compile(r'\[[^\[\]]*?\sresult="([a-z-]+)"[^\[\]]*\]')  # a tag the server answered, up to its `]`
