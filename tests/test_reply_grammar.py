@@ -14,7 +14,7 @@ from grammar_walk import walk
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import load_sample
+from conftest import examples, load_sample
 from tagengine import apply_reply
 from tagengine._internal.commands import reasons
 from tagengine._internal.commands import table as table_module
@@ -49,7 +49,7 @@ def test_ruled_out_reasons_are_the_tables():
 
 
 @pytest.mark.parametrize("name", SAMPLES)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_what_the_grammar_writes_is_read_with_no_refusal_it_rules_out(name, seed):
     rs, state = load_sample(name), sample_state(name)
