@@ -1,0 +1,194 @@
+"""llama.cpp's own server for end-to-end tests of the reply's grammar: `llama_cpp.server` from llama-cpp-python,
+built once from its sdist by `./dev test` into a venv in the cache folder (`ensure_llama_cpp`), serving a tiny
+model with random weights that the tests write themselves (tests/llama_model.py, GR-13). No weights are
+downloaded.
+
+`missing()` says why the server cannot run here (no build, and the build's error kept beside it), or None;
+`write_model(path)` writes the model with the venv's `gguf`; `llama_server(model, tmp)` is the server on a free
+loopback port, stopped (its whole process group) whatever happens; `complete` asks it for a plain completion.
+
+What the kit relies on in llama-cpp-python 0.3.36 (llama_cpp/server/app.py, types.py; llama_cpp/llama.py):
+- `/v1/completions` and `/v1/chat/completions` take a GBNF `grammar` field (parsed by `LlamaGrammar.from_string`)
+  and a `seed`; the grammar is the first sampler of the chain, before top-k and min-p, so a token it forbids is
+  never drawn and the samplers after it only choose among the tokens it allows.
+- Without `--chat_format` the chat template comes from the model file (`tokenizer.chat_template`).
+- The server answers `GET /v1/models` once the model is loaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+LLAMA_CPP_VERSION = "0.3.36"  # the same pin as LLAMA_CPP_VERSION in ./dev
+START_TIMEOUT = 120.0  # seconds: the tiny model loads in about a second; a busy machine's import of the server ~10 s
+N_CTX = 16384  # tokens the server keeps for a request: a byte a token, so about 16 KB of prompt and reply
+MODEL_WRITER = Path(__file__).with_name("llama_model.py")
+
+
+def install_dir() -> Path:
+    """The venv `./dev test` builds llama-cpp-python into (it exports TAGENGINE_LLAMA_CPP)."""
+    given = os.environ.get("TAGENGINE_LLAMA_CPP")
+    if given:
+        return Path(given)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "tagengine" / f"llama-cpp-python-{LLAMA_CPP_VERSION}"
+
+
+def python() -> Path:
+    return install_dir() / "bin" / "python"
+
+
+@functools.cache
+def missing() -> str | None:
+    """Why llama.cpp's server cannot run here, or None (asked once a session: the import takes a second)."""
+    if not python().exists():
+        why = ""
+        err = Path(f"{install_dir()}.error")
+        if err.is_file():
+            why = " " + " ".join(err.read_text(errors="replace").split())[:600]
+        return (f"llama-cpp-python {LLAMA_CPP_VERSION} is not built at {install_dir()} (`./dev test` builds it from "
+                f"its sdist on PyPI, once).{why}")
+    try:
+        got = subprocess.run([str(python()), "-c", "import llama_cpp.server, gguf, numpy"], capture_output=True,
+                             text=True, timeout=120, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"the llama-cpp-python venv at {install_dir()} does not run: {e}"
+    if got.returncode != 0:
+        return f"the llama-cpp-python venv at {install_dir()} cannot import its server: {got.stderr.strip()[-600:]}"
+    return None
+
+
+def write_model(path: Path, seed: int = 0) -> Path:
+    """The tiny model (tests/llama_model.py) written at `path` by the venv's Python, which has `gguf`."""
+    got = subprocess.run([str(python()), str(MODEL_WRITER), str(path), str(seed)], capture_output=True, text=True,
+                         timeout=120, stdin=subprocess.DEVNULL)
+    assert got.returncode == 0, f"writing the model failed: {got.stderr[-2000:]}"
+    return path
+
+
+@dataclass
+class LlamaServer:
+    url: str  # http://127.0.0.1:PORT, without /v1
+    log: Path  # what it printed
+    proc: subprocess.Popen[bytes]
+
+    def tail(self, n: int = 40) -> str:
+        return _tail(self.log, n)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _tail(log: Path, n: int = 40) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """The whole process group: SIGTERM (uvicorn shuts down), then SIGKILL."""
+    if proc.poll() is None:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(15.0)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _start(model: Path, log: Path, n_ctx: int) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    # One thread: the model is tiny, and the machine's two cores are shared with the test and `tagengine serve`.
+    cmd = [str(python()), "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+           "--n_ctx", str(n_ctx), "--n_threads", "1", "--n_threads_batch", "1"]
+    with log.open("ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=log.parent)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _ready(proc: subprocess.Popen[bytes], url: str, deadline: float) -> bool:
+    """Polls until the server answers (True) or exits (False); bounded by `deadline`."""
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            if httpx.get(f"{url}/v1/models", timeout=2.0).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+@contextmanager
+def llama_server(model: Path, tmp: Path, n_ctx: int = N_CTX) -> Iterator[LlamaServer]:
+    """`python -m llama_cpp.server` serving `model` on a free loopback port, its log under `tmp`; skips without
+    a build."""
+    why = missing()
+    if why is not None:
+        pytest.skip(why)
+    tmp.mkdir(parents=True, exist_ok=True)
+    log = tmp / "llama-server.log"
+    deadline = time.monotonic() + START_TIMEOUT
+    proc, url = _start(model, log, n_ctx)
+    try:
+        up = _ready(proc, url, deadline)
+        if not up and proc.poll() is not None and b"address already in use" in log.read_bytes().lower():
+            _stop(proc)  # the free port was taken between our probe and its bind: one more try
+            proc, url = _start(model, log, n_ctx)
+            up = _ready(proc, url, deadline)
+        if not up:
+            raise AssertionError(f"llama.cpp's server did not start within {START_TIMEOUT:.0f} s (exit code "
+                                 f"{proc.poll()}); its log:\n{_tail(log)}")
+        yield LlamaServer(url, log, proc)
+    finally:
+        _stop(proc)
+
+
+def complete(server: LlamaServer, prompt: str, grammar: str | None = None, *, seed: int = 0, max_tokens: int = 64,
+             **extra: Any) -> dict[str, Any]:
+    """POST /v1/completions (not streamed): the answer's JSON. Temperature 1: the model's own distribution."""
+    body: dict[str, Any] = {"prompt": prompt, "max_tokens": max_tokens, "seed": seed, "temperature": 1.0, **extra}
+    if grammar is not None:
+        body["grammar"] = grammar
+    got = httpx.post(f"{server.url}/v1/completions", json=body, timeout=300.0)
+    assert got.status_code == 200, f"{got.status_code} {got.text[:500]}\n{server.tail()}"
+    answer: dict[str, Any] = got.json()
+    return answer
+
+
+if __name__ == "__main__":  # a quick look by hand: `python tests/llama_kit.py [PROMPT]`
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        m = write_model(Path(d) / "tiny.gguf")
+        with llama_server(m, Path(d)) as s:
+            for i in range(3):
+                print(repr(complete(s, sys.argv[1] if len(sys.argv) > 1 else "", seed=i)["choices"][0]["text"]))
