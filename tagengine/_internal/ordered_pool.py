@@ -87,9 +87,10 @@ class _Turns(Generic[T, R]):
         finally:
             self.lock.release()
 
-    def serve(self, after: Callable[[], None]) -> None:
+    def serve(self, after: Callable[[], None], first_only: bool = False) -> None:
         """Take, work and write until no task is left and every output of this process is out; `after()`
-        follows each task and each wait (the parent reads the results there)."""
+        follows each task and each wait (the parent reads the results there). `first_only`: return once the
+        first task is written (the parent, alone, before the fork)."""
         held: deque[tuple[int, bytes, R]] = deque()
         while True:
             task: T | None = None
@@ -98,6 +99,8 @@ class _Turns(Generic[T, R]):
                 if self.ints[_FAILED]:
                     raise _Stopped
                 self._write(held)
+                if first_only and self.ints[_WRITTEN]:
+                    return
                 if not self.ints[_ENDED] and self.ints[_TAKEN] < self.ints[_WRITTEN] + self.window:
                     task = self.take(self.cursor)
                     if task is None:
@@ -225,6 +228,11 @@ def run_ordered(take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes
     thawed = gc.get_freeze_count() == 0
     try:
         if workers > 1:
+            # The first task here, alone, before the fork: what a process does once before its work runs warm (the
+            # command families imported, each per-ruleset compile, patterns built) is done once and inherited,
+            # not paid again by every child (decision PF-30). Small batches are where that once was most of a run.
+            turns.serve(report, first_only=True)
+        if workers > 1 and not turns.ints[_ENDED]:
             gc.freeze()  # the collector would touch, and so copy, every page the children share with us
             ctx = mp.get_context("fork")
             for _ in range(workers - 1):
