@@ -56,6 +56,9 @@ def _default(f: dataclasses.Field[Any]) -> Any:
     return dataclasses.MISSING
 
 
+_DEFAULTS: dict[type, tuple[tuple[str, Any], ...]] = {}  # each definition's fields and their defaults, once
+
+
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class BaseDef:
     # Strict (no "1" for 1) by configuration rather than by the call: `Pair` must loosen its own tuple (below).
@@ -66,8 +69,11 @@ class BaseDef:
     written: frozenset[str] = worked_out()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "written", frozenset(
-            f.name for f in dataclasses.fields(self) if f.init and getattr(self, f.name) != _default(f)))
+        cls = type(self)
+        defaults = _DEFAULTS.get(cls)
+        if defaults is None:
+            defaults = _DEFAULTS[cls] = tuple((f.name, _default(f)) for f in dataclasses.fields(cls) if f.init)
+        object.__setattr__(self, "written", frozenset(name for name, d in defaults if getattr(self, name) != d))
         self.derive()
 
     def derive(self) -> None:
