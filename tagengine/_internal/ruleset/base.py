@@ -68,6 +68,12 @@ class BaseDef:
     # file's object when validated; a definition made in code counts the fields it sets off their default.
     written: frozenset[str] = worked_out()
 
+    def __init_subclass__(cls) -> None:
+        # A dataclass without a docstring gets one made from its signature (`inspect.signature`): a fifth of
+        # what defining the ruleset's definitions costs a cold command, for a text no one reads.
+        if not cls.__doc__:
+            cls.__doc__ = f"`{cls.__name__}`: a part of a ruleset file."
+
     def __post_init__(self) -> None:
         cls = type(self)
         defaults = _DEFAULTS.get(cls)

@@ -1,6 +1,5 @@
 """`hideWhen` (HIDE-1, HIDE-2): hide an element by the value of another field."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any

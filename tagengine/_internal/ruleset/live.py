@@ -1,6 +1,5 @@
 """`sheet.live`: what changes during play (SHEET-35): pools, tracks, text, conditions, states."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal

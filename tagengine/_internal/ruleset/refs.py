@@ -1,6 +1,5 @@
 """Value references (REF-1): an object with exactly one key naming where a number comes from."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Literal

@@ -1,6 +1,5 @@
 """The character sheet: sections, abilities, skills, saves, training, fields, derived values, lists, rests."""
 
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal

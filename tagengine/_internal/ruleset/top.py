@@ -1,6 +1,5 @@
 """The top level of a ruleset file (DEC-21): manifest, sheet, resolution, gm, clocks, party, combat."""
 
-from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
