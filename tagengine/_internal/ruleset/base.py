@@ -56,13 +56,23 @@ def _default(f: dataclasses.Field[Any]) -> Any:
     return dataclasses.MISSING
 
 
+_MADE_UP_DOC = ": a part of a ruleset file."  # the docstring of a definition that has none (`__init_subclass__`)
+
+
+def _no_made_up_doc(schema: dict[str, Any], cls: type) -> None:
+    """The JSON Schema describes a definition by its own docstring only, as it did a model."""
+    if str(schema.get("description", "")).endswith(_MADE_UP_DOC):
+        del schema["description"]
+
+
 _DEFAULTS: dict[type, tuple[tuple[str, Any], ...]] = {}  # each definition's fields and their defaults, once
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class BaseDef:
     # Strict (no "1" for 1) by configuration rather than by the call: `Pair` must loosen its own tuple (below).
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid", "populate_by_name": True, "strict": True}
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid", "populate_by_name": True, "strict": True,
+                                                     "json_schema_extra": _no_made_up_doc}
 
     # The keys the author wrote, as field names (what a pydantic model's `model_fields_set` was): set from the
     # file's object when validated; a definition made in code counts the fields it sets off their default.
@@ -72,7 +82,7 @@ class BaseDef:
         # A dataclass without a docstring gets one made from its signature (`inspect.signature`): a fifth of
         # what defining the ruleset's definitions costs a cold command, for a text no one reads.
         if not cls.__doc__:
-            cls.__doc__ = f"`{cls.__name__}`: a part of a ruleset file."
+            cls.__doc__ = f"`{cls.__name__}`{_MADE_UP_DOC}"
 
     def __post_init__(self) -> None:
         cls = type(self)
