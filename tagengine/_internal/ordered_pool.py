@@ -1,6 +1,7 @@
 """Processes that take tasks in order and write their outputs in that order: the local replay's pool (PF-13).
 
-`run_ordered` shares one sequence of tasks between this process and `workers - 1` forked children. Each
+`run_ordered` shares one sequence of tasks between this process and `workers - 1` forked children, forked once
+this process has done the first task alone (so they inherit what a first task warms, PF-30). Each
 process takes the next task with `take` (under a lock, so tasks are numbered in the order they are taken),
 runs `work` on it with no lock held, and writes the output straight to the sink's file descriptor once the
 output of every earlier task is out. A task finished before its turn is held while its process goes on
@@ -228,9 +229,9 @@ def run_ordered(take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes
     thawed = gc.get_freeze_count() == 0
     try:
         if workers > 1:
-            # The first task here, alone, before the fork: what a process does once before its work runs warm (the
-            # command families imported, each per-ruleset compile, patterns built) is done once and inherited,
-            # not paid again by every child (decision PF-30). Small batches are where that once was most of a run.
+            # The first task here, alone, before the fork: what a process pays once on its first task (the command
+            # families imported, each per-ruleset compile, patterns built) is paid once and inherited, not again
+            # by every child (decision PF-30). In a small batch that once was most of a child's work.
             turns.serve(report, first_only=True)
         if workers > 1 and not turns.ints[_ENDED]:
             gc.freeze()  # the collector would touch, and so copy, every page the children share with us
