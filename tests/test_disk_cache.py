@@ -303,3 +303,15 @@ def test_templates_kept_render_as_compiled_ones(folder, tmp_path):
         entry.write_bytes(entry.read_bytes()[:-10])
     assert outputs() == first
     assert all(disk_cache.read_entry(render.TEMPLATES_KIND, e.name) is not None for e in kept)  # written anew
+
+
+@pytest.mark.parametrize("command", [["check", str(GRAVEWATCH)],
+                                     ["sheet", str(GRAVEWATCH), str(SAMPLES / "states" / "gravewatch.json"), "Mira"]])
+def test_check_and_sheet_of_a_kept_ruleset_import_no_pydantic(folder, command):
+    """PF-27: a ruleset read back from the cache folder is plain dataclasses; pydantic is imported only to validate."""
+    args = [sys.executable, "-c", COLD, *command]
+    env = {**os.environ, disk_cache.VARIABLE: str(folder)}
+    first = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    second = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    assert first.split("|")[1].split()[0] == "True"  # nothing kept yet: validated
+    assert second.split("|")[1].split()[0] == "False" and first.split("|")[0] == second.split("|")[0]
