@@ -41,6 +41,8 @@ def add_campaign(cp: argparse.ArgumentParser) -> None:
                     "character set`) instead of naming blank characters")
     cn.add_argument("--seed", help="the dice's seed (default: a random one, or with --state the file's dice; give "
                     "one to make the campaign again exactly)")
+    cn.add_argument("--owner", metavar="USER", help="the chat app's user whose campaign it is, for `serve "
+                    "--user-header` (Open WebUI: the user's id); default: the first user who plays it")
     cn.set_defaults(func=cmd_campaign_new)
     cl = cp_sub.add_parser("list", parents=[data], help="the campaigns: name, ruleset, characters")
     cl.set_defaults(func=cmd_campaign_list)
@@ -92,6 +94,11 @@ def add_serve(sv: argparse.ArgumentParser) -> None:
                     help="believe X-Forwarded-Proto and X-Forwarded-For from a proxy at these addresses "
                          "(comma-separated IPs or networks; alone: this machine). The sign-in cookie is then "
                          "Secure behind https")
+    sv.add_argument("--upstream-model", metavar="MODEL", help="the model sent upstream for a request whose model is "
+                    "a campaign's (tagengine:NAME, as /v1/models lists them; default: the first the upstream lists)")
+    sv.add_argument("--user-header", metavar="HEADER", help="the request header that names the chat app's user "
+                    "(Open WebUI: X-OpenWebUI-User-Id): each campaign is then one user's, and other users' requests "
+                    "neither see nor move it (docs/security.md)")
     sv.set_defaults(func=cmd_serve)
 
 
@@ -120,7 +127,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                    count_with_upstream=args.count_with_upstream, hide_tags=args.hide_tags, keep=args.keep,
                    settle_checks=args.settle_checks, upstream_transport=args.upstream_transport, host=args.host,
                    allow_host=tuple(args.allow_host), allow_origin=tuple(args.allow_origin),
-                   trust_proxy=args.trust_proxy, rulesets=Path(args.rulesets) if args.rulesets else _bundled_rulesets())
+                   trust_proxy=args.trust_proxy, upstream_model=args.upstream_model, user_header=args.user_header,
+                   rulesets=Path(args.rulesets) if args.rulesets else _bundled_rulesets())
     return serve(opts, args.host, args.port, err)
 
 
@@ -161,6 +169,8 @@ def cmd_campaign_new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             ruleset = _kept_sample(store.folder, Path(ruleset))
         start = None if state is None else _state_file(state, err)
         row = new_campaign(store, args.name, ruleset, args.characters or (), seed, start=start)
+        if args.owner:
+            store.claim(row.name, args.owner)
     except ValueError as e:
         err.write(f"tagengine campaign new: {e}\n")
         return 1

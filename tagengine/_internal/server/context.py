@@ -7,13 +7,16 @@ campaigns, upstream client, snapshot cache, chain memos, token counts and mid-re
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
+
+import httpx
 
 from ..errors import NotFoundError, TagengineError
 from .edits.pending import PendingEdits
 from .errors import Refused
 from .guard.sessions import Sessions
-from .limits import LOOP_CHARS, THREAD_MIN
+from .limits import LOOP_CHARS, MAX_USER_ID, THREAD_MIN
 from .memory.campaigns import Campaign, Campaigns
 from .memory.chain import Chain, Replayed
 from .memory.latest_turns import Latest
@@ -23,9 +26,11 @@ from .options import Options
 from .runtime.heap import freeze_long_lived
 from .runtime.worker_threads import Workers
 from .turn.mid_reply import MidReplyChecks
-from .turn.request import MarkedHistory, read_marked, text_size
+from .turn.request import CAMPAIGN_MODEL, MarkedHistory, read_marked, text_size
 from .upstream.counting import fitter
 from .upstream.kinds import reach_upstream
+from .wire.chat_completions import model_ids
+from .wire.json_codec import loads_or_none
 
 log = logging.getLogger("tagengine.serve")
 
@@ -50,6 +55,7 @@ class ServerContext:
         self.mid_reply = MidReplyChecks(self.upstream, self.workers) if options.settle_checks else None
         self.sessions = Sessions(options.data, options.api_key) if options.api_key else None  # the pages' sign-ins
         self.edits = PendingEdits(self.store)  # the players' edits waiting for the next reply (edits/)
+        self.real_model = options.upstream_model  # what a campaign's model id is sent upstream as (OW-1)
 
     def campaign(self, name: str) -> Campaign:
         """The campaign `name`, else a 404 naming the one asked for (its first 80 characters: a name is not
@@ -63,6 +69,53 @@ class ServerContext:
             log.error("campaign %s: its ruleset cannot be loaded: %s", name, e)
             raise Refused(500, f"campaign {name[:80]!r}: its ruleset cannot be loaded; the server's log says why",
                           "campaign_broken", "server_error") from None
+
+    def user_of(self, headers: Mapping[str, str]) -> str | None:
+        """The chat app's user a request names in --user-header (OW-6): None without the option or the header; a
+        400 for a value past MAX_USER_ID characters or not printable."""
+        if self.options.user_header is None:
+            return None
+        said = headers.get(self.options.user_header)
+        if not said:
+            return None
+        if len(said) > MAX_USER_ID or not said.isprintable():
+            raise Refused(400, f"{self.options.user_header} names a user in at most {MAX_USER_ID} printable "
+                               "characters", "invalid_user")
+        return said
+
+    def users_campaign(self, name: str, headers: Mapping[str, str]) -> Campaign:
+        """`campaign(name)` for the user the request names (OW-6): a campaign another user owns is a 404 as an
+        unknown one is (its name tells nothing); one nobody owns becomes this user's. Without a user (no
+        --user-header, or none sent) only a campaign nobody owns."""
+        c = self.campaign(name)
+        if self.options.user_header is None:
+            return c
+        user = self.user_of(headers)
+        owner = self.store.claim(c.name, user) if user is not None else self.store.owners().get(c.name)
+        if owner is not None and owner != user:
+            raise Refused(404, f"unknown campaign {name[:80]!r}", "campaign_not_found")
+        return c
+
+    def visible(self, headers: Mapping[str, str]) -> list[str]:
+        """The campaigns a request's user may play (OW-6): theirs and those nobody owns; all without
+        --user-header."""
+        names = [r.name for r in self.store.campaigns()]
+        if self.options.user_header is None:
+            return names
+        user, owners = self.user_of(headers), self.store.owners()
+        return [n for n in names if owners.get(n, user) == user]
+
+    async def upstream_model(self, headers: Mapping[str, str]) -> str | None:
+        """The model a campaign's model id is sent upstream as (OW-1): --upstream-model, else the first model the
+        upstream lists (asked once, then remembered), else None (the request's `model` taken out)."""
+        if self.real_model is None:
+            try:
+                got = await self.upstream.send(self.upstream.request("GET", "/models", headers))
+            except httpx.HTTPError:
+                return None
+            self.real_model = next((i for i in model_ids(loads_or_none(got.content) if got.status_code == 200
+                                                         else None) if not i.startswith(CAMPAIGN_MODEL)), None)
+        return self.real_model
 
     async def read_history(self, messages: list[Any]) -> MarkedHistory:
         """`read_marked(messages)`: on the event loop for up to LOOP_CHARS characters of the text it scans, else in

@@ -28,6 +28,7 @@ MAX_MESSAGES = 20_000  # messages in one request: a chat of 10 000 turns
 MAX_MESSAGE = 1 * MIB  # characters of one message's text (a reply in the history too): about 250 000 tokens
 MAX_MODEL_NAME = 256  # characters of the request's `model`
 MAX_CHAT_ID = 256  # characters of a chat's id (X-Tagengine-Chat, or `chat` in a JSON API body)
+MAX_USER_ID = 256  # characters of a chat app's user id (serve --user-header: X-OpenWebUI-User-Id)
 MAX_CHECK_VALUE = 1000  # characters in one value of a check (POST /tagengine/api/checks): a name or a number
 # a campaign started through the JSON API (POST /tagengine/api/campaigns): a name, a file name and at most 40
 # character names (pages/campaign_start.py MAX_CHARACTERS), each a line of a sheet, far below this
@@ -115,6 +116,7 @@ LIMITS = (
     Limit("the request's model name", MAX_MODEL_NAME, "characters",
           "served, the name not used to choose a tokenizer (an unknown model's)"),
     Limit("a chat's id", MAX_CHAT_ID, "characters", "400 `invalid_chat`"),
+    Limit("a chat app's user id (--user-header)", MAX_USER_ID, "characters", "400 `invalid_user`"),
     Limit("one value of a check", MAX_CHECK_VALUE, "characters", "400 `invalid_check` naming the value"),
     Limit("a new campaign's JSON body", MAX_START_BODY, "bytes", "413 `request_too_large`, nothing made"),
     Limit("fields in a page's url-encoded form", MAX_FORM_FIELDS, "fields", "413 `request_too_large`, nothing saved"),

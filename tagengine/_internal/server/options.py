@@ -35,3 +35,6 @@ class Options:
     allow_host: tuple[str, ...] = ()  # --allow-host: more names a request's Host may give (`*`: any)
     allow_origin: tuple[str, ...] = ()  # --allow-origin: other origins whose pages may call it (CORS)
     trust_proxy: str | None = None  # --trust-proxy: addresses whose X-Forwarded-Proto and -For are believed
+    # a chat app in front (OW-1, OW-6; docs/open-webui.md)
+    upstream_model: str | None = None  # --upstream-model: the model sent upstream for a campaign's model id
+    user_header: str | None = None  # --user-header: the header that names the chat app's user; campaigns kept apart

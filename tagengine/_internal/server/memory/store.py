@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS edits (key TEXT NOT NULL, seq INTEGER NOT NULL, campa
                                   changes TEXT NOT NULL, chat TEXT NOT NULL DEFAULT '',
                                   parent TEXT NOT NULL DEFAULT '', PRIMARY KEY (key, seq));
 CREATE INDEX IF NOT EXISTS edits_campaign ON edits (campaign, seq);
+CREATE TABLE IF NOT EXISTS owners (campaign TEXT PRIMARY KEY, user TEXT NOT NULL);
 """
 # added after the first release of the file: a database made before gets them by ALTER TABLE
 _SNAPSHOT_COLUMNS = {"campaign": "TEXT NOT NULL DEFAULT ''", "used": "INTEGER NOT NULL DEFAULT 0"}
@@ -213,9 +214,23 @@ class Store:
             self.db.execute("DELETE FROM snapshots WHERE campaign = ?", (name,))
             self.db.execute("DELETE FROM heads WHERE campaign = ?", (name,))
             self.db.execute("DELETE FROM edits WHERE campaign = ?", (name,))
+            self.db.execute("DELETE FROM owners WHERE campaign = ?", (name,))
             shared = self.db.execute("SELECT 1 FROM campaigns WHERE ruleset = ? LIMIT 1", (row.ruleset,)).fetchone()
         self._added.pop(name, None)
         return row, shared is not None
+
+    # -- owners (a chat app's users kept apart, OW-6)
+    def claim(self, campaign: str, user: str) -> str:
+        """The user who owns `campaign`: `user` when it had none (in one statement, so of two users who ask at
+        once one wins and the other is told the winner)."""
+        with self.lock:
+            self.db.execute("INSERT OR IGNORE INTO owners VALUES (?, ?)", (campaign, user))
+            return str(self.db.execute("SELECT user FROM owners WHERE campaign = ?", (campaign,)).fetchone()[0])
+
+    def owners(self) -> dict[str, str]:
+        """Each owned campaign's user."""
+        with self.lock:
+            return dict(self.db.execute("SELECT campaign, user FROM owners"))
 
     # -- snapshots (LRU per campaign: `used` is a counter, not a clock, bumped on each write and each hit)
     def _tick(self) -> int:

@@ -109,11 +109,14 @@ async def api_new_campaign(ctx: ServerContext, folder: Folder, request: Request)
             or not all(isinstance(n, str) and "\n" not in n and "\r" not in n for n in names):
         raise Refused(400, "the body is {\"name\": text, \"ruleset\": text, \"characters\": [names, one line "
                            "each]}", "invalid_request")
+    user = ctx.user_of(request.headers)  # the chat app's user (OW-6): the campaign is theirs from the start
     listing = await run_in_threadpool(folder.files)
     form = checked_start(name, "\n".join(names), chosen, listing, None, "", NAME)
     if not form.problems:
         made = await run_in_threadpool(make_campaign, ctx, form)
         if made is None:
+            if user is not None:
+                ctx.store.claim(form.name, user)
             return json_response({"campaign": form.name, "ruleset": form.chosen, "characters": form.characters}, 201)
         status = 409 if "exists already" in made else 500
         raise Refused(status, made, "campaign_exists" if status == 409 else "campaign_not_made")

@@ -19,18 +19,22 @@ from ..errors import error, refusals_as_responses, upstream_failure, upstream_st
 from ..turn.passthrough import passthrough
 from ..turn.quiet import QUIET_HEADER, quiet_reason
 from ..turn.request import (
+    CAMPAIGN_MODEL,
     CHAT_HEADER,
     campaign_choice,
     chat_of,
     check_sizes,
     marker_warning,
+    model_campaign,
     parse_body,
     without_markers,
 )
 from ..turn.steps import answer_streamed, answer_whole, begin, fit, open_with_edits, plan_mid_reply
 from ..upstream.client import media_type
+from ..wire.answers import json_response
 from ..wire.body import read_body
-from ..wire.json_codec import dumps
+from ..wire.chat_completions import model_ids, with_models
+from ..wire.json_codec import dumps, loads_or_none
 from .base import route
 
 log = logging.getLogger("tagengine.serve")
@@ -39,11 +43,12 @@ PREFIXES = ("", "/c/{campaign}")
 
 @refusals_as_responses
 async def models_endpoint(ctx: ServerContext, request: Request) -> Response:
-    """The upstream's model list. Under /c/NAME, a 404 for a campaign the server does not have, so a misspelled
-    campaign in a chat app's URL does not connect as valid (STX-3)."""
+    """The upstream's model list, then one model per campaign the request's user may play (`tagengine:NAME`,
+    OW-1), so a chat app's model picker picks the campaign. Under /c/NAME, a 404 for a campaign the server does
+    not have, so a misspelled campaign in a chat app's URL does not connect as valid (STX-3)."""
     named = request.path_params.get("campaign")
     if named is not None:
-        ctx.campaign(named)
+        ctx.users_campaign(named, request.headers)
     upstream = ctx.upstream
     try:
         got = await upstream.send(upstream.request("GET", "/models", request.headers))
@@ -51,7 +56,14 @@ async def models_endpoint(ctx: ServerContext, request: Request) -> Response:
         return upstream_failure(e).response()
     if got.status_code >= 600:  # no server can answer with it
         return upstream_status(got.status_code, got.content).response()
-    return Response(got.content, status_code=got.status_code, media_type=media_type(got))
+    doc = loads_or_none(got.content) if got.status_code == 200 else None
+    if ctx.real_model is None and model_ids(doc):  # the model a campaign's id is sent as, known without asking
+        ctx.real_model = next((i for i in model_ids(doc) if not i.startswith(CAMPAIGN_MODEL)), None)
+    games = [(f"{CAMPAIGN_MODEL}{n}", f"{n} (tagengine campaign)") for n in ctx.visible(request.headers)]
+    listed = with_models(doc, games, "tagengine")
+    if listed is doc:  # not a model list: as the upstream sent it
+        return Response(got.content, status_code=got.status_code, media_type=media_type(got))
+    return json_response(listed, got.status_code)
 
 
 async def legacy_completions(request: Request) -> Response:
@@ -65,15 +77,21 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
     body = parse_body(raw)
     marked = await ctx.read_history(body["messages"])
     stream = body.get("stream") is True
-    chosen = campaign_choice(marked, None, request.path_params.get("campaign"), ctx.options.campaign)
+    chosen = campaign_choice(marked, None, request.path_params.get("campaign"), ctx.options.campaign, body.get("model"))
     name = None if chosen is None else chosen[0]
     warned = marker_warning(marked, name)  # a near-miss marker (TR-8)
     if name is None:
         return await passthrough(ctx.upstream, request.headers, raw, stream, warned)
+    ctx.users_campaign(name, request.headers)  # another user's campaign is an unknown one (OW-6)
     check_sizes(body["messages"], marked.plain())
+    renamed = model_campaign(body.get("model")) is not None
+    if renamed:  # the campaign's model id: the upstream gets its own model (OW-1)
+        real = await ctx.upstream_model(request.headers)
+        body = {k: v for k, v in body.items() if k != "model"} if real is None else {**body, "model": real}
     quiet = quiet_reason(request.headers, body, marked.history)  # not a turn of the game (TR-5)
     if quiet is not None:
-        return await passed_quiet(ctx, raw, body, stream, request.headers, {**(warned or {}), QUIET_HEADER: quiet})
+        headers = {**(warned or {}), QUIET_HEADER: quiet}
+        return await passed_quiet(ctx, raw, body, stream, request.headers, headers, renamed)
     turn = await begin(ctx, name, marked, chat_of(request.headers.get(CHAT_HEADER)))
     open_with_edits(ctx, turn)
     fitted = await fit(ctx, turn, body, request.headers)
@@ -86,10 +104,11 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
 
 
 async def passed_quiet(ctx: ServerContext, raw: bytes, body: dict[str, Any], stream: bool,
-                       incoming: Mapping[str, str], headers: dict[str, str]) -> Response:
-    """A request that is not a turn, to the model as the app sent it, its campaign markers taken out."""
+                       incoming: Mapping[str, str], headers: dict[str, str], renamed: bool = False) -> Response:
+    """A request that is not a turn, to the model as the app sent it, its campaign markers taken out and a
+    campaign's model id (`renamed`) given as the upstream's model."""
     log.info("a request that is not a turn of the game passes through: %s", headers[QUIET_HEADER])
-    if b"[tagengine:" in raw:
+    if renamed or b"[tagengine:" in raw:
         raw = dumps({**body, "messages": without_markers(body["messages"])})
     return await passthrough(ctx.upstream, incoming, raw, stream, headers)
 

@@ -92,7 +92,7 @@ async def state_of_chat(ctx: ServerContext, memo: ReceiptsMemo, request: Request
     if chosen is None:  # the chat's requests pass to the model unchanged
         return json_response({"campaign": said, "turn": None, "sheet": None})
     try:
-        c = ctx.campaign(chosen[0])
+        c = ctx.users_campaign(chosen[0], request.headers)
     except Refused as r:
         return json_response({**r.doc(), "campaign": said}, r.status)
     history = marked.plain()
@@ -142,8 +142,9 @@ async def rewrites(ctx: ServerContext, c: Campaign, history: list[dict[str, str]
 
 
 async def campaign_list(ctx: ServerContext, request: Request) -> Response:
+    seen = set(ctx.visible(request.headers))  # with --user-header, this user's and nobody's (OW-6)
     rows = [{"name": r.name, "characters": [n for n in r.characters.split(", ") if n]}
-            for r in ctx.store.campaigns()]
+            for r in ctx.store.campaigns() if r.name in seen]
     return json_response({"campaigns": rows, "default": ctx.options.campaign})
 
 

@@ -52,7 +52,7 @@ async def check_endpoint(ctx: ServerContext, request: Request) -> Response:
     if chosen is None:
         raise Refused(400, "no campaign: name it in `campaign`, in a [tagengine: campaign=\"NAME\"] marker, "
                       "with the /c/NAME prefix, or start the server with --campaign", "campaign_missing")
-    c = ctx.campaign(chosen[0])
+    c = ctx.users_campaign(chosen[0], request.headers)
     history = marked.plain()
     check_sizes(messages, history)
     before = await ctx.replayed(c, history)

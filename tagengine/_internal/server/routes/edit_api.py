@@ -56,7 +56,7 @@ async def api_body(ctx: ServerContext, request: Request) -> dict[str, Any]:
 
 async def point_of(ctx: ServerContext, request: Request, body: dict[str, Any]) -> tuple[Campaign, Point]:
     """The campaign the path names and the point an edit is made at: the history's, else the newest reply's."""
-    c = ctx.campaign(request.path_params["campaign"])
+    c = ctx.users_campaign(request.path_params["campaign"], request.headers)
     if "messages" in body:
         return c, await history_point(ctx, c, body["messages"], chat_of(body.get("chat")))
     return c, newest_point(ctx, c)

@@ -15,10 +15,14 @@ How one is told, in order (docs/sillytavern.md; SillyTavern 1.19.0's request sha
    "Ignore previous instructions" (its extensions' quiet prompts) or "[Write your next reply from the point
    of view of" (Impersonate). Edited instructions are not recognised: then the header is the way.
 
-Open WebUI's background tasks (a chat's title, its tags, follow-up questions, a search query, an image prompt,
-autocompletion) are told the same way: `X-Tagengine-Type: {{TASK}}` in the connection's headers names the task
-(`title_generation`, ...; empty for a chat's own turn), and without it each of Open WebUI's default task prompts,
-which start "### Task:" in the last message, is quiet (TR-10).
+Open WebUI's background tasks (a chat's title, its tags, follow-up questions, a search or retrieval query, an image
+prompt, autocompletion, an emoji, the choice of a tool, a merge of several models' answers) are told the same way:
+`X-Tagengine-Type: {{TASK}}` in the connection's headers names the task (`title_generation`, ...), and is empty on a
+chat's own turn, which is then a turn whatever its text (a file's context put before the user's message starts
+"### Task:" too: OW-2). Without the header, Open WebUI 0.12.4's default task prompts are told by their openings
+(TR-10, OW-2): "### Task:" in the last message (but the file context's "### Task:\nRespond to the user query using
+the provided context", a turn), the emoji's and the merge's own first words, and a tool choice's system message
+"Available Tools:" before one user message.
 
 A request read as a turn whose history holds no reply and one user message (a first message: a new chat, or
 an extension's raw prompt with no chat in it) is played, but while the pages show a later turn of that
@@ -40,6 +44,12 @@ TEST_MESSAGE = [{"role": "user", "content": "Hi"}]  # SillyTavern's Test Message
 QUIET_PROMPT = "Ignore previous instructions"  # how SillyTavern's extensions' default quiet prompts start
 IMPERSONATE = "[Write your next reply from the point of view of "  # SillyTavern's default impersonation prompt
 TASK_PROMPT = "### Task:"  # how Open WebUI's default task prompts start (a title, tags, follow-ups, a query...)
+# Open WebUI 0.12.4's file context (its RAG template), put before a chat turn's user message: a turn
+FILE_CONTEXT = "### Task:\nRespond to the user query using the provided context"
+# Open WebUI 0.12.4's other default task prompts (config.py): an emoji, the merge of several models' answers
+OTHER_TASKS = ("Your task is to reflect the speaker's likely facial expression",
+               "You have been provided with a set of responses from various models")
+TOOL_CHOICE = "Available Tools:"  # its function-calling task: this system message, then one user message
 
 
 def is_task(kind: str) -> bool:
@@ -56,10 +66,11 @@ def quiet_reason(headers: Mapping[str, str], body: Mapping[str, Any], history: l
         return f"{TYPE_HEADER}: {kind}"
     if len(history) == 1 and history == TEST_MESSAGE and body.get("stream") is not True:
         return "a connection test (SillyTavern's Test Message)"
-    if kind in TURN_TYPES or not history:
+    if kind in TURN_TYPES or kind == "" or not history:  # empty: Open WebUI's {{TASK}} on a chat's own turn (OW-2)
         return None
-    if history[-1]["role"] in ("user", "system") and history[-1]["content"].lstrip().startswith(TASK_PROMPT):
-        return "a chat app's task prompt (### Task:, Open WebUI's title, tags, follow-ups...)"
+    task = task_prompt(history)
+    if task is not None:
+        return task
     if history[-1]["role"] != "system":
         return None
     last = history[-1]["content"].lstrip()
@@ -67,4 +78,17 @@ def quiet_reason(headers: Mapping[str, str], body: Mapping[str, Any], history: l
         return "an extension's quiet prompt (Ignore previous instructions...)"
     if last.startswith(IMPERSONATE):
         return "an impersonation (Write your next reply from the point of view of...)"
+    return None
+
+
+def task_prompt(history: list[dict[str, str]]) -> str | None:
+    """Why `history` is one of Open WebUI's default task prompts (TR-10, OW-2), or None."""
+    last = history[-1]["content"].lstrip()
+    if history[-1]["role"] in ("user", "system"):
+        if last.startswith(TASK_PROMPT) and not last.startswith(FILE_CONTEXT):
+            return "a chat app's task prompt (### Task:, Open WebUI's title, tags, follow-ups...)"
+        if last.startswith(OTHER_TASKS):
+            return "a chat app's task prompt (Open WebUI's emoji, or its merge of several models' answers)"
+    if len(history) == 2 and history[0]["role"] == "system" and history[0]["content"].startswith(TOOL_CHOICE):
+        return "a chat app's task prompt (Open WebUI's choice of a tool)"
     return None

@@ -31,6 +31,9 @@ MARKER = re.compile(r'\[tagengine:[ \t]*campaign[ \t]*=[ \t]*"([^"\n]*)"[ \t]*\]
 # found from its `[`, so a message without one costs a scan for `[` (TR-8)
 NEAR_MARKER = re.compile(r"(?i)\[\W{0,3}tag\W{0,3}engine\W{0,3}campaign[^\]\n]{0,120}\]?")
 WARNING_HEADER = "x-tagengine-warning"
+# a model id that names a campaign: `/v1/models` lists one per campaign, so a chat app's model picker is its campaign
+# picker, and the upstream is sent its own model in its place (OW-1)
+CAMPAIGN_MODEL = "tagengine:"
 
 
 def check_sizes(messages: list[Any], history: list[dict[str, str]]) -> None:
@@ -226,15 +229,25 @@ def budget_of(body: dict[str, Any], context: int | None) -> Budget:
 
 
 def campaign_choice(marked: MarkedHistory, asked: Any, prefixed: str | None,
-                    default: str | None) -> tuple[str, str] | None:
+                    default: str | None, model: Any = None) -> tuple[str, str] | None:
     """The campaign a chat plays and how it was chosen, the one rule every route follows (S-5): a JSON API body's
-    `campaign` ("asked"; a chat completion has none), else the chat's marker ("marker"), else the /c/NAME prefix
-    ("url"), else --campaign ("default"); None: its requests pass through."""
+    `campaign` ("asked"; a chat completion has none), else the chat's marker ("marker"), else a campaign's model
+    id in the request's `model` ("model", OW-1), else the /c/NAME prefix ("url"), else --campaign ("default");
+    None: its requests pass through."""
     if asked is not None and not isinstance(asked, str):
         raise Refused(400, "`campaign` must be a campaign's name", "invalid_request")
-    for name, by in ((asked, "asked"), (marked.campaign, "marker"), (prefixed, "url"), (default, "default")):
+    for name, by in ((asked, "asked"), (marked.campaign, "marker"), (model_campaign(model), "model"),
+                     (prefixed, "url"), (default, "default")):
         if name:
             return name, by
+    return None
+
+
+def model_campaign(model: Any) -> str | None:
+    """The campaign a request's `model` names (`tagengine:NAME`, OW-1), else None; a name past MAX_MODEL_NAME
+    characters names none (the campaign's own 404 says an unknown one)."""
+    if type(model) is str and model.startswith(CAMPAIGN_MODEL) and len(model) <= MAX_MODEL_NAME:
+        return model[len(CAMPAIGN_MODEL):] or None
     return None
 
 

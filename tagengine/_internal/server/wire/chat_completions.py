@@ -102,6 +102,23 @@ def chat_completion(text: str, **fields: Any) -> dict[str, Any]:
         {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
 
 
+def model_ids(doc: Any) -> list[str]:
+    """The ids of a model list (`GET /v1/models`'s answer), in its order; none for what is not one."""
+    listed = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(listed, list):
+        return []
+    return [m["id"] for m in listed if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+def with_models(doc: Any, ids: list[tuple[str, str]], owner: str) -> Any:
+    """A model list with more models (`(id, name)` each) after its own; what is not a model list comes back as it
+    is."""
+    if not (isinstance(doc, dict) and isinstance(doc.get("data"), list)):
+        return doc
+    more = [{"id": i, "object": "model", "created": 0, "owned_by": owner, "name": name} for i, name in ids]
+    return {**doc, "data": [*doc["data"], *more]}
+
+
 def model_list(*names: str, owner: str) -> dict[str, Any]:
     """`GET /v1/models`'s answer."""
     return {"object": "list", "data": [{"id": n, "object": "model", "created": 0, "owned_by": owner} for n in names]}

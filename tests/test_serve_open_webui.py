@@ -1,0 +1,266 @@
+"""Open WebUI as the chat app (docs/open-webui.md, decisions OW-1, OW-2, OW-6): its task requests are quiet, the
+model picker picks the campaign, and with `--user-header` one user's chats neither see nor move another's campaign.
+
+A real server on loopback (make_app under uvicorn) in front of the scripted upstream (tests/serve_kit.py); the
+requests are shaped as Open WebUI 0.12.4 sends them (its routers/tasks.py, utils/middleware.py, config.py's default
+templates, utils/headers.py's custom headers). The task names and templates are read from the installed Open WebUI
+when the cache holds it (`./dev` installs it for the end-to-end lane), else from the copies below, which a test holds
+to the installed files when they are there."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from serve_kit import Fake, Running
+from test_serve import make_campaigns
+from test_serve_quiet import TITLE_TASK
+
+from conftest import SAMPLES
+from tagengine._internal.server.app import Options, make_app
+from tagengine._internal.server.limits import MAX_USER_ID
+from tagengine._internal.server.turn.quiet import quiet_reason
+from tagengine._internal.server.turn.request import CAMPAIGN_MODEL, MarkedHistory, campaign_choice, model_campaign
+
+OWUI = Path.home() / ".cache/tagengine/open-webui-0.12.4/lib/python3.11/site-packages/open_webui"
+# Open WebUI 0.12.4's TASKS (constants.py): every value its `{{TASK}}` header template can take, but empty
+TASKS = ("title_generation", "follow_up_generation", "tags_generation", "emoji_generation", "query_generation",
+         "image_prompt_generation", "autocomplete_generation", "function_calling", "moa_response_generation")
+# the first line of each default task template (config.py), the rest as a chat fills it in
+TEMPLATES = {
+    "DEFAULT_TITLE_GENERATION_PROMPT_TEMPLATE": "### Task:\nGenerate a concise title summarizing the chat history.",
+    "DEFAULT_TAGS_GENERATION_PROMPT_TEMPLATE": "### Task:\nGenerate 1-3 broad tags categorizing the main themes",
+    "DEFAULT_IMAGE_PROMPT_GENERATION_PROMPT_TEMPLATE": "### Task:\nGenerate a detailed prompt for am image",
+    "DEFAULT_FOLLOW_UP_GENERATION_PROMPT_TEMPLATE": "### Task:\nPredict 3-5 useful messages this user might",
+    "DEFAULT_QUERY_GENERATION_PROMPT_TEMPLATE": "### Task:\nAnalyze the chat history to determine the necessity",
+    "DEFAULT_AUTOCOMPLETE_GENERATION_PROMPT_TEMPLATE": "### Task:\nYou are an autocompletion system.",
+    "DEFAULT_EMOJI_GENERATION_PROMPT_TEMPLATE": "Your task is to reflect the speaker's likely facial expression",
+    "DEFAULT_MOA_GENERATION_PROMPT_TEMPLATE": "You have been provided with a set of responses from various models",
+}
+RAG = "### Task:\nRespond to the user query using the provided context, incorporating inline citations"
+TOOLS = "Available Tools: []\n\nYour task is to choose and return the correct tool(s)"
+SCRIPT = {"one": 'The lock gives. [clock: name="Alarm raised" size="6"]',
+          "two": 'Boots on the stair. [clock: name="Alarm raised" tick="2"]',
+          TITLE_TASK: '{"title": "Bells [clock: name="Alarm raised" tick="1"]"}'}
+
+
+def installed_templates() -> dict[str, str]:
+    """The installed Open WebUI's default templates by name, or {} without it."""
+    if not (OWUI / "config.py").is_file():
+        return {}
+    tree = ast.parse((OWUI / "config.py").read_text(encoding="utf-8"))
+    return {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+            and isinstance(n.value.value, str) for t in n.targets if isinstance(t, ast.Name) and t.id in TEMPLATES}
+
+
+def test_the_copies_are_open_webuis_own():
+    """The task names and templates above are Open WebUI 0.12.4's (skipped without its install in the cache)."""
+    if not OWUI.is_dir():
+        pytest.skip(f"Open WebUI 0.12.4 is not installed in {OWUI.parents[3]} (./dev installs it)")
+    text = (OWUI / "constants.py").read_text(encoding="utf-8")
+    tasks = text[text.index("class TASKS"):]
+    assert sorted(TASKS) == sorted(v for v in ast.literal_eval(f"[{', '.join(_quoted(tasks))}]"))
+    got = installed_templates()
+    assert set(got) == set(TEMPLATES)
+    for name, start in TEMPLATES.items():
+        assert got[name].startswith(start), name
+    assert ast.literal_eval(_assigned(OWUI / "config.py", "DEFAULT_RAG_TEMPLATE")).startswith(RAG)
+
+
+def _quoted(text: str) -> list[str]:
+    return [line.split("=", 1)[1].strip() for line in text.splitlines()[1:]
+            if "= '" in line and line.strip()[:1].isupper() and "lambda" not in line]
+
+
+def _assigned(path: Path, name: str) -> str:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    node = next(n for n in tree.body if isinstance(n, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == name for t in n.targets))
+    return ast.unparse(node.value)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_every_task_open_webui_names_is_quiet(task):
+    """OW-2: each value of `{{TASK}}` but the empty one is quiet, whatever the request's text."""
+    turn = [{"role": "user", "content": "We slip in."}]
+    assert quiet_reason({"x-tagengine-type": task}, {}, turn) == f"x-tagengine-type: {task}"
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_every_default_task_template_is_quiet_without_the_header(name):
+    """OW-2, TR-10: without the header, each default task prompt as Open WebUI sends it (one user message) is quiet;
+    with the header empty (a chat's own turn) it is a turn."""
+    text = installed_templates().get(name) or TEMPLATES[name] + " ..."
+    sent = [{"role": "user", "content": text}]
+    assert quiet_reason({}, {}, sent) is not None
+    assert quiet_reason({"x-tagengine-type": ""}, {}, sent) is None
+
+
+def test_a_turn_with_a_file_is_a_turn_and_a_tool_choice_is_not():
+    """OW-2: a chat turn with a file attached starts its user message with the RAG template's "### Task:" (Open
+    WebUI puts the context before the query): a turn, with the header empty or without it. Before OW-2 it was
+    taken for a task and went to the model untaught. The function-calling task (a system message "Available
+    Tools:" and one user message) is quiet without the header."""
+    chat = [{"role": "assistant", "content": "The canal is dark."}, {"role": "user", "content": f"{RAG}\n<context>"}]
+    assert quiet_reason({}, {}, chat) is None
+    assert quiet_reason({"x-tagengine-type": ""}, {}, chat) is None
+    tools = [{"role": "system", "content": TOOLS}, {"role": "user", "content": "Query: pick the lock"}]
+    assert quiet_reason({}, {}, tools) is not None
+    assert quiet_reason({}, {}, [{"role": "system", "content": "Available Tools: none"}, *chat]) is None
+
+
+def test_a_model_id_names_a_campaign_after_the_marker():
+    """OW-1: `tagengine:NAME` in `model` chooses the campaign, after a marker and before the /c/NAME prefix."""
+    plain, marked = MarkedHistory(None, []), MarkedHistory("heist", [])
+    assert campaign_choice(plain, None, "vault", None, "tagengine:heist") == ("heist", "model")
+    assert campaign_choice(marked, None, None, None, "tagengine:vault") == ("heist", "marker")
+    assert campaign_choice(plain, None, "vault", None, "gpt-4o") == ("vault", "url")
+    assert campaign_choice(plain, None, None, None, "tagengine:") is None
+    assert model_campaign("tagengine:" + "x" * 300) is None and model_campaign(["tagengine:heist"]) is None
+
+
+class Served:
+    """The scripted upstream and a server in front of it, on loopback."""
+
+    def __init__(self, tmp_path: Path, fake: Fake, **options) -> None:
+        self.data = tmp_path / "data"
+        if not self.data.exists():
+            make_campaigns(self.data)
+        self.fake, self.options = fake, options
+
+    def __enter__(self) -> Served:
+        self.up = Running(self.fake.app()).__enter__()
+        self.app = make_app(Options(upstream=f"{self.up.url}/v1", data=self.data, **self.options))
+        self.srv = Running(self.app).__enter__()
+        self.url, self.ctx = self.srv.url, self.app.state.context
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.srv.__exit__(*exc)
+        self.up.__exit__(*exc)
+
+    def post(self, messages, model="tagengine:heist", headers=None, stream=False) -> httpx.Response:
+        body = {"model": model, "messages": messages, "stream": stream}
+        return httpx.post(f"{self.url}/v1/chat/completions", json=body, headers=headers, timeout=30)
+
+
+def user_turn(text: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": "You are the GM."}, {"role": "user", "content": f"TURN:{text}"}]
+
+
+def test_the_model_list_is_the_campaign_list_and_the_upstream_gets_its_own_model(tmp_path):
+    """OW-1: `/v1/models` lists the upstream's models, then one per campaign (`tagengine:heist`, named for people);
+    a turn that names one plays that campaign and the upstream is sent its own first model in its place (or
+    --upstream-model); a task for that chat passes through quiet with the upstream's model too; an unknown
+    campaign's model is a 404 that names it."""
+    fake = Fake(dict(SCRIPT))
+    with Served(tmp_path, fake) as s:
+        listed = httpx.get(f"{s.url}/v1/models").json()["data"]
+        assert [m["id"] for m in listed] == ["scripted", "tagengine:heist", "tagengine:vault"]
+        assert listed[1]["name"] == "heist (tagengine campaign)"
+        r = s.post(user_turn("one"))
+        assert r.status_code == 200 and r.headers["x-tagengine-campaign"] == "heist"
+        assert 'result="ok"' in r.json()["choices"][0]["message"]["content"]
+        assert json.loads(fake.bodies[-1])["model"] == "scripted"
+        q = s.post([{"role": "user", "content": TITLE_TASK}], headers={"x-tagengine-type": "title_generation"})
+        assert q.headers["x-tagengine-quiet"] == "x-tagengine-type: title_generation"
+        assert json.loads(fake.bodies[-1]) == {"model": "scripted", "stream": False,
+                                               "messages": [{"role": "user", "content": TITLE_TASK}]}
+        gone = s.post(user_turn("one"), model="tagengine:heits")
+        assert gone.status_code == 404 and "heits" in gone.json()["error"]["message"]
+    with Served(tmp_path, fake, upstream_model="big-model") as s:
+        assert s.post(user_turn("one")).status_code == 200
+        assert json.loads(fake.bodies[-1])["model"] == "big-model"
+
+
+def test_the_upstream_model_is_asked_once_when_no_list_was_read(tmp_path):
+    """OW-1: a first request naming a campaign's model before any model list: the server asks the upstream's list
+    once and keeps its first model; an upstream with no list leaves `model` out."""
+    fake = Fake(dict(SCRIPT))
+    with Served(tmp_path, fake) as s:
+        assert s.ctx.real_model is None
+        assert s.post(user_turn("one"), stream=True).status_code == 200
+        assert s.ctx.real_model == "scripted" and json.loads(fake.bodies[-1])["model"] == "scripted"
+
+
+HEADER = "X-OpenWebUI-User-Id"
+
+
+def test_one_users_chats_never_read_or_move_another_users_campaign(tmp_path):
+    """OW-6: with `--user-header X-OpenWebUI-User-Id` the first user who plays a campaign owns it; another user's
+    turn, state, check and model list treat it as unknown (a 404 like a name that is not there), and so does a
+    request naming no user; a campaign nobody owns is listed to each; Alice's own play goes on."""
+    fake = Fake(dict(SCRIPT))
+    alice, bob = {HEADER: "alice-0001"}, {HEADER: "bob-0002"}
+    with Served(tmp_path, fake, user_header=HEADER) as s:
+        assert s.post(user_turn("one"), headers=alice).status_code == 200
+        before = s.ctx.store.head("heist")
+        for who in (bob, {}):
+            r = s.post(user_turn("one"), headers=who)
+            assert r.status_code == 404 and r.json()["error"]["code"] == "campaign_not_found"
+            state = httpx.post(f"{s.url}/tagengine/api/state", json={"campaign": "heist", "messages": []},
+                               headers=who)
+            assert state.status_code == 404 and "sheet" not in state.text
+            check = httpx.post(f"{s.url}/tagengine/api/checks", headers=who, json={
+                "campaign": "heist", "messages": [], "check": {"who": "Cutter", "skill": "Finesse"}})
+            assert check.status_code == 404
+            ids = [m["id"] for m in httpx.get(f"{s.url}/v1/models", headers=who).json()["data"]]
+            assert "tagengine:heist" not in ids and "tagengine:vault" in ids
+            names = [c["name"] for c in httpx.get(f"{s.url}/tagengine/api/campaigns", headers=who).json()["campaigns"]]
+            assert names == ["vault"]
+        time.sleep(0.2)  # bounded: what a refused turn would have kept
+        assert s.ctx.store.head("heist") == before
+        assert "tagengine:heist" in [m["id"] for m in httpx.get(f"{s.url}/v1/models", headers=alice).json()["data"]]
+        mine = httpx.post(f"{s.url}/tagengine/api/state", json={"campaign": "heist", "messages": []}, headers=alice)
+        assert mine.status_code == 200 and mine.json()["campaign"]["name"] == "heist"
+    with Served(tmp_path, fake) as s:  # without the option: as before, every campaign to every request
+        assert s.post(user_turn("one"), headers=bob).status_code == 200
+
+
+def test_a_user_id_too_long_or_not_printable_is_refused(tmp_path):
+    """OW-6, SEC-1: the user header is bounded (MAX_USER_ID characters, both sides of the bound) and printable."""
+    fake = Fake(dict(SCRIPT))
+    with Served(tmp_path, fake, user_header=HEADER) as s:
+        assert s.post(user_turn("one"), headers={HEADER: "u" * MAX_USER_ID}).status_code == 200
+        long = s.post(user_turn("one"), headers={HEADER: "v" * (MAX_USER_ID + 1)})
+        assert long.status_code == 400 and long.json()["error"]["code"] == "invalid_user"
+        odd = s.post(user_turn("one"), model="tagengine:vault", headers={HEADER: "a\tb"})
+        assert odd.status_code == 400
+        assert s.ctx.store.owners() == {"heist": "u" * MAX_USER_ID}
+        huge = s.post(user_turn("one"), headers={HEADER: "w" * 200_000})  # past the server's head bound
+        assert huge.status_code in (400, 431)
+
+
+def test_two_users_racing_for_a_new_campaign_one_wins(tmp_path):
+    """OW-6: two users' first turns on a campaign nobody owns, at once: exactly one plays it, the other is told it
+    is unknown, and the owner is the one who played."""
+    fake = Fake(dict(SCRIPT))
+    with Served(tmp_path, fake, user_header=HEADER) as s:
+        async def both() -> list[httpx.Response]:
+            async with httpx.AsyncClient(timeout=30) as h:
+                body = {"model": "tagengine:vault", "messages": user_turn("one")}
+                return list(await asyncio.gather(*(
+                    h.post(f"{s.url}/v1/chat/completions", json=body, headers={HEADER: who})
+                    for who in ("alice", "bob", "carol", "dave"))))
+
+        got = asyncio.run(both())
+        won = [r for r in got if r.status_code == 200]
+        assert len(won) == 1 and sorted(r.status_code for r in got) == [200, 404, 404, 404]
+        owner = s.ctx.store.owners()["vault"]
+        assert won[0].request.headers[HEADER] == owner
+
+
+def test_a_campaign_made_by_a_user_is_theirs(tmp_path):
+    """OW-6: a campaign started through the JSON API with the user header is that user's from the start."""
+    fake = Fake(dict(SCRIPT))
+    with Served(tmp_path, fake, user_header=HEADER, rulesets=SAMPLES / "rulesets") as s:
+        made = httpx.post(f"{s.url}/tagengine/api/campaigns", headers={HEADER: "alice"},
+                          json={"name": "mine", "ruleset": "blades-like.json", "characters": ["Cutter"]})
+        assert made.status_code == 201, made.text
+        assert s.ctx.store.owners() == {"mine": "alice"}
+        assert s.post(user_turn("one"), model=f"{CAMPAIGN_MODEL}mine", headers={HEADER: "bob"}).status_code == 404
