@@ -22,7 +22,9 @@ routers/openai.py, routers/auths.py, utils/headers.py):
   (`{{CHAT_ID}}`, `{{TASK}}`, `{{USER_MESSAGE_PARENT_ID}}`...) filled per request (utils/headers.py).
 - With `WEBUI_AUTH=True` (several users) the first user to sign up is the admin; `DEFAULT_USER_ROLE=user` lets the
   admin's added users chat at once. `ENABLE_FORWARD_USER_INFO_HEADERS=True` sends each request's user as
-  `X-OpenWebUI-User-Id` (and name, email, role).
+  `X-OpenWebUI-User-Id` (and name, email, role). A connection's models are the admin's alone until made public
+  (Admin Panel -> Models, per model); `BYPASS_MODEL_ACCESS_CONTROL=True` shows them to every user, and tagengine's
+  `--user-header` decides which campaigns each one gets.
 """
 
 from __future__ import annotations
@@ -120,7 +122,8 @@ def environment(tmp: Path, upstream: str, auth: bool, extra: Mapping[str, str]) 
         "DO_NOT_TRACK": "True", "SCARF_NO_ANALYTICS": "True", "ENABLE_OLLAMA_API": "False",
         "OPENAI_API_BASE_URL": upstream, "OPENAI_API_KEY": "none",
         "WEBUI_AUTH": "True" if auth else "False", "DEFAULT_USER_ROLE": "user",
-        "ENABLE_FORWARD_USER_INFO_HEADERS": "True", "GLOBAL_LOG_LEVEL": "INFO",
+        "ENABLE_FORWARD_USER_INFO_HEADERS": "True", "BYPASS_MODEL_ACCESS_CONTROL": "True",
+        "GLOBAL_LOG_LEVEL": "INFO",
         "HOME": str(tmp / "home"),  # caches it may write (huggingface, tiktoken) stay in the test's folder
     })
     env.update(extra)
