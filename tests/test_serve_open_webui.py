@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -264,3 +265,84 @@ def test_a_campaign_made_by_a_user_is_theirs(tmp_path):
         assert made.status_code == 201, made.text
         assert s.ctx.store.owners() == {"mine": "alice"}
         assert s.post(user_turn("one"), model=f"{CAMPAIGN_MODEL}mine", headers={HEADER: "bob"}).status_code == 404
+
+
+BRANCHES = {"one": 'The lock gives. [clock: name="Alarm raised" size="6"]',
+            "two": 'Boots on the stair.\n[clock: name="Alarm raised" tick="2"]',
+            "three": 'The bells. [clock: name="Alarm raised" tick="4"]',
+            "four": 'Quiet again. [clock: name="Alarm raised" tick="-1"]'}
+SHOW = {"x-tagengine-show": "narration", "x-tagengine-type": "", "x-tagengine-chat": "owui-chat-1"}
+
+
+def path(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+    """The messages Open WebUI sends for one path of its tree: the user's words, the replies as it stores them."""
+    out = [{"role": "system", "content": "You are the GM."}]
+    for said, shown in pairs:
+        out += [{"role": "user", "content": f"TURN:{said}"}, {"role": "assistant", "content": shown}]
+    return out
+
+
+def clock_of(s: Served, messages: list[dict[str, str]], headers=SHOW) -> str:
+    doc = httpx.post(f"{s.url}/tagengine/api/state", json={"campaign": "heist", "messages": messages},
+                     headers=headers, timeout=30).json()
+    return next(f"{c['filled']}/{c['size']}" for c in doc["sheet"]["clocks"] if c["name"] == "Alarm raised")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_narrations_on_screen_and_each_branch_of_the_tree_shows_its_own_state(tmp_path, caplog, stream):
+    """OW-3, OW-4: a connection that sends `X-Tagengine-Show: narration` gets the narration only (no tag on screen,
+    on a server without --hide-tags); the chat as Open WebUI stores it (the narrations) replays the game, and every
+    path of its tree (an edited user message makes a sibling branch; going back to the first) reads its own state,
+    both in the turns (the model is sent the tagged replies) and in the state endpoint the Function asks."""
+    fake = Fake(dict(BRANCHES))
+    with Served(tmp_path, fake) as s:
+        def play(pairs: list[tuple[str, str]], said: str) -> str:
+            r = s.post([*path(*pairs), {"role": "user", "content": f"TURN:{said}"}], headers=SHOW, stream=stream)
+            assert r.status_code == 200, r.text
+            if not stream:
+                return str(r.json()["choices"][0]["message"]["content"])
+            return "".join(json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+                           for line in r.text.splitlines() if line.startswith("data: {") and '"choices":[{' in line)
+
+        one = play([], "one")
+        two = play([("one", one)], "two")
+        assert "[" not in one + two and one.startswith("The lock gives.") and two.startswith("Boots on the stair.")
+        sent = json.loads(fake.bodies[-1])["messages"]
+        assert any('result="ok"' in m["content"] for m in sent if m["role"] == "assistant")  # the model: tagged
+        branch = play([("one", one)], "three")  # the second user message edited: a sibling branch
+        assert clock_of(s, path(("one", one), ("two", two))) == "2/6"
+        assert clock_of(s, path(("one", one), ("three", branch))) == "4/6"
+        four = play([("one", one), ("two", two)], "four")  # back on the first branch, played on
+        assert clock_of(s, path(("one", one), ("two", two), ("four", four))) == "1/6"
+        assert clock_of(s, path(("one", one), ("three", branch))) == "4/6"
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # the chat asked for narrations
+        assert '"now": "1/6"' in s.ctx.store.head("heist")[2]  # the pages: the newest turn played
+
+
+def test_the_show_header_takes_two_values():
+    """OW-4: `narration` or `receipts` (any case), empty or absent as the server's option; another is a 400."""
+    from tagengine._internal.server.errors import Refused
+    from tagengine._internal.server.turn.request import hides
+
+    assert hides({"x-tagengine-show": " Narration "}, False) and not hides({"x-tagengine-show": "receipts"}, True)
+    assert hides({}, True) and not hides({"x-tagengine-show": ""}, False)
+    with pytest.raises(Refused):
+        hides({"x-tagengine-show": "x" * 10_000}, False)
+
+
+def test_a_show_header_of_another_value_is_refused_before_anything_moves(tmp_path):
+    """OW-4: `X-Tagengine-Show` past its two values (a long one too) is a 400 on a turn and on the state route, and
+    nothing is played; `receipts` on a --hide-tags server shows the receipts for that request."""
+    fake = Fake(dict(BRANCHES))
+    with Served(tmp_path, fake, hide_tags=True) as s:
+        for said in ("tags", "x" * 8000):
+            r = s.post(user_turn("one"), headers={"x-tagengine-show": said})
+            assert r.status_code == 400 and "x-tagengine-show" in r.text
+            state = httpx.post(f"{s.url}/tagengine/api/state", json={"campaign": "heist", "messages": []},
+                               headers={"x-tagengine-show": said}, timeout=30)
+            assert state.status_code == 400
+        assert fake.bodies == [] and s.ctx.store.head("heist") is None
+        shown = s.post(user_turn("one"), headers={"x-tagengine-show": "receipts"}).json()
+        assert 'result="ok"' in shown["choices"][0]["message"]["content"]
+        hidden = s.post(user_turn("one")).json()
+        assert "[" not in hidden["choices"][0]["message"]["content"]

@@ -51,7 +51,7 @@ def installed(wheel: Path, tmp_path_factory) -> Path:
 
 def test_wheel_carries_grammars_and_prompts(wheel: Path):
     names = zipfile.ZipFile(wheel).namelist()
-    for folder in ("grammars", "prompts", "pages", "sillytavern"):  # sillytavern/: the extension (issue 28)
+    for folder in ("grammars", "prompts", "pages", "sillytavern", "openwebui"):  # the two chat apps' kits
         shipped = {n for n in names if n.startswith(f"tagengine/{folder}/")}
         source = {f"tagengine/{folder}/{p.relative_to(ROOT / folder)}" for p in (ROOT / folder).rglob("*")
                   if p.is_file()}

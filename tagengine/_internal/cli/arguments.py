@@ -30,6 +30,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("sessions", "the sign-ins to the pages of `tagengine serve`: `sessions end` signs every browser out",
      "serve:add_sessions"),
     ("st", "the SillyTavern kit (docs/sillytavern.md)", "st:add_st"),
+    ("openwebui", "the Open WebUI kit (docs/open-webui.md): the sheet Function, printed or installed",
+     "openwebui:add_openwebui"),
     ("roll", "roll a character's check with the state's dice; print the dice card", "sheet:add_roll"),
     ("character", "set a character's or the party's sheet values, checked as the sheet editor checks them",
      "character:add_character"),

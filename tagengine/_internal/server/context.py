@@ -126,12 +126,13 @@ class ServerContext:
             return read_marked(messages)
         return await self.workers.run(read_marked, messages)
 
-    async def replayed(self, c: Campaign, history: list[dict[str, str]]) -> Replayed:
+    async def replayed(self, c: Campaign, history: list[dict[str, str]], hidden: bool | None = None) -> Replayed:
         """The state after `history` (plain role/content messages), read as the server reads replies
-        (--hide-tags: narrations mapped back). What is too long for the event loop runs in a worker thread
+        (--hide-tags, or `hidden`: narrations mapped back). What is too long for the event loop runs in a worker thread
         (`Chain.state_of`'s `defer`: a replay of more than THREAD_MIN replies or LOOP_CHARS characters, a
         history too long to hash), so it never stalls other requests (S-19, SEC-2)."""
-        found = self.chain.state_of(c, history, hidden=self.options.hide_tags, defer=THREAD_MIN)
+        hidden = self.options.hide_tags if hidden is None else hidden  # the request's own say (OW-4), else the option
+        found = self.chain.state_of(c, history, hidden=hidden, defer=THREAD_MIN)
         return found if isinstance(found, Replayed) else await self.workers.run(found.run)
 
     async def close(self) -> None:

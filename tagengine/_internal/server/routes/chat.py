@@ -24,6 +24,7 @@ from ..turn.request import (
     campaign_choice,
     chat_of,
     check_sizes,
+    hides,
     marker_warning,
     model_campaign,
     parse_body,
@@ -82,7 +83,8 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
     warned = marker_warning(marked, name)  # a near-miss marker (TR-8)
     if name is None:
         return await passthrough(ctx.upstream, request.headers, raw, stream, warned)
-    ctx.users_campaign(name, request.headers)  # another user's campaign is an unknown one (OW-6)
+    if ctx.options.user_header is not None:  # another user's campaign is an unknown one (OW-6); `begin` finds it
+        ctx.users_campaign(name, request.headers)
     check_sizes(body["messages"], marked.plain())
     renamed = model_campaign(body.get("model")) is not None
     if renamed:  # the campaign's model id: the upstream gets its own model (OW-1)
@@ -92,7 +94,8 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
     if quiet is not None:
         headers = {**(warned or {}), QUIET_HEADER: quiet}
         return await passed_quiet(ctx, raw, body, stream, request.headers, headers, renamed)
-    turn = await begin(ctx, name, marked, chat_of(request.headers.get(CHAT_HEADER)))
+    turn = await begin(ctx, name, marked, chat_of(request.headers.get(CHAT_HEADER)),
+                       hides(request.headers, ctx.options.hide_tags))
     open_with_edits(ctx, turn)
     fitted = await fit(ctx, turn, body, request.headers)
     if warned:

@@ -38,6 +38,7 @@ from ..turn.request import (
     chat_of,
     check_count,
     check_sizes,
+    hides,
     marker_warning,
     messages_of,
     read_marked,
@@ -97,9 +98,10 @@ async def state_of_chat(ctx: ServerContext, memo: ReceiptsMemo, request: Request
         return json_response({**r.doc(), "campaign": said}, r.status)
     history = marked.plain()
     check_sizes(messages, history)
-    after = await ctx.replayed(c, history)
+    hide = hides(request.headers, ctx.options.hide_tags)  # the chat shows narrations (OW-4)
+    after = await ctx.replayed(c, history, hide)
     point = replayed_point(ctx, c, after, chat_of(body.get("chat")))
-    receipts = await last_receipts(ctx, memo, c, history, after)
+    receipts = await last_receipts(ctx, memo, c, history, after, hide)
     # a long reply's receipts are many, and drawing each takes time: as applying it, off the loop (SEC-2)
     sheet = (await ctx.workers.run(panel_json, c.rs, point.state, receipts)
              if after.replies and len(after.replies[-1]) > LOOP_CHARS else panel_json(c.rs, point.state, receipts))
@@ -108,19 +110,19 @@ async def state_of_chat(ctx: ServerContext, memo: ReceiptsMemo, request: Request
     doc = {"campaign": {**said, "ruleset": c.rs.name}, "turn": turn_number(history, len(after.replies)),
            "at": point.to_json(), "history": list(after.notes), "sheet": sheet}
     if "rewrite_from" in body:
-        doc["rewrites"] = await rewrites(ctx, c, history, messages, body["rewrite_from"], after)
+        doc["rewrites"] = await rewrites(ctx, c, history, messages, body["rewrite_from"], after, hide)
     return json_response(doc)
 
 
 async def last_receipts(ctx: ServerContext, memo: ReceiptsMemo, c: Campaign, history: list[dict[str, str]],
-                        after: Replayed) -> list[dict[str, Any]]:
+                        after: Replayed, hide: bool = False) -> list[dict[str, Any]]:
     """The receipts of the history's last reply, as its replay writes them (remembered by chain key)."""
     if not after.replies:
         return []
     hit = memo.get(after.key)
     if hit is None:
         last = max(i for i, m in enumerate(history) if m["role"] == "assistant")
-        before = await ctx.replayed(c, history[:last])
+        before = await ctx.replayed(c, history[:last], hide)
         reply = after.replies[-1]
         applied = (await ctx.workers.run(apply_reply, c.rs, before.state, reply) if len(reply) > LOOP_CHARS
                    else apply_reply(c.rs, before.state, reply))
@@ -130,13 +132,13 @@ async def last_receipts(ctx: ServerContext, memo: ReceiptsMemo, c: Campaign, his
 
 
 async def rewrites(ctx: ServerContext, c: Campaign, history: list[dict[str, str]], messages: list[Any], first: Any,
-                   after: Replayed) -> list[dict[str, Any]]:
+                   after: Replayed, hide: bool) -> list[dict[str, Any]]:
     """Each reply at or after `messages[first]` whose replay from the campaign's start differs from its text:
     `{index, text}` by its index in `messages`. None when the history replays as it is (the common case),
     or with --hide-tags (the chat holds narrations, which a replay does not write)."""
     if type(first) is not int or first < 0:
         raise Refused(400, "`rewrite_from` must be a message's index, a whole number", "invalid_request")
-    if (after.consistent and not after.rewritten) or ctx.options.hide_tags:
+    if (after.consistent and not after.rewritten) or hide:
         return []
     return await ctx.workers.run(replay_texts, c, history, messages, first)
 

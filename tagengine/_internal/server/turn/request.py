@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -34,6 +35,9 @@ WARNING_HEADER = "x-tagengine-warning"
 # a model id that names a campaign: `/v1/models` lists one per campaign, so a chat app's model picker is its campaign
 # picker, and the upstream is sent its own model in its place (OW-1)
 CAMPAIGN_MODEL = "tagengine:"
+# `X-Tagengine-Show: narration`: this request's reply is shown as its narration, as --hide-tags shows every reply; a
+# chat app with no way to hide tags (Open WebUI) asks it in its connection's headers (OW-4)
+SHOW_HEADER = "x-tagengine-show"
 
 
 def check_sizes(messages: list[Any], history: list[dict[str, str]]) -> None:
@@ -241,6 +245,18 @@ def campaign_choice(marked: MarkedHistory, asked: Any, prefixed: str | None,
         if name:
             return name, by
     return None
+
+
+def hides(headers: Mapping[str, str], default: bool) -> bool:
+    """Whether the reply is shown as its narration: `X-Tagengine-Show: narration`, `receipts`, else `default`
+    (--hide-tags); another value is a 400."""
+    said = headers.get(SHOW_HEADER)
+    if said is None or not said.strip():
+        return default
+    kind = said.strip().lower()
+    if kind not in ("narration", "receipts"):
+        raise Refused(400, f"{SHOW_HEADER} is `narration` or `receipts`", "invalid_request")
+    return kind == "narration"
 
 
 def model_campaign(model: Any) -> str | None:

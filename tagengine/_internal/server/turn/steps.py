@@ -68,6 +68,7 @@ class Turn:
     chat: str | None = None  # the chat's id, when the request gives one (X-Tagengine-Chat, ED-25)
     opening: Opening | None = None  # the players' edits' receipts the reply opens with, and their state
     seen: Seen | None = None  # where those edits waited, and the newest one: later ones are carried (ED-26)
+    hide: bool = False  # the player gets the narration (--hide-tags, or `X-Tagengine-Show: narration`, OW-4)
 
 
 @dataclass(slots=True)
@@ -79,12 +80,15 @@ class Fitted:
     counted: Budget  # what the prompt was counted with: the reply is counted ahead with it too (S-32)
 
 
-async def begin(ctx: ServerContext, name: str, marked: MarkedHistory, chat: str | None = None) -> Turn:
+async def begin(ctx: ServerContext, name: str, marked: MarkedHistory, chat: str | None = None,
+                hide: bool | None = None) -> Turn:
+    """`hide`: the reply shown as its narration (None: as --hide-tags says)."""
     c = ctx.campaign(name)
+    hide = ctx.options.hide_tags if hide is None else hide
     history = marked.plain()
     earlier, prefill = split_prefill(history)  # continue: the state from before the prefill (S-17)
-    before = await ctx.replayed(c, earlier)
-    if ctx.options.hide_tags or any(n.startswith(HIDDEN) for n in before.notes):
+    before = await ctx.replayed(c, earlier, hide)
+    if hide or any(n.startswith(HIDDEN) for n in before.notes):
         history = with_replies(history, before.replies)  # the model sees its tagged replies, not the narrations
     # a history with no reply and one user message, while the pages show a turn: a new chat's first message, or
     # an extension's raw prompt that holds no chat; played, but the pages are left as they are (TR-5). Two user
@@ -94,7 +98,7 @@ async def begin(ctx: ServerContext, name: str, marked: MarkedHistory, chat: str 
     if not on_pages:
         log.info("campaign %s: a first message while the pages show later turns: played, the pages left as they are",
                  c.name)
-    return Turn(c, before, history, prefill, on_pages, chat)
+    return Turn(c, before, history, prefill, on_pages, chat, hide=hide)
 
 
 def open_with_edits(ctx: ServerContext, turn: Turn) -> None:
@@ -152,7 +156,7 @@ async def plan_mid_reply(ctx: ServerContext, turn: Turn, fitted: Fitted, stream:
     if mid is None:
         return None
     out = fitted.body
-    eligible = turn.prefill is None and not ctx.options.hide_tags
+    eligible = turn.prefill is None and not turn.hide
     continued = eligible and mid.applies(out)
     unasked = None
     if continued and stream:
@@ -165,7 +169,7 @@ async def plan_mid_reply(ctx: ServerContext, turn: Turn, fitted: Fitted, stream:
 def reply_filter(ctx: ServerContext, turn: Turn) -> Filter:
     """What the reply's text goes through: receipts (or the narration, --hide-tags), after a prefill if any."""
     c, state = turn.campaign, turn.before.state
-    filt: Filter = StreamFilter(c.rs, state) if ctx.options.hide_tags else ReceiptStream(c.rs, state)
+    filt: Filter = StreamFilter(c.rs, state) if turn.hide else ReceiptStream(c.rs, state)
     return filt if turn.prefill is None else Continued(filt, turn.prefill)
 
 
@@ -174,7 +178,7 @@ def whole_reply(ctx: ServerContext, turn: Turn, text: str) -> tuple[str, Applied
     through (else None), and the reply as the model wrote it (a prefill's with it)."""
     if turn.prefill is None:
         applied = apply_reply(turn.campaign.rs, turn.before.state, text)
-        return narration(text) if ctx.options.hide_tags else applied.text, applied, None, text
+        return narration(text) if turn.hide else applied.text, applied, None, text
     filt = reply_filter(ctx, turn)
     out = filt.feed(text)
     rest, applied = filt.finish()
@@ -250,7 +254,7 @@ def record_reply(ctx: ServerContext, turn: Turn, applied: Applied, filt: Filter 
     """The snapshot after a complete reply, unless the state before it was a guess (S-15: then only the
     narration map) or the chat app's text of a continued reply cannot be the engine's (S-17). Whether the
     snapshot was kept (then the next turn starts from this very state object)."""
-    c, before, hide_tags = turn.campaign, turn.before, ctx.options.hide_tags
+    c, before, hide_tags = turn.campaign, turn.before, turn.hide
     if turn.seen is not None:  # the edits made while this reply was written wait for the next one (ED-26)
         carry_late(ctx, c, turn.seen, turn.chat, ctx.chain.next_key(before.key, applied.text))
     if not before.consistent and not hide_tags:
