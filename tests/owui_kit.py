@@ -47,14 +47,10 @@ import pytest
 OWUI_VERSION = "0.12.4"  # the same pin as OWUI_VERSION in ./dev
 START_TIMEOUT = 420.0  # seconds: a start imports its whole stack and migrates a new database (about 45-90 s here)
 PASSWORD = "Tagengine-test-1"  # every test user's
-# the connection's custom headers, as docs/open-webui.md has the player set them: the chat, its message tree and the
-# request's task (empty on a chat's own turn)
-CONNECTION_HEADERS = {
-    "X-Tagengine-Chat": "{{CHAT_ID}}",
-    "X-Tagengine-Type": "{{TASK}}",
-    "X-Tagengine-Message": "{{MESSAGE_ID}}",
-    "X-Tagengine-Parent": "{{USER_MESSAGE_PARENT_ID}}",
-}
+# the connection's custom headers, as docs/open-webui.md section 3 has the admin set them (OW-7): the request's task
+# (empty on a chat's own turn), the chat, and narrations for this connection (OW-4)
+CONNECTION_HEADERS = {"X-Tagengine-Type": "{{TASK}}", "X-Tagengine-Chat": "{{CHAT_ID}}",
+                      "X-Tagengine-Show": "narration"}
 
 
 def install_dir() -> Path:
@@ -247,6 +243,18 @@ class Admin:
             got.raise_for_status()
             doc: dict[str, Any] = got.json()
             return doc
+
+
+    def publish(self, model_id: str, name: str) -> None:
+        """Admin Panel -> Models -> the model -> access Public: a model entry of its own, readable by every user.
+        A connection's model without one is refused to users who are not admins by the routes that check a model's
+        access (`check_model_access`: a Function's buttons, /api/chat/actions), even with BYPASS_MODEL_ACCESS_CONTROL,
+        which only lists it."""
+        form: dict[str, Any] = {"id": model_id, "name": name, "base_model_id": None, "meta": {}, "params": {},
+                "access_grants": [{"principal_type": "user", "principal_id": "*", "permission": "read"}]}
+        with self.client() as c:
+            got = c.post("/api/v1/models/create", json=form)
+            got.raise_for_status()
 
 
 def models(owui: OpenWebUI, token: str) -> list[str]:

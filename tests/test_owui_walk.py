@@ -138,7 +138,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 def state(stack: Stack, user: User, chat_id: str, messages: list[dict[str, str]], campaign: str) -> dict[str, Any]:
     """POST /tagengine/api/state for a branch, as the user (the header Open WebUI forwards) and the chat."""
-    got = httpx.post(f"{stack.served.url}/tagengine/api/state", headers={USER_HEADER: user.id}, timeout=60,
+    got = httpx.post(f"{stack.served.url}/tagengine/api/state", timeout=60,
+                     headers={USER_HEADER: user.id, "X-Tagengine-Show": "narration"},
                      json={"messages": messages, "campaign": campaign, "chat": chat_id})
     got.raise_for_status()
     doc: dict[str, Any] = got.json()
@@ -166,6 +167,7 @@ class Player:
     def __init__(self, stack: Stack, user: User, page: Any) -> None:
         self.stack, self.user, self.page = stack, user, page
         self.t0 = time.monotonic()
+        self.rolling = ""  # what Roll a check is asked to roll
 
     def say(self, what: str) -> None:
         print(f"  {time.monotonic() - self.t0:6.1f} s  {self.user.name}: {what}")
@@ -185,8 +187,12 @@ class Player:
     def pick(self, campaign: str) -> None:
         """The model picker: the campaign's model, `NAME (tagengine campaign)`."""
         self.page.locator("button[aria-haspopup='listbox'][id^='model-selector-']").first.click()
-        self.page.get_by_role("listbox", name="Available models").get_by_text(f"{campaign} (tagengine campaign)",
-                                                                               exact=True).click()
+        choice = self.page.get_by_role("listbox", name="Available models").get_by_text(f"{campaign} (tagengine campaign)",
+                                                                                        exact=True)
+        choice.wait_for(timeout=WAIT)
+        if self.user is self.stack.ana and campaign == "heist":
+            self.screenshot("model-picker")
+        choice.click()
         self.say(f"picked {campaign} (tagengine campaign)")
 
     def chat_id(self) -> str:
@@ -220,7 +226,13 @@ class Player:
         self.page.keyboard.press("Enter")
         doc = self.settled(replies)
         self.say(f"sent {text!r}")
+        self.no_tag_shown()
         return doc
+
+    def no_tag_shown(self) -> None:
+        """OW-4: the replies on screen are the story, no tag and no receipt in them."""
+        shown = self.page.locator("#messages-container").inner_text()
+        assert 'result="' not in shown and "[clock:" not in shown and "[sheet:" not in shown, shown[-1500:]
 
     def on_screen(self) -> list[str]:
         """The ids of the messages shown, top to bottom."""
@@ -238,8 +250,17 @@ class Player:
         while at:
             path.append(at)
             at = messages[at].get("parentId")
-        assert path[::-1] == shown, (path[::-1], shown)
+        assert path[::-1][-len(shown):] == shown, (path[::-1], shown)  # a long chat loads its older messages later
         return [{"role": messages[i]["role"], "content": messages[i]["content"]} for i in path[::-1]]
+
+    def on_screen_after_load(self) -> list[str]:
+        """The ids shown once a chat's page has loaded (bounded)."""
+        for _ in range(WAIT // 500):
+            shown = self.on_screen()
+            if shown:
+                return shown
+            self.page.wait_for_timeout(500)
+        raise AssertionError("no message shown")
 
     def message(self, message_id: str) -> Any:
         return self.page.locator(f"#message-{message_id}")
@@ -284,6 +305,43 @@ class Player:
         self.say("Previous message")
         return self.stored()
 
+    def embed(self, message_id: str) -> str:
+        """The text of the last embed under a message (a Function's HTMLResponse, shown in a frame)."""
+        frames = self.message(message_id).locator("iframe")
+        for _ in range(WAIT // 500):
+            if frames.count():
+                body = frames.nth(frames.count() - 1).content_frame.locator("body")
+                body.wait_for(timeout=WAIT)
+                text = str(body.inner_text())
+                if text.strip():
+                    return text
+            self.page.wait_for_timeout(500)
+        raise AssertionError(f"no embed under the message: {self.message(message_id).inner_text()[-800:]}")
+
+    def action(self, message_id: str, label: str) -> None:
+        """A Function's button under a message, clicked; returns once Open WebUI has its answer."""
+        with self.page.expect_response(lambda r: "/api/chat/actions/" in r.url, timeout=WAIT) as answered:
+            self.button(message_id, label).click()
+            if label == "Roll a check":
+                dialog = self.page.get_by_role("dialog")
+                dialog.locator("input, textarea").first.fill(self.rolling)
+                dialog.get_by_role("button", name="Confirm").click()
+        assert answered.value.ok, answered.value.text()[:500]
+        self.page.wait_for_timeout(300)  # the embed drawn
+
+    def open_sheet(self, message_id: str) -> str:
+        """The Function's Game sheet button under a reply: the sheet it embeds, as text."""
+        self.action(message_id, "Game sheet")
+        self.say("Game sheet")
+        return self.embed(message_id)
+
+    def roll(self, message_id: str, what: str) -> str:
+        """Roll a check: what to roll typed into Open WebUI's input dialog, Confirm; the card it embeds."""
+        self.rolling = what
+        self.action(message_id, "Roll a check")
+        self.say(f"Roll a check: {what}")
+        return self.embed(message_id)
+
     def screenshot(self, name: str) -> None:
         SCREENS.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(SCREENS / f"owui-{name}.png"))
@@ -321,7 +379,6 @@ def test_play_regenerate_edit_and_branch_back(stack: Stack, chromium: Any) -> No
         cid = p.chat_id()
         four = state(stack, stack.ana, cid, p.branch(doc), "heist")
         assert clocks(four) == {"Alarm raised": "1/6", "Patrol returns": "1/4"}, clocks(four)
-        assert "Patrol returns" in p.page.locator("#messages-container").inner_text()
         p.screenshot("four-turns")
         first_reply = p.on_screen()[1]
 
@@ -359,6 +416,17 @@ def test_play_regenerate_edit_and_branch_back(stack: Stack, chromium: Any) -> No
         again = state(stack, stack.ana, cid, p.branch(doc), "heist")
         assert again["turn"] == 4 and _coin(again) == coin_before, _coin(again)
         assert p.branch(doc)[-1]["content"] == narration
+
+        # The stored chat, loaded again, holds narrations only; its next turn is played from the game it replays
+        p.page.goto(f"{stack.owui.url}/c/{cid}")
+        p.page.locator(f"#message-{p.on_screen_after_load()[-1]}").wait_for(timeout=WAIT)
+        p.no_tag_shown()
+        doc = p.send("We bolt for the canal.", 7)
+        fifth = state(stack, stack.ana, cid, p.branch(doc), "heist")
+        assert fifth["turn"] == 5 and clocks(fifth) == {"Alarm raised": "3/6", "Patrol returns": "1/4"}, clocks(fifth)
+        sent = stack.recorder.turns()[-1]["messages"]
+        replies = [m["content"] for m in sent if m["role"] == "assistant"]
+        assert len(replies) == 4 and all('result="ok"' in r for r in replies[:3]), replies  # its own tags, kept
     finally:
         context.close()
 
@@ -375,22 +443,28 @@ def test_tasks_get_no_game_prompt_and_move_nothing(stack: Stack, chromium: Any) 
     try:
         p.sign_in()
         p.pick("heist")
-        turns_before = len(stack.recorder.turns())
-        doc = p.send("We try the back door again.", 1)
+        turns_before, tasks_before = len(stack.recorder.turns()), len(stack.recorder.tasks())
+        p.send("We try the back door again.", 1)
+        doc = p.send("Lurk listens at the keyhole.", 2)
+
+        def asked() -> list[str]:
+            return [_task_of(b) for b in stack.recorder.tasks()[tasks_before:]]
+
         deadline = time.monotonic() + WAIT / 1000
-        while time.monotonic() < deadline:  # the tasks run after the reply, in the background
-            asked = {_task_of(b) for b in stack.recorder.tasks()}
-            if set(TASK_TYPES) <= asked:
+        while time.monotonic() < deadline:  # the tasks run after each reply, in the background
+            if {"title_generation", "tags_generation"} <= set(asked()) and asked().count("follow_up_generation") >= 2:
                 break
             p.page.wait_for_timeout(500)
-        tasks = stack.recorder.tasks()
-        assert {_task_of(b) for b in tasks} >= set(TASK_TYPES), [_task_of(b) for b in tasks]
+        tasks = stack.recorder.tasks()[tasks_before:]
+        print(f"  the tasks Open WebUI asked for in a chat of two turns: {asked()}")
+        assert set(asked()) >= set(TASK_TYPES), asked()
         assert not [b for b in tasks if taught(b)], "a task request was given the game's prompt"
         played = stack.recorder.turns()[turns_before:]
-        assert len(played) == 1 and taught(played[0]), len(played)
-        at = newest(stack, stack.ana, "heist")
+        assert len(played) == 2 and all(taught(b) for b in played), len(played)
+        at = newest(stack, stack.ana, "heist")  # the pages: the second reply, not a task's answer after it
         mine = state(stack, stack.ana, p.chat_id(), p.branch(doc), "heist")
-        assert at["turn"] == 1 and at["key"] == mine["at"]["key"], (at, mine["at"])
+        assert at["turn"] == 2 and at["key"] == mine["at"]["key"], (at, mine["at"])
+        p.screenshot("chat")
     finally:
         context.close()
 
@@ -433,3 +507,62 @@ def test_two_users_apart(stack: Stack, chromium: Any) -> None:
     refused = httpx.post(f"{stack.served.url}/tagengine/api/state", headers={USER_HEADER: stack.ben.id}, timeout=60,
                          json={"messages": [{"role": "user", "content": "hello"}], "campaign": "heist"})
     assert refused.status_code == 404 and refused.json()["error"]["code"] == "campaign_not_found", refused.text
+
+
+def test_the_sheet_function_follows_the_branch_on_screen(stack: Stack, chromium: Any) -> None:
+    """OW-5: `tagengine openwebui install` puts the Function in; its Game sheet under a reply shows the game as that
+    reply leaves it (a regenerated first reply: one clock; the other branch: two), and Roll a check rolls."""
+    admin, context = player(stack, chromium, stack.admin.user)
+    try:  # Admin Panel -> Settings -> Connections -> the connection's Configure: what section 3 fills in
+        admin.sign_in()
+        admin.page.goto(f"{stack.owui.url}/admin/settings/connections")
+        admin.page.get_by_role("button", name="Configure").first.click()
+        dialog = admin.page.get_by_role("dialog").last
+        dialog.get_by_text("Headers").first.wait_for(timeout=WAIT)
+        admin.page.wait_for_timeout(500)
+        SCREENS.mkdir(parents=True, exist_ok=True)
+        dialog.screenshot(path=str(SCREENS / "owui-connection.png"))
+    finally:
+        context.close()
+    installed = subprocess.run([sys.executable, "-m", "tagengine", "openwebui", "install", "--url", stack.owui.url,
+                                "--token", stack.admin.user.token, "--server", stack.served.url],
+                               capture_output=True, text=True, timeout=120)
+    assert installed.returncode == 0, installed.stderr
+    stack.admin.publish("tagengine:heist", "heist (tagengine campaign)")  # docs/open-webui.md section 3
+    p, context = player(stack, chromium, stack.ana)
+    try:
+        p.sign_in()
+        p.pick("heist")
+        p.send("We cut through the tannery yard.", 1)
+        p.send("Lurk reads the ledger by lamplight.", 2)
+        second = p.on_screen()[-1]
+        models(stack.owui, stack.ana.token)  # Open WebUI's one model registry filled for Ana (see the xfail below)
+        sheet = p.open_sheet(second)
+        assert "Alarm raised" in sheet and "Patrol returns" in sheet, sheet
+        p.screenshot("sheet")
+        first = p.on_screen()[1]
+        p.regenerate(first, 3)
+        sheet = p.open_sheet(p.on_screen()[-1])
+        assert "Alarm raised" in sheet and "Patrol returns" not in sheet, sheet  # the branch on screen: one turn
+        p.previous(p.on_screen()[1])
+        sheet = p.open_sheet(p.on_screen()[-1])
+        assert "Patrol returns" in sheet, sheet
+        rolled = p.roll(p.on_screen()[-1], "Lurk: Prowl")
+        assert "Prowl" in rolled, rolled
+        p.screenshot("roll")
+    finally:
+        context.close()
+
+
+@pytest.mark.xfail(strict=True, reason="Open WebUI 0.12.4 keeps one model registry for all its users "
+                   "(app.state.MODELS, replaced by the model list of whoever loaded it last), and with --user-header "
+                   "tagengine lists each user only their own campaigns: once Ben's list is loaded, Ana's campaign is "
+                   "'Model not found' for her chats and the Function's buttons until her list is loaded again")
+def test_a_campaign_plays_after_another_user_loads_the_model_list(stack: Stack) -> None:
+    """OW-6 with Open WebUI's registry: Ana's campaign model keeps working whoever loaded the model list last."""
+    assert "tagengine:heist" in models(stack.owui, stack.ana.token)
+    models(stack.owui, stack.ben.token)
+    with stack.owui.client(stack.ana.token) as c:
+        got = c.post("/api/chat/completions", json={"model": "tagengine:heist", "stream": False,
+                                                    "messages": [{"role": "user", "content": "We wait for dark."}]})
+    assert got.status_code == 200 and "Model not found" not in got.text, got.text[:500]
