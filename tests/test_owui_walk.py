@@ -187,8 +187,8 @@ class Player:
     def pick(self, campaign: str) -> None:
         """The model picker: the campaign's model, `NAME (tagengine campaign)`."""
         self.page.locator("button[aria-haspopup='listbox'][id^='model-selector-']").first.click()
-        choice = self.page.get_by_role("listbox", name="Available models").get_by_text(f"{campaign} (tagengine campaign)",
-                                                                                        exact=True)
+        listed = self.page.get_by_role("listbox", name="Available models")
+        choice = listed.get_by_text(f"{campaign} (tagengine campaign)", exact=True)
         choice.wait_for(timeout=WAIT)
         if self.user is self.stack.ana and campaign == "heist":
             self.screenshot("model-picker")
