@@ -200,7 +200,12 @@ def test_one_users_chats_never_read_or_move_another_users_campaign(tmp_path):
     alice, bob = {HEADER: "alice-0001"}, {HEADER: "bob-0002"}
     with Served(tmp_path, fake, user_header=HEADER) as s:
         assert s.post(user_turn("one"), headers=alice).status_code == 200
+        for _ in range(300):  # bounded, about 3 s: Alice's reply is kept once its answer has gone (S-24)
+            if s.ctx.store.head("heist") is not None:
+                break
+            time.sleep(0.01)
         before = s.ctx.store.head("heist")
+        assert before is not None
         for who in (bob, {}):
             r = s.post(user_turn("one"), headers=who)
             assert r.status_code == 404 and r.json()["error"]["code"] == "campaign_not_found"
@@ -346,3 +351,28 @@ def test_a_show_header_of_another_value_is_refused_before_anything_moves(tmp_pat
         assert 'result="ok"' in shown["choices"][0]["message"]["content"]
         hidden = s.post(user_turn("one")).json()
         assert "[" not in hidden["choices"][0]["message"]["content"]
+
+
+def test_the_demo_answers_open_webuis_tasks_in_their_shape(tmp_path):
+    """OW-9: `--upstream demo` answers a title, tags or follow-ups task (quiet, passed on to it) with the JSON Open
+    WebUI's template asks for, by the header or by the template's words; a turn still gets the game."""
+    data = tmp_path / "data"
+    make_campaigns(data)
+    app = make_app(Options(upstream="demo", data=data))
+    with Running(app) as srv:
+        def ask(messages, headers=None):
+            r = httpx.post(f"{srv.url}/v1/chat/completions", headers=headers, timeout=30,
+                           json={"model": "tagengine:heist", "messages": messages})
+            assert r.status_code == 200, r.text
+            return r, r.json()["choices"][0]["message"]["content"]
+
+        r, title = ask([{"role": "user", "content": TITLE_TASK}])
+        assert "x-tagengine-quiet" in r.headers and "title" in json.loads(title)
+        _, tags = ask([{"role": "user", "content": "anything"}], {"x-tagengine-type": "tags_generation"})
+        assert json.loads(tags)["tags"]
+        follow = installed_templates().get("DEFAULT_FOLLOW_UP_GENERATION_PROMPT_TEMPLATE") or \
+            TEMPLATES["DEFAULT_FOLLOW_UP_GENERATION_PROMPT_TEMPLATE"]
+        _, ups = ask([{"role": "user", "content": follow}])
+        assert json.loads(ups)["follow_ups"]
+        r, turn = ask([{"role": "user", "content": "We go in."}], {"x-tagengine-type": ""})
+        assert "x-tagengine-quiet" not in r.headers and "result=" in turn

@@ -34,6 +34,26 @@ from .demo_table import ROLL, Table
 
 DEMO = "demo"
 BASE = "http://demo.invalid/v1"
+# Open WebUI's background tasks reach the demo through the server, quiet (OW-2): each is answered in the shape its
+# default template asks for, so a demo chat gets a title, tags and follow-ups rather than a game reply (OW-9). The
+# task is named by the request's X-Tagengine-Type (the connection's {{TASK}}, passed on), else by the second line
+# of Open WebUI 0.12.4's template ("### Task:" then this).
+TASK_ANSWERS = {
+    "title_generation": '{"title": "\U0001f5dd\ufe0f A night at the counting-house"}',
+    "tags_generation": '{"tags": ["Roleplay", "Tabletop", "Heist"]}',
+    "follow_up_generation": '{"follow_ups": ["What do we see from the rooftop?", "We wait for the guard to pass.", '
+                            '"Lurk picks the lock."]}',
+    "query_generation": '{"queries": []}',
+    "image_prompt_generation": '{"prompt": "A rain-slick canal at night below a dark counting-house, lanterns"}',
+    "autocomplete_generation": '{"text": ""}',
+    "emoji_generation": "\U0001f3b2",
+}
+TASK_OPENINGS = {"Generate a concise": "title_generation", "Generate 1-3 broad tags": "tags_generation",
+                 "Predict 3-5 useful messages": "follow_up_generation",
+                 "Analyze the chat history to determine the necessity": "query_generation",
+                 "Generate a detailed prompt for am image": "image_prompt_generation",
+                 "You are an autocompletion system": "autocomplete_generation",
+                 "Your task is to reflect the speaker's likely facial expression": "emoji_generation"}
 
 
 def _is_demo(url: str) -> bool:
@@ -103,6 +123,18 @@ def player_turn(messages: list[Any]) -> int:
     return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "user")
 
 
+def task_asked(header: str | None, messages: list[Any]) -> str | None:
+    """The Open WebUI task a request is, by its header or its default template's opening; None: a turn."""
+    kind = (header or "").strip().lower()
+    if kind in TASK_ANSWERS or kind.endswith("_generation") or kind == "function_calling":
+        return kind
+    last = messages[-1].get("content") if messages and isinstance(messages[-1], dict) else None
+    if not isinstance(last, str):
+        return None
+    text = last.lstrip().removeprefix("### Task:").lstrip()
+    return next((task for opening, task in TASK_OPENINGS.items() if text.startswith(opening)), None)
+
+
 def demo_app(samples: Path | None = None) -> Starlette:
     """A scripted OpenAI-compatible model: the reply to the player's n-th message is the demo game's reply n
     (a regenerate or a swipe of it gets its other version), streamed in small random pieces. A last user
@@ -119,7 +151,10 @@ def demo_app(samples: Path | None = None) -> Starlette:
         messages = body.get("messages", [])
         n = player_turn(messages)
         table = Table.read(messages)
-        if table is not None and not game.plays(table):
+        task = task_asked(request.headers.get("x-tagengine-type"), messages)
+        if task is not None:
+            text = TASK_ANSWERS.get(task, "")
+        elif table is not None and not game.plays(table):
             text = table.answer(messages, n)
         else:
             said = check.answer(messages)
