@@ -517,8 +517,12 @@ def test_the_sheet_function_follows_the_branch_on_screen(stack: Stack, chromium:
         admin.sign_in()
         admin.page.goto(f"{stack.owui.url}/admin/settings/connections")
         admin.page.get_by_role("button", name="Configure").first.click()
-        dialog = admin.page.get_by_role("dialog").last
-        dialog.get_by_text("Headers").first.wait_for(timeout=WAIT)
+        dialog = admin.page.get_by_role("dialog").filter(has_text="Edit Connection")
+        dialog.get_by_role("button", name="Advanced").click()  # the Headers box is under Advanced
+        dialog.get_by_text("Headers", exact=True).wait_for(timeout=WAIT)
+        values = dialog.locator("textarea").evaluate_all("ts => ts.map(t => t.value)")
+        assert any("{{TASK}}" in v and "narration" in v for v in values), values  # what the API saved, shown
+        dialog.get_by_text("Edit Connection", exact=True).hover()  # no tooltip over the box
         admin.page.wait_for_timeout(500)
         SCREENS.mkdir(parents=True, exist_ok=True)
         dialog.screenshot(path=str(SCREENS / "owui-connection.png"))
