@@ -1,8 +1,8 @@
 """Open WebUI, the second chat app, end to end (docs/open-webui.md): a real Open WebUI 0.12.4 (tests/owui_kit.py) in
 front of `tagengine serve --user-header X-OpenWebUI-User-Id` (its own process), whose upstream is the demo game
-behind a recorder (what the model was sent), its own page in headless Chromium, used as a player does: signed in
-through the form, the campaign picked in the model picker, messages typed and sent, the buttons under a message
-found by their labels (Regenerate -> Try Again, Edit -> Save or Send, Previous message).
+behind a recorder (what the model was sent; decisions OW-10, OW-11), its own page in headless Chromium, used as a
+player does: signed in through the form, the campaign picked in the model picker, messages typed and sent, the
+buttons under a message found by their labels (Regenerate -> Try Again, Edit -> Save or Send, Previous message).
 
 What is checked, each at tagengine's side as well as on screen:
 - four turns played; a reply regenerated (a sibling reply: its own state), a reply edited (the state follows the
@@ -10,9 +10,10 @@ What is checked, each at tagengine's side as well as on screen:
   each time the state of the branch on screen is the one its receipts make;
 - Open WebUI's background tasks (title, tags, follow-ups) reach the model without the GM's prompt and move nothing:
   the pages' newest turn stays the last one played (OW-2, TR-10);
-- two users apart: one user's campaign is neither listed to nor playable by another (OW-6);
-- no raw tag on screen while the stored chat still replays the game, and the sheet Function shows the game:
-  marked xfail until those parts land (see each test).
+- two users apart: one user's campaign is neither listed to nor playable by another (OW-6); and, xfail until it is
+  fixed, a campaign that stops working for its player once another user loads the model list (OW-12);
+- no raw tag on screen while the stored chat still replays the game, the model sent its own tagged replies (OW-4);
+- the sheet Function, installed with `tagengine openwebui install`, follows the branch on screen and rolls (OW-5).
 
 The servers are started once for the module (Open WebUI takes about a minute to start on a loaded machine: its
 start time and each step's are printed, never asserted). Screenshots go to tests/output/screens/owui-*.png; the
