@@ -544,6 +544,7 @@ def test_the_sheet_function_follows_the_branch_on_screen(stack: Stack, chromium:
         models(stack.owui, stack.ana.token)  # Open WebUI's one model registry filled for Ana (see the xfail below)
         sheet = p.open_sheet(second)
         assert "Alarm raised" in sheet and "Patrol returns" in sheet, sheet
+        assert all(word in sheet for word in ("Cutter", "Lurk", "Crew", "Last reply")), sheet  # the whole game
         p.screenshot("sheet")
         first = p.on_screen()[1]
         p.regenerate(first, 3)
