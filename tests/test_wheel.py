@@ -54,7 +54,7 @@ def test_wheel_carries_grammars_and_prompts(wheel: Path):
     for folder in ("grammars", "prompts", "pages", "sillytavern", "openwebui"):  # the two chat apps' kits
         shipped = {n for n in names if n.startswith(f"tagengine/{folder}/")}
         source = {f"tagengine/{folder}/{p.relative_to(ROOT / folder)}" for p in (ROOT / folder).rglob("*")
-                  if p.is_file()}
+                  if p.is_file() and "__pycache__" not in p.parts}  # bytecode a test's import left
         assert source and source <= shipped, folder
     assert "tagengine/py.typed" in names  # issue 11: type checkers read the package's own hints
     assert "tagengine/prompts/teach/clock.j2" in names  # each tag kind's teaching, in a subfolder
