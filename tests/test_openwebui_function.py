@@ -271,3 +271,24 @@ def test_the_function_loads_in_open_webuis_own_python():
     assert got.returncode == 0, got.stderr[-2000:]
     assert got.stdout.split("\n")[0] == ("['api_key', 'tagengine_url', 'timeout', 'user_header'] ['sheet', 'roll'] "
                                          "True inline")
+
+
+def test_install_follows_no_redirect_so_the_token_goes_only_to_the_url_given():
+    """OW-5: the admin's token is sent to `--url` and nowhere else. Python's urllib follows a redirect with every
+    header but the body's, Authorization included, to any host: an Open WebUI behind a proxy that redirects (or
+    anything answering at that address) would get the token sent on to where it points. A redirect stops the
+    install, naming where it pointed."""
+    seen: list[str | None] = []
+
+    async def elsewhere(request: Request) -> Response:
+        seen.append(request.headers.get("authorization"))
+        return JSONResponse({"detail": "We could not find what you're looking for :/"}, 401)
+
+    async def redirecting(request: Request) -> Response:
+        return Response(status_code=302, headers={"location": f"{other.url}{request.url.path}"})
+
+    with Running(Starlette(routes=[Route("/{rest:path}", elsewhere, methods=["GET", "POST"])])) as other, \
+            Running(Starlette(routes=[Route("/{rest:path}", redirecting, methods=["GET", "POST"])])) as owui:
+        code, _, err = cli("openwebui", "install", "--url", owui.url, "--token", "admin-secret")
+        assert seen == []
+        assert code == 1 and "redirect" in err and other.url in err
