@@ -292,3 +292,25 @@ def test_install_follows_no_redirect_so_the_token_goes_only_to_the_url_given():
         code, _, err = cli("openwebui", "install", "--url", owui.url, "--token", "admin-secret")
         assert seen == []
         assert code == 1 and "redirect" in err and other.url in err
+
+
+def test_the_function_follows_no_redirect_so_the_key_goes_only_to_its_valve():
+    """OW-5: the Function sends tagengine's API key and the user's id to the valve's address and nowhere else
+    (urllib would send them on to wherever a redirect points, any host); a redirect is said on the card."""
+    module = load_function()
+    seen: list[str | None] = []
+
+    async def elsewhere(request: Request) -> Response:
+        seen.append(request.headers.get("authorization"))
+        return JSONResponse({"campaign": {"name": "heist"}, "sheet": {}})
+
+    async def redirecting(request: Request) -> Response:
+        return Response(status_code=302, headers={"location": f"{other.url}{request.url.path}"})
+
+    with Running(Starlette(routes=[Route("/{rest:path}", elsewhere, methods=["GET", "POST"])])) as other, \
+            Running(Starlette(routes=[Route("/{rest:path}", redirecting, methods=["POST"])])) as tagengine:
+        fn = module.Action()
+        fn.valves.tagengine_url, fn.valves.api_key = tagengine.url, "s3cret"
+        shown = act(fn, owui_body("tagengine:heist", []), "sheet")
+        assert seen == []
+        assert "redirect" in shown
