@@ -119,22 +119,22 @@ class SillyTavern:
         return self.data / USER
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
 
 
-def _tail(log: Path, n: int = 40) -> str:
+def log_tail(log: Path, n: int = 40) -> str:
     try:
         return "\n".join(log.read_text(errors="replace").splitlines()[-n:])
     except OSError:
         return "(no log)"
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """The whole process group: SIGTERM (SillyTavern saves its stats and exits), then SIGKILL."""
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """The whole process group: SIGTERM (SillyTavern saves its stats and exits, uvicorn shuts down), then SIGKILL."""
     if proc.poll() is None:
         for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 15.0)):
             try:
@@ -175,7 +175,7 @@ def _keep_seed(data: Path) -> None:
 
 
 def _start(tmp: Path, data: Path, config: Path, log: Path, cwd: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [shutil.which("node") or "node", str(server_js()), "--configPath", str(config), "--dataRoot", str(data),
            "--listen", "false", "--listenAddressIPv4", "127.0.0.1", "--port", str(port),
@@ -218,12 +218,12 @@ def sillytavern(tmp: Path, ui: bool = False) -> Iterator[SillyTavern]:
     try:
         up = _ready(proc, url, deadline)
         if not up and proc.poll() is not None and b"EADDRINUSE" in log.read_bytes():
-            _stop(proc)  # the free port was taken between our probe and its bind: one more try
+            stop_group(proc)  # the free port was taken between our probe and its bind: one more try
             proc, url = _start(tmp, data, config, log, cwd)
             up = _ready(proc, url, deadline)
         if not up:
             raise AssertionError(f"SillyTavern did not start within {START_TIMEOUT:.0f} s (exit code {proc.poll()}); "
-                                 f"its log:\n{_tail(log)}")
+                                 f"its log:\n{log_tail(log)}")
         _keep_seed(data)
         client = connect(url)
         try:
@@ -231,7 +231,7 @@ def sillytavern(tmp: Path, ui: bool = False) -> Iterator[SillyTavern]:
         finally:
             client.close()
     finally:
-        _stop(proc)
+        stop_group(proc)
 
 
 # -- chat completions, the way the app's page asks its server ---------------------------------------------------
