@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 import pytest
-from st_kit import free_port, log_tail, stop_group  # the same process handling as SillyTavern's kit
+from st_kit import free_port, log_tail, stop_group, until_answers  # the same process handling as SillyTavern's kit
 
 LLAMA_CPP_VERSION = "0.3.36"  # the same pin as LLAMA_CPP_VERSION in ./dev
 START_TIMEOUT = 120.0  # seconds: the tiny model loads in about a second; a busy machine's import of the server ~10 s
@@ -100,20 +100,6 @@ def _start(model: Path, log: Path, n_ctx: int) -> tuple[subprocess.Popen[bytes],
     return proc, f"http://127.0.0.1:{port}"
 
 
-def _ready(proc: subprocess.Popen[bytes], url: str, deadline: float) -> bool:
-    """Polls until the server answers (True) or exits (False); bounded by `deadline`."""
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        try:
-            if httpx.get(f"{url}/v1/models", timeout=2.0).status_code == 200:
-                return True
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    return False
-
-
 @contextmanager
 def llama_server(model: Path, tmp: Path, n_ctx: int = N_CTX) -> Iterator[LlamaServer]:
     """`python -m llama_cpp.server` serving `model` on a free loopback port, its log under `tmp`; skips without
@@ -126,11 +112,11 @@ def llama_server(model: Path, tmp: Path, n_ctx: int = N_CTX) -> Iterator[LlamaSe
     deadline = time.monotonic() + START_TIMEOUT
     proc, url = _start(model, log, n_ctx)
     try:
-        up = _ready(proc, url, deadline)
+        up = until_answers(proc, f"{url}/v1/models", deadline)
         if not up and proc.poll() is not None and b"address already in use" in log.read_bytes().lower():
             stop_group(proc)  # the free port was taken between our probe and its bind: one more try
             proc, url = _start(model, log, n_ctx)
-            up = _ready(proc, url, deadline)
+            up = until_answers(proc, f"{url}/v1/models", deadline)
         if not up:
             raise AssertionError(f"llama.cpp's server did not start within {START_TIMEOUT:.0f} s (exit code "
                                  f"{proc.poll()}); its log:\n{log_tail(log)}")

@@ -186,13 +186,13 @@ def _start(tmp: Path, data: Path, config: Path, log: Path, cwd: Path) -> tuple[s
     return proc, url
 
 
-def _ready(proc: subprocess.Popen[bytes], url: str, deadline: float) -> bool:
-    """Polls until SillyTavern answers (True) or exits (False); bounded by `deadline`."""
+def until_answers(proc: subprocess.Popen[bytes], probe: str, deadline: float) -> bool:
+    """Polls until the server answers a GET of `probe` with 200 (True) or exits (False); bounded by `deadline`."""
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return False
         try:
-            if httpx.get(f"{url}/csrf-token", timeout=2.0).status_code == 200:
+            if httpx.get(probe, timeout=2.0).status_code == 200:
                 return True
         except httpx.HTTPError:
             pass
@@ -216,11 +216,11 @@ def sillytavern(tmp: Path, ui: bool = False) -> Iterator[SillyTavern]:
     deadline = time.monotonic() + START_TIMEOUT
     proc, url = _start(tmp, data, config, log, cwd)
     try:
-        up = _ready(proc, url, deadline)
+        up = until_answers(proc, f"{url}/csrf-token", deadline)
         if not up and proc.poll() is not None and b"EADDRINUSE" in log.read_bytes():
             stop_group(proc)  # the free port was taken between our probe and its bind: one more try
             proc, url = _start(tmp, data, config, log, cwd)
-            up = _ready(proc, url, deadline)
+            up = until_answers(proc, f"{url}/csrf-token", deadline)
         if not up:
             raise AssertionError(f"SillyTavern did not start within {START_TIMEOUT:.0f} s (exit code {proc.poll()}); "
                                  f"its log:\n{log_tail(log)}")
