@@ -50,6 +50,7 @@ def test_an_encodings_python_rank_table_is_emptied_when_released(monkeypatch: py
         return made
 
     monkeypatch.setattr(tokens, "definition", spy)
+    monkeypatch.setattr(tokens, "_HANDED", [])  # this test's table only: the process's encodings keep theirs
     made = tokens.encoding.__wrapped__("cl100k_base")  # a new one: the process's cached encoding is left alone
     assert len(handed) == 1 and len(handed[0]) > 100_000  # kept until released
     tokens.release_rank_tables()
@@ -73,6 +74,7 @@ def test_a_release_while_another_thread_builds_an_encoding_leaves_that_one_whole
             super().__init__(**kw)
 
     monkeypatch.setattr(tiktoken, "Encoding", Racing)
+    monkeypatch.setattr(tokens, "_HANDED", [])  # this test's table only: the process's encodings keep theirs
     made = tokens.encoding.__wrapped__("cl100k_base")
     assert made.encode("hello world") == [15339, 1917]
     tokens.release_rank_tables()
