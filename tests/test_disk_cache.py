@@ -217,8 +217,11 @@ def test_another_pydantic_or_another_code_is_another_key(folder, monkeypatch):
     key = kept.key(data)
     import pydantic.version
 
-    monkeypatch.setattr(pydantic.version, "VERSION", "0.0.1")
+    assert f"VERSION = {pydantic.version.VERSION!r}".encode() in kept._validator_version()  # read, not imported
+    monkeypatch.setattr(kept, "_validator_version", lambda: b"VERSION = '0.0.1'")
     assert kept.key(data) not in (None, key)
+    monkeypatch.setattr(kept, "_validator_version", lambda: b"")  # pydantic's version unknown: nothing is kept
+    assert kept.key(data) is None
     monkeypatch.undo()
     monkeypatch.setattr(kept, "_code", lambda: b"another version's code")
     assert kept.key(data) not in (None, key)
@@ -238,14 +241,13 @@ COLD = """
 import sys
 from tagengine._internal.cli import run
 code = run(sys.argv[1:])
-from tagengine._internal.ruleset.top import RulesetDef
-print("|", RulesetDef.__pydantic_complete__, "pydantic.plugin._loader" in sys.modules, "lark" in sys.modules)
+print("|", "pydantic" in sys.modules, "pydantic.plugin._loader" in sys.modules, "lark" in sys.modules)
 """
 
 
 def test_a_cold_apply_with_its_ruleset_kept_builds_no_validator_and_imports_no_lark(folder, tmp_path):
-    """PF-1..PF-3: the second command reads the ruleset and the grammar's terminals from the cache folder;
-    pydantic builds no validator (nor imports its plugin machinery) and lark is not imported at all."""
+    """PF-1..PF-3, PF-27: the second command reads the ruleset and the grammar's terminals from the cache folder;
+    pydantic is not even imported (the kept ruleset is plain dataclasses), and neither is lark."""
     reply = tmp_path / "reply.md"
     reply.write_text('Mira holds. [sheet: who="Mira" op="spend" pool="resolve"]\n')
     args = [sys.executable, "-c", COLD, "apply", str(GRAVEWATCH), str(SAMPLES / "states" / "gravewatch.json"),
@@ -301,3 +303,15 @@ def test_templates_kept_render_as_compiled_ones(folder, tmp_path):
         entry.write_bytes(entry.read_bytes()[:-10])
     assert outputs() == first
     assert all(disk_cache.read_entry(render.TEMPLATES_KIND, e.name) is not None for e in kept)  # written anew
+
+
+@pytest.mark.parametrize("command", [["check", str(GRAVEWATCH)],
+                                     ["sheet", str(GRAVEWATCH), str(SAMPLES / "states" / "gravewatch.json"), "Mira"]])
+def test_check_and_sheet_of_a_kept_ruleset_import_no_pydantic(folder, command):
+    """PF-27: a ruleset read back from the cache folder is plain dataclasses; pydantic is imported only to validate."""
+    args = [sys.executable, "-c", COLD, *command]
+    env = {**os.environ, disk_cache.VARIABLE: str(folder)}
+    first = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    second = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    assert first.split("|")[1].split()[0] == "True"  # nothing kept yet: validated
+    assert second.split("|")[1].split()[0] == "False" and first.split("|")[0] == second.split("|")[0]

@@ -225,8 +225,9 @@ def _typing_namespace(module_name: str) -> dict[str, Any]:
 
 
 # A type whose constructor is not how a user makes one: `Ruleset.load`, `from_json` or `from_dict` build a
-# Ruleset; its dataclass `__init__` (the validated file and its indexes) is the engine's.
-BUILT_BY_CLASSMETHODS = {"Ruleset"}
+# Ruleset; its dataclass `__init__` (the validated file and its indexes) is the engine's. So do they build a
+# ruleset's definitions (`RestDef`, a dataclass since PF-27): a user reads them from `Ruleset.file`.
+BUILT_BY_CLASSMETHODS = {"Ruleset", "RestDef"}
 
 
 def signature_types(obj: Any) -> set[type]:

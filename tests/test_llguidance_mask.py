@@ -31,7 +31,9 @@ def o200k():
 
     from tagengine._internal.prompt.tokens import encoding
 
-    return lt.lltokenizer_from_encoding(encoding("o200k_base"))
+    # a fresh Encoding, not the process's cached one: a server run earlier in this process (an in-process test)
+    # may have released that one's Python rank table, which llguidance reads (PF-34)
+    return lt.lltokenizer_from_encoding(encoding.__wrapped__("o200k_base"))
 
 
 def deepseek():

@@ -70,15 +70,16 @@ def test_the_work_is_shared_and_the_collector_left_as_it_was(tmp_path):
 
 
 def test_no_process_runs_more_than_the_window_ahead(tmp_path):
-    """Task 0 is slow: the other process goes on with tasks 1, 2, ... but takes none at or past the window
-    (WINDOW_PER_WORKER per process) until task 0 is written, so what is held waiting stays bounded."""
+    """Task 1 is slow (task 0 runs alone before the fork): the other process goes on with tasks 2, 3, ... but
+    takes none at or past the window (WINDOW_PER_WORKER per process, counted from the one task written) until
+    task 1 is written, so what is held waiting stays bounded."""
     log = tmp_path / "log"
     window = ordered_pool.WINDOW_PER_WORKER * 2
 
     def work(i: int):
         fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         os.write(fd, f"start {i} {time.monotonic()}\n".encode())
-        if i == 0:
+        if i == 1:
             time.sleep(1.0)
         os.write(fd, f"end {i} {time.monotonic()}\n".encode())
         os.close(fd)
@@ -86,9 +87,23 @@ def test_no_process_runs_more_than_the_window_ahead(tmp_path):
 
     assert run(tmp_path / "out", [0] * 40, 2, work) == list(range(40))
     events = [line.split() for line in log.read_text().splitlines()]
-    first_done = next(float(t) for kind, i, t in events if kind == "end" and i == "0")
-    ahead = [int(i) for kind, i, t in events if kind == "start" and float(t) < first_done and i != "0"]
-    assert ahead and max(ahead) == window - 1  # it went on, and stopped at the window
+    slow_done = next(float(t) for kind, i, t in events if kind == "end" and i == "1")
+    ahead = [int(i) for kind, i, t in events if kind == "start" and float(t) < slow_done and int(i) > 1]
+    assert ahead and max(ahead) == window  # it went on, and stopped at the window
+
+
+def test_the_first_task_runs_here_before_any_child_is_forked(tmp_path):
+    """PF-30: what the first task warms (imports, per-ruleset compiles) is done once and inherited by the children:
+    task 0 runs in this process while it has no child; the children start after it."""
+    seen: list[tuple[int, int, int]] = []
+
+    def work(i: int):
+        return b"x", (i, os.getpid(), len(multiprocessing.active_children()))
+
+    with open(tmp_path / "out", "wb") as sink:
+        ordered_pool.run_ordered(counter(10), work, sink, 3, seen.append)
+    assert seen[0] == (0, os.getpid(), 0)
+    assert [i for i, _, _ in seen] == list(range(10))
 
 
 def isolated(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:

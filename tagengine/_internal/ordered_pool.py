@@ -1,6 +1,7 @@
 """Processes that take tasks in order and write their outputs in that order: the local replay's pool (PF-13).
 
-`run_ordered` shares one sequence of tasks between this process and `workers - 1` forked children. Each
+`run_ordered` shares one sequence of tasks between this process and `workers - 1` forked children, forked once
+this process has done the first task alone (so they inherit what a first task warms, PF-30). Each
 process takes the next task with `take` (under a lock, so tasks are numbered in the order they are taken),
 runs `work` on it with no lock held, and writes the output straight to the sink's file descriptor once the
 output of every earlier task is out. A task finished before its turn is held while its process goes on
@@ -87,9 +88,10 @@ class _Turns(Generic[T, R]):
         finally:
             self.lock.release()
 
-    def serve(self, after: Callable[[], None]) -> None:
+    def serve(self, after: Callable[[], None], first_only: bool = False) -> None:
         """Take, work and write until no task is left and every output of this process is out; `after()`
-        follows each task and each wait (the parent reads the results there)."""
+        follows each task and each wait (the parent reads the results there). `first_only`: return once the
+        first task is written (the parent, alone, before the fork)."""
         held: deque[tuple[int, bytes, R]] = deque()
         while True:
             task: T | None = None
@@ -98,6 +100,8 @@ class _Turns(Generic[T, R]):
                 if self.ints[_FAILED]:
                     raise _Stopped
                 self._write(held)
+                if first_only and self.ints[_WRITTEN]:
+                    return
                 if not self.ints[_ENDED] and self.ints[_TAKEN] < self.ints[_WRITTEN] + self.window:
                     task = self.take(self.cursor)
                     if task is None:
@@ -225,6 +229,11 @@ def run_ordered(take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes
     thawed = gc.get_freeze_count() == 0
     try:
         if workers > 1:
+            # The first task here, alone, before the fork: what a process pays once on its first task (the command
+            # families imported, each per-ruleset compile, patterns built) is paid once and inherited, not again
+            # by every child (decision PF-30). In a small batch that once was most of a child's work.
+            turns.serve(report, first_only=True)
+        if workers > 1 and not turns.ints[_ENDED]:
             gc.freeze()  # the collector would touch, and so copy, every page the children share with us
             ctx = mp.get_context("fork")
             for _ in range(workers - 1):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import NotFoundError
-from .ruleset.top import RulesetDef
+from .ruleset.load import shape_schema
 from .state.format import state_schema
 
 # The published schema names the file's parts as the format does (`Pool`, `Track`): the `Def` suffix is
@@ -39,7 +39,7 @@ def _rename(node: Any) -> Any:
 
 def schema(kind: str) -> dict[str, Any]:
     if kind == "ruleset":
-        renamed: dict[str, Any] = _rename(RulesetDef.model_json_schema(by_alias=True))
+        renamed: dict[str, Any] = _rename(shape_schema())
         return renamed
     if kind == "state":
         return state_schema()

@@ -265,7 +265,7 @@ def card(rs: Ruleset, done: RolledCheck) -> list[str]:
         lines.append("  untrained rule: harder, the target per die one step up (UNTR-7)")
     if n.cap is not None:
         sk = (rs.sheet.skills if n.kind == "skill" else rs.sheet.saves).get(n.id)
-        ref = sk.cap.model_dump(exclude_none=True) if sk is not None and sk.cap is not None else {}
+        ref = sk.cap.dumped() if sk is not None and sk.cap is not None else {}
         where = ", ".join(f"{k} {v}" for k, v in ref.items())
         lines.append(f"  cap: {n.cap} (from {where}; the check never rolls more, CAP-1)")
     if n.penalty:

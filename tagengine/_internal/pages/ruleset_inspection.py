@@ -18,8 +18,7 @@ from ..errors import Problem, RulesetError
 from ..ruleset import Ruleset
 from ..ruleset.capability import Use, fmt, uses
 from ..ruleset.inspect.inspection import Inspection
-from ..ruleset.load import MAX_BYTES, index_of
-from ..ruleset.top import RulesetDef
+from ..ruleset.load import MAX_BYTES, index_of, shaped
 
 _FIRST = re.compile(r"[^.\[]+")
 PROBLEMS_SHOWN = 500  # problems (and warnings, and features) the page lists: the rest are counted
@@ -39,7 +38,7 @@ def section_of(path: str) -> str:
 def capability_uses(data: bytes) -> list[Use] | None:
     """The features that need a Capability API version, when the file's shape can be read at all."""
     try:
-        model = RulesetDef.model_validate_json(data.decode("utf-8").removeprefix("\ufeff"), strict=True)
+        model = shaped(data.decode("utf-8").removeprefix("\ufeff"))
         sheet, party = index_of(model)
         return sorted_uses(Inspection(model, sheet, party))
     except (ValidationError, ValueError, RecursionError, LookupError, TypeError, AttributeError):

@@ -113,7 +113,7 @@ def uses(ctx: Inspection) -> Iterator[Use]:
     if rs.party is not None:
         yield Use((1, 144), "party", "party", "PARTY-1")
         for key in ("lists", "builder", "fromMembers"):
-            if key in rs.party.model_fields_set:
+            if key in rs.party.written:
                 yield Use((1, 163), f"party {key}", f"party.{key}", "PARTY-27..29")
     if rs.gmReference is not None:
         yield Use((1, 145), "gmReference", "gmReference", "GMREF-10")

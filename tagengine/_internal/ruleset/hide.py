@@ -1,39 +1,30 @@
 """`hideWhen` (HIDE-1, HIDE-2): hide an element by the value of another field."""
 
-from __future__ import annotations
 
-from functools import cached_property
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import Field, model_validator
-
-from .base import BaseDef, Id
+from .base import BaseDef, Id, aliased, worked_out
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class HideWhenDef(BaseDef):
     """HIDE-2: exactly one of `equals`, `notEquals`, `in`."""
 
     field: Id
     equals: Any = None
     notEquals: Any = None
-    in_: list[Any] | None = Field(default=None, alias="in")
+    in_: list[Any] | None = aliased("in")
+    form: str = worked_out()  # "equals", "notEquals" or "in"; "" until checked
+    values: list[Any] = worked_out()  # the values it compares with
 
-    @model_validator(mode="after")
-    def _one_form(self) -> HideWhenDef:
-        forms = [k for k in ("equals", "notEquals", "in_") if k in self.model_fields_set]
+    def derive(self) -> None:
+        form = next((k for k in ("equals", "notEquals", "in_") if k in self.written), "")
+        values = list(self.in_ or []) if form == "in_" else [self.equals if form == "equals" else self.notEquals]
+        object.__setattr__(self, "form", "in" if form == "in_" else form)
+        object.__setattr__(self, "values", values)
+
+    def check(self) -> None:
+        forms = [k for k in ("equals", "notEquals", "in_") if k in self.written]
         if len(forms) != 1:
             raise ValueError("hideWhen takes exactly one of equals, notEquals, in (HIDE-2)")
-        return self
-
-    @cached_property
-    def form(self) -> str:
-        for k in ("equals", "notEquals", "in_"):
-            if k in self.model_fields_set:
-                return "in" if k == "in_" else k
-        raise AssertionError
-
-    @cached_property
-    def values(self) -> list[Any]:
-        if self.form == "in":
-            return list(self.in_ or [])
-        return [self.equals if self.form == "equals" else self.notEquals]

@@ -3,17 +3,19 @@
 A command started once per reply (`tagengine apply`) would otherwise build pydantic's validators for every
 model of the file and run every import check before reading a byte of the reply: about 20 ms, most of it
 pydantic importing its plugin machinery. A file read before is instead rebuilt from its entry (pickle, a
-fraction of a millisecond), and no validator is built at all (the models are `defer_build`, PF-1).
+fraction of a millisecond) into the plain dataclasses it is made of: pydantic is not even imported (PF-27).
 
 The key is the SHA-256 of the file's bytes, of the source of the code that validates it (every module of
-this package, `errors.py` and `text.py`: an edit in a checkout changes it, as a new release does), and of
-pydantic's, pydantic-core's and Python's versions. Only a file that imports is kept; its problems are
+this package, `errors.py` and `text.py`: an edit in a checkout changes it, as a new release does), of
+pydantic's `version.py` (read, not imported: it names pydantic's version and the pydantic-core it needs) and
+of Python's version. Only a file that imports is kept; its problems are
 worked out anew each time. An entry is unpickled only when its header matches (disk_cache.py), and then
 only the classes a ruleset is made of may be named in it: anything else is a miss.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import pickle
 import sys
@@ -46,15 +48,23 @@ def _code() -> bytes:
     return disk_cache.digest(*parts).encode()
 
 
-def key(data: bytes) -> str | None:
-    code = _code()
-    if not code:
-        return None
-    import pydantic_core
-    from pydantic.version import VERSION
+@cache
+def _validator_version() -> bytes:
+    """pydantic's `version.py`, found and read without importing pydantic; b"" when it cannot be."""
+    try:
+        spec = importlib.util.find_spec("pydantic")
+        if spec is None or spec.origin is None:
+            return b""
+        return (Path(spec.origin).parent / "version.py").read_bytes()
+    except (OSError, ValueError, ImportError):
+        return b""
 
-    versions = f"pydantic {VERSION}; pydantic-core {pydantic_core.__version__}; {sys.implementation.cache_tag}"
-    return disk_cache.digest(data, code, versions.encode())
+
+def key(data: bytes) -> str | None:
+    code, validator = _code(), _validator_version()
+    if not (code and validator):
+        return None
+    return disk_cache.digest(data, code, validator, sys.implementation.cache_tag.encode())
 
 
 class _Unpickler(pickle.Unpickler):

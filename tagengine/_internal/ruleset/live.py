@@ -1,14 +1,15 @@
 """`sheet.live`: what changes during play (SHEET-35): pools, tracks, text, conditions, states."""
 
-from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
-from .base import BaseDef, Id, Label
+from .base import BaseDef, Id, Label, Pair, listed
 from .hide import HideWhenDef
 from .refs import ValueRefDef
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PoolDef(BaseDef):
     id: Id
     label: Label
@@ -20,32 +21,38 @@ class PoolDef(BaseDef):
     hideWhen: HideWhenDef | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LevelDef(BaseDef):
     label: Label
     penalty: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class KindDef(BaseDef):
     id: Id
     label: Label
     severity: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BoxPenaltyDef(BaseDef):
     by: Literal["filled", "remaining"]
-    table: list[tuple[int, int]]
+    table: list[Pair]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BoxesDef(BaseDef):
     penalty: BoxPenaltyDef | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExtraDef(BaseDef):
     list: Id
     countColumn: Id
     penaltyColumn: Id
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TrackDef(BaseDef):
     """A plain track, or a wound track when it has `kinds` and `levels` or `boxes` (WOUND-1)."""
 
@@ -69,17 +76,20 @@ class TrackDef(BaseDef):
         return self.kinds is not None or self.levels is not None or self.boxes is not None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LiveTextDef(BaseDef):
     id: Id
     label: Label
     maxLength: int = 200
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ConditionDef(BaseDef):
     id: Id
     label: Label
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LiveStateDef(BaseDef):
     id: Id
     label: Label
@@ -98,9 +108,10 @@ class LiveStateDef(BaseDef):
         return (self.valueLabels or {}).get(value, value)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LiveDef(BaseDef):
-    pools: list[PoolDef] = []
-    tracks: list[TrackDef] = []
-    text: list[LiveTextDef] = []
-    conditions: list[ConditionDef] = []
-    states: list[LiveStateDef] = []
+    pools: list[PoolDef] = listed()
+    tracks: list[TrackDef] = listed()
+    text: list[LiveTextDef] = listed()
+    conditions: list[ConditionDef] = listed()
+    states: list[LiveStateDef] = listed()

@@ -6,10 +6,9 @@ import copy
 import json
 import re
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem, RulesetError
 from ..files import TooLarge, json_problem, read_file, strip_bom
@@ -18,6 +17,9 @@ from .index import ById, SheetIndex
 from .inspect import combat, derived, fields, gm, ids, party, refs, resolution, rests, states, tracks
 from .inspect.inspection import Inspection
 from .top import RulesetDef
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 # The import inspections, in the order they run (markdown-it's rule chain is the model): each reads the
 # validated file through the Inspection and adds problems and warnings to it. Add an inspection here.
@@ -30,6 +32,7 @@ MAX_BYTES = 4 * 1024 * 1024
 
 _CODES = {
     "extra_forbidden": "unknown-key",
+    "unexpected_keyword_argument": "unknown-key",  # an unknown key, as pydantic names it for a dataclass
     "missing": "missing-key",
     "literal_error": "not-allowed",
     "enum": "not-allowed",
@@ -138,7 +141,7 @@ def shape_problems(raw: Any, errors: list[Any]) -> list[Problem]:
             msg = msg[m.end():]
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
-        if e["type"] == "extra_forbidden":
+        if e["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
             msg = f"unknown key {str(e['loc'][-1])!r}"
         grouped.setdefault((path, code), []).append({"msg": msg, "input": e.get("input")})
     problems = []
@@ -170,6 +173,24 @@ def index_of(model: RulesetDef) -> tuple[SheetIndex, SheetIndex | None]:
     return sheet, party
 
 
+@cache
+def _adapter() -> TypeAdapter[RulesetDef]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(RulesetDef)
+
+
+def shaped(text: str) -> RulesetDef:
+    """The file's definitions, its shape checked by pydantic (strict: no "1" for 1); pydantic's ValidationError
+    when it is wrong. Pydantic is imported, and the validator built, on the first call only (PF-27)."""
+    return _adapter().validate_json(text)  # strict by the definitions' configuration (base.py)
+
+
+def shape_schema() -> dict[str, Any]:
+    """The JSON Schema of the file's shape, as pydantic writes it (`tagengine schema ruleset`)."""
+    return _adapter().json_schema(by_alias=True)
+
+
 def validate(text: str | bytes, source: str = "<ruleset>") -> tuple[RulesetDef, Inspection]:
     """The validated file and its Inspection (with warnings); RulesetError lists every problem.
     A leading UTF-8 BOM is dropped, as for every file tagengine reads (decision F-6)."""
@@ -178,8 +199,10 @@ def validate(text: str | bytes, source: str = "<ruleset>") -> tuple[RulesetDef, 
     if not isinstance(raw, dict):
         raise RulesetError([Problem("$", "not-object", f"a ruleset is a JSON object, not {type(raw).__name__}",
                                     json.dumps(raw)[:80])], source)
+    from pydantic import ValidationError
+
     try:
-        model = RulesetDef.model_validate_json(text if isinstance(text, str) else text.decode("utf-8"), strict=True)
+        model = shaped(text if isinstance(text, str) else text.decode("utf-8"))
     except ValidationError as e:
         raise RulesetError(_shape_then_rules(raw, e), source) from None
     except (RecursionError, ValueError) as e:
@@ -191,7 +214,7 @@ def validate(text: str | bytes, source: str = "<ruleset>") -> tuple[RulesetDef, 
     return model, ctx
 
 
-def _shape_then_rules(raw: Any, err: ValidationError) -> list[Problem]:
+def _shape_then_rules(raw: Any, err: Any) -> list[Problem]:
     """The shape problems, then the rule problems of the same file with the refused keys dropped."""
     errors = list(err.errors(include_url=False))  # once: 200 000 errors take pydantic 0.7 s, the GIL held
     problems = shape_problems(raw, errors)
@@ -199,8 +222,10 @@ def _shape_then_rules(raw: Any, err: ValidationError) -> list[Problem]:
     if pruned is None:
         return problems
     data, dropped = pruned
+    from pydantic import ValidationError
+
     try:
-        model = RulesetDef.model_validate_json(json.dumps(data), strict=True)
+        model = shaped(json.dumps(data))
     except (ValidationError, RecursionError, ValueError):
         return problems
     seen = {(p.path, p.code) for p in problems}

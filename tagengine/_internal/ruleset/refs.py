@@ -1,13 +1,10 @@
 """Value references (REF-1): an object with exactly one key naming where a number comes from."""
 
-from __future__ import annotations
 
-from functools import cached_property
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import model_validator
-
-from .base import BaseDef, Id
+from .base import BaseDef, Id, worked_out
 
 REF_KEYS = (
     "const", "field", "derived", "abilityScore", "abilityMod", "abilityModFromField",
@@ -15,12 +12,14 @@ REF_KEYS = (
 )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ListSumDef(BaseDef):
     list: Id
     column: Id
     onlyWhen: Id | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ValueRefDef(BaseDef):
     """`{"derived": "grit_max"}`; `liveTrack` may carry `read` beside it (REF-9).
 
@@ -42,10 +41,13 @@ class ValueRefDef(BaseDef):
     read: Literal["value", "filled", "remaining", "penalty"] | None = None
     itemStat: Any = None
     liveState: Id | None = None
+    key: str = worked_out()  # the one key of REF_KEYS written; "" until checked
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> ValueRefDef:
-        keys = [k for k in REF_KEYS if k in self.model_fields_set]
+    def derive(self) -> None:
+        object.__setattr__(self, "key", next((k for k in REF_KEYS if k in self.written), ""))
+
+    def check(self) -> None:
+        keys = [k for k in REF_KEYS if k in self.written]
         if len(keys) != 1:
             raise ValueError(
                 f"a value reference has exactly one of {', '.join(REF_KEYS[:-1])}; got {keys or 'none'}"
@@ -54,16 +56,8 @@ class ValueRefDef(BaseDef):
             raise ValueError(f"wrong-type: `{keys[0]}` is null; a value reference names what it reads")
         if self.read is not None and keys[0] != "liveTrack":
             raise ValueError("`read` goes only with `liveTrack`")
-        return self
 
-    @cached_property
-    def key(self) -> str:
-        for k in REF_KEYS:
-            if k in self.model_fields_set:
-                return k
-        raise AssertionError("validated ValueRef has a key")
-
-    @cached_property
+    @property
     def target(self) -> Any:
         return getattr(self, self.key)
 

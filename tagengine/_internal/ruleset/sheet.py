@@ -1,12 +1,10 @@
 """The character sheet: sections, abilities, skills, saves, training, fields, derived values, lists, rests."""
 
-from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
-
-from .base import BaseDef, Id, Label, Round
+from .base import BaseDef, Bounds, Id, Label, Pair, Round, aliased, listed
 from .hide import HideWhenDef
 from .live import LiveDef
 from .refs import ValueRefDef
@@ -15,6 +13,7 @@ FieldType = Literal["number", "text", "longtext", "boolean", "enum", "dice"]
 ColumnType = Literal["number", "text", "enum", "boolean", "dice"]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UntrainedByDef(BaseDef):
     by: int
 
@@ -22,12 +21,14 @@ class UntrainedByDef(BaseDef):
 UntrainedDef = Literal["normal", "harder", "refuse"] | UntrainedByDef
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SectionDef(BaseDef):
     id: Id
     label: Label
     untrained: UntrainedDef | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AbilityDef(BaseDef):
     id: Id
     label: Label
@@ -37,6 +38,7 @@ class AbilityDef(BaseDef):
     default: int | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SkillDef(BaseDef):
     """A skill or save (SHEET-8..10)."""
 
@@ -48,6 +50,7 @@ class SkillDef(BaseDef):
     untrained: UntrainedDef | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TrainingLevelDef(BaseDef):
     """Training ladder (DEC-23): the first level is untrained (UNTR-1); `bonus` rides on the check."""
 
@@ -56,6 +59,7 @@ class TrainingLevelDef(BaseDef):
     bonus: int | ValueRefDef = 0
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FieldDef(BaseDef):
     id: Id
     label: Label
@@ -72,6 +76,7 @@ class FieldDef(BaseDef):
     hideWhen: HideWhenDef | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DerivedDef(BaseDef):
     """A derived value (SHEET-19..27). Operands: `of` (sum/min/max/multiply) or `from` (the rest)."""
 
@@ -80,23 +85,26 @@ class DerivedDef(BaseDef):
     op: Literal["sum", "min", "max", "scale", "multiply", "stepTable", "enumTable"]
     section: Id | None = None
     of: list[ValueRefDef] | None = None
-    from_: ValueRefDef | None = Field(default=None, alias="from")
+    from_: ValueRefDef | None = aliased("from")
     by: float | None = None
     round: Round | None = None
-    table: list[tuple[int, int]] | dict[str, int] | None = None
+    table: list[Pair] | dict[str, int] | None = None
     default: int | None = None
     hideWhen: HideWhenDef | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ColumnRefDef(BaseDef):
     column: Id
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RollDef(BaseDef):
-    count: Annotated[int, Field(ge=1, le=100)] = 1
+    count: Annotated[int, Bounds(ge=1, le=100)] = 1
     sides: int | ColumnRefDef | ValueRefDef
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ColumnDef(BaseDef):
     id: Id
     label: Label
@@ -112,6 +120,7 @@ class ColumnDef(BaseDef):
     roll: RollDef | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RowPoolsDef(BaseDef):
     """SHEET-31: each row becomes a resource whose maximum is the row's `maxColumn` cell."""
 
@@ -119,6 +128,7 @@ class RowPoolsDef(BaseDef):
     start: Literal["full", "empty"] = "full"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ListDef(BaseDef):
     id: Id
     label: Label
@@ -128,12 +138,14 @@ class ListDef(BaseDef):
     hideWhen: HideWhenDef | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FractionOfMaxDef(BaseDef):
     fractionOfMax: float
     round: Round | None = None
     min: int | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RestStepDef(BaseDef):
     """One restoration (REST-2, D-6): exactly one target, then `to` or `by`."""
 
@@ -153,21 +165,24 @@ class RestStepDef(BaseDef):
                 if getattr(self, k) is not None]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RestDef(BaseDef):
     id: Id
     label: Label
     steps: list[RestStepDef]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SheetDef(BaseDef):
-    sections: list[SectionDef] = []
-    abilities: list[AbilityDef] = []
+    sections: list[SectionDef] = listed()
+    abilities: list[AbilityDef] = listed()
     abilityModifier: Literal["score", "d20"] = "score"
-    training: list[TrainingLevelDef] = []
-    skills: list[SkillDef] = []
-    saves: list[SkillDef] = []
-    fields: list[FieldDef] = []
-    derived: list[DerivedDef] = []
-    lists: list[ListDef] = []
-    live: LiveDef = LiveDef.model_construct()  # the default, without building LiveDef's validator at import (PF-1)
-    rests: list[RestDef] = []
+    training: list[TrainingLevelDef] = listed()
+    skills: list[SkillDef] = listed()
+    saves: list[SkillDef] = listed()
+    fields: list[FieldDef] = listed()
+    derived: list[DerivedDef] = listed()
+    lists: list[ListDef] = listed()
+    live: LiveDef = field(default_factory=LiveDef, metadata={"json_schema_extra": {"default": {
+        "pools": [], "tracks": [], "text": [], "conditions": [], "states": []}}})  # shown as a model's default was
+    rests: list[RestDef] = listed()

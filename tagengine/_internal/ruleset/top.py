@@ -1,16 +1,17 @@
 """The top level of a ruleset file (DEC-21): manifest, sheet, resolution, gm, clocks, party, combat."""
 
-from __future__ import annotations
 
 import builtins
+from dataclasses import dataclass
 from typing import Literal
 
-from .base import BaseDef, Id, Label
+from .base import BaseDef, Id, Label, listed, mapped
 from .live import PoolDef
 from .refs import ValueRefDef
 from .sheet import FieldDef, ListDef, SheetDef
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CapabilityApiDef(BaseDef):
     major: int
     minor: int
@@ -19,6 +20,7 @@ class CapabilityApiDef(BaseDef):
         return f"{self.major}.{self.minor}"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ManifestDef(BaseDef):
     schemaVersion: int | None = None
     capabilityApi: CapabilityApiDef | None = None
@@ -27,6 +29,7 @@ class ManifestDef(BaseDef):
     version: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TargetDef(BaseDef):
     """The target per die of a dice pool; it "can move" (UNTR-8) when min < max."""
 
@@ -35,36 +38,42 @@ class TargetDef(BaseDef):
     max: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DicePoolDef(BaseDef):
     min: int = 1
     target: TargetDef | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AdjustDef(BaseDef):
     value: ValueRefDef
     abilities: list[Id] | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ResolutionDef(BaseDef):
     type: Literal["dice-pool", "dice-sum"]
     die: int | None = None  # the sides of the die a check rolls: d6 for a pool, d20 for a sum when left out (CK-14)
     pool: DicePoolDef | None = None
     penaltyFrom: Id | None = None
-    adjust: list[AdjustDef] = []
+    adjust: list[AdjustDef] = listed()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SummaryListDef(BaseDef):
     list: Id
     nameColumn: Id | None = None
     columns: builtins.list[Id] | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SummaryDef(BaseDef):
-    fields: list[Id] = []
-    derived: list[Id] = []
-    lists: list[SummaryListDef] = []
+    fields: list[Id] = listed()
+    derived: list[Id] = listed()
+    lists: list[SummaryListDef] = listed()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GMDef(BaseDef):
     checkGuidance: str | None = None
     sheetGuidance: str | None = None
@@ -73,25 +82,29 @@ class GMDef(BaseDef):
     sheetSummary: SummaryDef | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ClocksDef(BaseDef):
     """CLOCK-3: strict, only `sizes`, `max` and `text`; `{}` enables the defaults (CLOCK-7)."""
 
-    sizes: list[int] = [4, 6, 8]
+    sizes: list[int] = listed(4, 6, 8)
     max: int = 8
     text: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AdvancementDef(BaseDef):
-    fields: list[Id] = []
+    fields: list[Id] = listed()
     text: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FromMemberDef(BaseDef):
     field: Id
     count: bool | None = None
     sum: Id | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BuilderStepDef(BaseDef):
     id: Id
     label: Label
@@ -99,36 +112,41 @@ class BuilderStepDef(BaseDef):
     list: Id | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BuilderDef(BaseDef):
     """PARTY-28: kept as validated data; the guided builder itself is not part of this engine (U-28)."""
 
-    steps: list[BuilderStepDef] = []
+    steps: list[BuilderStepDef] = listed()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PartyDef(BaseDef):
     label: Label = "Party"
-    fields: list[FieldDef] = []
-    pools: list[PoolDef] = []
+    fields: list[FieldDef] = listed()
+    pools: list[PoolDef] = listed()
     advancement: AdvancementDef | None = None
     text: str | None = None
     summary: SummaryDef | None = None
-    lists: list[ListDef] = []
+    lists: list[ListDef] = listed()
     builder: BuilderDef | None = None
-    fromMembers: list[FromMemberDef] = []
+    fromMembers: list[FromMemberDef] = listed()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class HealthDef(BaseDef):
     pool: Id | None = None
     track: Id | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DamageKindsDef(BaseDef):
     """WOUND-33: a landed hit marks `marks` boxes of the kind `map` gives its damage type."""
 
     marks: int = 1
-    map: dict[str, Id] = {}
+    map: dict[str, Id] = mapped()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CombatDef(BaseDef):
     """What a fight reads (WOUND-2, WOUND-32..39): the health a hit lands on, and how (docs/decisions.md T-18,
     CB-1..CB-3). `damage`: `per-point` damage names the box it hits, `per-blow` (the default) the first
@@ -140,6 +158,7 @@ class CombatDef(BaseDef):
     damageTypes: list[str] | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RulesetDef(BaseDef):
     manifest: ManifestDef | None = None
     sheet: SheetDef

@@ -72,7 +72,7 @@ def inspect_derived(ctx: Inspection) -> None:
     for i, d in enumerate(derived):
         path = f"sheet.derived[{i}]"
         needed, optional = OPERANDS[d.op]
-        written = d.model_fields_set - SHARED_KEYS
+        written = d.written - SHARED_KEYS
         for key in sorted(needed - written):
             name = "from" if key == "from_" else key
             ctx.add(f"{path}.{name}", "missing-key", f"op {d.op!r} needs `{name}` (SHEET-23)", None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,9 +23,9 @@ def unique(ctx: Inspection, path: str, items: Iterable[Any], what: str, rule: st
 def walk_labels(ctx: Inspection, node: Any, path: str) -> None:
     """Every `id` and `label` in the file must be a prompt-safe, quotable line (DEC-25, STATE-4/5)."""
     if isinstance(node, BaseDef):
-        for name in node.model_fields_set:
+        for name in [f.name for f in dataclasses.fields(node) if f.name in node.written]:  # in the file's order
             value = getattr(node, name)
-            key = type(node).model_fields[name].alias or name
+            key = node.key_of(name)
             sub = f"{path}.{key}" if path != "$" else key
             if name in ("id", "label") and isinstance(value, str):
                 ctx.safe_text(sub, value, 100, "DEC-25", label=True)
