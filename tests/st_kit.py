@@ -133,10 +133,11 @@ def log_tail(log: Path, n: int = 40) -> str:
         return "(no log)"
 
 
-def stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """The whole process group: SIGTERM (SillyTavern saves its stats and exits, uvicorn shuts down), then SIGKILL."""
+def stop_group(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
+    """The whole process group: SIGTERM (SillyTavern saves its stats and exits, uvicorn shuts down), `grace` seconds
+    for it, then SIGKILL; bounded."""
     if proc.poll() is None:
-        for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 15.0)):
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 15.0)):
             try:
                 os.killpg(proc.pid, sig)
             except ProcessLookupError:
