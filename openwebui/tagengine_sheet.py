@@ -142,12 +142,26 @@ def text_of(content: Any) -> str:
     return ""
 
 
+class Unfollowed(urllib.request.HTTPRedirectHandler):
+    """No redirect followed: urllib would send it on with every header, the key and the user's id too, to any
+    host."""
+
+    def redirect_request(self, *args: Any) -> None:
+        return None  # the 3xx comes back as an HTTPError, said in `post_json`
+
+
+OPENER = urllib.request.build_opener(Unfollowed)
+
+
 def post_json(url: str, payload: dict[str, Any], headers: dict[str, str], timeout: float) -> tuple[int, Any]:
     request = urllib.request.Request(url, data=json.dumps(payload).encode("utf-8"), headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as got:  # the admin's own URL (a valve)
+        with OPENER.open(request, timeout=timeout) as got:  # the admin's own URL (a valve)
             return got.status, read_json(got.read(MAX_ANSWER + 1))
     except urllib.error.HTTPError as e:
+        if 300 <= e.code < 400:
+            return 0, {"error": {"message": f"{url} answered with a redirect, not followed (the key goes only to "
+                                            "the valve's address): give tagengine serve's own address"}}
         return e.code, read_json(e.read(MAX_ANSWER + 1))
     except (OSError, ValueError) as e:
         return 0, {"error": {"message": f"tagengine cannot be reached at {url}: {e}"}}

@@ -17,11 +17,8 @@ What the kit relies on in llama-cpp-python 0.3.36 (llama_cpp/server/app.py, type
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +30,7 @@ from typing import Any
 
 import httpx
 import pytest
+from st_kit import free_port, log_tail, stop_group, until_answers  # the same process handling as SillyTavern's kit
 
 LLAMA_CPP_VERSION = "0.3.36"  # the same pin as LLAMA_CPP_VERSION in ./dev
 START_TIMEOUT = 120.0  # seconds: the tiny model loads in about a second; a busy machine's import of the server ~10 s
@@ -88,42 +86,11 @@ class LlamaServer:
     proc: subprocess.Popen[bytes]
 
     def tail(self, n: int = 40) -> str:
-        return _tail(self.log, n)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _tail(log: Path, n: int = 40) -> str:
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return "(no log)"
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """The whole process group: SIGTERM (uvicorn shuts down), then SIGKILL."""
-    if proc.poll() is None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(15.0)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        return log_tail(self.log, n)
 
 
 def _start(model: Path, log: Path, n_ctx: int) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     # One thread: the model is tiny, and the machine's two cores are shared with the test and `tagengine serve`.
     cmd = [str(python()), "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
            "--n_ctx", str(n_ctx), "--n_threads", "1", "--n_threads_batch", "1"]
@@ -131,20 +98,6 @@ def _start(model: Path, log: Path, n_ctx: int) -> tuple[subprocess.Popen[bytes],
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=log.parent)
     return proc, f"http://127.0.0.1:{port}"
-
-
-def _ready(proc: subprocess.Popen[bytes], url: str, deadline: float) -> bool:
-    """Polls until the server answers (True) or exits (False); bounded by `deadline`."""
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        try:
-            if httpx.get(f"{url}/v1/models", timeout=2.0).status_code == 200:
-                return True
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    return False
 
 
 @contextmanager
@@ -159,17 +112,17 @@ def llama_server(model: Path, tmp: Path, n_ctx: int = N_CTX) -> Iterator[LlamaSe
     deadline = time.monotonic() + START_TIMEOUT
     proc, url = _start(model, log, n_ctx)
     try:
-        up = _ready(proc, url, deadline)
+        up = until_answers(proc, f"{url}/v1/models", deadline)
         if not up and proc.poll() is not None and b"address already in use" in log.read_bytes().lower():
-            _stop(proc)  # the free port was taken between our probe and its bind: one more try
+            stop_group(proc)  # the free port was taken between our probe and its bind: one more try
             proc, url = _start(model, log, n_ctx)
-            up = _ready(proc, url, deadline)
+            up = until_answers(proc, f"{url}/v1/models", deadline)
         if not up:
             raise AssertionError(f"llama.cpp's server did not start within {START_TIMEOUT:.0f} s (exit code "
-                                 f"{proc.poll()}); its log:\n{_tail(log)}")
+                                 f"{proc.poll()}); its log:\n{log_tail(log)}")
         yield LlamaServer(url, log, proc)
     finally:
-        _stop(proc)
+        stop_group(proc)
 
 
 def complete(server: LlamaServer, prompt: str, grammar: str | None = None, *, seed: int = 0, max_tokens: int = 64,

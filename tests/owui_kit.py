@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
@@ -43,6 +41,7 @@ from typing import Any
 
 import httpx
 import pytest
+from st_kit import free_port, log_tail, stop_group  # the same process handling as SillyTavern's kit
 
 OWUI_VERSION = "0.12.4"  # the same pin as OWUI_VERSION in ./dev
 START_TIMEOUT = 420.0  # seconds: a start imports its whole stack and migrates a new database (about 45-90 s here)
@@ -78,37 +77,6 @@ def missing() -> str | None:
             f"from PyPI, about 7 GB).{why}")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _tail(log: Path, n: int = 40) -> str:
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return "(no log)"
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """The whole process group: SIGTERM (uvicorn's shutdown), then SIGKILL; bounded."""
-    if proc.poll() is None:
-        for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 15.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # children left behind
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 def environment(tmp: Path, upstream: str, auth: bool, extra: Mapping[str, str]) -> dict[str, str]:
     """Open WebUI's settings for a quiet offline test server (see the module's docstring)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "WEBUI_", "OLLAMA_"))}
@@ -139,7 +107,7 @@ class OpenWebUI:
 
 
 def _start(tmp: Path, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     cmd = [str(python()), "-c", "from open_webui import app; app()", "serve", "--host", "127.0.0.1",
            "--port", str(port)]
     with log.open("ab") as out:
@@ -179,15 +147,15 @@ def open_webui(tmp: Path, upstream: str, auth: bool = True,
     try:
         up = _ready(proc, url, deadline)
         if not up and proc.poll() is not None and b"address already in use" in log.read_bytes():
-            _stop(proc)  # the free port was taken between our probe and its bind: one more try
+            stop_group(proc, grace=20.0)  # the free port was taken between our probe and its bind: one more try
             proc, url = _start(tmp, env, log)
             up = _ready(proc, url, deadline)
         if not up:
             raise AssertionError(f"Open WebUI did not start within {START_TIMEOUT:.0f} s (exit code {proc.poll()}); "
-                                 f"its log:\n{_tail(log)}")
+                                 f"its log:\n{log_tail(log)}")
         yield OpenWebUI(url, tmp, log, time.monotonic() - t0)
     finally:
-        _stop(proc)
+        stop_group(proc, grace=20.0)
 
 
 # -- its API --------------------------------------------------------------------------------------------------------

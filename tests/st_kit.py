@@ -119,24 +119,25 @@ class SillyTavern:
         return self.data / USER
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
 
 
-def _tail(log: Path, n: int = 40) -> str:
+def log_tail(log: Path, n: int = 40) -> str:
     try:
         return "\n".join(log.read_text(errors="replace").splitlines()[-n:])
     except OSError:
         return "(no log)"
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """The whole process group: SIGTERM (SillyTavern saves its stats and exits), then SIGKILL."""
+def stop_group(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
+    """The whole process group: SIGTERM (SillyTavern saves its stats and exits, uvicorn shuts down), `grace` seconds
+    for it, then SIGKILL; bounded."""
     if proc.poll() is None:
-        for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 15.0)):
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 15.0)):
             try:
                 os.killpg(proc.pid, sig)
             except ProcessLookupError:
@@ -175,7 +176,7 @@ def _keep_seed(data: Path) -> None:
 
 
 def _start(tmp: Path, data: Path, config: Path, log: Path, cwd: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [shutil.which("node") or "node", str(server_js()), "--configPath", str(config), "--dataRoot", str(data),
            "--listen", "false", "--listenAddressIPv4", "127.0.0.1", "--port", str(port),
@@ -186,13 +187,13 @@ def _start(tmp: Path, data: Path, config: Path, log: Path, cwd: Path) -> tuple[s
     return proc, url
 
 
-def _ready(proc: subprocess.Popen[bytes], url: str, deadline: float) -> bool:
-    """Polls until SillyTavern answers (True) or exits (False); bounded by `deadline`."""
+def until_answers(proc: subprocess.Popen[bytes], probe: str, deadline: float) -> bool:
+    """Polls until the server answers a GET of `probe` with 200 (True) or exits (False); bounded by `deadline`."""
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return False
         try:
-            if httpx.get(f"{url}/csrf-token", timeout=2.0).status_code == 200:
+            if httpx.get(probe, timeout=2.0).status_code == 200:
                 return True
         except httpx.HTTPError:
             pass
@@ -216,14 +217,14 @@ def sillytavern(tmp: Path, ui: bool = False) -> Iterator[SillyTavern]:
     deadline = time.monotonic() + START_TIMEOUT
     proc, url = _start(tmp, data, config, log, cwd)
     try:
-        up = _ready(proc, url, deadline)
+        up = until_answers(proc, f"{url}/csrf-token", deadline)
         if not up and proc.poll() is not None and b"EADDRINUSE" in log.read_bytes():
-            _stop(proc)  # the free port was taken between our probe and its bind: one more try
+            stop_group(proc)  # the free port was taken between our probe and its bind: one more try
             proc, url = _start(tmp, data, config, log, cwd)
-            up = _ready(proc, url, deadline)
+            up = until_answers(proc, f"{url}/csrf-token", deadline)
         if not up:
             raise AssertionError(f"SillyTavern did not start within {START_TIMEOUT:.0f} s (exit code {proc.poll()}); "
-                                 f"its log:\n{_tail(log)}")
+                                 f"its log:\n{log_tail(log)}")
         _keep_seed(data)
         client = connect(url)
         try:
@@ -231,7 +232,7 @@ def sillytavern(tmp: Path, ui: bool = False) -> Iterator[SillyTavern]:
         finally:
             client.close()
     finally:
-        _stop(proc)
+        stop_group(proc)
 
 
 # -- chat completions, the way the app's page asks its server ---------------------------------------------------

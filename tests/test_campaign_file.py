@@ -258,3 +258,20 @@ def test_the_campaign_option_is_for_sillytavern_chats_and_warns_of_another_rules
     code, out, err = cli("replay", str(edited), str(chat), "--format", "st", "--campaign", str(path))
     assert code == 0 and "is not the ruleset the campaign vault was exported with" in err, err
     assert json.loads(out)["state"]["rulesetDice"] == from_json(RS, good["start"]).to_json()["rulesetDice"]
+
+
+def test_an_imported_campaign_is_given_its_owner(tmp_path, good, monkeypatch):
+    """OW-6, docs/security.md: a campaign is given to another user of a chat app by exporting it and importing it
+    under a new name with `--owner`, as `campaign new --owner` makes one theirs; without it the import is nobody's
+    (the first user who plays it claims it)."""
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(good).encode())))
+    code, _, err = cli("campaign", "import", "-", "--data", str(tmp_path / "data"), "--as", "bobs", "--owner", "bob")
+    assert code == 0, err
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(good).encode())))
+    code, _, err = cli("campaign", "import", "-", "--data", str(tmp_path / "data"), "--as", "free")
+    assert code == 0, err
+    store = Store(tmp_path / "data")
+    try:
+        assert store.owners() == {"bobs": "bob"}
+    finally:
+        store.close()

@@ -271,3 +271,46 @@ def test_the_function_loads_in_open_webuis_own_python():
     assert got.returncode == 0, got.stderr[-2000:]
     assert got.stdout.split("\n")[0] == ("['api_key', 'tagengine_url', 'timeout', 'user_header'] ['sheet', 'roll'] "
                                          "True inline")
+
+
+def test_install_follows_no_redirect_so_the_token_goes_only_to_the_url_given():
+    """OW-5: the admin's token is sent to `--url` and nowhere else. Python's urllib follows a redirect with every
+    header but the body's, Authorization included, to any host: an Open WebUI behind a proxy that redirects (or
+    anything answering at that address) would get the token sent on to where it points. A redirect stops the
+    install, naming where it pointed."""
+    seen: list[str | None] = []
+
+    async def elsewhere(request: Request) -> Response:
+        seen.append(request.headers.get("authorization"))
+        return JSONResponse({"detail": "We could not find what you're looking for :/"}, 401)
+
+    async def redirecting(request: Request) -> Response:
+        return Response(status_code=302, headers={"location": f"{other.url}{request.url.path}"})
+
+    with Running(Starlette(routes=[Route("/{rest:path}", elsewhere, methods=["GET", "POST"])])) as other, \
+            Running(Starlette(routes=[Route("/{rest:path}", redirecting, methods=["GET", "POST"])])) as owui:
+        code, _, err = cli("openwebui", "install", "--url", owui.url, "--token", "admin-secret")
+        assert seen == []
+        assert code == 1 and "redirect" in err and other.url in err
+
+
+def test_the_function_follows_no_redirect_so_the_key_goes_only_to_its_valve():
+    """OW-5: the Function sends tagengine's API key and the user's id to the valve's address and nowhere else
+    (urllib would send them on to wherever a redirect points, any host); a redirect is said on the card."""
+    module = load_function()
+    seen: list[str | None] = []
+
+    async def elsewhere(request: Request) -> Response:
+        seen.append(request.headers.get("authorization"))
+        return JSONResponse({"campaign": {"name": "heist"}, "sheet": {}})
+
+    async def redirecting(request: Request) -> Response:
+        return Response(status_code=302, headers={"location": f"{other.url}{request.url.path}"})
+
+    with Running(Starlette(routes=[Route("/{rest:path}", elsewhere, methods=["GET", "POST"])])) as other, \
+            Running(Starlette(routes=[Route("/{rest:path}", redirecting, methods=["POST"])])) as tagengine:
+        fn = module.Action()
+        fn.valves.tagengine_url, fn.valves.api_key = tagengine.url, "s3cret"
+        shown = act(fn, owui_body("tagengine:heist", []), "sheet")
+        assert seen == []
+        assert "redirect" in shown

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import pytest
 from cmdkit import sample_state
@@ -49,12 +50,35 @@ def test_an_encodings_python_rank_table_is_emptied_when_released(monkeypatch: py
         return made
 
     monkeypatch.setattr(tokens, "definition", spy)
+    monkeypatch.setattr(tokens, "_HANDED", [])  # this test's table only: the process's encodings keep theirs
     made = tokens.encoding.__wrapped__("cl100k_base")  # a new one: the process's cached encoding is left alone
     assert len(handed) == 1 and len(handed[0]) > 100_000  # kept until released
     tokens.release_rank_tables()
     assert handed[0] == {}
     assert made.encode("hello world") == [15339, 1917] and made.decode([15339, 1917]) == "hello world"
     assert made.n_vocab == encoding("cl100k_base").n_vocab
+
+
+def test_a_release_while_another_thread_builds_an_encoding_leaves_that_one_whole(monkeypatch: pytest.MonkeyPatch):
+    """PF-34: the server releases the rank tables in the worker thread of a fit that built a tokenizer, while another
+    worker may be building one (two cold chats at once, or two encodings). A table is released only once its
+    encoding is built: emptied while tiktoken still reads it, the encoding failed to build (or, cached, would count
+    with no ranks for the life of the server). The release is made at that instant, deterministically."""
+    import tiktoken
+
+    from tagengine._internal.prompt import tokens
+
+    class Racing(tiktoken.Encoding):
+        def __init__(self, **kw: Any) -> None:
+            tokens.release_rank_tables()  # another worker's fit ends just as this one builds
+            super().__init__(**kw)
+
+    monkeypatch.setattr(tiktoken, "Encoding", Racing)
+    monkeypatch.setattr(tokens, "_HANDED", [])  # this test's table only: the process's encodings keep theirs
+    made = tokens.encoding.__wrapped__("cl100k_base")
+    assert made.encode("hello world") == [15339, 1917]
+    tokens.release_rank_tables()
+    assert made.encode("hello world") == [15339, 1917] and made.decode([15339, 1917]) == "hello world"
 
 
 def test_dec_33_model_to_encoding():

@@ -228,6 +228,29 @@ def test_one_users_chats_never_read_or_move_another_users_campaign(tmp_path):
         assert s.post(user_turn("one"), headers=bob).status_code == 200
 
 
+def test_the_sheets_api_and_a_campaigns_url_are_shut_to_another_user_too(tmp_path):
+    """OW-6, docs/security.md: every route a chat app calls, the sheets' JSON API (read, draft, edit) and the
+    `/c/NAME` prefix (its model list and its turns) among them, answers another user's campaign as unknown, and
+    moves nothing of it."""
+    alice, bob = {HEADER: "alice"}, {HEADER: "bob"}
+    with Served(tmp_path, Fake(dict(SCRIPT)), user_header=HEADER) as s:
+        assert s.ctx.store.claim("heist", "alice") == "alice"
+        api = f"{s.url}/tagengine/api/c/heist"
+        for who in (bob, {}):
+            assert httpx.get(api, headers=who).status_code == 404
+            assert httpx.get(f"{api}/characters/Cutter", headers=who).status_code == 404
+            assert httpx.post(f"{api}/draft/characters/Cutter", json={"changes": []}, headers=who).status_code == 404
+            change = {"changes": [{"op": "set", "path": "x", "value": 1}]}
+            edit = httpx.post(f"{api}/characters/Cutter", headers=who, json=change)
+            assert edit.status_code == 404 and edit.json()["error"]["code"] == "campaign_not_found"
+            assert httpx.get(f"{s.url}/c/heist/v1/models", headers=who).status_code == 404
+            turn = httpx.post(f"{s.url}/c/heist/v1/chat/completions", headers=who, timeout=30,
+                              json={"model": "gpt-4o", "messages": user_turn("one")})
+            assert turn.status_code == 404
+        assert s.ctx.store.head("heist") is None and s.ctx.store.owners() == {"heist": "alice"}
+        assert httpx.get(api, headers=alice).status_code == 200
+
+
 def test_a_user_id_too_long_or_not_printable_is_refused(tmp_path):
     """OW-6, SEC-1: the user header is bounded (MAX_USER_ID characters, both sides of the bound) and printable."""
     fake = Fake(dict(SCRIPT))

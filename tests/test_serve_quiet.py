@@ -245,3 +245,20 @@ def test_open_webuis_chat_turn_is_a_turn_by_its_empty_task_and_its_tasks_are_not
         assert quiet_reason({}, {}, [{"role": role, "content": "  " + TITLE_TASK}]) is not None
     assert quiet_reason({}, {}, [{"role": "assistant", "content": TITLE_TASK}]) is None
     assert quiet_reason({}, {}, [{"role": "user", "content": "### Tasks left: the vault"}]) is None
+
+
+def test_sillytaverns_empty_generation_type_still_tells_its_own_quiet_prompts():
+    """TR-5, OW-2: SillyTavern's `{{lastGenerationType}}` (docs/sillytavern.md's header) is empty from a chat's
+    opening until its first generation (1.19.0's macros.js: '' on CHAT_CHANGED, set only by a generation that
+    emits GENERATION_STARTED, which `generateRaw` does not), so an extension's raw quiet prompt sent then carries
+    an empty `X-Tagengine-Type`. Open WebUI's empty `{{TASK}}` (a turn whatever its `### Task:` text) must not make
+    SillyTavern's own quiet prompts and impersonation turns: they were quiet, and a summary played as a turn
+    applies the tags it quotes."""
+    from tagengine._internal.server.turn.quiet import IMPERSONATE, quiet_reason
+
+    chat = [{"role": "user", "content": "We slip in."}, {"role": "assistant", "content": "The lock gives."}]
+    for last in (SUMMARIZE, IMPERSONATE + "Cutter.]"):
+        asked = [*chat, {"role": "system", "content": last}]
+        assert quiet_reason({"x-tagengine-type": ""}, {}, asked) == quiet_reason({}, {}, asked) is not None
+    file_turn = [*chat, {"role": "user", "content": "### Task:\nAnswer from the file, edited template.\nWe run."}]
+    assert quiet_reason({"x-tagengine-type": ""}, {}, file_turn) is None  # OW-2 still: Open WebUI's turn

@@ -27,6 +27,9 @@ FORGIVEN = {
     # markdown-escaped brackets: the receipt is canonical; the `\\` before it is the reply's own text
     'x \\[clock: name="Esc" size="4"\\] y': "x \\" + CLOCK.format("Esc")[2:],
     "x \\[clock: name='Esc', size=4\\] y": "x \\" + CLOCK.format("Esc")[2:],
+    # a backslash inside a bare value stays there, as before the escaped `\\]`: only a `\\` before `]` closes
+    "x [clock: name=Alarm\\Bell size=4] y": CLOCK.format("Alarm\\\\Bell"),
+    "x [clock: name=C:\\Maps size=4\\] y": CLOCK.format("C:\\\\Maps"),
 }
 NOT_FORGIVEN = [
     "x [clock: name='Rock 'n' roll' size='4'] y",  # a quote then a blank inside single quotes ends the value

@@ -32,6 +32,8 @@ def add_campaign_files(add_parser: Callable[..., ArgParser], data: ArgParser) ->
                            "ruleset kept in the data folder, its start as exported")
     im.add_argument("file", metavar="FILE", help="the campaign file, or - for stdin")
     im.add_argument("--as", dest="as_name", metavar="NAME", help="the campaign's name here (default: its own)")
+    im.add_argument("--owner", metavar="USER", help="the chat app's user whose campaign it is, for `serve "
+                    "--user-header` (as `campaign new --owner`); default: the first user who plays it")
     im.set_defaults(func=cmd_campaign_import)
 
 
@@ -80,6 +82,8 @@ def cmd_campaign_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     store = Store(folder)
     try:
         row = import_campaign(store, folder, cf, "<stdin>" if args.file == STDIN else args.file, args.as_name)
+        if args.owner:
+            store.claim(row.name, args.owner)
     except ValueError as e:
         err.write(f"tagengine campaign import: {e}\n")
         return 1

@@ -80,17 +80,31 @@ def install_function(base: str, token: str, valves: dict[str, Any],
     return Installed(created, valves)
 
 
+class _Unfollowed(urllib.request.HTTPRedirectHandler):
+    """No redirect followed: urllib would send it on with every header, the admin's token too, to any host."""
+
+    def redirect_request(self, *args: Any) -> None:
+        return None  # the 3xx comes back as an HTTPError, said in `call`
+
+
+_OPENER = urllib.request.build_opener(_Unfollowed)
+
+
 def call(method: str, url: str, token: str, payload: Any, timeout: float) -> tuple[int, Any]:
-    """Open WebUI's status and JSON answer; 0 and the reason when it cannot be reached."""
+    """Open WebUI's status and JSON answer; 0 and the reason when it cannot be reached or answers with a redirect
+    (not followed: the token goes to the address given and nowhere else)."""
     data = None if payload is None else json.dumps(payload).encode("utf-8")
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
     if data is not None:
         headers["Content-Type"] = "application/json"
     request = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as got:  # an address the operator gave
+        with _OPENER.open(request, timeout=timeout) as got:  # an address the operator gave
             return got.status, json_or_text(got.read(MAX_ANSWER + 1))
     except urllib.error.HTTPError as e:
+        if 300 <= e.code < 400:
+            return 0, (f"{url} answered with a redirect to {str(e.headers.get('Location'))[:300]}, not followed (the "
+                       "token goes only to --url): give Open WebUI's own address")
         return e.code, json_or_text(e.read(MAX_ANSWER + 1))
     except (OSError, ValueError) as e:
         return 0, f"Open WebUI cannot be reached at {url}: {e}"

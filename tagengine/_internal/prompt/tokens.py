@@ -144,11 +144,15 @@ def encoding(name: str) -> tiktoken.Encoding:
         raise NotFoundError("encoding", name, ENCODINGS)
     import tiktoken  # here, not at the top: this module stays light for a cold `preview` (see forked.py)
 
-    def load(url: str, expected_hash: str | None) -> dict[bytes, int]:
-        _HANDED.append(_bundled_ranks(name, url, expected_hash))
-        return _HANDED[-1]
+    loaded: list[dict[bytes, int]] = []
 
-    return tiktoken.Encoding(**definition(name, load))
+    def load(url: str, expected_hash: str | None) -> dict[bytes, int]:
+        loaded.append(_bundled_ranks(name, url, expected_hash))
+        return loaded[-1]
+
+    made = tiktoken.Encoding(**definition(name, load))
+    _HANDED.extend(loaded)  # releasable once built: another thread's release must not empty what tiktoken reads
+    return made
 
 
 # The rank tables handed to tiktoken, until `release_rank_tables` empties them. tiktoken copies the ranks into its

@@ -18,11 +18,12 @@ How one is told, in order (docs/sillytavern.md; SillyTavern 1.19.0's request sha
 Open WebUI's background tasks (a chat's title, its tags, follow-up questions, a search or retrieval query, an image
 prompt, autocompletion, an emoji, the choice of a tool, a merge of several models' answers) are told the same way:
 `X-Tagengine-Type: {{TASK}}` in the connection's headers names the task (`title_generation`, ...), and is empty on a
-chat's own turn, which is then a turn whatever its text (a file's context put before the user's message starts
-"### Task:" too: OW-2). Without the header, Open WebUI 0.12.4's default task prompts are told by their openings
-(TR-10, OW-2): "### Task:" in the last message (but the file context's "### Task:\nRespond to the user query using
-the provided context", a turn), the emoji's and the merge's own first words, and a tool choice's system message
-"Available Tools:" before one user message.
+chat's own turn, which then no Open WebUI task prompt below makes quiet, whatever its text (a file's context put
+before the user's message starts "### Task:" too: OW-2); SillyTavern's step 3 still applies (its macro is empty
+until a chat's first generation). Without the header, Open WebUI 0.12.4's default task prompts are told by their
+openings (TR-10, OW-2): "### Task:" in the last message (but the file context's "### Task:\nRespond to the user
+query using the provided context", a turn), the emoji's and the merge's own first words, and a tool choice's
+system message "Available Tools:" before one user message.
 
 A request read as a turn whose history holds no reply and one user message (a first message: a new chat, or
 an extension's raw prompt with no chat in it) is played, but while the pages show a later turn of that
@@ -66,9 +67,12 @@ def quiet_reason(headers: Mapping[str, str], body: Mapping[str, Any], history: l
         return f"{TYPE_HEADER}: {kind}"
     if len(history) == 1 and history == TEST_MESSAGE and body.get("stream") is not True:
         return "a connection test (SillyTavern's Test Message)"
-    if kind in TURN_TYPES or kind == "" or not history:  # empty: Open WebUI's {{TASK}} on a chat's own turn (OW-2)
+    if kind in TURN_TYPES or not history:
         return None
-    task = task_prompt(history)
+    # empty: Open WebUI's {{TASK}} on a chat's own turn, a turn whatever its `### Task:` text (OW-2); but also
+    # SillyTavern's {{lastGenerationType}} from a chat's opening to its first generation, so its own prompts below
+    # still tell
+    task = task_prompt(history) if kind != "" else None
     if task is not None:
         return task
     if history[-1]["role"] != "system":
