@@ -193,8 +193,14 @@ def read_check(typed: Any) -> dict[str, Any] | str:
     return {"who": who.strip(), "_name": name.strip()}
 
 
+# Open WebUI frames an embed without same-origin access, so it cannot measure the page and leaves the frame short
+# (the sheet cut off after its clocks); it sizes the frame to the height the page posts as `iframe:height`.
+FIT = ('<script>addEventListener("load",()=>parent.postMessage({type:"iframe:height",'
+       'height:document.documentElement.scrollHeight},"*"))</script>')
+
+
 def card(title: str, inner: str) -> HTMLResponse:
-    page = f"<!doctype html><meta charset=utf-8>{STYLE}<h3>{html.escape(title)}</h3>{inner}"
+    page = f"<!doctype html><meta charset=utf-8>{STYLE}<h3>{html.escape(title)}</h3>{inner}{FIT}"
     return HTMLResponse(page, headers={"Content-Disposition": "inline"})
 
 
