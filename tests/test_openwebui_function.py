@@ -154,6 +154,9 @@ def test_what_the_sheet_shows_is_escaped():
     page = module.sheet_html(doc)
     assert "<script>" not in page and "<img" not in page and "<u>" not in page and "<s>" not in page
     assert "&lt;script&gt;" in page
+    card = bytes(module.card("Game sheet", page).body).decode()
+    assert card.count("<script>") == 1 and card.endswith(module.FIT)  # only the frame's sizer is markup (OW-14)
+    assert 'type:"iframe:height"' in module.FIT  # what Open WebUI 0.12.4's frame listens for
 
 
 class FakeOpenWebUI:

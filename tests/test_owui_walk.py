@@ -14,7 +14,8 @@ What is checked, each at tagengine's side as well as on screen:
   granted to its player by the admin) and not playable by them even when granted by mistake (tagengine's refusal,
   OW-6); and a campaign keeps playing whoever loaded Open WebUI's one model registry last (OW-12);
 - no raw tag on screen while the stored chat still replays the game, the model sent its own tagged replies (OW-4);
-- the sheet Function, installed with `tagengine openwebui install`, follows the branch on screen and rolls (OW-5).
+- the sheet Function, installed with `tagengine openwebui install`, follows the branch on screen and rolls (OW-5),
+  each card in a frame as tall as the card (OW-14).
 
 The servers are started once for the module (Open WebUI takes about a minute to start on a loaded machine: its
 start time and each step's are printed, never asserted). Screenshots go to tests/output/screens/owui-*.png; the
@@ -350,6 +351,19 @@ class Player:
         SCREENS.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(SCREENS / f"owui-{name}.png"))
 
+    def screenshot_of(self, message_id: str, name: str) -> None:
+        """One message, whole, however tall (an embed under it may be taller than the window), once its last embed's
+        frame is as tall as the page in it, no shorter and no taller (the page posts its height, OW-14)."""
+        frame = self.message(message_id).locator("iframe").last
+        tall = int(frame.content_frame.locator("body").evaluate("e => Math.ceil(e.getBoundingClientRect().height)"))
+        frame.evaluate("(f, h) => new Promise((ok, no) => { const t0 = Date.now(); (function poll() { "
+                       "if (Math.abs(f.getBoundingClientRect().height - h) <= 8) ok(true); "
+                       "else if (Date.now() - t0 > 30000) "
+                       "no(new Error('frame ' + f.getBoundingClientRect().height + ' px for a page of ' + h)); "
+                       "else setTimeout(poll, 200); })(); })", tall)
+        SCREENS.mkdir(parents=True, exist_ok=True)
+        self.message(message_id).screenshot(path=str(SCREENS / f"owui-{name}.png"))
+
 
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
@@ -559,7 +573,7 @@ def test_the_sheet_function_follows_the_branch_on_screen(stack: Stack, chromium:
         sheet = p.open_sheet(second)
         assert "Alarm raised" in sheet and "Patrol returns" in sheet, sheet
         assert all(word in sheet for word in ("Cutter", "Lurk", "Crew", "Last reply")), sheet  # the whole game
-        p.screenshot("sheet")
+        p.screenshot_of(second, "sheet")  # the reply and its whole sheet (the frame sized to it, OW-14)
         first = p.on_screen()[1]
         p.regenerate(first, 3)
         sheet = p.open_sheet(p.on_screen()[-1])
@@ -569,7 +583,7 @@ def test_the_sheet_function_follows_the_branch_on_screen(stack: Stack, chromium:
         assert "Patrol returns" in sheet, sheet
         rolled = p.roll(p.on_screen()[-1], "Lurk: Prowl")
         assert "Prowl" in rolled, rolled
-        p.screenshot("roll")
+        p.screenshot_of(p.on_screen()[-1], "roll")  # the card's frame as short as the card, after the long sheet
     finally:
         context.close()
 
