@@ -207,8 +207,18 @@ def read_check(typed: Any) -> dict[str, Any] | str:
     return {"who": who.strip(), "_name": name.strip()}
 
 
+# Open WebUI frames an embed without same-origin access, so it cannot measure the page and leaves the frame short
+# (the sheet cut off after its clocks); it sizes the frame to the height the page posts as `iframe:height`. Posted
+# whenever the page's size changes (fonts, a theme), and once more on load. The body's own height, not the document's
+# scroll height, which is never less than the frame: Open WebUI shows a button's next card in the same frame, and a
+# short roll after a long sheet would keep the sheet's height.
+FIT = ('<script>const fit=()=>parent.postMessage({type:"iframe:height",'
+       'height:Math.ceil(document.body.getBoundingClientRect().height)},"*");'
+       'new ResizeObserver(fit).observe(document.body);addEventListener("load",fit)</script>')
+
+
 def card(title: str, inner: str) -> HTMLResponse:
-    page = f"<!doctype html><meta charset=utf-8>{STYLE}<h3>{html.escape(title)}</h3>{inner}"
+    page = f"<!doctype html><meta charset=utf-8>{STYLE}<h3>{html.escape(title)}</h3>{inner}{FIT}"
     return HTMLResponse(page, headers={"Content-Disposition": "inline"})
 
 

@@ -22,9 +22,10 @@ routers/openai.py, routers/auths.py, utils/headers.py):
   (`{{CHAT_ID}}`, `{{TASK}}`, `{{USER_MESSAGE_PARENT_ID}}`...) filled per request (utils/headers.py).
 - With `WEBUI_AUTH=True` (several users) the first user to sign up is the admin; `DEFAULT_USER_ROLE=user` lets the
   admin's added users chat at once. `ENABLE_FORWARD_USER_INFO_HEADERS=True` sends each request's user as
-  `X-OpenWebUI-User-Id` (and name, email, role). A connection's models are the admin's alone until made public
-  (Admin Panel -> Models, per model); `BYPASS_MODEL_ACCESS_CONTROL=True` shows them to every user, and tagengine's
-  `--user-header` decides which campaigns each one gets.
+  `X-OpenWebUI-User-Id` (and name, email, role). A connection's models are the admin's alone until the admin
+  grants one to users or groups, or makes it Public (Admin Panel -> Models -> Access; `Admin.grant`): its model
+  access control (utils/models.py `get_filtered_models`, `check_model_access`) is what keeps each campaign in its
+  player's picker, since its one model registry holds every campaign for every user (decision OW-12).
 """
 
 from __future__ import annotations
@@ -61,6 +62,13 @@ def install_dir() -> Path:
     return cache / "tagengine" / f"open-webui-{OWUI_VERSION}"
 
 
+def site_packages() -> Path:
+    """Where the install's `open_webui` package is: lib/python3.X/site-packages (3.11 or 3.12, whichever made the
+    venv); the 3.11 path when nothing is installed, for the skip message."""
+    found = sorted(install_dir().glob("lib/python3.*/site-packages"))
+    return found[0] if found else install_dir() / "lib" / "python3.11" / "site-packages"
+
+
 def python() -> Path:
     return install_dir() / "bin" / "python"
 
@@ -86,7 +94,7 @@ def environment(tmp: Path, upstream: str, auth: bool, extra: Mapping[str, str]) 
         "DO_NOT_TRACK": "True", "SCARF_NO_ANALYTICS": "True", "ENABLE_OLLAMA_API": "False",
         "OPENAI_API_BASE_URL": upstream, "OPENAI_API_KEY": "none",
         "WEBUI_AUTH": "True" if auth else "False", "DEFAULT_USER_ROLE": "user",
-        "ENABLE_FORWARD_USER_INFO_HEADERS": "True", "BYPASS_MODEL_ACCESS_CONTROL": "True",
+        "ENABLE_FORWARD_USER_INFO_HEADERS": "True",  # model access control on: the admin grants each campaign
         "GLOBAL_LOG_LEVEL": "INFO",
         "HOME": str(tmp / "home"),  # caches it may write (huggingface, tiktoken) stay in the test's folder
     })
@@ -213,15 +221,16 @@ class Admin:
             return doc
 
 
-    def publish(self, model_id: str, name: str) -> None:
-        """Admin Panel -> Models -> the model -> access Public: a model entry of its own, readable by every user.
-        A connection's model without one is refused to users who are not admins by the routes that check a model's
-        access (`check_model_access`: a Function's buttons, /api/chat/actions), even with BYPASS_MODEL_ACCESS_CONTROL,
-        which only lists it."""
-        form: dict[str, Any] = {"id": model_id, "name": name, "base_model_id": None, "meta": {}, "params": {},
-                "access_grants": [{"principal_type": "user", "principal_id": "*", "permission": "read"}]}
+    def grant(self, model_id: str, name: str, *user_ids: str) -> None:
+        """Admin Panel -> Models -> the model -> Access: who may read it, by user id ("*": Public). Its access grants
+        replaced (POST /api/v1/models/model/access/update, the page's call, which makes the model's entry when the
+        connection's model has none yet). Open WebUI lists a model to a user who is not an admin, and lets them chat
+        with it and use a Function's buttons on it, only when a grant lets them read it (`get_filtered_models`,
+        `check_model_access`); BYPASS_MODEL_ACCESS_CONTROL lists it to everyone but the buttons still check."""
+        grants = [{"principal_type": "user", "principal_id": u, "permission": "read"} for u in user_ids]
         with self.client() as c:
-            got = c.post("/api/v1/models/create", json=form)
+            got = c.post("/api/v1/models/model/access/update",
+                         json={"id": model_id, "name": name, "access_grants": grants})
             got.raise_for_status()
 
 

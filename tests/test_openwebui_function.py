@@ -13,11 +13,12 @@ import io
 import json
 import subprocess
 import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from owui_kit import install_dir, site_packages
+from owui_kit import python as owui_python
 from serve_kit import Fake, Running
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -28,7 +29,7 @@ from test_serve_open_webui import BRANCHES, HEADER, SHOW, Served, path
 from tagengine._internal.cli import run
 from tagengine._internal.openwebui.function import FUNCTION_ID, function_file
 
-OWUI_SITE = Path.home() / ".cache/tagengine/open-webui-0.12.4/lib/python3.11/site-packages"
+OWUI_SITE = site_packages()  # where ./dev installs Open WebUI: TAGENGINE_OPEN_WEBUI or XDG_CACHE_HOME's
 
 
 def load_function() -> ModuleType:
@@ -153,6 +154,9 @@ def test_what_the_sheet_shows_is_escaped():
     page = module.sheet_html(doc)
     assert "<script>" not in page and "<img" not in page and "<u>" not in page and "<s>" not in page
     assert "&lt;script&gt;" in page
+    card = bytes(module.card("Game sheet", page).body).decode()
+    assert card.count("<script>") == 1 and card.endswith(module.FIT)  # only the frame's sizer is markup (OW-14)
+    assert 'type:"iframe:height"' in module.FIT  # what Open WebUI 0.12.4's frame listens for
 
 
 class FakeOpenWebUI:
@@ -255,9 +259,9 @@ def test_the_function_loads_in_open_webuis_own_python():
     """OW-5: in the installed Open WebUI's interpreter (its pydantic, its Starlette), the Function loads, its valves
     and sub-actions are there, and its answer is the `HTMLResponse` Open WebUI's `process_tool_result` embeds
     (FastAPI's name for Starlette's class). Skipped without the install in the cache."""
-    python = OWUI_SITE.parents[2] / "bin" / "python"
+    python = owui_python()
     if not (OWUI_SITE / "open_webui").is_dir() or not python.exists():
-        pytest.skip(f"Open WebUI 0.12.4 is not installed in {OWUI_SITE.parents[2]} (./dev installs it)")
+        pytest.skip(f"Open WebUI 0.12.4 is not installed in {install_dir()} (./dev installs it)")
     probe = ("import asyncio, importlib.util, sys\n"
              "spec = importlib.util.spec_from_file_location('function_tagengine_sheet', sys.argv[1])\n"
              "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
@@ -267,7 +271,7 @@ def test_the_function_loads_in_open_webuis_own_python():
              "print(sorted(a.valves.model_dump()), [x['id'] for x in a.actions], isinstance(r, HTMLResponse),\n"
              "      r.headers['content-disposition'])\n")
     got = subprocess.run([str(python), "-c", probe, str(function_file())], capture_output=True, text=True,
-                         timeout=300, cwd=OWUI_SITE.parents[2], check=False)
+                         timeout=300, cwd=install_dir(), check=False)
     assert got.returncode == 0, got.stderr[-2000:]
     assert got.stdout.split("\n")[0] == ("['api_key', 'tagengine_url', 'timeout', 'user_header'] ['sheet', 'roll'] "
                                          "True inline")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from owui_kit import install_dir, site_packages
 from serve_kit import Fake, Running
 from test_serve import make_campaigns
 from test_serve_quiet import TITLE_TASK
@@ -28,7 +29,7 @@ from tagengine._internal.server.limits import MAX_USER_ID
 from tagengine._internal.server.turn.quiet import quiet_reason
 from tagengine._internal.server.turn.request import CAMPAIGN_MODEL, MarkedHistory, campaign_choice, model_campaign
 
-OWUI = Path.home() / ".cache/tagengine/open-webui-0.12.4/lib/python3.11/site-packages/open_webui"
+OWUI = site_packages() / "open_webui"  # where ./dev installs it: TAGENGINE_OPEN_WEBUI or XDG_CACHE_HOME's
 # Open WebUI 0.12.4's TASKS (constants.py): every value its `{{TASK}}` header template can take, but empty
 TASKS = ("title_generation", "follow_up_generation", "tags_generation", "emoji_generation", "query_generation",
          "image_prompt_generation", "autocomplete_generation", "function_calling", "moa_response_generation")
@@ -62,7 +63,7 @@ def installed_templates() -> dict[str, str]:
 def test_the_copies_are_open_webuis_own():
     """The task names and templates above are Open WebUI 0.12.4's (skipped without its install in the cache)."""
     if not OWUI.is_dir():
-        pytest.skip(f"Open WebUI 0.12.4 is not installed in {OWUI.parents[3]} (./dev installs it)")
+        pytest.skip(f"Open WebUI 0.12.4 is not installed in {install_dir()} (./dev installs it)")
     text = (OWUI / "constants.py").read_text(encoding="utf-8")
     tasks = text[text.index("class TASKS"):]
     assert sorted(TASKS) == sorted(v for v in ast.literal_eval(f"[{', '.join(_quoted(tasks))}]"))
@@ -194,8 +195,10 @@ HEADER = "X-OpenWebUI-User-Id"
 
 def test_one_users_chats_never_read_or_move_another_users_campaign(tmp_path):
     """OW-6: with `--user-header X-OpenWebUI-User-Id` the first user who plays a campaign owns it; another user's
-    turn, state, check and model list treat it as unknown (a 404 like a name that is not there), and so does a
-    request naming no user; a campaign nobody owns is listed to each; Alice's own play goes on."""
+    turn, state, check, campaign list and /c/NAME model list treat it as unknown (a 404 like a name that is not
+    there), and so does a request naming no user; a campaign nobody owns is listed to each; Alice's own play goes
+    on. `/v1/models` lists every campaign to every request (OW-12: Open WebUI keeps one model registry for all its
+    users, and its own model access control decides whose picker shows which)."""
     fake = Fake(dict(SCRIPT))
     alice, bob = {HEADER: "alice-0001"}, {HEADER: "bob-0002"}
     with Served(tmp_path, fake, user_header=HEADER) as s:
@@ -216,7 +219,8 @@ def test_one_users_chats_never_read_or_move_another_users_campaign(tmp_path):
                 "campaign": "heist", "messages": [], "check": {"who": "Cutter", "skill": "Finesse"}})
             assert check.status_code == 404
             ids = [m["id"] for m in httpx.get(f"{s.url}/v1/models", headers=who).json()["data"]]
-            assert "tagengine:heist" not in ids and "tagengine:vault" in ids
+            assert "tagengine:heist" in ids and "tagengine:vault" in ids  # the registry's, not a picker (OW-12)
+            assert httpx.get(f"{s.url}/c/heist/v1/models", headers=who).status_code == 404
             names = [c["name"] for c in httpx.get(f"{s.url}/tagengine/api/campaigns", headers=who).json()["campaigns"]]
             assert names == ["vault"]
         time.sleep(0.2)  # bounded: what a refused turn would have kept

@@ -98,7 +98,7 @@ class ServerContext:
 
     def visible(self, headers: Mapping[str, str]) -> list[str]:
         """The campaigns a request's user may play (OW-6): theirs and those nobody owns; all without
-        --user-header."""
+        --user-header. The pages' campaign list; not `/v1/models`, which lists every campaign (OW-12)."""
         names = [r.name for r in self.store.campaigns()]
         if self.options.user_header is None:
             return names

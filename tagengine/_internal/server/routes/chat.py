@@ -45,9 +45,13 @@ PREFIXES = ("", "/c/{campaign}")
 
 @refusals_as_responses
 async def models_endpoint(ctx: ServerContext, request: Request) -> Response:
-    """The upstream's model list, then one model per campaign the request's user may play (`tagengine:NAME`,
-    OW-1), so a chat app's model picker picks the campaign. Under /c/NAME, a 404 for a campaign the server does
-    not have, so a misspelled campaign in a chat app's URL does not connect as valid (STX-3)."""
+    """The upstream's model list, then one model per campaign (`tagengine:NAME`, OW-1), so a chat app's model
+    picker picks the campaign. Every campaign, whoever asks, even with --user-header (OW-12): Open WebUI keeps one
+    model registry for all its users, replaced by whoever loaded the list last, so a per-user list made another
+    user's campaign "Model not found"; its own model access control decides whose picker shows which campaign, and
+    the chat routes still refuse another user's campaign (OW-6). Under /c/NAME, a 404 for a campaign the server
+    does not have (or another user's), so a misspelled campaign in a chat app's URL does not connect as valid
+    (STX-3)."""
     named = request.path_params.get("campaign")
     if named is not None:
         ctx.users_campaign(named, request.headers)
@@ -61,7 +65,7 @@ async def models_endpoint(ctx: ServerContext, request: Request) -> Response:
     doc = loads_or_none(got.content) if got.status_code == 200 else None
     if ctx.real_model is None and model_ids(doc):  # the model a campaign's id is sent as, known without asking
         ctx.real_model = next((i for i in model_ids(doc) if not i.startswith(CAMPAIGN_MODEL)), None)
-    games = [(f"{CAMPAIGN_MODEL}{n}", f"{n} (tagengine campaign)") for n in ctx.visible(request.headers)]
+    games = [(f"{CAMPAIGN_MODEL}{n}", f"{n} (tagengine campaign)") for n in (r.name for r in ctx.store.campaigns())]
     listed = with_models(doc, games, "tagengine")
     if listed is doc:  # not a model list: as the upstream sent it
         return Response(got.content, status_code=got.status_code, media_type=media_type(got))
