@@ -143,3 +143,28 @@ def test_the_snapshot_cache_holds_the_most_recently_used_within_its_size(heist):
     assert cache.get("c") is c.start and cache.keys() == ["c", "b", "d"]  # a page's look moves nothing
     cache.drop_gone(lambda keys: {"b"})
     assert cache.keys() == ["b"]
+
+
+def test_a_snapshots_text_is_the_canonical_json_of_its_document_whatever_it_holds(heist):
+    """The snapshot's text is made of its members' texts, the cards' and the party sheet's kept by their objects:
+    byte for byte what `canonical_json(state.to_json())` writes, over turns that change live values only and over
+    cards and a party sheet changed in between (text that is not ASCII, quotes and escapes, floats)."""
+    from tagengine import apply_reply
+    from tagengine._internal.server.memory.campaigns import canonical_json, snapshot_text
+    from tagengine._internal.state import from_json
+
+    _, c = heist
+    state, seen = c.start, []
+    replies = ['[clock: name="Alarm" size="6"]', '[sheet: who="Cutter" op="spend" pool="stress" amount="2"]',
+               '[clock: name="Alarm" tick="1"] [check: who="Lurk" skill="prowl"]']
+    for n in range(12):
+        if n % 4 == 3:  # a player's edit: new card and party objects, the same for the turns after it
+            doc = state.to_json()
+            doc["gameCharacterCards"]["Cutter"]["fields"]["vice"] = f"Ünïcödé {n} \"q\" \\ \n"
+            doc["gamePartySheet"]["fields"]["upgrades"] = f"{n / 3} [x] 1e16 {1e16}"
+            state = from_json(c.rs, doc, "test")
+        state = apply_reply(c.rs, state, replies[n % 3]).state
+        seen.append(snapshot_text(state))
+        assert seen[-1] == canonical_json(state.to_json())
+    assert sum(f"Ünïcödé {n} " in t for t in seen for n in (3, 7, 11)) == 9  # each edit from its turn on
+    assert snapshot_text(state) == seen[-1]  # and again from what was kept

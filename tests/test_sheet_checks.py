@@ -149,3 +149,24 @@ def test_dice_sum_uses_modifiers_and_training_bonus():
     c = card(FIFTH, abilities={"int": 17}, skills={"arcana": "expertise"}, fields={"level": 9})
     n = num(FIFTH, "skill", "arcana", c)
     assert (n.base, n.bonus, n.total) == (3, 8, 11)
+
+
+def test_pen_1_a_cards_check_numbers_are_kept_only_while_they_read_no_live_value(monkeypatch):
+    """The sheet's check numbers are kept by the card's object when computing them read no live value: with
+    gravewatch's wound penalty (PEN-1) they follow the marks of each state; with blades-like's none they are
+    computed once for the card, whatever its live values."""
+    from tagengine._internal.sheet import sheet_views
+
+    c = card(GRAVE)
+    for marks, penalty in (((), 0), (("tear", "knock"), -1), ((), 0)):  # the same card object each time
+        view = sheet_views.view_of(Eval(GRAVE, c, LiveValues(marks={"harm": WoundMarks(marks)})), "X", by_card=True)
+        assert {n.penalty for n in view.skills} == {penalty}
+        assert view.skills == tuple(num(GRAVE, "skill", k.id, c, LiveValues(marks={"harm": WoundMarks(marks)}))
+                                    for k in GRAVE.file.sheet.skills)
+    blades = load_sample("blades-like")
+    c = card(blades)
+    first = sheet_views.view_of(Eval(blades, c, LiveValues(pools={"stress": 3})), "X", by_card=True)
+    monkeypatch.setattr(sheet_views, "check_number", None)  # computed again, it would raise
+    again = sheet_views.view_of(Eval(blades, c, LiveValues(pools={"stress": 5})), "X", by_card=True)
+    assert (again.abilities, again.skills, again.saves) == (first.abilities, first.skills, first.saves)
+    assert again.pools != first.pools

@@ -69,3 +69,28 @@ def test_hidden_pool_reads_zero_and_is_reported(watch, oil):
     from tagengine._internal.ruleset.refs import ValueRefDef
 
     assert ev.read(ValueRefDef(livePool="oil")) == (0 if hidden else min(oil, 6))
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(RULESETS)), parts, live, live)
+def test_a_cards_kept_check_numbers_are_those_its_live_values_give(name, card, live_a, live_b):
+    """The check numbers of a sheet (kept by the card's object when they read no live value) are, for the same
+    card object under any live values, those computed from that card and those live values."""
+    from tagengine._internal.sheet import Eval
+    from tagengine._internal.sheet.check_numbers import check_number
+    from tagengine._internal.sheet.sheet_views import view_of
+
+    rs, states = RULESETS[name], []
+    for live_doc in (live_a, live_b):
+        doc = {"format": "tagengine.state/1", "gameCharacterCards": {"Mira": card}, "rulesetLive": {"mira": live_doc}}
+        try:
+            states.append(GameState.loads(rs, json.dumps(doc)))
+        except StateError:
+            return
+    the_card, s = states[0].cards["Mira"], rs.file.sheet
+    for state in states:
+        view = view_of(Eval(rs, the_card, state.live_of("Mira")), "Mira", by_card=True)
+        ev = Eval(rs, the_card, state.live_of("Mira"))
+        assert view.abilities == tuple(check_number(ev, "ability", a.id) for a in s.abilities)
+        assert view.skills == tuple(check_number(ev, "skill", k.id) for k in s.skills)
+        assert view.saves == tuple(check_number(ev, "save", k.id) for k in s.saves)

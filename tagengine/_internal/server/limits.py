@@ -87,6 +87,7 @@ HASH_CHARS = 512 * KIB  # characters of a history: past them its look-up (hashin
 # What the server holds in memory, each the least recently used dropped first.
 SNAPSHOTS_HELD = 4096  # states, by chain key
 SNAPSHOT_USES_HELD = 4096  # uses of snapshots held in memory, waiting to be written in one batch
+SNAPSHOT_PARTS_HELD = 256  # card sets and party sheets whose snapshot text is kept (a player's edit makes new ones)
 CHAIN_STEPS_HELD = 16_384  # chain steps remembered: every request hashes its whole history again (S-24)
 CHAIN_STEP_CHARS = 16 * MIB  # and the characters of their replies (the keys hold them; a reply may be long)
 EDIT_STATES_HELD = 64  # states with their waiting edits made (a page and a turn share them)

@@ -13,9 +13,29 @@ from ..state import PARTY, GameState, LiveValues
 from .check_numbers import check_number
 from .combat_health import health_view
 from .evaluator import Eval
-from .views import PoolView, SheetView, StateView, TrackView
+from .views import CheckNumber, PoolView, SheetView, StateView, TrackView
 
 _SHEETS: IdentityCache[SheetView] = IdentityCache(512)
+Checks = tuple[tuple[CheckNumber, ...], tuple[CheckNumber, ...], tuple[CheckNumber, ...]]  # abilities, skills, saves
+_CARD_CHECKS: IdentityCache[Checks | tuple[()]] = IdentityCache(512)  # () when they read a live value
+
+
+class _LiveRead(Exception):
+    """A check number read a live value (`_Unread`)."""
+
+
+class _Unread:
+    """Live values that cannot be read: every attribute raises `_LiveRead`. The evaluator reads live values
+    only through the attributes of its `live` (the state's `LiveValues`), so check numbers computed with this
+    in its place and finished read none: they are the card's alone."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        raise _LiveRead(name)
+
+
+_UNREAD: Any = _Unread()
 
 
 def _cached(key_objs: tuple[Any, ...], build: Any) -> SheetView:
@@ -30,7 +50,7 @@ def view_character(rs: Ruleset, state: GameState, name: str) -> SheetView:
         raise NotFoundError("character", name, state.characters)
     card, live = state.cards[card_name], state.live_of(card_name)
     # the name is a key too: two characters may hold the very same card and live values (a start without cards)
-    return _cached((rs, card, live, card_name), lambda: view_of(Eval(rs, card, live), card_name))
+    return _cached((rs, card, live, card_name), lambda: view_of(Eval(rs, card, live), card_name, by_card=True))
 
 
 def view_party(rs: Ruleset, state: GameState) -> SheetView | None:
@@ -48,8 +68,10 @@ def view_card(rs: Ruleset, card: Mapping[str, Any], live: LiveValues | None, nam
     return view_of(Eval(rs, card, live), name)
 
 
-def view_of(ev: Eval, name: str) -> SheetView:
-    """The whole `SheetView` of an evaluation, titled `name`; each element a `hideWhen` hides is noted with why."""
+def view_of(ev: Eval, name: str, *, by_card: bool = False) -> SheetView:
+    """The whole `SheetView` of an evaluation, titled `name`; each element a `hideWhen` hides is noted with why.
+    `by_card`: the check numbers kept by the card's object when they read no live value (`card_checks`), for a
+    state's card, which many turns share; a card seen once (an editor's draft) would only pay for the trial."""
     party_def = ev.rs.file.party if ev.party else None
     s = ev.rs.file.sheet
     hidden: dict[str, str] = {}
@@ -100,13 +122,35 @@ def view_of(ev: Eval, name: str) -> SheetView:
         states.append(StateView(st.id, st.label, value, st.label_of(value),
                                 tuple((v, st.label_of(v)) for v in st.values), why))
     row_pools = {lst.id: tuple(cells) for lst in s.lists if (cells := ev.row_pools(lst.id)) is not None}
+    abilities, skills, saves = card_checks(ev) if by_card else _all_checks(ev)
     return SheetView(
-        name, fields, hidden, derived, lists,
-        abilities=tuple(check_number(ev, "ability", a.id) for a in s.abilities),
-        skills=tuple(check_number(ev, "skill", k.id) for k in s.skills),
-        saves=tuple(check_number(ev, "save", k.id) for k in s.saves),
+        name, fields, hidden, derived, lists, abilities=abilities, skills=skills, saves=saves,
         pools=tuple(pools), tracks=tuple(tracks), wounds=tuple(wounds), states=tuple(states),
         conditions=tuple((c.id, c.label, c.id in ev.live.conditions) for c in s.live.conditions),
         text=tuple((t.id, t.label, ev.live.text.get(t.id, "")) for t in s.live.text),
         row_pools=row_pools, health=health_view(ev),
     )
+
+
+def _all_checks(ev: Eval) -> Checks:
+    s = ev.rs.file.sheet
+    return (tuple(check_number(ev, "ability", a.id) for a in s.abilities),
+            tuple(check_number(ev, "skill", k.id) for k in s.skills),
+            tuple(check_number(ev, "save", k.id) for k in s.saves))
+
+
+def _card_only(rs: Ruleset, card: Mapping[str, Any]) -> Checks | tuple[()]:
+    try:
+        return _all_checks(Eval(rs, card, _UNREAD))
+    except _LiveRead:
+        return ()
+
+
+def card_checks(ev: Eval) -> Checks:
+    """A character's check numbers. Most turns change live values and leave the card as it was, and in many
+    rulesets no check number reads a live value (no wound penalty, no adjustment or cap that reads one): then
+    they are computed once per card, with live values that cannot be read (`_Unread`), and kept by the card's
+    object (a state is read-only all the way down); when one reads a live value, they are computed from the
+    live values each time, as before. They were two thirds of a changed character's sheet (PF-38)."""
+    kept = _CARD_CHECKS.get((ev.rs, ev.card), lambda: _card_only(ev.rs, ev.card))
+    return kept if kept else _all_checks(ev)

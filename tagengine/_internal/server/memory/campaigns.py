@@ -16,10 +16,13 @@ from pathlib import Path
 
 from ...errors import Problem, StateError
 from ...files import read_file, write_atomic
+from ...memo import IdentityCache
 from ...ruleset import Ruleset
 from ...state import Dice, GameState, from_json
 from ...state.defaults import seed_problem
-from ..limits import MAX_RULESET_FILE
+from ...state.values import thaw
+from ...state.write import state_json
+from ..limits import MAX_RULESET_FILE, SNAPSHOT_PARTS_HELD
 from .store import NAME, CampaignRow, Store
 
 RULESETS_FOLDER = "rulesets"  # under the data folder: the rulesets uploaded on the pages or imported with a campaign
@@ -90,10 +93,29 @@ def remove_campaign(store: Store, name: str) -> tuple[CampaignRow, Path | None]:
     return row, path
 
 
+# json.dumps with arguments builds an encoder on every call; this is the one it would build
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode
+_FIXED: IdentityCache[str] = IdentityCache(SNAPSHOT_PARTS_HELD)  # cards and party sheets as text, by their objects
+_CARDS, _PARTY = "gameCharacterCards", "gamePartySheet"  # the state document's keys for them (state/write.py)
+
+
 def canonical_json(doc: object) -> str:
     """A JSON document as one text: keys sorted, no spaces, not ASCII-escaped (a campaign's start state,
     part of the chain's first key, and the snapshots the store keeps)."""
-    return json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return _CANONICAL(doc)
+
+
+def snapshot_text(state: GameState) -> str:
+    """`canonical_json(state.to_json())`, made of its top-level members' texts in key order. The cards and the
+    party sheet change only by a player's edit, while every turn changes live values: their texts are kept by
+    their objects (a state is read-only all the way down), so a turn's snapshot reads and writes only what it
+    can have changed (the cards' thaw and encoding were two thirds of the snapshot's text)."""
+    doc: dict[str, object] = state_json({}, {}, state.party_revision, state.live, state.clocks, state.dice)
+    parts = {k: _CANONICAL(v) for k, v in doc.items() if k != _CARDS and k != _PARTY}
+    cards, party = state.cards, state.party_sheet
+    parts[_CARDS] = _FIXED.get((cards,), lambda: _CANONICAL(thaw(cards)))
+    parts[_PARTY] = _FIXED.get((party,), lambda: _CANONICAL(thaw(party)))
+    return "{" + ",".join([f"{_CANONICAL(k)}:{parts[k]}" for k in sorted(parts)]) + "}"
 
 
 class Campaigns:

@@ -37,7 +37,7 @@ from ...commands import apply_reply
 from ...prefix_memo import PrefixMemo
 from ...state import GameState, from_json
 from ..limits import CHAIN_STEP_CHARS, CHAIN_STEPS_HELD, HASH_CHARS, LOOP_CHARS
-from .campaigns import Campaign, canonical_json
+from .campaigns import Campaign, snapshot_text
 from .snapshots import SnapshotCache
 from .store import Store
 
@@ -169,7 +169,7 @@ class Chain:
         which is a fact."""
         store = self.store
         new = self.next_key(key, reply)
-        doc = canonical_json(state.to_json()) if consistent else ""
+        doc = snapshot_text(state) if consistent else ""
 
         def write() -> None:
             if consistent:
@@ -265,7 +265,7 @@ class ReplayJob:
 def _write_replayed(store: Store, c: Campaign, snaps: list[tuple[str, GameState]],
                     known: list[tuple[str, str]]) -> None:
     """A consistent replay's snapshots and replies with receipts, in one batch."""
-    docs = [(key, canonical_json(snap.to_json())) for key, snap in snaps]  # outside the lock
+    docs = [(key, snapshot_text(snap)) for key, snap in snaps]  # outside the lock
 
     def write() -> None:
         for key, doc in docs:
