@@ -155,3 +155,21 @@ def test_apply_keeps_bytes_that_are_not_utf8(tmp_path: Path):
     out = io.StringIO()
     assert run(["narrate", str(reply)], out, io.StringIO()) == 0
     assert out.getvalue().encode("utf-8", "surrogateescape") == b"caf\xe9 [OOC: x]"
+
+
+def test_serves_key_may_come_from_the_environment_out_of_the_process_list(monkeypatch):
+    """`serve --api-key` defaults to $TAGENGINE_API_KEY (a key on the command line is in every user's `ps`); the
+    flag, given, wins; neither: no key."""
+    from tagengine._internal.cli.arguments import arg_parser
+
+    def key(*argv: str) -> str | None:
+        args = ["serve", "--upstream", "demo", *argv]
+        return arg_parser(args).parse_args(args).api_key  # type: ignore[no-any-return]
+
+    monkeypatch.delenv("TAGENGINE_API_KEY", raising=False)
+    assert key() is None
+    monkeypatch.setenv("TAGENGINE_API_KEY", "from-env")
+    assert key() == "from-env"
+    assert key("--api-key", "given") == "given"
+    monkeypatch.setenv("TAGENGINE_API_KEY", "")
+    assert key() is None

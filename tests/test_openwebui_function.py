@@ -224,8 +224,10 @@ def test_install_creates_then_updates_the_function_on_for_every_model(monkeypatc
                                "user_header": "X-OpenWebUI-User-Id"}
         assert f["is_active"] and f["is_global"]
         monkeypatch.setenv("OPEN_WEBUI_TOKEN", FakeOpenWebUI.TOKEN)
-        code, out, err = cli("openwebui", "install", "--url", owui.url)
+        monkeypatch.setenv("TAGENGINE_API_KEY", "k3y-from-env")  # neither secret on the command line
+        code, out, err = cli("openwebui", "install", "--url", owui.url, "--server", "http://tagengine.lan:5005")
         assert code == 0 and "updated" in out, err
+        assert f["valves"]["api_key"] == "k3y-from-env"
         assert f["is_active"] and f["is_global"]
         assert sum(c.endswith("/toggle") for c in fake.calls) == 1
         assert sum(c.endswith("/create") for c in fake.calls) == 1

@@ -16,6 +16,10 @@ from typing import Any, NoReturn, TextIO
 
 from ..files import same_file
 
+# `tagengine serve`'s key, read from the environment where the command line would show it to every user of the
+# machine (the process list, the shell's history): `serve --api-key` and `openwebui install --api-key` default to it
+API_KEY_VARIABLE = "TAGENGINE_API_KEY"
+
 
 class Usage(Exception):
     """A usage error: exit 2."""

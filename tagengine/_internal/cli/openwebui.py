@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, TextIO
 
-from .conventions import ArgParser, Usage
+from .conventions import API_KEY_VARIABLE, ArgParser, Usage
 
 if TYPE_CHECKING:
     from argparse import ArgumentParser, Namespace
@@ -31,7 +31,8 @@ def add_openwebui(ow: ArgumentParser) -> None:
     ins.add_argument("--token", help=f"an admin's API key or session token (default: ${TOKEN_VARIABLE})")
     ins.add_argument("--server", default="http://127.0.0.1:5005", help="tagengine serve's address as Open WebUI's "
                      "server reaches it (default http://127.0.0.1:5005)")
-    ins.add_argument("--api-key", default="", help="tagengine serve's --api-key, for the Function to send")
+    ins.add_argument("--api-key", default="", help=f"tagengine serve's --api-key, for the Function to send (default: "
+                                                    f"${API_KEY_VARIABLE})")
     ins.add_argument("--user-header", default="X-OpenWebUI-User-Id", help="the header tagengine serve "
                      "--user-header reads; the Function sends the user's id in it (default X-OpenWebUI-User-Id; "
                      "'' for none)")
@@ -52,7 +53,8 @@ def cmd_openwebui_install(args: Namespace, out: TextIO, err: TextIO) -> int:
     token = args.token or os.environ.get(TOKEN_VARIABLE)
     if not token:
         raise Usage(f"tagengine openwebui install: give an admin's token with --token or ${TOKEN_VARIABLE}")
-    valves = {"tagengine_url": args.server, "api_key": args.api_key, "user_header": args.user_header}
+    api_key = args.api_key or os.environ.get(API_KEY_VARIABLE, "")
+    valves = {"tagengine_url": args.server, "api_key": api_key, "user_header": args.user_header}
     got = install_function(args.url, token, valves)
     if isinstance(got, InstallStopped):
         err.write(f"tagengine openwebui install: could not {got.step}: {got.message}\n")

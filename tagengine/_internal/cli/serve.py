@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .campaign_file import add_campaign_files, said_made
-from .conventions import ArgParser, Usage, int_at_least, print_json
+from .conventions import API_KEY_VARIABLE, ArgParser, Usage, int_at_least, print_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -64,7 +64,9 @@ def add_serve(sv: argparse.ArgumentParser) -> None:
     sv.add_argument("--port", type=int_at_least(0), default=5005, help="the port (default 5005)")
     sv.add_argument("--data", metavar="DIR", help="the data folder (default: the user data folder)")
     sv.add_argument("--campaign", metavar="NAME", help="the campaign of a request that names none")
-    sv.add_argument("--api-key", metavar="KEY", help="require `Authorization: Bearer KEY` from clients")
+    sv.add_argument("--api-key", metavar="KEY", default=os.environ.get(API_KEY_VARIABLE) or None,
+                    help=f"require `Authorization: Bearer KEY` from clients (default: ${API_KEY_VARIABLE}, which keeps "
+                         "the key out of the process list)")
     sv.add_argument("--context", type=int_at_least(1),
                     help="the model's context window in tokens (default: by the model's name, else 8192)")
     sv.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the upstream (default 300)")
