@@ -18,7 +18,6 @@ What the kit relies on in llama-cpp-python 0.3.36 (llama_cpp/server/app.py, type
 from __future__ import annotations
 
 import functools
-import os
 import subprocess
 import sys
 import time
@@ -30,7 +29,13 @@ from typing import Any
 
 import httpx
 import pytest
-from st_kit import free_port, log_tail, stop_group, until_answers  # the same process handling as SillyTavern's kit
+from st_kit import (  # the same process handling as SillyTavern's kit
+    cached_install,
+    free_port,
+    log_tail,
+    stop_group,
+    until_answers,
+)
 
 LLAMA_CPP_VERSION = "0.3.36"  # the same pin as LLAMA_CPP_VERSION in ./dev
 START_TIMEOUT = 120.0  # seconds: the tiny model loads in about a second; a busy machine's import of the server ~10 s
@@ -40,11 +45,7 @@ MODEL_WRITER = Path(__file__).with_name("llama_model.py")
 
 def install_dir() -> Path:
     """The venv `./dev test` builds llama-cpp-python into (it exports TAGENGINE_LLAMA_CPP)."""
-    given = os.environ.get("TAGENGINE_LLAMA_CPP")
-    if given:
-        return Path(given)
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "tagengine" / f"llama-cpp-python-{LLAMA_CPP_VERSION}"
+    return cached_install("TAGENGINE_LLAMA_CPP", f"llama-cpp-python-{LLAMA_CPP_VERSION}")
 
 
 def python() -> Path:

@@ -42,7 +42,7 @@ from typing import Any
 
 import httpx
 import pytest
-from st_kit import free_port, log_tail, stop_group  # the same process handling as SillyTavern's kit
+from st_kit import cached_install, free_port, log_tail, stop_group  # the same process handling as SillyTavern's kit
 
 OWUI_VERSION = "0.12.4"  # the same pin as OWUI_VERSION in ./dev
 START_TIMEOUT = 420.0  # seconds: a start imports its whole stack and migrates a new database (about 45-90 s here)
@@ -55,11 +55,7 @@ CONNECTION_HEADERS = {"X-Tagengine-Type": "{{TASK}}", "X-Tagengine-Chat": "{{CHA
 
 def install_dir() -> Path:
     """The venv `./dev test` installs into (it exports TAGENGINE_OPEN_WEBUI)."""
-    given = os.environ.get("TAGENGINE_OPEN_WEBUI")
-    if given:
-        return Path(given)
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "tagengine" / f"open-webui-{OWUI_VERSION}"
+    return cached_install("TAGENGINE_OPEN_WEBUI", f"open-webui-{OWUI_VERSION}")
 
 
 def site_packages() -> Path:

@@ -59,13 +59,19 @@ UI_CONFIG = {**CONFIG, "skipContentCheck": False, "extensions": {**CONFIG["exten
              "git": {"backend": "system"}}
 
 
-def install_dir() -> Path:
-    """The npm prefix `./dev test` installs into (it exports TAGENGINE_SILLYTAVERN)."""
-    given = os.environ.get("TAGENGINE_SILLYTAVERN")
+def cached_install(variable: str, folder: str) -> Path:
+    """Where `./dev test` installs an outside app the tests drive: the folder it exports in `variable`, else
+    `folder` in tagengine's cache folder (the same rule as ./dev's)."""
+    given = os.environ.get(variable)
     if given:
         return Path(given)
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "tagengine" / f"sillytavern-{ST_VERSION}"
+    return cache / "tagengine" / folder
+
+
+def install_dir() -> Path:
+    """The npm prefix `./dev test` installs into (it exports TAGENGINE_SILLYTAVERN)."""
+    return cached_install("TAGENGINE_SILLYTAVERN", f"sillytavern-{ST_VERSION}")
 
 
 def server_js() -> Path:

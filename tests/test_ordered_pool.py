@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import inspect
 import multiprocessing
 import os
 import subprocess
@@ -111,16 +112,7 @@ def isolated(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     code = textwrap.dedent("""
         import os, signal, sys, time, multiprocessing
         from tagengine._internal import ordered_pool
-        def counter(count):
-            def take(cursor):
-                i = cursor[0]
-                if i >= count:
-                    return None
-                cursor[0] = i + 1
-                return i
-            return take
-        PARENT = os.getpid()
-    """) + textwrap.dedent(script)
+    """) + inspect.getsource(counter) + "PARENT = os.getpid()\n" + textwrap.dedent(script)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
 
 
