@@ -16,8 +16,18 @@ from test_serve import SCRIPT, serving
 
 from conftest import examples
 from tagengine._internal.server.context import ServerContext
+from tagengine._internal.server import limits
 from tagengine._internal.server.limits import LOOP_CHARS
-from tagengine._internal.server.turn.request import read_marked, read_marked_within, unmarked
+from tagengine._internal.server.turn import request
+from tagengine._internal.server.turn.request import (
+    MARKER,
+    NEAR_LONGEST,
+    NEAR_MARKER,
+    near_miss,
+    read_marked,
+    read_marked_within,
+    unmarked,
+)
 
 NEAR = ["[TAGENGINE: campaign='heist']", '[tagengine:\u00a0campaign="heist"]', '[Tagengine: campaign="heist"]',
         '[tagengine: campaign=\u201cheist\u201d]', '[tagengine campaign="heist"]']
@@ -148,6 +158,45 @@ def test_unmarked_reads_what_could_be_a_marker_and_bounds_what_it_scans():
     assert unmarked([{"role": "user", "content": "x" * LOOP_CHARS}])  # both sides of the bound (SEC-11)
     assert not unmarked([{"role": "user", "content": "x" * (LOOP_CHARS + 1)}])
 
+
+def whole_scan(text: str) -> str | None:
+    """The near-miss scan in one call, as it was before it went by parts."""
+    return next((h.group() for h in NEAR_MARKER.finditer(text) if MARKER.match(text, h.start()) is None), None)
+
+
+def test_the_longest_near_miss_is_near_longest_characters():
+    longest = "[" + "-" * 3 + "tag" + "-" * 3 + "engine" + "-" * 3 + "campaign" + "x" * 120 + "]"
+    assert len(NEAR_MARKER.match(longest + "]]").group()) == NEAR_LONGEST == len(longest) == 148
+    assert len(NEAR_MARKER.match(longest.replace("]", "x") + "]").group()) == NEAR_LONGEST - 1  # 121 x's: no "]"
+
+
+@settings(max_examples=examples(300))
+@given(st.lists(st.sampled_from(PIECES), max_size=40).map("".join), st.integers(1, 40))
+def test_a_near_miss_scanned_by_parts_is_the_one_a_whole_scan_finds(text, part):
+    """SEC-11: the scan reads SCAN_CHARS characters at a time, so a worker thread scanning megabytes gives the
+    event loop's thread its turn between calls; a near miss across two parts, or a marker that ends in the next,
+    is found as one call finds it."""
+    saved = request.SCAN_CHARS
+    request.SCAN_CHARS = part  # a given test cannot take a fixture per example
+    try:
+        assert near_miss(text) == whole_scan(text)
+    finally:
+        request.SCAN_CHARS = saved
+
+
+def test_a_megabyte_of_brackets_is_scanned_in_parts(monkeypatch):
+    calls: list[tuple[int, int]] = []
+
+    class Counted:
+        def search(self, text: str, start: int, end: int) -> object:
+            calls.append((start, end))
+            return NEAR_MARKER.search(text, start, end)
+
+    monkeypatch.setattr(request, "NEAR_MARKER", Counted())
+    text = "[" * (limits.MAX_MESSAGE - 10) + " x [tag engine campaign 'x']"
+    assert near_miss(text) == "[tag engine campaign 'x']"
+    assert len(calls) == text.index("[tag") // limits.SCAN_CHARS + 1  # the last part holds the near miss
+    assert max(end - start for start, end in calls) == limits.SCAN_CHARS + NEAR_LONGEST
 
 def test_an_unmarked_request_passes_through_unread_and_a_marked_one_is_read(tmp_path, monkeypatch):
     read: list[int] = []

@@ -48,6 +48,7 @@ TUNING = {
     "LOW_WATER": "and where reading goes on",
     "_BIG": "where orjson's integers turn into floats",
     "SLICE": "events given from one chunk before the event loop is given back",
+    "NEAR_LONGEST": "the length of the longest text the near-miss marker pattern matches, a fact of the pattern",
 }
 # what changes an object in place, called on it
 MUTATORS = {"append", "extend", "insert", "pop", "popitem", "clear", "update", "setdefault", "move_to_end", "add",

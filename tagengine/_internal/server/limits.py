@@ -83,6 +83,7 @@ LOOP_CHARS = 8 * KIB  # characters of new text a step may read on the event loop
 WORKER_THREADS = 2  # heavy steps running at once; others wait their turn (light ones never wait for them)
 THREAD_MIN = 16  # replies to replay: more go to a worker thread, so the event loop never waits on a long history
 HASH_CHARS = 512 * KIB  # characters of a history: past them its look-up (hashing the replies) goes to a worker
+SCAN_CHARS = 16 * KIB  # characters one pattern search reads at once in a worker: the loop's thread gets its turn between
 
 # What the server holds in memory, each the least recently used dropped first.
 SNAPSHOTS_HELD = 4096  # states, by chain key
@@ -147,6 +148,8 @@ LIMITS = (
           "the oldest idle one closed; none idle: 503, closed"),
     Limit("new text a step reads on the event loop", LOOP_CHARS, "characters", "the step runs in a worker thread"),
     Limit("heavy steps at once", WORKER_THREADS, "threads", "the next waits its turn"),
+    Limit("text a worker thread's pattern search reads in one call", SCAN_CHARS, "characters",
+          "the text is searched in parts, the event loop's thread taking its turn between them"),
 )
 
 

@@ -20,7 +20,7 @@ from ...history import ROLES
 from ...prompt import Budget
 from ...prompt.contexts import context_of
 from ..errors import Refused
-from ..limits import LOOP_CHARS, MAX_CHAT_ID, MAX_MESSAGE, MAX_MESSAGES, MAX_MODEL_NAME
+from ..limits import LOOP_CHARS, MAX_CHAT_ID, MAX_MESSAGE, MAX_MESSAGES, MAX_MODEL_NAME, SCAN_CHARS
 from ..wire.json_codec import loads
 
 log = logging.getLogger("tagengine.serve")
@@ -32,6 +32,7 @@ MARKER = re.compile(r'\[tagengine:[ \t]*campaign[ \t]*=[ \t]*"([^"\n]*)"[ \t]*\]
 # what a person may have meant as a marker (any case, other spaces and quotes: a no-break space, 'heist', “heist”);
 # found from its `[`, so a message without one costs a scan for `[` (TR-8)
 NEAR_MARKER = re.compile(r"(?i)\[\W{0,3}tag\W{0,3}engine\W{0,3}campaign[^\]\n]{0,120}\]?")
+NEAR_LONGEST = 1 + 3 + 3 + 3 + 6 + 3 + 8 + 120 + 1  # the longest text NEAR_MARKER matches
 WARNING_HEADER = "x-tagengine-warning"
 # a model id that names a campaign: `/v1/models` lists one per campaign, so a chat app's model picker is its campaign
 # picker, and the upstream is sent its own model in its place (OW-1)
@@ -213,10 +214,21 @@ def marker_warning(marked: MarkedHistory, campaign: str | None) -> dict[str, str
 
 
 def near_miss(text: str) -> str | None:
-    """The first thing in `text` that looks like a campaign marker and is not one, or None."""
-    for hit in NEAR_MARKER.finditer(text):
-        if MARKER.match(text, hit.start()) is None:
+    """The first thing in `text` that looks like a campaign marker and is not one, or None. Scanned SCAN_CHARS
+    characters at a time: a regex call holds the interpreter until it returns (some 120 ms a megabyte of brackets
+    on a slow machine), and a worker thread that scans a long message in one call kept the event loop's thread
+    waiting for each message whole at every switch (SEC-11). A match is at most NEAR_LONGEST characters, so one
+    that starts in a part is found whole by a call that may read that far past the part."""
+    start, end = 0, len(text)
+    while start < end:
+        stop = start + SCAN_CHARS
+        hit = NEAR_MARKER.search(text, start, min(end, stop + NEAR_LONGEST))
+        if hit is None or hit.start() >= stop:
+            start = stop
+        elif MARKER.match(text, hit.start()) is None:
             return hit.group()
+        else:
+            start = hit.end()
     return None
 
 
