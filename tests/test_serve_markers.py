@@ -15,8 +15,8 @@ from serve_kit import Fake
 from test_serve import SCRIPT, serving
 
 from conftest import examples
-from tagengine._internal.server.context import ServerContext
 from tagengine._internal.server import limits
+from tagengine._internal.server.context import ServerContext
 from tagengine._internal.server.limits import LOOP_CHARS
 from tagengine._internal.server.turn import request
 from tagengine._internal.server.turn.request import (

@@ -83,7 +83,7 @@ LOOP_CHARS = 8 * KIB  # characters of new text a step may read on the event loop
 WORKER_THREADS = 2  # heavy steps running at once; others wait their turn (light ones never wait for them)
 THREAD_MIN = 16  # replies to replay: more go to a worker thread, so the event loop never waits on a long history
 HASH_CHARS = 512 * KIB  # characters of a history: past them its look-up (hashing the replies) goes to a worker
-SCAN_CHARS = 16 * KIB  # characters one pattern search reads at once in a worker: the loop's thread gets its turn between
+SCAN_CHARS = 16 * KIB  # characters a worker's pattern search reads in one call: the loop's thread gets turns between
 
 # What the server holds in memory, each the least recently used dropped first.
 SNAPSHOTS_HELD = 4096  # states, by chain key
