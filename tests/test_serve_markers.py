@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 
 import httpx
 import pytest
@@ -185,18 +186,23 @@ def test_a_near_miss_scanned_by_parts_is_the_one_a_whole_scan_finds(text, part):
 
 
 def test_a_megabyte_of_brackets_is_scanned_in_parts(monkeypatch):
+    """SEC-11: no search call of the read (its common case's or the near miss's) reads more than a part."""
     calls: list[tuple[int, int]] = []
 
     class Counted:
-        def search(self, text: str, start: int, end: int) -> object:
-            calls.append((start, end))
+        def search(self, text: str, start: int = 0, end: int = sys.maxsize) -> object:
+            calls.append((start, min(end, len(text))))
             return NEAR_MARKER.search(text, start, end)
 
     monkeypatch.setattr(request, "NEAR_MARKER", Counted())
     text = "[" * (limits.MAX_MESSAGE - 10) + " x [tag engine campaign 'x']"
     assert near_miss(text) == "[tag engine campaign 'x']"
     assert len(calls) == text.index("[tag") // limits.SCAN_CHARS + 1  # the last part holds the near miss
+    brackets = "[" * (limits.MAX_MESSAGE - 10)
+    got = read_marked([{"role": "user", "content": brackets}, {"role": "user", "content": text}])
+    assert got.near_miss == "[tag engine campaign 'x']"
     assert max(end - start for start, end in calls) == limits.SCAN_CHARS + NEAR_LONGEST
+
 
 def test_an_unmarked_request_passes_through_unread_and_a_marked_one_is_read(tmp_path, monkeypatch):
     read: list[int] = []

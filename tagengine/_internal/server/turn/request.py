@@ -146,7 +146,7 @@ def read_marked_within(messages: list[Any], scanned: int | None) -> MarkedHistor
                     if left < 0:
                         return None
                     counted = m
-                if low == "assistant" or "[" not in content or NEAR_MARKER.search(content) is None:
+                if low == "assistant" or "[" not in content or near_miss(content) is None:  # by parts (SEC-11)
                     # the request's own dict when it is just that (the body is this request's, read-only from here)
                     out.append(m if len(m) == 2 and m["role"] == low else {"role": low, "content": content})
                     continue
