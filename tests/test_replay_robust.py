@@ -127,6 +127,20 @@ def test_tiny_chats_go_to_the_workers_in_large_batches(tmp_path):
     assert [len(b) for b in batch._batches(((i, b"x" * 200) for i in range(10_000)), 4)] == [328] * 30 + [160]
 
 
+
+def test_the_first_batch_is_one_chat_and_the_rest_are_cut_as_before(tmp_path):
+    """PF-50: the first batch runs alone before the children are forked (PF-30), so it
+    holds one chat, not four: a small corpus's serial part shrinks. The batches after it are F-14's."""
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n" + "".join(chat(f"c{i}", "x" * 30_000) + "\n" for i in range(11)))  # a blank line first
+    sizes = [len(b) for b in takes(path)]
+    assert sizes == [1, 4, 4, 2]  # 4 chats of 30 KB pass BATCH_BYTES (64 KiB)
+    tiny = tmp_path / "tiny.jsonl"
+    tiny.write_text("".join(chat(f"c{i}") + "\n" for i in range(1000)))
+    sizes = [len(b) for b in takes(tiny)]
+    assert sizes[0] == 1 and sum(sizes) == 1000 and len(sizes) <= 6  # then 64 KiB at a time
+
+
 LINE = st.one_of(st.sampled_from([b"", b" ", b"\t", b"\r", b"{}", b"[1]", b"{not json", b"x" * 40, b"\xef\xbb\xbf",
                                   b"\xff\xfe", chat("a").encode(), chat("b", TAG + "\r").encode()]),
                  st.binary(max_size=60).filter(lambda b: b"\n" not in b))

@@ -276,7 +276,10 @@ def _take(fd: int, start: int, size: int, cursor: Any) -> list[tuple[int, bytes 
     reader = LineReader(read)
     batch: list[tuple[int, bytes | None]] = []
     held = 0
-    while not ((len(batch) >= size and held >= BATCH_BYTES) or len(batch) >= BATCH_MAX):
+    # the first batch is one chat: `run_ordered` runs it alone before it forks, to warm what the children inherit
+    # (PF-30), and what runs alone is serial
+    size, least = (1, 0) if number == 0 else (size, BATCH_BYTES)
+    while not ((len(batch) >= size and held >= least) or len(batch) >= BATCH_MAX):
         got = reader.line(MAX_CHAT_BYTES)
         if got is None:
             break
