@@ -61,9 +61,40 @@ def test_a_reminder_is_the_same_text_however_often_its_state_is_asked_for():
     build._COMMANDS.clear()  # the commands text rendered anew, then kept: the same text either way
     commands = build.include_text("_commands.j2", context)
     assert build.commands_text(context["teaching"]) == commands == build.commands_text(context["teaching"])
-    assert first == build.render("reminder.j2", {**context, "commands": commands})
+    blocks = [build.include_text("_block.j2", {"c": c}) for c in context["characters"]]
+    party = None if context["party"] is None else build.include_text("_block.j2", {"c": context["party"]})
+    assert first == build.render("reminder.j2", {**context, "commands": commands, "blocks": blocks,
+                                                 "party_text": party})
     after = apply_reply(rs, state, '[clock: name="Vault door" size="4"]').state
     assert "Vault door" in build.reminder(rs, after) and "Vault door" not in first
+
+
+def test_pf_52_an_unchanged_characters_block_is_kept_and_a_changed_one_made_anew(monkeypatch):
+    """A turn that changes one character renders that character's block alone: the other's block (and the party's)
+    is the object the state before had, its text kept; the reminder is the text a cold render gives."""
+    rs, state = load_sample("blades-like"), sample_state("blades-like")
+    build.reminder(rs, state)
+    before = build.reminder_context(rs, state)
+    rendered: list[str] = []
+    include = build.include_text
+
+    def counted(name: str, context: dict[str, object]) -> str:
+        rendered.append(name)
+        return include(name, context)
+
+    monkeypatch.setattr(build, "include_text", counted)
+    first, second = state.characters[:2]
+    after = apply_reply(rs, state, f'[sheet: who="{first}" op="spend" pool="stress" amount="1"]').state
+    assert after.live_of(first) is not state.live_of(first) and after.live_of(second) is state.live_of(second)
+    text = build.reminder(rs, after)
+    now = build.reminder_context(rs, after)
+    assert now["characters"][1] is before["characters"][1] and now["characters"][0] is not before["characters"][0]
+    assert rendered == ["_block.j2"]  # the changed character's block only (the commands text is kept too)
+    fresh = [include("_block.j2", {"c": dict(c)}) for c in now["characters"]]  # new objects: nothing kept
+    party = None if now["party"] is None else include("_block.j2", {"c": dict(now["party"])})
+    assert text == build.render("reminder.j2", {**now, "commands": include("_commands.j2", now), "blocks": fresh,
+                                                "party_text": party})
+    assert all(f"\n## {c['name']}\n" in text for c in [*now["characters"], now["party"]])
 
 
 def test_remembered_chain_steps_are_the_sha256_steps(tmp_path):

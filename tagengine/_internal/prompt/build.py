@@ -47,6 +47,7 @@ class Prompt:
 _SYSTEM: WeakKeyDictionary[Ruleset, dict[tuple[Any, ...], SystemPrompt]] = WeakKeyDictionary()
 # the reminder of a snapshot: a server renders it once per state, however often that state is asked for
 _REMINDERS: IdentityCache[str] = IdentityCache(256)
+_BLOCK_TEXTS: IdentityCache[str] = IdentityCache(512)  # by the block object (`block_text`)
 COMMANDS_HELD = 64  # distinct teachings whose commands text is kept (a server's campaigns and casts)
 _COMMANDS: dict[str, str] = {}
 
@@ -127,7 +128,16 @@ def reminder(rs: Ruleset, state: GameState) -> str:
 
 def _reminder_text(rs: Ruleset, state: GameState) -> str:
     context = reminder_context(rs, state)
-    return render("reminder.j2", {**context, "commands": commands_text(context["teaching"])})
+    party = context["party"]
+    return render("reminder.j2", {**context, "commands": commands_text(context["teaching"]),
+                                  "blocks": [block_text(c) for c in context["characters"]],
+                                  "party_text": None if party is None else block_text(party)})
+
+
+def block_text(block: dict[str, Any]) -> str:
+    """A sheet block as `_block.j2` writes it, kept by the block's object: `reminder_context` gives a character
+    or the party the same block object while it is unchanged, so only a changed one is rendered (PF-52)."""
+    return _BLOCK_TEXTS.get((block,), lambda: include_text("_block.j2", {"c": block}))
 
 
 def commands_text(teaching: list[dict[str, Any]]) -> str:

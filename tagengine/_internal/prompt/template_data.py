@@ -5,17 +5,22 @@ Nothing here is a template: ruleset and chat strings are passed to Jinja as valu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..commands.pools import uses_label
 from ..commands.subject import subject
 from ..commands.table import families
+from ..memo import IdentityCache
 from ..ruleset import Ruleset
 from ..ruleset.sheet import UntrainedByDef
 from ..sheet import CheckNumber, Eval, SheetView, view_character, view_party
 from ..sheet.show import party_summary
 from ..state import PARTY, GameState
 from ..text import prompt_inert
+
+# a sheet block by what it is made of: a turn changes one character or none, and the others' blocks (their lines
+# built, their text made inert) are the ones the turn before had (PF-52)
+_BLOCKS: IdentityCache[dict[str, Any] | None] = IdentityCache(512)
 
 
 def number(rs: Ruleset, n: int) -> str:
@@ -207,13 +212,28 @@ def inert_block(block: dict[str, Any]) -> dict[str, Any]:
             "lines": [(prompt_inert(label), prompt_inert(text)) for label, text in block["lines"]]}
 
 
+def character_entry(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
+    """`inert_block(character_block(...))` of the state's character `name` (a key of its cards), kept by the ruleset,
+    the card, the live values and the name: all a character's block reads (as `view_character`'s key)."""
+    return cast(dict[str, Any], _BLOCKS.get((rs, state.cards[name], state.live_of(name), name),
+                                            lambda: inert_block(character_block(rs, state, name))))
+
+
+def party_entry(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
+    """`inert_block(party_block(...))`, or None, kept by what the party's block reads (as `view_party`'s key)."""
+    def build() -> dict[str, Any] | None:
+        party = party_block(rs, state)
+        return None if party is None else inert_block(party)
+
+    return _BLOCKS.get((rs, state.party_sheet, state.live_of(PARTY), state.cards), build)
+
+
 def reminder_context(rs: Ruleset, state: GameState) -> dict[str, Any]:
     """What `reminder.j2` reads. The one place the state's text enters the prompt: every sheet block and clock
     name passes `prompt_inert` here, whichever way it was typed (the editor, the API, a state file)."""
-    party = party_block(rs, state)
     return {
-        "characters": [inert_block(character_block(rs, state, n)) for n in state.cards],
-        "party": None if party is None else inert_block(party),
+        "characters": [character_entry(rs, state, n) for n in state.cards],
+        "party": party_entry(rs, state),
         "clocks": None if rs.file.clocks is None else [
             {"name": prompt_inert(c.name), "fill": f"{c.filled}/{c.size}", "complete": c.complete}
             for c in state.clocks],
