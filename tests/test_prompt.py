@@ -176,6 +176,7 @@ def test_gm_20_wound_command_lists_levels_and_kinds():
 
 def test_party_13_15_21_party_block_and_clock_9():
     b = reminder(BLADES, sample_state("blades-like"))
+    assert "\n## Crew\n" in b  # PARTY-21: the party's block is in the reminder
     block = b.split("## Crew")[1].split("##")[0]
     assert block.splitlines()[1:] == ["- Heat: 2", "- Tier: 1", "- Crew size: 2", "- Upgrades: Hidden vault",
                                       "- Coin: 3/8", "- Moorings: 3/3", "- Cohorts: The Grinders gang Elite, Old Marta "
