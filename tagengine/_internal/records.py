@@ -1,8 +1,8 @@
-"""`record`: the engine's frozen dataclasses, made without compiling code for each class (decision PF-42).
+"""`frozen`: the engine's frozen dataclasses, made without compiling code for each class (decision PF-42).
 
 `dataclasses.dataclass(frozen=True)` writes each class's `__init__`, `__repr__`, `__eq__`, `__hash__`,
 `__setattr__` and `__delattr__` as source text and compiles it: about 0.5 ms a class, a third of what a cold
-command spent on its imports. `record` lets `dataclasses` do everything but that (the fields, `__slots__`,
+command spent on its imports. `frozen` lets `dataclasses` do everything but that (the fields, `__slots__`,
 `__match_args__`, `__dataclass_fields__`, so `dataclasses.fields`, `replace`, `is_dataclass` and pydantic read a
 record as the dataclass it is), then gives the class the same methods made from shared closures: `__eq__` and
 `__hash__` compare and hash the tuple of the fields, as the generated ones do, so equal records hash alike and
@@ -12,7 +12,7 @@ the code `dataclasses` would write, as fast. What `dataclasses` itself records d
 `__dataclass_params__` says `init`, `repr`, `eq` and `frozen` are off (it did not make those methods; nothing
 here or in pydantic reads it), so a stdlib frozen dataclass cannot subclass a record nor a record one.
 
-One switch away from the library: `TAGENGINE_RECORDS=dataclasses` in the environment makes every record with
+One switch away from the library: `TAGENGINE_RECORDS=dataclasses` in the environment makes every record
 `dataclasses.dataclass(frozen=True, ...)` itself (`BY_LIBRARY`). Only public APIs are used;
 `tests/test_records.py` holds a record and its library twin to the same behaviour.
 """
@@ -25,7 +25,7 @@ import reprlib
 from collections.abc import Callable
 from operator import attrgetter
 from types import CodeType, FunctionType
-from typing import Any, TypeVar, dataclass_transform, overload
+from typing import Any, TypeVar, cast, dataclass_transform
 
 BY_LIBRARY = os.environ.get("TAGENGINE_RECORDS") == "dataclasses"
 
@@ -43,13 +43,8 @@ class _Factory:
 _FACTORY = _Factory()
 
 
-@overload
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
-def record(cls: type[_T], /) -> type[_T]: ...
-@overload
-def record(*, kw_only: bool = False, slots: bool = False, eq: bool = True) -> Callable[[type[_T]], type[_T]]: ...
-def record(cls: type[_T] | None = None, /, *, kw_only: bool = False, slots: bool = False,
-           eq: bool = True) -> Any:
+def frozen(cls: type[_T] | None = None, /, *, kw_only: bool = False, slots: bool = False, eq: bool = True) -> Any:
     """`@dataclass(frozen=True, kw_only=..., slots=..., eq=...)`, made without compiling per class."""
 
     def wrap(c: type[_T]) -> type[_T]:
@@ -64,29 +59,34 @@ def _made(cls: type[_T], *, kw_only: bool, slots: bool, eq: bool) -> type[_T]:
     doc = cls.__dict__.get("__doc__")
     if not doc:  # dataclasses would describe the class by its `__init__`, which is not made yet
         cls.__doc__ = "-"
-    made = dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=kw_only, slots=slots)
+    made: Any = dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=kw_only, slots=slots)
     own = made.__dict__
     every = dataclasses.fields(made)
-    if any(not isinstance(f.type, str) and isinstance(f.type, dataclasses.InitVar) or "InitVar" in str(f.type)
+    if any((not isinstance(f.type, str) and isinstance(f.type, dataclasses.InitVar)) or "InitVar" in str(f.type)
            for f in made.__dataclass_fields__.values() if f not in every):
         raise TypeError(f"{made.__qualname__}: a record takes no InitVar")
-    methods: dict[str, Any] = {"__init__": _init(made, every), "__repr__": _repr(every),
+    methods: dict[str, Any] = {"__init__": _init_of(made, every), "__repr__": _repr_of(every),
                                "__setattr__": _frozen_setattr(made, every),
                                "__delattr__": _frozen_delattr(made, every)}
     if eq:
-        methods["__eq__"] = _eq(every)
-        methods["__hash__"] = _hash(every)
+        methods["__eq__"] = _eq_of(every)
+        methods["__hash__"] = _hash_of(every)
     if slots:
-        methods["__getstate__"], methods["__setstate__"] = _state(every)
+        methods["__getstate__"], methods["__setstate__"] = _state_of(every)
     for name, method in methods.items():
-        if name not in own or name == "__hash__" and own[name] is None:  # a class's own method stays, as in dataclasses
+        # a class's own method stays, as in dataclasses (a `__hash__` of None is what defining `__eq__` left)
+        if name not in own or (name == "__hash__" and own[name] is None):
             method.__qualname__ = f"{made.__qualname__}.{name}"
+            method.__module__ = made.__module__
             setattr(made, name, method)
     if not doc:
         import inspect
 
-        made.__doc__ = made.__name__ + str(inspect.signature(made)).replace(" -> None", "")
-    return made
+        try:
+            made.__doc__ = made.__name__ + str(inspect.signature(made)).replace(" -> None", "")
+        except (TypeError, ValueError):
+            made.__doc__ = made.__name__
+    return cast("type[_T]", made)
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
@@ -99,7 +99,7 @@ def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
     return lambda obj: ()
 
 
-def _eq(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, Any], Any]:
+def _eq_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, Any], Any]:
     key = _getter(tuple(f.name for f in every if f.compare))
 
     def __eq__(self: Any, other: Any) -> Any:
@@ -110,7 +110,7 @@ def _eq(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, Any], Any]:
     return __eq__
 
 
-def _hash(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], int]:
+def _hash_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], int]:
     key = _getter(tuple(f.name for f in every if (f.compare if f.hash is None else f.hash)))
 
     def __hash__(self: Any) -> int:
@@ -119,18 +119,17 @@ def _hash(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], int]:
     return __hash__
 
 
-def _repr(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], str]:
+def _repr_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], str]:
     shown = tuple(f.name for f in every if f.repr)
 
-    @reprlib.recursive_repr()
     def __repr__(self: Any) -> str:
         inside = ", ".join(f"{name}={getattr(self, name)!r}" for name in shown)
         return f"{self.__class__.__qualname__}({inside})"
 
-    return __repr__
+    return reprlib.recursive_repr()(__repr__)  # '...' where a record holds itself
 
 
-def _frozen_setattr(cls: type, every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, str, Any], None]:
+def _frozen_setattr(cls: Any, every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, str, Any], None]:
     names = frozenset(f.name for f in every)
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
@@ -141,7 +140,7 @@ def _frozen_setattr(cls: type, every: tuple[dataclasses.Field[Any], ...]) -> Cal
     return __setattr__
 
 
-def _frozen_delattr(cls: type, every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, str], None]:
+def _frozen_delattr(cls: Any, every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, str], None]:
     names = frozenset(f.name for f in every)
 
     def __delattr__(self: Any, name: str) -> None:
@@ -152,7 +151,7 @@ def _frozen_delattr(cls: type, every: tuple[dataclasses.Field[Any], ...]) -> Cal
     return __delattr__
 
 
-def _state(every: tuple[dataclasses.Field[Any], ...]) -> tuple[Callable[[Any], Any], Callable[[Any, Any], None]]:
+def _state_of(every: tuple[dataclasses.Field[Any], ...]) -> tuple[Callable[[Any], Any], Callable[[Any, Any], None]]:
     """A slotted frozen record's pickled state: the list of its fields' values, as dataclasses pickles one
     (a ruleset kept in the cache folder by earlier code reads back the same)."""
     names = tuple(f.name for f in every)
@@ -178,21 +177,22 @@ def _template(n: int, then: bool) -> CodeType:
         lines = [f"    __set(self, '_{i}', _{i})\n" for i in range(n)] + (["    __then(self)\n"] if then else [])
         source = f"def __init__(self{''.join(f', _{i}' for i in range(n))}):\n{''.join(lines) or '    pass'}\n"
         space: dict[str, Any] = {}
-        exec(source, space)  # noqa: S102 - a fixed text made of numbers: the one compilation a shape costs
+        exec(source, space)
         code = _TEMPLATES[(n, then)] = space["__init__"].__code__
     return code
 
 
-def _init(cls: type, every: tuple[dataclasses.Field[Any], ...]) -> Callable[..., None]:
+def _init_of(cls: type, every: tuple[dataclasses.Field[Any], ...]) -> Callable[..., None]:
     """The `__init__` dataclasses would write: positional fields, then keyword-only ones, each set with
     `object.__setattr__`; defaults as the function's defaults; fields made by a factory, fields not given to
     `__init__` but with a default, and `__post_init__` done by one closure after the fields are set."""
     given = [f for f in every if f.init]
     ordered = [f for f in given if not f.kw_only] + [f for f in given if f.kw_only]
-    positional = len(ordered) - sum(f.kw_only for f in given)
+    positional = sum(1 for f in given if not f.kw_only)
     made_later = tuple((f.name, f.default_factory) for f in given if f.default_factory is not dataclasses.MISSING)
-    set_later = tuple((f.name, f.default, f.default_factory) for f in every if not f.init
-                      and (f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING))
+    set_later: tuple[tuple[str, Any, Any], ...] = tuple(
+        (f.name, f.default, f.default_factory) for f in every
+        if not f.init and (f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING))
     post_init = getattr(cls, "__post_init__", None) is not None
 
     def then(self: Any) -> None:

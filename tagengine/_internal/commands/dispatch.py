@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..state import GameState
 from ..tags import Tag, canonical, found_in
@@ -14,7 +15,7 @@ from .result import Outcome, Result, refuse, refused
 from .table import families
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Receipt:
     """One answered tag: where it stands in the output text, what it asked, what came of it."""
 
@@ -61,7 +62,7 @@ def receipt(start: int, end: int, name: str, attrs: tuple[tuple[str, str | None]
     return new
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Applied:
     text: str
     state: GameState

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import Problem, RulesetError
+from ..records import frozen
 from . import capability, kept
 from .index import SheetIndex
 from .load import ruleset_bytes, validate
@@ -16,7 +16,7 @@ from .top import RulesetDef
 __all__ = ["Ruleset", "RulesetDef", "RulesetError"]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Ruleset:
     """What the engine reads. Build it with `Ruleset.load`, `from_json` or `from_dict`."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import Problem, StateError
 from ..files import TooLarge, json_problem, read_file, strip_bom, write_atomic
 from ..memo import IdentityCache
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..text import normalise
 from .defaults import default_card, default_party, name_problems, seed_problem
@@ -27,7 +28,7 @@ from .write import derived_seed, state_json, state_text
 MAX_STATE_BYTES = 16 * 1024 * 1024  # a state file (F-5): far above any real game's
 
 
-@dataclass(frozen=True)
+@frozen
 class GameState:
     """Cards (permanent values) by character name, the party sheet, live values and clocks."""
 
