@@ -78,7 +78,7 @@ def imported(*argv: str) -> list[str]:
 
 BARE = {"tagengine", "tagengine.__main__", "tagengine._internal", "tagengine._internal.errors",
         "tagengine._internal.files", "tagengine._internal.cli", "tagengine._internal.cli.conventions",
-        "tagengine._internal.cli.arguments", "tagengine._internal.lazy"}
+        "tagengine._internal.cli.arguments", "tagengine._internal.lazy", "tagengine._internal.records"}
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], []])

@@ -65,7 +65,7 @@ def _made(cls: type[_T], *, kw_only: bool, slots: bool, eq: bool) -> type[_T]:
     if any((not isinstance(f.type, str) and isinstance(f.type, dataclasses.InitVar)) or "InitVar" in str(f.type)
            for f in made.__dataclass_fields__.values() if f not in every):
         raise TypeError(f"{made.__qualname__}: a record takes no InitVar")
-    methods: dict[str, Any] = {"__init__": _init_of(made, every), "__repr__": _repr_of(every),
+    methods: dict[str, Any] = {"__init__": _init_of(made, every, slots), "__repr__": _repr_of(every),
                                "__setattr__": _frozen_setattr(made, every),
                                "__delattr__": _frozen_delattr(made, every)}
     if eq:
@@ -182,7 +182,7 @@ def _template(n: int, then: bool) -> CodeType:
     return code
 
 
-def _init_of(cls: type, every: tuple[dataclasses.Field[Any], ...]) -> Callable[..., None]:
+def _init_of(cls: type, every: tuple[dataclasses.Field[Any], ...], slots: bool) -> Callable[..., None]:
     """The `__init__` dataclasses would write: positional fields, then keyword-only ones, each set with
     `object.__setattr__`; defaults as the function's defaults; fields made by a factory, fields not given to
     `__init__` but with a default, and `__post_init__` done by one closure after the fields are set."""
@@ -190,9 +190,12 @@ def _init_of(cls: type, every: tuple[dataclasses.Field[Any], ...]) -> Callable[.
     ordered = [f for f in given if not f.kw_only] + [f for f in given if f.kw_only]
     positional = sum(1 for f in given if not f.kw_only)
     made_later = tuple((f.name, f.default_factory) for f in given if f.default_factory is not dataclasses.MISSING)
+    # a field not given to `__init__` is set there when made by a factory, or has a default and no class
+    # attribute can hold it (slots), as dataclasses does; else reading it reads the class's default
     set_later: tuple[tuple[str, Any, Any], ...] = tuple(
         (f.name, f.default, f.default_factory) for f in every
-        if not f.init and (f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING))
+        if not f.init
+        and (f.default_factory is not dataclasses.MISSING or (slots and f.default is not dataclasses.MISSING)))
     post_init = getattr(cls, "__post_init__", None) is not None
 
     def then(self: Any) -> None:
