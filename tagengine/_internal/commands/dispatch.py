@@ -64,6 +64,8 @@ def receipt(start: int, end: int, name: str, attrs: tuple[tuple[str, str | None]
 
 @frozen(slots=True)
 class Applied:
+    """A reply applied: its text with every tag rewritten as a receipt, the state after, the receipts."""
+
     text: str
     state: GameState
     receipts: tuple[Receipt, ...] = field(default=())

@@ -16,6 +16,8 @@ Status = Literal["ok", "refused", "partial"]
 
 @frozen(slots=True)
 class Result:
+    """What a command answers: the receipt's result, and its `now`, `reason` and record when it has them."""
+
     result: Status
     now: str | None = None
     reason: str | None = None

@@ -43,6 +43,8 @@ class CheckNumber:
 
 @frozen(slots=True)
 class PoolView:
+    """A pool as a sheet shows it: current value, maximum, the temporary part, its group."""
+
     id: str
     label: str
     cur: int
@@ -72,6 +74,8 @@ class TrackView:
 
 @frozen(slots=True)
 class WoundLevel:
+    """One level of a wound track as a sheet shows it: its label and penalty."""
+
     label: str
     penalty: int
     extra: bool = False
@@ -155,6 +159,8 @@ class HealthView:
 
 @frozen(slots=True)
 class StateView:
+    """A live state as a sheet shows it: its value, the label of that value and the values it can take."""
+
     id: str
     label: str
     value: str

@@ -17,6 +17,8 @@ from ..records import frozen
 
 @frozen(slots=True)
 class TagKind:
+    """One kind of command tag, a row of the vocabulary: its name, the family that applies it, how it is read."""
+
     name: str  # written `[name: ...]`, a lower-case ASCII word matched in either case (DEC-1)
     family: str  # the module under commands/ whose FAMILY applies it
     # Receipt attributes the engine writes beside result/now/reason (a check's roll record): like the
