@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem, RulesetError
 from ..records import frozen
-from . import capability, kept
+from . import kept
 from .index import SheetIndex
-from .load import ruleset_bytes, validate
+from .source import ruleset_bytes
 from .top import RulesetDef
+
+if TYPE_CHECKING:  # validation, imported when a file must be validated: a kept ruleset needs none of it (PF-43)
+    from .capability import Version
 
 __all__ = ["Ruleset", "RulesetDef", "RulesetError"]
 
@@ -24,12 +27,14 @@ class Ruleset:
     sheet: SheetIndex
     party: SheetIndex | None
     warnings: tuple[Problem, ...]
-    requires: capability.Version | None
+    requires: Version | None
     source: str = "<ruleset>"
 
     @classmethod
     def _build(cls, model: RulesetDef, ctx: Any, source: str) -> Ruleset:
-        return cls(model, ctx.sheet, ctx.party, tuple(ctx.warnings), capability.required(ctx), source)
+        from .capability import required
+
+        return cls(model, ctx.sheet, ctx.party, tuple(ctx.warnings), required(ctx), source)
 
     @classmethod
     def load(cls, path: str | Path) -> Ruleset:
@@ -39,6 +44,8 @@ class Ruleset:
         found = kept.recall(data)
         if found is not None:
             return cls(*found, source=str(path))
+        from .load import validate
+
         model, ctx = validate(data, str(path))
         rs = cls._build(model, ctx, str(path))
         kept.keep(data, (rs.file, rs.sheet, rs.party, rs.warnings, rs.requires))
@@ -47,6 +54,8 @@ class Ruleset:
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "<ruleset>") -> Ruleset:
         """A ruleset from its JSON text. Raises RulesetError listing every problem."""
+        from .load import validate
+
         model, ctx = validate(text, source)
         return cls._build(model, ctx, source)
 
@@ -61,7 +70,9 @@ class Ruleset:
 
     @property
     def requires_text(self) -> str | None:
-        return capability.fmt(self.requires) if self.requires else None
+        from .capability import fmt
+
+        return fmt(self.requires) if self.requires else None
 
     @property
     def dice_pool(self) -> bool:

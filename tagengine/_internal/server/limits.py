@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..pages.ruleset_inspection import PROBLEMS_SHOWN
 from ..records import frozen
-from ..ruleset.load import MAX_BYTES as MAX_RULESET_BYTES
+from ..ruleset.source import MAX_BYTES as MAX_RULESET_BYTES
 from ..state.model import MAX_STATE_BYTES
 
 KIB = 1024
