@@ -6,7 +6,7 @@ pydantic importing its plugin machinery. A file read before is instead rebuilt f
 fraction of a millisecond) into the plain dataclasses it is made of: pydantic is not even imported (PF-27).
 
 The key is the SHA-256 of the file's bytes, of the source of the code that validates it (every module of
-this package, `errors.py` and `text.py`: an edit in a checkout changes it, as a new release does), of
+this package, `errors.py`, `text.py` and `records.py`: an edit in a checkout changes it, as a new release does), of
 pydantic's `version.py` (read, not imported: it names pydantic's version and the pydantic-core it needs) and
 of Python's version. Only a file that imports is kept; its problems are
 worked out anew each time. An entry is unpickled only when its header matches (disk_cache.py), and then
@@ -33,6 +33,9 @@ KIND = "rulesets"
 # What a Ruleset is built from besides its source: the file's model, the two indexes, warnings, requires.
 Parts = tuple[RulesetDef, SheetIndex, "SheetIndex | None", tuple[Problem, ...], "tuple[int, int] | None"]
 _PACKAGE = Path(__file__).resolve().parent
+# Modules outside this package that decide what a kept ruleset reads back as: the problems' and the text
+# rules' code, and how a definition is made and pickled (`records.frozen`).
+_OUTSIDE = ("errors.py", "text.py", "records.py")
 
 
 @cache
@@ -41,7 +44,7 @@ def _code() -> bytes:
     (then nothing is kept: a key that ignores the code could return an old version's answer)."""
     parts = []
     try:
-        for path in [*sorted(_PACKAGE.rglob("*.py")), _PACKAGE.parent / "errors.py", _PACKAGE.parent / "text.py"]:
+        for path in [*sorted(_PACKAGE.rglob("*.py")), *(_PACKAGE.parent / name for name in _OUTSIDE)]:
             parts.append(str(path.relative_to(_PACKAGE.parent)).encode() + b"\0" + path.read_bytes())
     except (OSError, ValueError):
         return b""
