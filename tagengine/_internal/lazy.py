@@ -18,7 +18,7 @@ class Moved:
     tuple here cost every command and every `import tagengine` about 2 ms (typing compiles each field's
     postponed annotation, and the first such compilation in a process is the dearest, PF-44)."""
 
-    __slots__ = ("home", "name", "instead")
+    __slots__ = ("home", "instead", "name")
 
     def __init__(self, home: str, name: str, instead: str) -> None:
         self.home = home  # the internal module (under tagengine._internal) that defines it
