@@ -6,9 +6,10 @@ command spent on its imports. `frozen` lets `dataclasses` do everything but that
 `__match_args__`, `__dataclass_fields__`, so `dataclasses.fields`, `replace`, `is_dataclass` and pydantic read a
 record as the dataclass it is), then gives the class the same methods made from shared closures: `__eq__` and
 `__hash__` compare and hash the tuple of the fields, as the generated ones do, so equal records hash alike and
-every hash is the one `dataclasses` would give; `__init__` is a compiled template per number of fields (shared
-by every class with that many), its placeholder names replaced by the fields' (`CodeType.replace`), so it runs
-the code `dataclasses` would write, as fast. What `dataclasses` itself records differs in one place:
+every hash is the one `dataclasses` would give; `__init__` is a template per number of fields (shared by every
+class with that many, kept as source in record_inits.py so its bytecode comes with the module's), its
+placeholder names replaced by the fields' (`CodeType.replace`), so it runs the code `dataclasses` would write,
+as fast. What `dataclasses` itself records differs in one place:
 `__dataclass_params__` says `init`, `repr`, `eq` and `frozen` are off (it did not make those methods; nothing
 here or in pydantic reads it), so a stdlib frozen dataclass cannot subclass a record nor a record one.
 
@@ -26,6 +27,8 @@ from collections.abc import Callable
 from operator import attrgetter
 from types import CodeType, FunctionType
 from typing import Any, TypeVar, cast, dataclass_transform
+
+from . import record_inits
 
 BY_LIBRARY = os.environ.get("TAGENGINE_RECORDS") == "dataclasses"
 
@@ -167,18 +170,43 @@ def _state_of(every: tuple[dataclasses.Field[Any], ...]) -> tuple[Callable[[Any]
 
 
 _TEMPLATES: dict[tuple[int, bool], CodeType] = {}
+INITS_KEPT = 24  # record_inits.py holds the templates for up to this many fields
+
+
+def init_source(n: int, then: bool) -> str:
+    """The `__init__` template that sets n fields (placeholders `_0`, `_1`...) and then, if asked, calls
+    `__then(self)`: one line, as record_inits.py keeps it."""
+    body = [f"__set(self, '_{i}', _{i})" for i in range(n)] + (["__then(self)"] if then else [])
+    params = "".join(f", _{i}" for i in range(n))
+    return f"def init_{n}{'_then' if then else ''}(self{params}): {'; '.join(body) or 'pass'}\n"
+
+
+def inits_module_text() -> str:
+    """What record_inits.py holds: every template up to INITS_KEPT fields."""
+    lines = [f"{_INITS_HEAD}\n"] + [init_source(n, then) for n in range(INITS_KEPT + 1) for then in (False, True)]
+    return "".join(lines)
+
+
+_INITS_HEAD = '''"""The `__init__` templates `records.frozen` makes each record's `__init__` from (decision PF-42): one
+for each number of fields, without and with the call that finishes a record (`__then`: its default factories,
+its fields not given to `__init__`, `__post_init__`). Kept as source, so Python keeps their bytecode with the
+module's and making a record compiles nothing. `__set` and `__then` are the globals each record's `__init__` is
+given. Written by `records.inits_module_text()` (tests/test_records.py checks it)."""
+# mypy: ignore-errors
+# ruff: noqa: E501, E702, F821
+'''
 
 
 def _template(n: int, then: bool) -> CodeType:
-    """An `__init__` that sets n fields (placeholders `_0`, `_1`...) and then, if asked, calls `__then(self)`:
-    compiled once per shape and process, where dataclasses compiles one per class."""
+    """The template for n fields: from record_inits.py, else compiled once per process (more fields than it keeps)."""
     code = _TEMPLATES.get((n, then))
     if code is None:
-        lines = [f"    __set(self, '_{i}', _{i})\n" for i in range(n)] + (["    __then(self)\n"] if then else [])
-        source = f"def __init__(self{''.join(f', _{i}' for i in range(n))}):\n{''.join(lines) or '    pass'}\n"
-        space: dict[str, Any] = {}
-        exec(source, space)
-        code = _TEMPLATES[(n, then)] = space["__init__"].__code__
+        kept = getattr(record_inits, f"init_{n}{'_then' if then else ''}", None)
+        if kept is None:
+            space: dict[str, Any] = {}
+            exec(init_source(n, then), space)  # a fixed text made of numbers
+            kept = space[f"init_{n}{'_then' if then else ''}"]
+        code = _TEMPLATES[(n, then)] = kept.__code__
     return code
 
 
@@ -213,7 +241,8 @@ def _init_of(cls: type, every: tuple[dataclasses.Field[Any], ...], slots: bool) 
     consts = tuple(names[int(c[1:])] if isinstance(c, str) and c[:1] == "_" and c[1:].isdigit() else c
                    for c in template.co_consts)
     code = template.replace(co_varnames=(me, *names), co_consts=consts, co_argcount=1 + positional,
-                            co_kwonlyargcount=len(names) - positional, co_qualname=f"{cls.__qualname__}.__init__")
+                            co_kwonlyargcount=len(names) - positional, co_name="__init__",
+                            co_qualname=f"{cls.__qualname__}.__init__")
     defaults = {f.name: _FACTORY if f.default is dataclasses.MISSING else f.default for f in ordered
                 if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
     space = {"__set": _set, "__then": then, "__builtins__": __builtins__}
