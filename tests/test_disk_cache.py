@@ -263,6 +263,39 @@ def test_a_cold_apply_with_its_ruleset_kept_builds_no_validator_and_imports_no_l
     assert 'reason="malformed"' in third and third.split("|")[1].split() == ["False", "False", "True"]
 
 
+COLD_MODULES = """
+import sys
+from tagengine._internal.cli import run
+code = run(sys.argv[1:])
+print("|", code, " ".join(sorted(m for m in sys.modules if m.startswith(("tagengine", "hmac")))))
+"""
+# What a cold command whose ruleset is kept does not import (PF-43, PF-44): the validation (pydantic's shape, the
+# inspections, the capability versions) and the families of tags the reply does not hold.
+NOT_IMPORTED = {"tagengine._internal.ruleset.load", "tagengine._internal.ruleset.capability",
+                "tagengine._internal.ruleset.inspect", "tagengine._internal.ruleset.inspect.inspection",
+                "tagengine._internal.commands.clock", "tagengine._internal.commands.check",
+                "tagengine._internal.commands.edit", "hmac"}
+
+
+def test_a_cold_apply_with_its_ruleset_kept_imports_no_validation_and_only_its_tags_families(folder, tmp_path):
+    reply = tmp_path / "reply.md"
+    reply.write_text('Mira holds. [sheet: who="Mira" op="spend" pool="resolve"]\n')
+    args = [sys.executable, "-c", COLD_MODULES, "apply", str(GRAVEWATCH), str(SAMPLES / "states" / "gravewatch.json"),
+            str(reply)]
+    env = {**os.environ, disk_cache.VARIABLE: str(folder)}
+    first = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    second = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    assert first.split("|")[0] == second.split("|")[0] and 'result="ok"' in second
+    code, *modules = second.split("|")[1].split()
+    assert code == "0" and "tagengine._internal.commands.sheet" in modules
+    assert not NOT_IMPORTED & set(modules), sorted(NOT_IMPORTED & set(modules))
+    assert NOT_IMPORTED - {"hmac"} <= set(first.split("|")[1].split()) | {  # validated: the inspections ran
+        "tagengine._internal.commands.clock", "tagengine._internal.commands.check", "tagengine._internal.commands.edit"}
+    reply.write_text('The alarm. [clock: name="Alarm" size="4"]\n')
+    third = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    assert "tagengine._internal.commands.clock" in third.split("|")[1].split()
+
+
 # -- the grammar's terminals (PF-3) and compiled templates (PF-5) --------------------------------------------
 def test_the_kept_terminals_are_larks(folder):
     from_lark = {d.name: d.pattern.to_regexp() for d in parser().terminals}

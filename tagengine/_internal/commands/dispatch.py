@@ -12,7 +12,7 @@ from ..tags import Tag, canonical, found_in
 from ..tags.vocabulary import UNCOUNTED
 from .reasons import COMMAND_LIMIT
 from .result import Outcome, Result, refuse, refused
-from .table import families
+from .table import family_of
 
 
 @frozen(slots=True)
@@ -86,7 +86,7 @@ def run_command(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
         return refuse(state, "bad-text")  # before any handler can store it (docs/decisions.md H-3)
     if tag.repeated:
         return refuse(state, "duplicate-attribute")
-    fam = families().get(tag.name)
+    fam = family_of(tag.name)
     if fam is None:  # pragma: no cover - the scanner proposes only names of the vocabulary
         return refuse(state, "malformed")
     op = fam.op_of(rs, tag)
