@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import tagengine._internal.ruleset as ruleset_package
+import tagengine._internal.ruleset.load as ruleset_load
 from conftest import SAMPLES, sample_dict
 from tagengine._internal import disk_cache
 from tagengine._internal.errors import RulesetError
@@ -146,7 +146,7 @@ def test_a_ruleset_read_before_comes_from_the_cache(folder, tmp_path, monkeypatc
     def refuse(*args, **kwargs):
         raise AssertionError("validated: the cache missed")
 
-    monkeypatch.setattr(ruleset_package, "validate", refuse)
+    monkeypatch.setattr(ruleset_load, "validate", refuse)  # where Ruleset.load takes it from
     again = Ruleset.load(elsewhere)
     assert same(again, first) and again is not first
     assert again.source == str(elsewhere)  # the source is this load's, not the one that wrote the entry

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import os
 import pickle
 import sys
 from functools import cache
@@ -42,10 +43,14 @@ _OUTSIDE = ("errors.py", "text.py", "records.py")
 def _code() -> bytes:
     """The source of every module that decides what a valid ruleset reads as; b"" when one cannot be read
     (then nothing is kept: a key that ignores the code could return an old version's answer)."""
-    parts = []
+    # os.walk rather than Path.rglob: a third of the time, on every cold command (PF-44)
+    top, parts = str(_PACKAGE.parent), []
     try:
-        for path in [*sorted(_PACKAGE.rglob("*.py")), *(_PACKAGE.parent / name for name in _OUTSIDE)]:
-            parts.append(str(path.relative_to(_PACKAGE.parent)).encode() + b"\0" + path.read_bytes())
+        names = sorted(os.path.relpath(os.path.join(folder, name), top).split(os.sep)
+                       for folder, _, files in os.walk(_PACKAGE) for name in files if name.endswith(".py"))
+        for name in [*names, *([name] for name in _OUTSIDE)]:
+            with open(os.path.join(top, *name), "rb") as f:
+                parts.append("/".join(name).encode() + b"\0" + f.read())
     except (OSError, ValueError):
         return b""
     return disk_cache.digest(*parts).encode()
