@@ -21,7 +21,7 @@ from tagengine._internal import disk_cache
 from tagengine._internal.errors import RulesetError
 from tagengine._internal.prompt import render
 from tagengine._internal.ruleset import Ruleset, kept
-from tagengine._internal.tags.parse import TERMINALS_KIND, _expressions, _whole_tag, parser, terminals
+from tagengine._internal.tags.parse import TERMINALS_KIND, _expressions, _tag_start, _whole_tag, parser, terminals
 
 GRAVEWATCH = SAMPLES / "rulesets" / "gravewatch.json"
 
@@ -311,10 +311,12 @@ def test_spoilt_terminals_are_read_again_from_lark(folder, monkeypatch, spoilt):
     (entry,) = entries(folder, TERMINALS_KIND)
     disk_cache.write_entry(TERMINALS_KIND, entry.name, spoilt)
     _whole_tag.cache_clear()
+    _tag_start.cache_clear()
     try:
-        assert [p.pattern for p in _whole_tag()] == [p.pattern for p in expected]
+        assert [p.pattern for p in (*_whole_tag(), _tag_start())] == list(expected)
     finally:
         _whole_tag.cache_clear()
+        _tag_start.cache_clear()
 
 
 def test_templates_kept_render_as_compiled_ones(folder, tmp_path):
