@@ -78,7 +78,8 @@ def imported(*argv: str) -> list[str]:
 
 BARE = {"tagengine", "tagengine.__main__", "tagengine._internal", "tagengine._internal.errors",
         "tagengine._internal.files", "tagengine._internal.cli", "tagengine._internal.cli.conventions",
-        "tagengine._internal.cli.arguments", "tagengine._internal.lazy", "tagengine._internal.records"}
+        "tagengine._internal.cli.arguments", "tagengine._internal.lazy", "tagengine._internal.records",
+        "tagengine._internal.record_inits"}
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], []])
