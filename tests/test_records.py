@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import pytest
 
 from conftest import ROOT
-from tagengine._internal.records import BY_LIBRARY, INITS_KEPT, frozen, inits_module_text
+from tagengine._internal.records import BY_LIBRARY, KEPT_FIELDS, frozen, templates_module_text
 
 
 def both(**options: Any):
@@ -298,13 +298,13 @@ def test_a_ruleset_kept_by_either_reads_back_equal_in_the_other(tmp_path, librar
 
 
 def test_the_kept_init_templates_are_what_records_writes():
-    """record_inits.py is generated: `records.inits_module_text()` writes it (run it again after a change)."""
+    """record_inits.py is generated: `records.templates_module_text()` writes it (run it again after a change)."""
     kept = (ROOT / "tagengine" / "_internal" / "record_inits.py").read_text(encoding="utf-8")
-    assert kept == inits_module_text()
+    assert kept == templates_module_text()
 
 
 def test_a_record_with_more_fields_than_the_kept_templates_is_made_all_the_same():
-    many = INITS_KEPT + 3
+    many = KEPT_FIELDS + 3
     space = {"__annotations__": {f"f{i}": "int" for i in range(many)}, **{f"f{i}": i for i in range(5, many)}}
     ours = frozen(slots=True)(type("Many", (), dict(space)))
     theirs = dataclasses.dataclass(frozen=True, slots=True)(type("Many", (), dict(space)))

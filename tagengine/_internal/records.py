@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import reprlib
 from collections.abc import Callable
-from operator import attrgetter
 from types import CodeType, FunctionType
 from typing import Any, TypeVar, cast, dataclass_transform
 
@@ -92,34 +92,16 @@ def _made(cls: type[_T], *, kw_only: bool, slots: bool, eq: bool) -> type[_T]:
     return cast("type[_T]", made)
 
 
-def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
-    """The tuple of these fields of a record (a tuple even for one field or none, as dataclasses compares)."""
-    if len(names) >= 2:
-        return attrgetter(*names)
-    if len(names) == 1:
-        one = attrgetter(names[0])
-        return lambda obj: (one(obj),)
-    return lambda obj: ()
-
-
 def _eq_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, Any], Any]:
-    key = _getter(tuple(f.name for f in every if f.compare))
-
-    def __eq__(self: Any, other: Any) -> Any:
-        if other.__class__ is self.__class__:
-            return key(self) == key(other)
-        return NotImplemented
-
-    return __eq__
+    """`(self.a, self.b) == (other.a, other.b)` for another record of the same class, as dataclasses compares."""
+    names = [f.name for f in every if f.compare]
+    return cast("Callable[[Any, Any], Any]", _from_template(f"eq_{len(names)}", names, {}))
 
 
 def _hash_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], int]:
-    key = _getter(tuple(f.name for f in every if (f.compare if f.hash is None else f.hash)))
-
-    def __hash__(self: Any) -> int:
-        return hash(key(self))
-
-    return __hash__
+    """`hash((self.a, self.b))` over the compared fields (or those marked `hash=True`), as dataclasses hashes."""
+    names = [f.name for f in every if (f.compare if f.hash is None else f.hash)]
+    return cast("Callable[[Any], int]", _from_template(f"hash_{len(names)}", names, {}))
 
 
 def _repr_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], str]:
@@ -169,55 +151,94 @@ def _state_of(every: tuple[dataclasses.Field[Any], ...]) -> tuple[Callable[[Any]
     return __getstate__, __setstate__
 
 
-_TEMPLATES: dict[tuple[int, bool], CodeType] = {}
-INITS_KEPT = 24  # record_inits.py holds the templates for up to this many fields
+_TEMPLATES: dict[str, CodeType] = {}
+KEPT_FIELDS = 24  # record_inits.py holds the templates for up to this many fields
+_PLACEHOLDER = re.compile(r"p[0-9]+")
 
 
-def init_source(n: int, then: bool) -> str:
-    """The `__init__` template that sets n fields (placeholders `_0`, `_1`...) and then, if asked, calls
-    `__then(self)`: one line, as record_inits.py keeps it."""
-    body = [f"__set(self, '_{i}', _{i})" for i in range(n)] + (["__then(self)"] if then else [])
-    params = "".join(f", _{i}" for i in range(n))
-    return f"def init_{n}{'_then' if then else ''}(self{params}): {'; '.join(body) or 'pass'}\n"
+def template_source(name: str) -> str:
+    """The source of one template, by its name: `init_N` sets N fields (placeholders `p0`, `p1`...), `_f` when
+    a field may be left to its default factory (`__f0()` where the argument is the `__F` mark), `_post` then
+    calls `__post_init__`, `_then` calls `__then(self)` (the rest of what makes a record: fields not given to
+    `__init__`, then `__post_init__`); `eq_N` and `hash_N` compare and hash N fields. One line each."""
+    kind, n_text, *rest = name.split("_")
+    n = int(n_text)
+    fields = [f"p{i}" for i in range(n)]
+    if kind == "eq":
+        mine, theirs = (f"({''.join(f'{who}.{f}, ' for f in fields)})" for who in ("self", "other"))
+        same = "other.__class__ is self.__class__"
+        return f"def {name}(self, other): return {mine} == {theirs} if {same} else NotImplemented\n"
+    if kind == "hash":
+        return f"def {name}(self): return hash(({''.join(f'self.{f}, ' for f in fields)}))\n"
+    made = "f" in rest
+    body = [f"__set(self, '{f}', __f{f[1:]}() if {f} is __F else {f})" if made else f"__set(self, '{f}', {f})"
+            for f in fields]
+    body += ["self.__post_init__()"] if "post" in rest else ["__then(self)"] if "then" in rest else []
+    return f"def {name}(self{''.join(f', {f}' for f in fields)}): {'; '.join(body) or 'pass'}\n"
 
 
-def inits_module_text() -> str:
-    """What record_inits.py holds: every template up to INITS_KEPT fields."""
-    lines = [f"{_INITS_HEAD}\n"] + [init_source(n, then) for n in range(INITS_KEPT + 1) for then in (False, True)]
-    return "".join(lines)
+def template_names() -> list[str]:
+    """Every template record_inits.py keeps."""
+    tails = ("", "_post", "_then")
+    return [*(f"init_{n}{made}{tail}" for n in range(KEPT_FIELDS + 1) for made in ("", "_f") for tail in tails),
+            *(f"{kind}_{n}" for kind in ("eq", "hash") for n in range(KEPT_FIELDS + 1))]
 
 
-_INITS_HEAD = '''"""The `__init__` templates `records.frozen` makes each record's `__init__` from (decision PF-42): one
-for each number of fields, without and with the call that finishes a record (`__then`: its default factories,
-its fields not given to `__init__`, `__post_init__`). Kept as source, so Python keeps their bytecode with the
-module's and making a record compiles nothing. `__set` and `__then` are the globals each record's `__init__` is
-given. Written by `records.inits_module_text()` (tests/test_records.py checks it)."""
+def templates_module_text() -> str:
+    """What record_inits.py holds."""
+    return "".join([f"{_TEMPLATES_HEAD}\n", *(template_source(name) for name in template_names())])
+
+
+_TEMPLATES_HEAD = '''"""The templates `records.frozen` makes each record's `__init__`, `__eq__` and `__hash__` from
+(decision PF-42): one for each number of fields (see `records.template_source`). Kept as source, so Python
+keeps their bytecode with the module's and making a record compiles nothing. `__set`, `__F`, `__f0`... and
+`__then` are the globals each record's `__init__` is given. Written by `records.templates_module_text()`
+(tests/test_records.py checks it)."""
 # mypy: ignore-errors
 # ruff: noqa: E501, E702, F821
 '''
 
 
-def _template(n: int, then: bool) -> CodeType:
-    """The template for n fields: from record_inits.py, else compiled once per process (more fields than it keeps)."""
-    code = _TEMPLATES.get((n, then))
+def _template(name: str) -> CodeType:
+    """A template by its name: from record_inits.py, else compiled once per process (more fields than it keeps)."""
+    code = _TEMPLATES.get(name)
     if code is None:
-        kept = getattr(record_inits, f"init_{n}{'_then' if then else ''}", None)
+        kept = getattr(record_inits, name, None)
         if kept is None:
             space: dict[str, Any] = {}
-            exec(init_source(n, then), space)  # a fixed text made of numbers
-            kept = space[f"init_{n}{'_then' if then else ''}"]
-        code = _TEMPLATES[(n, then)] = kept.__code__
+            exec(template_source(name), space)  # a fixed text made of numbers
+            kept = space[name]
+        code = _TEMPLATES[name] = kept.__code__
     return code
+
+
+def _from_template(name: str, names: list[str], space: dict[str, Any], **replaced: Any) -> Any:
+    """A function made from a template, its placeholders (`p0`... as names, strings and attributes) replaced by
+    the fields' names: the code dataclasses would compile, without compiling."""
+    template = _template(name)
+
+    def named(items: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(names[int(x[1:])] if isinstance(x, str) and _PLACEHOLDER.fullmatch(x) else x for x in items)
+
+    varnames = named(template.co_varnames)
+    if "self" in names:  # the instance's argument takes another name, as in dataclasses
+        varnames = ("__dataclass_self__", *varnames[1:])
+    code = template.replace(co_consts=named(template.co_consts), co_names=named(template.co_names),
+                            co_varnames=varnames, co_name=f"__{name.split('_')[0]}__", **replaced)
+    return FunctionType(code, {"__builtins__": __builtins__, **space}, code.co_name)
 
 
 def _init_of(cls: type, every: tuple[dataclasses.Field[Any], ...], slots: bool) -> Callable[..., None]:
     """The `__init__` dataclasses would write: positional fields, then keyword-only ones, each set with
-    `object.__setattr__`; defaults as the function's defaults; fields made by a factory, fields not given to
-    `__init__` but with a default, and `__post_init__` done by one closure after the fields are set."""
+    `object.__setattr__` (a field left to its default factory made there), defaults as the function's defaults,
+    then `__post_init__`; fields not given to `__init__` but made by a factory, or with a default and slots, are
+    set by one closure before it."""
     given = [f for f in every if f.init]
     ordered = [f for f in given if not f.kw_only] + [f for f in given if f.kw_only]
     positional = sum(1 for f in given if not f.kw_only)
-    made_later = tuple((f.name, f.default_factory) for f in given if f.default_factory is not dataclasses.MISSING)
+    names = [f.name for f in ordered]
+    if any(name.startswith("__") for name in names):
+        raise TypeError(f"{cls.__qualname__}: a record's field names do not start with two underscores")
     # a field not given to `__init__` is set there when made by a factory, or has a default and no class
     # attribute can hold it (slots), as dataclasses does; else reading it reads the class's default
     set_later: tuple[tuple[str, Any, Any], ...] = tuple(
@@ -227,27 +248,22 @@ def _init_of(cls: type, every: tuple[dataclasses.Field[Any], ...], slots: bool) 
     post_init = getattr(cls, "__post_init__", None) is not None
 
     def then(self: Any) -> None:
-        for name, factory in made_later:
-            if getattr(self, name) is _FACTORY:
-                _set(self, name, factory())
         for name, default, factory in set_later:
             _set(self, name, factory() if default is dataclasses.MISSING else default)
         if post_init:
             self.__post_init__()
 
-    names = tuple(f.name for f in ordered)
-    me = "__dataclass_self__" if "self" in names else "self"
-    template = _template(len(names), bool(made_later or set_later or post_init))
-    consts = tuple(names[int(c[1:])] if isinstance(c, str) and c[:1] == "_" and c[1:].isdigit() else c
-                   for c in template.co_consts)
-    code = template.replace(co_varnames=(me, *names), co_consts=consts, co_argcount=1 + positional,
-                            co_kwonlyargcount=len(names) - positional, co_name="__init__",
-                            co_qualname=f"{cls.__qualname__}.__init__")
+    space: dict[str, Any] = {"__set": _set, "__then": then, "__F": _FACTORY}
+    made = [f for f in ordered if f.default_factory is not dataclasses.MISSING]
+    for i, f in enumerate(ordered):
+        space[f"__f{i}"] = f.default_factory
+    name = (f"init_{len(names)}{'_f' if made else ''}"
+            f"{'_then' if set_later else '_post' if post_init else ''}")
+    init = _from_template(name, names, space, co_argcount=1 + positional, co_kwonlyargcount=len(names) - positional,
+                          co_qualname=f"{cls.__qualname__}.__init__")
     defaults = {f.name: _FACTORY if f.default is dataclasses.MISSING else f.default for f in ordered
                 if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
-    space = {"__set": _set, "__then": then, "__builtins__": __builtins__}
-    init = FunctionType(code, space, "__init__",
-                        tuple(defaults[f.name] for f in ordered[:positional] if f.name in defaults) or None)
+    init.__defaults__ = tuple(defaults[f.name] for f in ordered[:positional] if f.name in defaults) or None
     init.__kwdefaults__ = {f.name: defaults[f.name] for f in ordered[positional:] if f.name in defaults} or None
     init.__annotations__ = {**{f.name: f.type for f in ordered}, "return": None}
-    return init
+    return cast("Callable[..., None]", init)
