@@ -4,14 +4,13 @@
 `__setattr__` and `__delattr__` as source text and compiles it: about 0.5 ms a class, a third of what a cold
 command spent on its imports. `frozen` lets `dataclasses` do everything but that (the fields, `__slots__`,
 `__match_args__`, `__dataclass_fields__`, so `dataclasses.fields`, `replace`, `is_dataclass` and pydantic read a
-record as the dataclass it is), then gives the class the same methods made from shared closures: `__eq__` and
-`__hash__` compare and hash the tuple of the fields, as the generated ones do, so equal records hash alike and
-every hash is the one `dataclasses` would give; `__init__` is a template per number of fields (shared by every
-class with that many, kept as source in record_inits.py so its bytecode comes with the module's), its
-placeholder names replaced by the fields' (`CodeType.replace`), so it runs the code `dataclasses` would write,
-as fast. What `dataclasses` itself records differs in one place:
-`__dataclass_params__` says `init`, `repr`, `eq` and `frozen` are off (it did not make those methods; nothing
-here or in pydantic reads it), so a stdlib frozen dataclass cannot subclass a record nor a record one.
+record as the dataclass it is), then gives the class the same methods without compiling: `__init__`, `__eq__`
+and `__hash__` from templates, one per number of fields, kept as source in record_inits.py (their bytecode comes
+with the module's) and given the fields' names (`CodeType.replace`), so they run the code `dataclasses` would
+write, as fast, and every hash is the one it would give; the others from closures. What `dataclasses` itself
+records differs in one place: `__dataclass_params__` says `init`, `repr`, `eq` and `frozen` are off (it did not
+make those methods; nothing here or in pydantic reads it), so a stdlib frozen dataclass cannot subclass a record
+nor a record one.
 
 One switch away from the library: `TAGENGINE_RECORDS=dataclasses` in the environment makes every record
 `dataclasses.dataclass(frozen=True, ...)` itself (`BY_LIBRARY`). Only public APIs are used;
