@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem, RulesetError
@@ -14,6 +14,8 @@ from .source import ruleset_bytes
 from .top import RulesetDef
 
 if TYPE_CHECKING:  # validation, imported when a file must be validated: a kept ruleset needs none of it (PF-43)
+    from pathlib import Path
+
     from .capability import Version
 
 __all__ = ["Ruleset", "RulesetDef", "RulesetError"]
@@ -91,4 +93,11 @@ class Ruleset:
     @property
     def name(self) -> str:
         m = self.file.manifest
-        return (m.name if m and m.name else None) or Path(self.source).stem
+        return (m.name if m and m.name else None) or _stem(self.source)
+
+
+def _stem(source: str) -> str:
+    """`Path(source).stem`, with os.path (a cold command does not import pathlib, PF-44)."""
+    name = os.path.basename(source.rstrip("/"))
+    stem, dot, suffix = name.rpartition(".")
+    return stem if dot and stem and suffix else name

@@ -21,7 +21,6 @@ import os
 import pickle
 import sys
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from .. import disk_cache
@@ -33,7 +32,7 @@ from .top import RulesetDef
 KIND = "rulesets"
 # What a Ruleset is built from besides its source: the file's model, the two indexes, warnings, requires.
 Parts = tuple[RulesetDef, SheetIndex, "SheetIndex | None", tuple[Problem, ...], "tuple[int, int] | None"]
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = os.path.dirname(os.path.realpath(__file__))  # os.path: no pathlib for a cold command (PF-44)
 # Modules outside this package that decide what a kept ruleset reads back as: the problems' and the text
 # rules' code, and how a definition is made and pickled (`records.frozen`).
 _OUTSIDE = ("errors.py", "text.py", "records.py")
@@ -44,7 +43,7 @@ def _code() -> bytes:
     """The source of every module that decides what a valid ruleset reads as; b"" when one cannot be read
     (then nothing is kept: a key that ignores the code could return an old version's answer)."""
     # os.walk rather than Path.rglob: a third of the time, on every cold command (PF-44)
-    top, parts = str(_PACKAGE.parent), []
+    top, parts = os.path.dirname(_PACKAGE), []
     try:
         names = sorted(os.path.relpath(os.path.join(folder, name), top).split(os.sep)
                        for folder, _, files in os.walk(_PACKAGE) for name in files if name.endswith(".py"))
@@ -63,7 +62,8 @@ def _validator_version() -> bytes:
         spec = importlib.util.find_spec("pydantic")
         if spec is None or spec.origin is None:
             return b""
-        return (Path(spec.origin).parent / "version.py").read_bytes()
+        with open(os.path.join(os.path.dirname(spec.origin), "version.py"), "rb") as f:
+            return f.read()
     except (OSError, ValueError, ImportError):
         return b""
 

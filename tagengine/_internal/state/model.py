@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import field
-from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem, StateError
 from ..files import TooLarge, json_problem, read_file, strip_bom, write_atomic
@@ -24,6 +23,9 @@ from .defaults import default_card, default_party, name_problems, seed_problem
 from .read import read_parts
 from .values import EMPTY, NO_LIVE, PARTY, UNSEEDED, Clock, Dice, LiveValues, empty_map, freeze, updated
 from .write import derived_seed, state_json, state_text
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MAX_STATE_BYTES = 16 * 1024 * 1024  # a state file (F-5): far above any real game's
 

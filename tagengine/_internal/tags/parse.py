@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .. import disk_cache
 from ..errors import TagengineError
-from ..resources import read_text, resource_dir
+from ..resources import read_bytes, read_text
 from .model import MAX_ATTRIBUTES, RESULT_KEYS, Attr, Tag
 from .vocabulary import RECORD_KEYS
 
@@ -107,7 +107,7 @@ def terminals() -> dict[str, str]:
     """Each terminal of the grammar as the regular expression Lark's lexer uses, from the cache folder when
     this grammar was read by this lark before (its key: the grammar's text and lark's source); else from
     Lark, and kept."""
-    grammar = (resource_dir("grammars") / "tags.lark").read_bytes()
+    grammar = read_bytes("grammars", "tags.lark")
     key = disk_cache.digest(grammar, _lark_source())
     kept = disk_cache.read_entry(TERMINALS_KIND, key)
     if kept is not None:
