@@ -78,7 +78,8 @@ def imported(*argv: str) -> list[str]:
 
 BARE = {"tagengine", "tagengine.__main__", "tagengine._internal", "tagengine._internal.errors",
         "tagengine._internal.files", "tagengine._internal.cli", "tagengine._internal.cli.conventions",
-        "tagengine._internal.cli.arguments", "tagengine._internal.lazy"}
+        "tagengine._internal.cli.arguments", "tagengine._internal.lazy", "tagengine._internal.records",
+        "tagengine._internal.record_inits"}
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], []])
@@ -171,6 +172,20 @@ def parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     return [p, *(q for a in subs for sub in a.choices.values() for q in parsers(sub))]
 
 
+def test_a_named_command_makes_only_its_own_parser_and_help_lists_every_command():
+    """PF-44: a command's parser is made only for the command named; help and a word that names no command
+    list them all, as before."""
+    names = [name for name, _, _ in COMMANDS]
+    for argv in (["apply", "r", "s"], ["narrate", "-"], ["check", "r"]):
+        (sub,) = [a for a in arg_parser(argv)._actions if isinstance(a, argparse._SubParsersAction)]
+        assert list(sub.choices) == [argv[0]]
+    for argv in (["--help"], ["-h"], ["apply", "--help"], ["bogus"], [], ["--version"]):
+        (sub,) = [a for a in arg_parser(argv)._actions if isinstance(a, argparse._SubParsersAction)]
+        assert list(sub.choices) == names, argv
+    assert run(["bogus"], io.StringIO(), err := io.StringIO()) == 2
+    assert "invalid choice: 'bogus' (choose from 'check', 'state', 'apply'" in err.getvalue()
+
+
 def test_parsing_imports_no_shutil_and_help_is_argparses(tmp_path, monkeypatch):
     """PF-18: argparse's formatter imports `shutil` (and bz2, lzma, zlib) for the terminal's width, for every
     argument declared; ours is told the width, and its help is argparse's, line for line, at any width."""
@@ -182,8 +197,8 @@ def test_parsing_imports_no_shutil_and_help_is_argparses(tmp_path, monkeypatch):
     for columns in ("40", "80", "200"):
         monkeypatch.setenv("COLUMNS", columns)
         for command in ("apply", "replay", "st", "character"):
-            ours = parsers(arg_parser([command]))
-            theirs = parsers(arg_parser([command]))
+            ours = parsers(arg_parser([command, "--help"]))  # help: every command listed (PF-44)
+            theirs = parsers(arg_parser([command, "--help"]))
             for p in theirs:
                 p.formatter_class = argparse.HelpFormatter
             assert len(ours) > 2 and [p.format_help() for p in ours] == [p.format_help() for p in theirs]

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-import tagengine._internal.ruleset as ruleset_package
+import tagengine._internal.ruleset.load as ruleset_load
 from conftest import SAMPLES, sample_dict
 from tagengine._internal import disk_cache
 from tagengine._internal.errors import RulesetError
 from tagengine._internal.prompt import render
 from tagengine._internal.ruleset import Ruleset, kept
-from tagengine._internal.tags.parse import TERMINALS_KIND, _expressions, _whole_tag, parser, terminals
+from tagengine._internal.tags.parse import TERMINALS_KIND, _expressions, _tag_start, _whole_tag, parser, terminals
 
 GRAVEWATCH = SAMPLES / "rulesets" / "gravewatch.json"
 
@@ -146,7 +146,7 @@ def test_a_ruleset_read_before_comes_from_the_cache(folder, tmp_path, monkeypatc
     def refuse(*args, **kwargs):
         raise AssertionError("validated: the cache missed")
 
-    monkeypatch.setattr(ruleset_package, "validate", refuse)
+    monkeypatch.setattr(ruleset_load, "validate", refuse)  # where Ruleset.load takes it from
     again = Ruleset.load(elsewhere)
     assert same(again, first) and again is not first
     assert again.source == str(elsewhere)  # the source is this load's, not the one that wrote the entry
@@ -263,6 +263,40 @@ def test_a_cold_apply_with_its_ruleset_kept_builds_no_validator_and_imports_no_l
     assert 'reason="malformed"' in third and third.split("|")[1].split() == ["False", "False", "True"]
 
 
+COLD_MODULES = """
+import sys
+from tagengine._internal.cli import run
+code = run(sys.argv[1:])
+print("|", code, " ".join(sorted(m for m in sys.modules if m.startswith(("tagengine", "hmac", "pathlib", "ipaddr")))))
+"""
+# What a cold command whose ruleset is kept does not import (PF-43, PF-44): the validation (pydantic's shape, the
+# inspections, the capability versions), the families of tags the reply does not hold, pathlib (and with it
+# urllib.parse and ipaddress).
+NOT_IMPORTED = {"tagengine._internal.ruleset.load", "tagengine._internal.ruleset.capability",
+                "tagengine._internal.ruleset.inspect", "tagengine._internal.ruleset.inspect.inspection",
+                "tagengine._internal.commands.clock", "tagengine._internal.commands.check",
+                "tagengine._internal.commands.edit", "hmac", "pathlib", "ipaddress"}
+
+
+def test_a_cold_apply_with_its_ruleset_kept_imports_no_validation_and_only_its_tags_families(folder, tmp_path):
+    reply = tmp_path / "reply.md"
+    reply.write_text('Mira holds. [sheet: who="Mira" op="spend" pool="resolve"]\n')
+    args = [sys.executable, "-c", COLD_MODULES, "apply", str(GRAVEWATCH), str(SAMPLES / "states" / "gravewatch.json"),
+            str(reply)]
+    env = {**os.environ, disk_cache.VARIABLE: str(folder)}
+    first = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    second = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    assert first.split("|")[0] == second.split("|")[0] and 'result="ok"' in second
+    code, *modules = second.split("|")[1].split()
+    assert code == "0" and "tagengine._internal.commands.sheet" in modules
+    assert not NOT_IMPORTED & set(modules), sorted(NOT_IMPORTED & set(modules))
+    validated = set(first.split("|")[1].split())  # nothing kept yet: the inspections ran
+    assert {m for m in NOT_IMPORTED if m.startswith("tagengine._internal.ruleset")} <= validated
+    reply.write_text('The alarm. [clock: name="Alarm" size="4"]\n')
+    third = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    assert "tagengine._internal.commands.clock" in third.split("|")[1].split()
+
+
 # -- the grammar's terminals (PF-3) and compiled templates (PF-5) --------------------------------------------
 def test_the_kept_terminals_are_larks(folder):
     from_lark = {d.name: d.pattern.to_regexp() for d in parser().terminals}
@@ -278,10 +312,12 @@ def test_spoilt_terminals_are_read_again_from_lark(folder, monkeypatch, spoilt):
     (entry,) = entries(folder, TERMINALS_KIND)
     disk_cache.write_entry(TERMINALS_KIND, entry.name, spoilt)
     _whole_tag.cache_clear()
+    _tag_start.cache_clear()
     try:
-        assert [p.pattern for p in _whole_tag()] == [p.pattern for p in expected]
+        assert [p.pattern for p in (*_whole_tag(), _tag_start())] == list(expected)
     finally:
         _whole_tag.cache_clear()
+        _tag_start.cache_clear()
 
 
 def test_templates_kept_render_as_compiled_ones(folder, tmp_path):

@@ -126,6 +126,7 @@ def test_a_new_kind_gets_its_grammar_with_no_code(monkeypatch):
     monkeypatch.setattr(table_module, "TAG_KINDS", kinds)
     monkeypatch.setattr(dispatch, "found_in", lambda text: found_in(text, extended))
     table_module.families.cache_clear()
+    table_module.family_of.cache_clear()
     try:
         rs, state = load_sample("blades-like"), sample_state("blades-like")
         g = grammar_of(rs, state)
@@ -140,3 +141,4 @@ def test_a_new_kind_gets_its_grammar_with_no_code(monkeypatch):
         assert seen
     finally:
         table_module.families.cache_clear()
+        table_module.family_of.cache_clear()

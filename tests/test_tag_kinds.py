@@ -110,6 +110,7 @@ def test_a_new_kind_needs_only_its_row_its_module_and_its_teaching(monkeypatch, 
     env = render.env().overlay(loader=ChoiceLoader([FileSystemLoader(str(tmp_path)), render.env().loader]))
     monkeypatch.setattr(render, "env", lambda: env)
     table_module.families.cache_clear()
+    table_module.family_of.cache_clear()
     try:
         rs, state = load_sample("blades-like"), sample_state("blades-like")
         out = apply_reply(rs, state, 'Mira listens. [probe: say="hi"]')
@@ -118,3 +119,4 @@ def test_a_new_kind_needs_only_its_row_its_module_and_its_teaching(monkeypatch, 
         assert '- Probes: [probe: say="ping"]' in reminder(rs, state)
     finally:
         table_module.families.cache_clear()
+        table_module.family_of.cache_clear()

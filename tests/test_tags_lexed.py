@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from conftest import examples
 from tagengine._internal.tags import quote
 from tagengine._internal.tags.model import MAX_ATTRIBUTES
-from tagengine._internal.tags.parse import _lexed, _whole_tag, broken, broken_by_lark, judged_by_lark, parse, terminals
+from tagengine._internal.tags.parse import _lexed, _tag_start, broken, broken_by_lark, judged_by_lark, parse, terminals
 
 PIECES = ["[", "]", ":", "=", '"', "\\", "\u201c", "\u201d", "\u201e", " ", "\n", "\t", "\f", "sheet", "clock",
           "who", "Mira", "op", "amount", "2", "-", "_", "!", ".", "x", "raw", "result", "now", "é"]
@@ -57,7 +57,7 @@ def _starts(text: str) -> list[str]:
 @given(tagish)
 def test_a_start_the_expression_takes_lark_takes(text):
     for lines in _starts(text):
-        if _whole_tag()[2].fullmatch(lines):
+        if _tag_start().fullmatch(lines):
             assert not broken_by_lark(lines), lines
         assert broken(lines) == broken_by_lark(lines), lines
 
@@ -68,12 +68,12 @@ def test_every_start_of_a_well_formed_tag_is_taken_by_the_expression(name, pairs
     """Keys and values one a line, `=` alone on a line too: each start is read without Lark."""
     body = blank.join(k if v is None else f"{k}{blank}={blank}{quote(v)}" for k, v in pairs)
     for lines in _starts(f"[{name}:{blank}{body}{blank}]"):
-        assert _whole_tag()[2].fullmatch(lines), lines
+        assert _tag_start().fullmatch(lines), lines
 
 
 def test_too_many_keys_in_a_start_are_left_to_lark():
     lines = "[sheet:\n" + "k\n" * (MAX_ATTRIBUTES + 1)
-    assert _whole_tag()[2].fullmatch(lines.rstrip("\n")) is None
+    assert _tag_start().fullmatch(lines.rstrip("\n")) is None
     assert broken(lines.rstrip("\n")) and broken_by_lark(lines.rstrip("\n"))
 
 

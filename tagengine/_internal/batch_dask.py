@@ -29,6 +29,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from .batch import BATCH_BYTES, BATCH_MAX, MAX_CHAT_BYTES, LineReader, Summary, line_bytes, replay_batch
 from .files import atomic_writer, strip_bom
+from .records import frozen
 from .ruleset import Ruleset
 from .states_dir import lines_of, write_states
 
@@ -41,7 +42,7 @@ _LOCAL = re.compile(r"local:(\d+)")
 _RULESETS: dict[str, Ruleset] = {}  # per worker process: the ruleset by the SHA-256 of its text
 
 
-@dataclass(frozen=True)
+@frozen
 class Partition:
     """Bytes [start, end) of one input; the task owns the lines that start there."""
 

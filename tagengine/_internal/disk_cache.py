@@ -24,9 +24,12 @@ import hashlib
 import os
 import time
 from contextlib import suppress
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .files import write_atomic
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 VARIABLE = "TAGENGINE_CACHE"
 FORMAT = b"tagengine-cache/1"
@@ -37,11 +40,20 @@ _STALE_TEMP = 600.0  # seconds: a temporary file older than this was left by a w
 def folder() -> Path | None:
     """The cache folder, or None when the environment says to keep nothing. Read on each call, as
     `$TAGENGINE_CACHE` and `$XDG_CACHE_HOME` are: the environment may change."""
+    from pathlib import Path
+
+    found = _folder()
+    return None if found is None else Path(found)
+
+
+def _folder() -> str | None:
+    """`folder()` as text: the entries are read and written with os.path, not pathlib, which a cold command
+    would otherwise import for them alone (PF-44)."""
     chosen = os.environ.get(VARIABLE)
     if chosen is not None:
-        return Path(chosen).expanduser() if chosen else None
+        return os.path.expanduser(chosen) if chosen else None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tagengine"
+    return os.path.join(base, "tagengine")
 
 
 def digest(*parts: bytes) -> str:
@@ -54,9 +66,9 @@ def digest(*parts: bytes) -> str:
     return h.hexdigest()
 
 
-def _entry(kind: str, key: str) -> Path | None:
-    base = folder()
-    return None if base is None else base / kind / key
+def _entry(kind: str, key: str) -> str | None:
+    base = _folder()
+    return None if base is None else os.path.join(base, kind, key)
 
 
 def read_entry(kind: str, key: str) -> bytes | None:
@@ -83,18 +95,18 @@ def write_entry(kind: str, key: str, payload: bytes) -> None:
     if path is None:
         return
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         write_atomic(path, _header(key, payload) + b"\n" + payload, durable=False)
     except OSError:
         return
-    _prune(path.parent)
+    _prune(os.path.dirname(path))
 
 
 def _header(key: str, payload: bytes) -> bytes:
     return b" ".join((FORMAT, key.encode("ascii"), hashlib.sha256(payload).hexdigest().encode("ascii")))
 
 
-def _prune(kind_folder: Path) -> None:
+def _prune(kind_folder: str) -> None:
     """Keep the MAX_ENTRIES most recently used entries, and remove what killed writers left behind."""
     entries: list[tuple[float, str]] = []
     now = time.time()

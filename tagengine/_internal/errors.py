@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
+from .records import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen(slots=True)
 class Problem:
     """One thing wrong with an input file, named precisely enough to fix without a debugger."""
 

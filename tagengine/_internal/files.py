@@ -19,8 +19,10 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path
-from typing import Any, BinaryIO, TextIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, cast
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 BOM = b"\xef\xbb\xbf"
 STDIN = "-"  # the path that names standard input on a command line

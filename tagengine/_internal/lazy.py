@@ -10,15 +10,20 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
 
-class Moved(NamedTuple):
-    """A public name that moved: where it is defined now, and what to write instead."""
+class Moved:
+    """A public name that moved: where it is defined now, and what to write instead. A plain class: a named
+    tuple here cost every command and every `import tagengine` about 2 ms (typing compiles each field's
+    postponed annotation, and the first such compilation in a process is the dearest, PF-44)."""
 
-    home: str  # the internal module (under tagengine._internal) that defines it
-    name: str  # its name there
-    instead: str  # what the warning tells the caller to use
+    __slots__ = ("home", "instead", "name")
+
+    def __init__(self, home: str, name: str, instead: str) -> None:
+        self.home = home  # the internal module (under tagengine._internal) that defines it
+        self.name = name  # its name there
+        self.instead = instead  # what the warning tells the caller to use
 
 
 def attribute(module: str, name: str, table: Mapping[str, str], namespace: dict[str, Any],

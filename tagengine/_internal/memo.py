@@ -9,7 +9,7 @@ atomic dict read, and `build` runs outside the lock.
 
 from __future__ import annotations
 
-import threading
+from _thread import allocate_lock  # what threading.Lock is, without importing threading (PF-44)
 from collections import OrderedDict
 from collections.abc import Callable
 from operator import is_
@@ -22,7 +22,7 @@ class IdentityCache(Generic[T]):
     def __init__(self, size: int = 2048) -> None:
         self.size = size
         self._entries: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], T]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
 
     def get(self, owners: tuple[Any, ...], build: Callable[[], T]) -> T:
         n = len(owners)

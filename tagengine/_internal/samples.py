@@ -12,11 +12,11 @@ path under that folder (`rulesets/blades-like.json`), the same in a checkout, a 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from .files import read_file, write_atomic
+from .records import frozen
 from .resources import resource_dir
 
 # The kinds of sample, each a folder of samples/, in the order `tagengine samples` lists them, with what it is for.
@@ -30,7 +30,7 @@ KINDS: tuple[tuple[str, str], ...] = (
 MAX_SAMPLE = 1024 * 1024  # a sample is a few kilobytes; reading one is bounded as every read is (F-4)
 
 
-@dataclass(frozen=True)
+@frozen
 class Sample:
     """One bundled file. `name` is its path under the samples folder, the name `tagengine samples copy` takes."""
 
@@ -97,7 +97,7 @@ def chosen(names: list[str]) -> tuple[list[Sample], list[str]]:
 CopyOutcome = Literal["written", "same", "kept"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Copied:
     """What `copy_out` did with one sample (errors as data): `written`; `same` (the target already holds these
     bytes); `kept` (the target holds other bytes, perhaps an author's edits, and was not overwritten)."""

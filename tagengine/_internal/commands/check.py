@@ -8,9 +8,9 @@ record as the receipt. A refused check rolls nothing and keeps the dice where th
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..ruleset.index import ById
 from ..sheet import CheckNumber, Eval
@@ -50,7 +50,7 @@ def op_of(rs: Ruleset, tag: Tag) -> str | Result:
     return "roll"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class RolledCheck:
     """One check rolled: its result (the receipt's record), the state after it (the dice moved on), and for
     the dice card the number rolled (`number`), the faces, the target or dc, and the outcome."""

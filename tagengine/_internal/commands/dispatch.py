@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..state import GameState
 from ..tags import Tag, canonical, found_in
 from ..tags.vocabulary import UNCOUNTED
 from .reasons import COMMAND_LIMIT
 from .result import Outcome, Result, refuse, refused
-from .table import families
+from .table import family_of
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Receipt:
     """One answered tag: where it stands in the output text, what it asked, what came of it."""
 
@@ -61,8 +62,10 @@ def receipt(start: int, end: int, name: str, attrs: tuple[tuple[str, str | None]
     return new
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Applied:
+    """A reply applied: its text with every tag rewritten as a receipt, the state after, the receipts."""
+
     text: str
     state: GameState
     receipts: tuple[Receipt, ...] = field(default=())
@@ -83,7 +86,7 @@ def run_command(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
         return refuse(state, "bad-text")  # before any handler can store it (docs/decisions.md H-3)
     if tag.repeated:
         return refuse(state, "duplicate-attribute")
-    fam = families().get(tag.name)
+    fam = family_of(tag.name)
     if fam is None:  # pragma: no cover - the scanner proposes only names of the vocabulary
         return refuse(state, "malformed")
     op = fam.op_of(rs, tag)

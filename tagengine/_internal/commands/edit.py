@@ -19,10 +19,10 @@ import hashlib
 import hmac
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..sheet.edit_paths import Change, change_of, value_text
 from ..state import GameState
@@ -42,7 +42,7 @@ MAC_DIGITS = 16  # hex digits of the HMAC kept: 64 bits, against a model that gu
 _KEPT = "".join(chr(c) for c in range(0x20, 0x7f) if chr(c) not in '%&="[]\\{}')
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class PlayerEdit:
     """An edit a player made and the chat does not hold yet: the character's card name (None: the party sheet)
     and the changes as applied (`Edited.changes`)."""
@@ -140,7 +140,7 @@ def _made_edit(rs: Ruleset, state: GameState, tag: Tag) -> Outcome:
     return Outcome(ok(now_of(edited)), edited.state)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Receipted:
     """`edit_receipts`' answer: the receipts to put at the start of the next reply (one line each), the state
     after them, and the edits that no longer apply to that state (left out)."""

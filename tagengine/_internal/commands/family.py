@@ -8,10 +8,11 @@ nothing registers itself by being imported.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..state import GameState
 from ..tags import Tag
@@ -22,7 +23,7 @@ OpOf = Callable[[Ruleset, Tag], "str | Result"]
 Teach = Callable[[Ruleset, GameState], "Mapping[str, Any] | None"]  # the data of prompts/teach/<name>.j2
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Shape:
     """How a tag of one op is written, for the reply's grammar (commands/reply_grammar.py), kept beside the
     handler that checks the same attributes, so the two cannot drift apart. The grammar writes the keys in this
@@ -40,7 +41,7 @@ class Shape:
     roller: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Op:
     """One op of a family (`spend`, `tick`) and the handler that applies it."""
 
@@ -49,7 +50,7 @@ class Op:
     shape: Shape | None = None  # how the reply's grammar writes it; None: any attributes
 
 
-@dataclass(frozen=True)
+@frozen
 class Family:
     """One tag name, how to tell which op a tag asks for, and the ops in the order they are listed."""
 

@@ -6,9 +6,8 @@ a live note. Each sets a value outright ("Grit is 2", "box 3 holds a tear"), whe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import Problem
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..ruleset.live import TrackDef
 from ..sheet import marking
@@ -20,7 +19,7 @@ from .subject import Subject, subject
 from .wounds import with_marks
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Step:
     """What one change did: the state after it, the value it stored (as a receipt writes it), a roll's total."""
 

@@ -12,10 +12,10 @@ double quotes, one space apart), which is all a model under the grammar needs to
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from ..memo import IdentityCache
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..ruleset.index import names_of
 from ..state import GameState
@@ -38,7 +38,7 @@ NAME_MAX = 100  # CLOCK-16's longest clock name, and the longest free name writt
 TEXT_MAX = 200  # a free value with no bound of its own
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Number:
     """A whole number: `signed` allows `-`; `least` is 0 or 1."""
 
@@ -46,7 +46,7 @@ class Number:
     least: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Free:
     """Free text of `least`..`most` characters (see TEXT)."""
 
@@ -70,7 +70,7 @@ Names = tuple[str, ...]
 Pairs = tuple[tuple[str, "Domain"], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Paired:
     """A name whose other attributes depend on it (a state and its values, a wound track and its kinds): for
     each name, the ways to write the attributes that follow it. `keys`: every key those take."""
@@ -168,7 +168,7 @@ def _sheet_domain(rs: Ruleset, op: str, key: str, party: bool, live: Any) -> Dom
             "temp": FLAG}.get(key, Free(0, TEXT_MAX))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class _Value:
     """A state's value (or a damage type) as an item with an id and a label, for `unique_names`."""
 

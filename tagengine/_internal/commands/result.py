@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from typing import Literal, NamedTuple
 
+from ..records import frozen
 from ..state import GameState
 from ..tags.model import written
 from .reasons import REASONS
@@ -13,8 +14,10 @@ from .reasons import REASONS
 Status = Literal["ok", "refused", "partial"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Result:
+    """What a command answers: the receipt's result, and its `now`, `reason` and record when it has them."""
+
     result: Status
     now: str | None = None
     reason: str | None = None

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from ..errors import Problem
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..ruleset.sheet import ColumnDef, ListDef
 from ..sheet.edit_paths import LIST_ROWS_MAX, Change, EditPath, area_ids, change_of, read_path, text_limit
@@ -40,7 +41,7 @@ _REPR.maxstring = _REPR.maxother = ECHO_CHARS
 _REPR.maxlevel = 3
 
 
-@dataclass(frozen=True)
+@frozen
 class Edited:
     """What an edit came to: the new state (the state given, when any change was refused), the changes as
     applied (each value in its type, what an edit receipt writes), every problem, and each roll's total."""

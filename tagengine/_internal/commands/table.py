@@ -25,8 +25,20 @@ def families() -> Mapping[str, Family]:
     """Tag name -> its command family, in the vocabulary's order."""
     out: dict[str, Family] = {}
     for kind in TAG_KINDS:
-        family: Family = import_module(f"{__package__}.{kind.family}").FAMILY
-        if family.name != kind.name:
-            raise RuntimeError(f"commands/{kind.family}.py defines family {family.name!r}, not {kind.name!r}")
+        family = family_of(kind.name)
+        assert family is not None  # every kind of the vocabulary
         out[kind.name] = family
     return MappingProxyType(out)
+
+
+@cache
+def family_of(name: str) -> Family | None:
+    """The command family of the tag kind `name` (None for a name of no kind), its module imported on first
+    use: applying a reply imports the families of its tags only (PF-44)."""
+    kind = next((k for k in TAG_KINDS if k.name == name), None)
+    if kind is None:
+        return None
+    family: Family = import_module(f"{__package__}.{kind.family}").FAMILY
+    if family.name != kind.name:
+        raise RuntimeError(f"commands/{kind.family}.py defines family {family.name!r}, not {kind.name!r}")
+    return family

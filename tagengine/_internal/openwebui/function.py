@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..records import frozen
 from ..resources import resource_dir
 
 FUNCTION_ID = "tagengine_sheet"  # Open WebUI's id of the Function: letters, digits and underscores
@@ -37,7 +37,7 @@ def function_file() -> Path:
     return resource_dir("openwebui") / "tagengine_sheet.py"
 
 
-@dataclass(frozen=True)
+@frozen
 class InstallStopped:
     """Why the install stopped: the call that failed and what Open WebUI said (errors as data)."""
 
@@ -45,7 +45,7 @@ class InstallStopped:
     message: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Installed:
     created: bool  # False: an earlier copy was updated
     valves: dict[str, Any]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RulesetError
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..state.defaults import name_problems
 from .ruleset_inspection import inspection_context
@@ -17,7 +18,7 @@ from .ruleset_inspection import inspection_context
 MAX_CHARACTERS = 40  # names on one form
 
 
-@dataclass(frozen=True)
+@frozen
 class RulesetFile:
     """A ruleset of the server's folder: its file name, the ruleset's name, and why it does not load."""
 

@@ -18,7 +18,8 @@ from ..errors import Problem, RulesetError
 from ..ruleset import Ruleset
 from ..ruleset.capability import Use, fmt, uses
 from ..ruleset.inspect.inspection import Inspection
-from ..ruleset.load import MAX_BYTES, index_of, shaped
+from ..ruleset.load import index_of, shaped
+from ..ruleset.source import MAX_BYTES
 
 _FIRST = re.compile(r"[^.\[]+")
 PROBLEMS_SHOWN = 500  # problems (and warnings, and features) the page lists: the rest are counted

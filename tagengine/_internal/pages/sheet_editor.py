@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..commands.sheet_edits import edit_party, edit_sheet
 from ..errors import Problem
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..sheet import view_character, view_party
 from ..sheet.edit_paths import Change, parse_change, value_text
@@ -153,7 +153,7 @@ def play_context(play: PlayView, ids: Ids) -> dict[str, dict[str, Any]]:
 
 
 # -- what a form post asks for ------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@frozen
 class Posted:
     """A form post read: the changes (what differs from the value each input was shown at, then the button's
     own change), the values shown (`was`), and the revision a party form was opened at."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import TagengineError
+from ..records import frozen
 from .registry import choose, given
 from .tokens import TokenCounter, Tokenizer, TokenizerChoice, counter, cut_text
 
@@ -28,7 +29,7 @@ class BudgetError(TagengineError, ValueError):
         self.parts = parts
 
 
-@dataclass(frozen=True)
+@frozen
 class Budget:
     """Token budget for one request. `reserve` keeps room for the reminder and the last user message
     (default a quarter of the context); `margin` is the share kept free for an unknown model's tokenizer.

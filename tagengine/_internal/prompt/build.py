@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
-from dataclasses import dataclass
 from typing import Any, cast
 from weakref import WeakKeyDictionary
 
 from ..history import read_messages
 from ..memo import IdentityCache
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..state import GameState
 from .budget import (
@@ -29,14 +29,14 @@ DEFAULT_BUDGET = Budget()
 SYSTEM_MAX = 64  # system prompts kept per ruleset: one per budget (context, response, model, tokenizer)
 
 
-@dataclass(frozen=True)
+@frozen
 class SystemPrompt:
     text: str
     tokens: int  # as a chat message (DEC-33)
     cuts: tuple[dict[str, Any], ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Prompt:
     system: str
     reminder: str

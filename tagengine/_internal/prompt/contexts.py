@@ -4,16 +4,16 @@ read once. An unknown or absent model name gets the table's default."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
+from ..records import frozen
 from .registry import matches
 
 TABLE = Path(__file__).resolve().parent / "contexts.toml"
 
 
-@dataclass(frozen=True)
+@frozen
 class ContextRow:
     patterns: tuple[str, ...]
     context: int

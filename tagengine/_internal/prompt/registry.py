@@ -19,12 +19,12 @@ unknown model that is estimated, OpenAI's for an unknown model counted with a to
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache, lru_cache
 from pathlib import Path
 
 from ..errors import Problem, ProblemsError
+from ..records import frozen
 from .tokens import (
     OPENAI_CHAT,
     UNKNOWN_MODEL_MARGIN,
@@ -86,7 +86,7 @@ MISTRAL_SP_MARGIN = 0.54  # SentencePiece v1..v7 (the same text pieces): worst t
 DEEPSEEK_MARGIN = 0.29  # DeepSeek V4's tokenizer.json: worst text +22.4% (German compounds)
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelFamily:
     """A model family: the name patterns that pick it (shell-style, over the lower-cased name), its chat
     format, its own tiktoken encoding if it has one, a `(package, file)` holding its `tokenizer.json` when

@@ -9,11 +9,11 @@ bos=False, eos=False)` is `SentencePieceProcessor(model_file=...).encode(text)`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..records import frozen
 from .tokens import EncodingError
 
 
@@ -32,7 +32,7 @@ def processor(path: str) -> Any:
         raise EncodingError(f"{path!r} is not a SentencePiece model ({e})") from e
 
 
-@dataclass(frozen=True)
+@frozen
 class SentencePieceTokenizer:
     """A Tokenizer over a SentencePiece `.model` file: the model's ids without BOS/EOS (the chat format
     counts those)."""

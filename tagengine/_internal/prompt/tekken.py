@@ -14,11 +14,11 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..records import frozen
 from .tokens import EncodingError
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def tekken_encoding(path: str) -> tuple[tiktoken.Encoding, int]:
     return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={}), specials
 
 
-@dataclass(frozen=True)
+@frozen
 class TekkenTokenizer:
     """A Tokenizer over a tekken file: the ids mistral-common's `Tekkenizer.encode(text, bos=False,
     eos=False)` gives."""

@@ -13,7 +13,7 @@ import binascii
 import gzip
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache, lru_cache
 from importlib.util import find_spec
 from operator import itemgetter
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import NotFoundError, TagengineError
 from ..prefix_memo import PrefixMemo
+from ..records import frozen
 
 if TYPE_CHECKING:
     import tiktoken
@@ -35,7 +36,7 @@ ENCODINGS = ("o200k_base", "cl100k_base")
 UNKNOWN_MODEL_MARGIN = 0.12
 
 
-@dataclass(frozen=True)
+@frozen
 class ChatFormat:
     """What a model family's chat template adds around each message and before the reply.
 
@@ -169,7 +170,7 @@ def release_rank_tables() -> None:
         _HANDED.pop().clear()
 
 
-@dataclass(frozen=True)
+@frozen
 class TiktokenTokenizer:
     """The default Tokenizer: a tiktoken encoding by name."""
 
@@ -218,7 +219,7 @@ def hf_tokenizer(path: str) -> Any:
         raise EncodingError(f"tokenizer file {path!r} is not a tokenizer.json ({e})") from e
 
 
-@dataclass(frozen=True)
+@frozen
 class HFTokenizer:
     """A Tokenizer over a Hugging Face `tokenizer.json`: the model's own ids, without the
     special tokens a template adds (the chat format counts those); cuts use the encoding's offsets."""
@@ -249,7 +250,7 @@ class HFTokenizer:
         return text[:start]
 
 
-@dataclass(frozen=True)
+@frozen
 class TokenizerChoice:
     """Which tokenizer counts for a model, how sure the count is, and how to build it (DEC-33).
 

@@ -14,8 +14,9 @@ upstream before the prompt is accepted, so the count the budget checks stays exa
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..records import frozen
 from .registry import model_family
 from .tokens import Tokenizer, TokenizerChoice, cut_text
 
@@ -29,7 +30,7 @@ class NotCounted(LookupError):
         self.text = text
 
 
-@dataclass(frozen=True)
+@frozen
 class UpstreamTokenizer:
     """The upstream's token ids for the texts `lookup` knows; `NotCounted` for any other.
 

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem, RulesetError
-from . import capability, kept
+from ..records import frozen
+from . import kept
 from .index import SheetIndex
-from .load import ruleset_bytes, validate
+from .source import ruleset_bytes
 from .top import RulesetDef
+
+if TYPE_CHECKING:  # validation, imported when a file must be validated: a kept ruleset needs none of it (PF-43)
+    from pathlib import Path
+
+    from .capability import Version
 
 __all__ = ["Ruleset", "RulesetDef", "RulesetError"]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Ruleset:
     """What the engine reads. Build it with `Ruleset.load`, `from_json` or `from_dict`."""
 
@@ -24,12 +29,14 @@ class Ruleset:
     sheet: SheetIndex
     party: SheetIndex | None
     warnings: tuple[Problem, ...]
-    requires: capability.Version | None
+    requires: Version | None
     source: str = "<ruleset>"
 
     @classmethod
     def _build(cls, model: RulesetDef, ctx: Any, source: str) -> Ruleset:
-        return cls(model, ctx.sheet, ctx.party, tuple(ctx.warnings), capability.required(ctx), source)
+        from .capability import required
+
+        return cls(model, ctx.sheet, ctx.party, tuple(ctx.warnings), required(ctx), source)
 
     @classmethod
     def load(cls, path: str | Path) -> Ruleset:
@@ -39,6 +46,8 @@ class Ruleset:
         found = kept.recall(data)
         if found is not None:
             return cls(*found, source=str(path))
+        from .load import validate
+
         model, ctx = validate(data, str(path))
         rs = cls._build(model, ctx, str(path))
         kept.keep(data, (rs.file, rs.sheet, rs.party, rs.warnings, rs.requires))
@@ -47,6 +56,8 @@ class Ruleset:
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "<ruleset>") -> Ruleset:
         """A ruleset from its JSON text. Raises RulesetError listing every problem."""
+        from .load import validate
+
         model, ctx = validate(text, source)
         return cls._build(model, ctx, source)
 
@@ -61,7 +72,9 @@ class Ruleset:
 
     @property
     def requires_text(self) -> str | None:
-        return capability.fmt(self.requires) if self.requires else None
+        from .capability import fmt
+
+        return fmt(self.requires) if self.requires else None
 
     @property
     def dice_pool(self) -> bool:
@@ -80,4 +93,11 @@ class Ruleset:
     @property
     def name(self) -> str:
         m = self.file.manifest
-        return (m.name if m and m.name else None) or Path(self.source).stem
+        return (m.name if m and m.name else None) or _stem(self.source)
+
+
+def _stem(source: str) -> str:
+    """`Path(source).stem`, with os.path (a cold command does not import pathlib, PF-44)."""
+    name = os.path.basename(source.rstrip("/"))
+    stem, dot, suffix = name.rpartition(".")
+    return stem if dot and stem and suffix else name

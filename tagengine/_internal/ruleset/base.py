@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, ClassVar, Literal
 
+from ..records import frozen
+
 
 class Bounds:
     """A length or range bound (`min_length`, `max_length`, `ge`, `le`), put into the type's own pydantic schema
@@ -68,7 +70,7 @@ def _no_made_up_doc(schema: dict[str, Any], cls: type) -> None:
 _DEFAULTS: dict[type, tuple[tuple[str, Any], ...]] = {}  # each definition's fields and their defaults, once
 
 
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class BaseDef:
     # Strict (no "1" for 1) by configuration rather than by the call: `Pair` must loosen its own tuple (below).
     __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid", "populate_by_name": True, "strict": True,

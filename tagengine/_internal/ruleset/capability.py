@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from ..records import frozen
 from .hide import HideWhenDef
 from .inspect.inspection import Inspection
 from .inspect.refs import sheet_refs
@@ -18,7 +18,7 @@ Version = tuple[int, int]
 DERIVED_LADDER: tuple[tuple[int, Version], ...] = ((400, (1, 729)), (240, (1, 111)), (120, (1, 88)), (60, (1, 84)))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Use:
     """A feature used at `path` that needs Capability API `version` (by `rule`)."""
 

@@ -1,13 +1,13 @@
 """`hideWhen` (HIDE-1, HIDE-2): hide an element by the value of another field."""
 
 
-from dataclasses import dataclass
 from typing import Any
 
+from ..records import frozen
 from .base import BaseDef, Id, aliased, worked_out
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class HideWhenDef(BaseDef):
     """HIDE-2: exactly one of `equals`, `notEquals`, `in`."""
 

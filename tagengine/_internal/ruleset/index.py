@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Generic, Protocol, TypeVar
 
+from ..records import frozen
 from ..text import normalise
 from .live import KindDef, LiveStateDef, PoolDef, TrackDef
 from .sheet import AbilityDef, DerivedDef, FieldDef, ListDef, SkillDef
@@ -32,7 +33,7 @@ def names_of(items: Iterable[N]) -> dict[str, list[N]]:
     return table
 
 
-@dataclass(frozen=True)
+@frozen
 class ById(Generic[T]):
     """An ordered collection with its position and first item per id, and its items by name (DEC-8)."""
 
@@ -65,7 +66,7 @@ class ById(Generic[T]):
         return len(self.items)
 
 
-@dataclass(frozen=True)
+@frozen
 class SheetIndex:
     """Everything a value reference or a command can name on one sheet."""
 

@@ -6,7 +6,7 @@ pydantic importing its plugin machinery. A file read before is instead rebuilt f
 fraction of a millisecond) into the plain dataclasses it is made of: pydantic is not even imported (PF-27).
 
 The key is the SHA-256 of the file's bytes, of the source of the code that validates it (every module of
-this package, `errors.py` and `text.py`: an edit in a checkout changes it, as a new release does), of
+this package, `errors.py`, `text.py` and `records.py`: an edit in a checkout changes it, as a new release does), of
 pydantic's `version.py` (read, not imported: it names pydantic's version and the pydantic-core it needs) and
 of Python's version. Only a file that imports is kept; its problems are
 worked out anew each time. An entry is unpickled only when its header matches (disk_cache.py), and then
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import os
 import pickle
 import sys
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from .. import disk_cache
@@ -32,17 +32,24 @@ from .top import RulesetDef
 KIND = "rulesets"
 # What a Ruleset is built from besides its source: the file's model, the two indexes, warnings, requires.
 Parts = tuple[RulesetDef, SheetIndex, "SheetIndex | None", tuple[Problem, ...], "tuple[int, int] | None"]
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = os.path.dirname(os.path.realpath(__file__))  # os.path: no pathlib for a cold command (PF-44)
+# Modules outside this package that decide what a kept ruleset reads back as: the problems' and the text
+# rules' code, and how a definition is made and pickled (`records.frozen`).
+_OUTSIDE = ("errors.py", "text.py", "records.py")
 
 
 @cache
 def _code() -> bytes:
     """The source of every module that decides what a valid ruleset reads as; b"" when one cannot be read
     (then nothing is kept: a key that ignores the code could return an old version's answer)."""
-    parts = []
+    # os.walk rather than Path.rglob: a third of the time, on every cold command (PF-44)
+    top, parts = os.path.dirname(_PACKAGE), []
     try:
-        for path in [*sorted(_PACKAGE.rglob("*.py")), _PACKAGE.parent / "errors.py", _PACKAGE.parent / "text.py"]:
-            parts.append(str(path.relative_to(_PACKAGE.parent)).encode() + b"\0" + path.read_bytes())
+        names = sorted(os.path.relpath(os.path.join(folder, name), top).split(os.sep)
+                       for folder, _, files in os.walk(_PACKAGE) for name in files if name.endswith(".py"))
+        for name in [*names, *([name] for name in _OUTSIDE)]:
+            with open(os.path.join(top, *name), "rb") as f:
+                parts.append("/".join(name).encode() + b"\0" + f.read())
     except (OSError, ValueError):
         return b""
     return disk_cache.digest(*parts).encode()
@@ -55,7 +62,8 @@ def _validator_version() -> bytes:
         spec = importlib.util.find_spec("pydantic")
         if spec is None or spec.origin is None:
             return b""
-        return (Path(spec.origin).parent / "version.py").read_bytes()
+        with open(os.path.join(os.path.dirname(spec.origin), "version.py"), "rb") as f:
+            return f.read()
     except (OSError, ValueError, ImportError):
         return b""
 

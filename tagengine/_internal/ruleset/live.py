@@ -1,15 +1,15 @@
 """`sheet.live`: what changes during play (SHEET-35): pools, tracks, text, conditions, states."""
 
 
-from dataclasses import dataclass
 from typing import Literal
 
+from ..records import frozen
 from .base import BaseDef, Id, Label, Pair, listed
 from .hide import HideWhenDef
 from .refs import ValueRefDef
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class PoolDef(BaseDef):
     id: Id
     label: Label
@@ -21,38 +21,38 @@ class PoolDef(BaseDef):
     hideWhen: HideWhenDef | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class LevelDef(BaseDef):
     label: Label
     penalty: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class KindDef(BaseDef):
     id: Id
     label: Label
     severity: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class BoxPenaltyDef(BaseDef):
     by: Literal["filled", "remaining"]
     table: list[Pair]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class BoxesDef(BaseDef):
     penalty: BoxPenaltyDef | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class ExtraDef(BaseDef):
     list: Id
     countColumn: Id
     penaltyColumn: Id
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class TrackDef(BaseDef):
     """A plain track, or a wound track when it has `kinds` and `levels` or `boxes` (WOUND-1)."""
 
@@ -76,20 +76,20 @@ class TrackDef(BaseDef):
         return self.kinds is not None or self.levels is not None or self.boxes is not None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class LiveTextDef(BaseDef):
     id: Id
     label: Label
     maxLength: int = 200
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class ConditionDef(BaseDef):
     id: Id
     label: Label
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class LiveStateDef(BaseDef):
     id: Id
     label: Label
@@ -108,7 +108,7 @@ class LiveStateDef(BaseDef):
         return (self.valueLabels or {}).get(value, value)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class LiveDef(BaseDef):
     pools: list[PoolDef] = listed()
     tracks: list[TrackDef] = listed()

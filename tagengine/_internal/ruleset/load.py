@@ -7,15 +7,15 @@ import json
 import re
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem, RulesetError
-from ..files import TooLarge, json_problem, read_file, strip_bom
+from ..files import json_problem, strip_bom
 from . import capability
 from .index import ById, SheetIndex
 from .inspect import combat, derived, fields, gm, ids, party, refs, resolution, rests, states, tracks
 from .inspect.inspection import Inspection
+from .source import MAX_BYTES
 from .top import RulesetDef
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ INSPECTIONS: tuple[Callable[[Inspection], None], ...] = (
     states.inspect_states, rests.inspect_rests, resolution.inspect_resolution, gm.inspect_gm, party.inspect_party,
     combat.inspect_combat, capability.inspect_capability,
 )
-MAX_BYTES = 4 * 1024 * 1024
 
 _CODES = {
     "extra_forbidden": "unknown-key",
@@ -234,15 +233,3 @@ def _shape_then_rules(raw: Any, err: Any) -> list[Problem]:
                                                     for d in dropped):
             problems.append(p)
     return problems
-
-
-def ruleset_bytes(path: str | Path) -> bytes:
-    """A ruleset file's bytes, BOM dropped; RulesetError when it cannot be read or is too large."""
-    p = Path(path)
-    try:
-        return read_file(p, MAX_BYTES)
-    except TooLarge:  # read no further than the limit (decision F-5)
-        raise RulesetError([Problem("$", "too-large", f"the file is over {MAX_BYTES} bytes; a ruleset is at most "
-                                    f"{MAX_BYTES} bytes", None)], str(p)) from None
-    except OSError as e:
-        raise RulesetError([Problem("$", "unreadable", f"cannot read {p}: {e.strerror}", str(p))], str(p)) from None

@@ -1,9 +1,9 @@
 """Value references (REF-1): an object with exactly one key naming where a number comes from."""
 
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..records import frozen
 from .base import BaseDef, Id, worked_out
 
 REF_KEYS = (
@@ -12,14 +12,14 @@ REF_KEYS = (
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class ListSumDef(BaseDef):
     list: Id
     column: Id
     onlyWhen: Id | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class ValueRefDef(BaseDef):
     """`{"derived": "grit_max"}`; `liveTrack` may carry `read` beside it (REF-9).
 

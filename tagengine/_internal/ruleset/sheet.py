@@ -1,9 +1,10 @@
 """The character sheet: sections, abilities, skills, saves, training, fields, derived values, lists, rests."""
 
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated, Any, Literal
 
+from ..records import frozen
 from .base import BaseDef, Bounds, Id, Label, Pair, Round, aliased, listed
 from .hide import HideWhenDef
 from .live import LiveDef
@@ -13,7 +14,7 @@ FieldType = Literal["number", "text", "longtext", "boolean", "enum", "dice"]
 ColumnType = Literal["number", "text", "enum", "boolean", "dice"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class UntrainedByDef(BaseDef):
     by: int
 
@@ -21,14 +22,14 @@ class UntrainedByDef(BaseDef):
 UntrainedDef = Literal["normal", "harder", "refuse"] | UntrainedByDef
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class SectionDef(BaseDef):
     id: Id
     label: Label
     untrained: UntrainedDef | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class AbilityDef(BaseDef):
     id: Id
     label: Label
@@ -38,7 +39,7 @@ class AbilityDef(BaseDef):
     default: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class SkillDef(BaseDef):
     """A skill or save (SHEET-8..10)."""
 
@@ -50,7 +51,7 @@ class SkillDef(BaseDef):
     untrained: UntrainedDef | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class TrainingLevelDef(BaseDef):
     """Training ladder (DEC-23): the first level is untrained (UNTR-1); `bonus` rides on the check."""
 
@@ -59,7 +60,7 @@ class TrainingLevelDef(BaseDef):
     bonus: int | ValueRefDef = 0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class FieldDef(BaseDef):
     id: Id
     label: Label
@@ -76,7 +77,7 @@ class FieldDef(BaseDef):
     hideWhen: HideWhenDef | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class DerivedDef(BaseDef):
     """A derived value (SHEET-19..27). Operands: `of` (sum/min/max/multiply) or `from` (the rest)."""
 
@@ -93,18 +94,18 @@ class DerivedDef(BaseDef):
     hideWhen: HideWhenDef | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class ColumnRefDef(BaseDef):
     column: Id
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class RollDef(BaseDef):
     count: Annotated[int, Bounds(ge=1, le=100)] = 1
     sides: int | ColumnRefDef | ValueRefDef
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class ColumnDef(BaseDef):
     id: Id
     label: Label
@@ -120,7 +121,7 @@ class ColumnDef(BaseDef):
     roll: RollDef | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class RowPoolsDef(BaseDef):
     """SHEET-31: each row becomes a resource whose maximum is the row's `maxColumn` cell."""
 
@@ -128,7 +129,7 @@ class RowPoolsDef(BaseDef):
     start: Literal["full", "empty"] = "full"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class ListDef(BaseDef):
     id: Id
     label: Label
@@ -138,14 +139,14 @@ class ListDef(BaseDef):
     hideWhen: HideWhenDef | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class FractionOfMaxDef(BaseDef):
     fractionOfMax: float
     round: Round | None = None
     min: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class RestStepDef(BaseDef):
     """One restoration (REST-2, D-6): exactly one target, then `to` or `by`."""
 
@@ -165,14 +166,14 @@ class RestStepDef(BaseDef):
                 if getattr(self, k) is not None]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class RestDef(BaseDef):
     id: Id
     label: Label
     steps: list[RestStepDef]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class SheetDef(BaseDef):
     sections: list[SectionDef] = listed()
     abilities: list[AbilityDef] = listed()

@@ -2,16 +2,16 @@
 
 
 import builtins
-from dataclasses import dataclass
 from typing import Literal
 
+from ..records import frozen
 from .base import BaseDef, Id, Label, listed, mapped
 from .live import PoolDef
 from .refs import ValueRefDef
 from .sheet import FieldDef, ListDef, SheetDef
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class CapabilityApiDef(BaseDef):
     major: int
     minor: int
@@ -20,7 +20,7 @@ class CapabilityApiDef(BaseDef):
         return f"{self.major}.{self.minor}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class ManifestDef(BaseDef):
     schemaVersion: int | None = None
     capabilityApi: CapabilityApiDef | None = None
@@ -29,7 +29,7 @@ class ManifestDef(BaseDef):
     version: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class TargetDef(BaseDef):
     """The target per die of a dice pool; it "can move" (UNTR-8) when min < max."""
 
@@ -38,19 +38,19 @@ class TargetDef(BaseDef):
     max: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class DicePoolDef(BaseDef):
     min: int = 1
     target: TargetDef | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class AdjustDef(BaseDef):
     value: ValueRefDef
     abilities: list[Id] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class ResolutionDef(BaseDef):
     type: Literal["dice-pool", "dice-sum"]
     die: int | None = None  # the sides of the die a check rolls: d6 for a pool, d20 for a sum when left out (CK-14)
@@ -59,21 +59,21 @@ class ResolutionDef(BaseDef):
     adjust: list[AdjustDef] = listed()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class SummaryListDef(BaseDef):
     list: Id
     nameColumn: Id | None = None
     columns: builtins.list[Id] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class SummaryDef(BaseDef):
     fields: list[Id] = listed()
     derived: list[Id] = listed()
     lists: list[SummaryListDef] = listed()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class GMDef(BaseDef):
     checkGuidance: str | None = None
     sheetGuidance: str | None = None
@@ -82,7 +82,7 @@ class GMDef(BaseDef):
     sheetSummary: SummaryDef | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class ClocksDef(BaseDef):
     """CLOCK-3: strict, only `sizes`, `max` and `text`; `{}` enables the defaults (CLOCK-7)."""
 
@@ -91,20 +91,20 @@ class ClocksDef(BaseDef):
     text: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class AdvancementDef(BaseDef):
     fields: list[Id] = listed()
     text: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class FromMemberDef(BaseDef):
     field: Id
     count: bool | None = None
     sum: Id | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class BuilderStepDef(BaseDef):
     id: Id
     label: Label
@@ -112,14 +112,14 @@ class BuilderStepDef(BaseDef):
     list: Id | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class BuilderDef(BaseDef):
     """PARTY-28: kept as validated data; the guided builder itself is not part of this engine (U-28)."""
 
     steps: list[BuilderStepDef] = listed()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class PartyDef(BaseDef):
     label: Label = "Party"
     fields: list[FieldDef] = listed()
@@ -132,13 +132,13 @@ class PartyDef(BaseDef):
     fromMembers: list[FromMemberDef] = listed()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class HealthDef(BaseDef):
     pool: Id | None = None
     track: Id | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class DamageKindsDef(BaseDef):
     """WOUND-33: a landed hit marks `marks` boxes of the kind `map` gives its damage type."""
 
@@ -146,7 +146,7 @@ class DamageKindsDef(BaseDef):
     map: dict[str, Id] = mapped()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class CombatDef(BaseDef):
     """What a fight reads (WOUND-2, WOUND-32..39): the health a hit lands on, and how (docs/decisions.md T-18,
     CB-1..CB-3). `damage`: `per-point` damage names the box it hits, `per-blow` (the default) the first
@@ -158,7 +158,7 @@ class CombatDef(BaseDef):
     damageTypes: list[str] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True, slots=True)
 class RulesetDef(BaseDef):
     manifest: ManifestDef | None = None
     sheet: SheetDef

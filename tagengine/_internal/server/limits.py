@@ -10,10 +10,9 @@ own. The connection cap follows the process's file-descriptor limit, which the o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..pages.ruleset_inspection import PROBLEMS_SHOWN
-from ..ruleset.load import MAX_BYTES as MAX_RULESET_BYTES
+from ..records import frozen
+from ..ruleset.source import MAX_BYTES as MAX_RULESET_BYTES
 from ..state.model import MAX_STATE_BYTES
 
 KIB = 1024
@@ -101,7 +100,7 @@ COUNTS_HELD = 8192  # texts whose upstream token counts are kept
 COUNTED_TOKENS_HELD = 2_000_000  # token ids kept over all of them (4 bytes each: 8 MB)
 
 
-@dataclass(frozen=True)
+@frozen
 class Limit:
     """A row of docs/security.md's table: what is bounded, the value, its unit, what happens past it."""
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Problem
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..ruleset.sheet import ColumnDef, FieldDef
 
@@ -41,7 +41,7 @@ _WORDS = {"abilities": "ability", "skills": "skill", "saves": "save", "fields": 
           "text": "live text"}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Change:
     """One change a player asks for: `op` (set, add, move, delete, roll), the path it names and what was typed
     (set: the new value; add: where the row goes, None at the end; move: where the row goes)."""
@@ -81,7 +81,7 @@ def value_text(value: Any) -> str | None:
 
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class EditPath:
     """A path read against the ruleset: its area, the id it names there, a row (from 0) or a wound box (from 1),
     and a list's column."""

@@ -14,10 +14,10 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NotFoundError, Problem
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..ruleset.hide import HideWhenDef
 from ..ruleset.sheet import ColumnDef, FieldDef, ListDef, UntrainedByDef, UntrainedDef
@@ -42,13 +42,13 @@ def with_chip(text: str, word: str) -> str:
     return f"{text.rstrip().rstrip(',;').rstrip()}, {word}" if text.strip() else word
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ChipView:
     word: str
     chosen: bool  # the text already holds it
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class HideRuleView:
     """A `hideWhen` rule, for a page to follow the typing (HIDE-5): hidden when the field at `path` holds (or,
     for `notEquals`, does not hold) one of `values`."""
@@ -58,7 +58,7 @@ class HideRuleView:
     values: tuple[Any, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class InputView:
     """One input: the path an edit sets, the ruleset's label, its type and value, and what bounds it.
 
@@ -86,7 +86,7 @@ class InputView:
     problems: tuple[Problem, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ColumnView:
     id: str
     label: str
@@ -99,7 +99,7 @@ class ColumnView:
     roll: str | None = None  # SHEET-32..34: what the column's Roll button rolls, e.g. `1d8` or `1d(Die)`
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class RowView:
     index: int  # from 0; `delete:<path>` and `move:<path>` act on the row
     path: str
@@ -107,7 +107,7 @@ class RowView:
     uses: InputView | None = None  # SHEET-31: the row's uses in play, for a list with row pools
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class TableView:
     """A list (SHEET-28): its columns and rows; `add:<path>` adds a row, up to `max_rows`."""
 
@@ -121,7 +121,7 @@ class TableView:
     problems: tuple[Problem, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class SectionView:
     """One group of the form (SHEET-1..4): a section of the ruleset, or the kind of what names none."""
 
@@ -132,7 +132,7 @@ class SectionView:
     tables: tuple[TableView, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class BoxView:
     """One box of a wound track (WOUND-31, WOUND-51): `action` is what a click on it does."""
 
@@ -146,7 +146,7 @@ class BoxView:
     problems: tuple[Problem, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class WoundBoxesView:
     path: str
     label: str
@@ -160,7 +160,7 @@ class WoundBoxesView:
     now: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class PlayView:
     """The game sheet's edit controls: live values as they stand, at their start before play (REF-12)."""
 
@@ -173,7 +173,7 @@ class PlayView:
     uses: tuple[InputView, ...] = ()  # SHEET-31: each row pool
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class FormView:
     """The editor's form for one character or the party."""
 

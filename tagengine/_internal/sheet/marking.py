@@ -7,14 +7,15 @@ Severity fill keeps marks dense and sorted most severe first. Indexed fill keeps
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..records import frozen
 from ..state import COUNT_MAX
 
 Slots = tuple[str | None, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class TrackShape:
     """What the algebra needs to know about one track as it stands."""
 

@@ -5,10 +5,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import NotFoundError
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..ruleset.live import PoolDef
 from ..ruleset.refs import ValueRefDef
@@ -38,7 +38,7 @@ def _moved(cur: int, top: int, bottom: int, step: RestStepDef, ev: Eval, *, of_m
 TouchedKind = Literal["pool", "rows", "track", "wound", "state"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Touched:
     """One target a rest changed: a pool, a list's row pools, a plain or wound track, or a live state."""
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
+from ..records import frozen
 from ..state import empty_map, freeze
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class CheckNumber:
     """The number a check with an ability, skill or save rolls (UNTR, CAP, PEN, ADJ), with its breakdown.
 
@@ -40,8 +41,10 @@ class CheckNumber:
         return {k: getattr(self, k) for k in self.__slots__}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class PoolView:
+    """A pool as a sheet shows it: current value, maximum, the temporary part, its group."""
+
     id: str
     label: str
     cur: int
@@ -55,7 +58,7 @@ class PoolView:
         return f"{self.cur}/{self.max}" + (f" +{self.temp} temp" if self.temp else "")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class TrackView:
     """A plain track (TRACK-1..6)."""
 
@@ -69,14 +72,16 @@ class TrackView:
     hidden: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class WoundLevel:
+    """One level of a wound track as a sheet shows it: its label and penalty."""
+
     label: str
     penalty: int
     extra: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class WoundView:
     """A wound track as it stands: its marks on its (possibly extended) length (WOUND-15..60)."""
 
@@ -123,7 +128,7 @@ def now_text(boxed: bool, levels: tuple[WoundLevel, ...], length: int, filled: i
     return text + (f" +{overflow} overflow" if overflow else "")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class HealthView:
     """What `combat.health` reads for one character (WOUND-32..39; docs/decisions.md CB-4, CB-6): how much of
     its pool or wound track is left, and whether the character is down and why."""
@@ -152,8 +157,10 @@ class HealthView:
         return f"down: {text}" if self.down is not None else text
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class StateView:
+    """A live state as a sheet shows it: its value, the label of that value and the values it can take."""
+
     id: str
     label: str
     value: str
@@ -162,7 +169,7 @@ class StateView:
     hidden: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class SheetView:
     """One character's evaluated sheet (or the party's): pure data, safe to cache and share."""
 

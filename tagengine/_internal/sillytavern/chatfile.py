@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import Problem, TagengineError
 from ..files import BOM, TooLarge, json_problem, read_limited
+from ..records import frozen
 
 MAX_CHAT_FILE_BYTES = 64 * 1024 * 1024  # one chat file, as one transcript line (F-5)
 HEADER_KEYS = ("chat_metadata", "user_name", "character_name", "create_date")
@@ -32,7 +33,7 @@ TAGENGINE = "tagengine"  # the key our states go under: chat_metadata.tagengine,
 MAX_SAFE_INTEGER = 2**53  # beyond it JavaScript holds a number as the nearest double
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class LineProblem(Problem):
     """A `Problem` (code + path + message) in one line of a chat file: `line` counts from 1 (0 is the file as
     a whole), `path` is where in that line's JSON (`$` the whole line)."""
@@ -60,7 +61,7 @@ class ChatFileError(TagengineError, ValueError):
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Entry:
     """One line that holds JSON: its index among the file's lines (from 0) and what it holds."""
 

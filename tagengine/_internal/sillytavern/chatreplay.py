@@ -20,15 +20,15 @@ import functools
 import io
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, BinaryIO, TextIO
 
 from .. import ordered_pool
 from ..files import STDIN, standard_input
+from ..records import frozen
 from .chatfile import TAGENGINE, ChatFile, ChatFileError, Entry, LineProblem, parse_chat, read_chat
 
 
-@dataclass(frozen=True)
+@frozen
 class Start:
     """Where a chat starts: characters at their start values, or a state document."""
 
@@ -198,7 +198,7 @@ def replay_files(ruleset_path: str, paths: Iterable[str], sink: TextIO | BinaryI
 
 # -- export -------------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class Exported:
     """A chat file written back: its bytes, and the receipts of the selected swipes counted by result."""
 

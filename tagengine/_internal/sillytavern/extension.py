@@ -14,9 +14,9 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..records import frozen
 from ..resources import resource_dir
 
 FOLDER = "tagengine"  # the folder's name under extensions/, as an install from the repository's Git URL names it
@@ -28,7 +28,7 @@ def extension_dir() -> Path:
     return resource_dir("sillytavern") / "extension"
 
 
-@dataclass(frozen=True)
+@frozen
 class NotInstalled:
     """Why the extension was not installed: the path at fault and what to do (errors as data)."""
 

@@ -6,8 +6,9 @@ reader needs only their keys, and pydantic is imported only to write the schema.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
+
+from ..records import frozen
 
 
 def _described(default: Any = dataclasses.MISSING, description: str | None = None, **bounds: int) -> Any:
@@ -22,12 +23,14 @@ def _described(default: Any = dataclasses.MISSING, description: str | None = Non
     return dataclasses.field(default=default, metadata=metadata)
 
 
-@dataclass(kw_only=True)
+@frozen(kw_only=True)
 class _Doc:
+    """What every part of the file shares: keys the format does not name are refused."""
+
     __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
 
 
-@dataclass(kw_only=True)
+@frozen(kw_only=True)
 class CardDoc(_Doc):
     abilities: dict[str, int] = _described({})
     skills: dict[str, str] = _described({}, "training level id by skill id; the first level is untrained")
@@ -36,13 +39,13 @@ class CardDoc(_Doc):
     lists: dict[str, list[dict[str, Any]]] = _described({})
 
 
-@dataclass(kw_only=True)
+@frozen(kw_only=True)
 class MarksDoc(_Doc):
     marks: list[str | None] = _described([], "kind ids, most severe first; null is a free indexed box")
     overflow: int = 0
 
 
-@dataclass(kw_only=True)
+@frozen(kw_only=True)
 class LiveDoc(_Doc):
     pools: dict[str, int] = _described({}, "current value; absent means at the pool's start")
     temp: dict[str, int] = _described({})
@@ -54,27 +57,27 @@ class LiveDoc(_Doc):
     rows: dict[str, list[int | None]] = _described({})
 
 
-@dataclass(kw_only=True)
+@frozen(kw_only=True)
 class ClockDoc(_Doc):
     name: str
     size: int
     filled: int = 0
 
 
-@dataclass(kw_only=True)
+@frozen(kw_only=True)
 class DiceDoc(_Doc):
     seed: str = _described(description="1..200 characters of one line; die n is SHA-256 of `seed:n` "
                       "(docs/state-format.md)")
     rolls: int = _described(0, "how many dice the engine has rolled with this seed", ge=0)
 
 
-@dataclass(kw_only=True)
+@frozen(kw_only=True)
 class PartySheetDoc(_Doc):
     fields: dict[str, Any] = _described({})
     lists: dict[str, list[dict[str, Any]]] = _described({})
 
 
-@dataclass(kw_only=True)
+@frozen(kw_only=True)
 class StateDoc(_Doc):
     format: Literal["tagengine.state/1"]
     gameCharacterCards: dict[str, CardDoc] = _described({})

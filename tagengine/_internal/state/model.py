@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem, StateError
 from ..files import TooLarge, json_problem, read_file, strip_bom, write_atomic
 from ..memo import IdentityCache
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..text import normalise
 from .defaults import default_card, default_party, name_problems, seed_problem
@@ -24,10 +24,13 @@ from .read import read_parts
 from .values import EMPTY, NO_LIVE, PARTY, UNSEEDED, Clock, Dice, LiveValues, empty_map, freeze, updated
 from .write import derived_seed, state_json, state_text
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 MAX_STATE_BYTES = 16 * 1024 * 1024  # a state file (F-5): far above any real game's
 
 
-@dataclass(frozen=True)
+@frozen
 class GameState:
     """Cards (permanent values) by character name, the party sheet, live values and clocks."""
 

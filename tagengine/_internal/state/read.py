@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Problem, StateError
+from ..records import frozen
 from ..ruleset import Ruleset
 from ..ruleset.index import SheetIndex
 from ..ruleset.sheet import ColumnDef, FieldDef, ListDef
@@ -16,7 +16,7 @@ from .format import CARD_KEYS, DICE_KEYS, LIVE_KEYS, TOP_KEYS
 from .values import COUNT_MAX, FORMAT, PARTY, UNSEEDED, Clock, Dice, LiveValues, WoundMarks
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class StateParts:
     """What a state file holds once read: the parts a `GameState` is built from, and the warnings."""
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any, TypeVar
+
+from ..records import frozen
 
 FORMAT = "tagengine.state/1"
 PARTY = "$party"  # the party sheet's key among the live values (PARTY-24)
@@ -55,7 +57,7 @@ def thaw(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Clock:
     """A progress clock (CLOCK-1..27): `filled` of `size` segments."""
 
@@ -68,7 +70,7 @@ class Clock:
         return self.filled >= self.size
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class WoundMarks:
     """A wound track's marks, most severe first (WOUND-15); `None` is a free box on an indexed track."""
 
@@ -80,7 +82,7 @@ class WoundMarks:
             object.__setattr__(self, "marks", tuple(self.marks))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class LiveValues:
     """One character's (or the party's) live values; what is absent is at its start (DEC-26)."""
 
@@ -154,7 +156,7 @@ def die(seed: str, n: int, sides: int) -> int:
         k += 1  # pragma: no cover - about one roll in 3e18
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Dice:
     """The engine's dice: a seed and the number of dice rolled so far. Die n is `die(seed, n)`,
     so a state replays its dice exactly: the same state and reply roll the same faces (DEC-5)."""

@@ -10,28 +10,29 @@ does can only open a tag the grammar writes.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+
+from ..records import frozen
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 BLANKS = " \t"  # what the scanner's opener allows around a tag's name (tags/vocabulary.py)
 FORMATS = ("gbnf", "lark", "llguidance")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Lit:
     """Text written as it is."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Ref:
     """Another rule, by name (lower-case letters, digits and `-`)."""
 
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Cls:
     """One character of a set, or (`negated`) of any character but those. `chars` holds single characters."""
 
@@ -39,7 +40,7 @@ class Cls:
     negated: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Rep:
     """`item` from `least` to `most` times (None: no bound)."""
 
@@ -52,13 +53,13 @@ Item = Lit | Ref | Cls | Rep
 Seq = tuple[Item, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Rule:
     name: str
     alts: tuple[Seq, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Grammar:
     """Rules in order; the first is where a text starts."""
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import NamedTuple
 
+from ..records import frozen
 from ..text import writable
 
 # Attributes the engine writes; the model's own copies are discarded (DEC-4, CLOCK-20).
@@ -28,7 +29,7 @@ def written(attrs: tuple[Attr, ...]) -> str:
     return "".join(f" {k}" if v is None else f" {k}={quote(v)}" for k, v in attrs)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Tag:
     """A parsed tag: lower-case name and the model's attributes in the model's order, result keys dropped."""
 

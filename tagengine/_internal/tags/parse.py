@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .. import disk_cache
 from ..errors import TagengineError
-from ..resources import read_text, resource_dir
+from ..resources import read_bytes, read_text
 from .model import MAX_ATTRIBUTES, RESULT_KEYS, Attr, Tag
 from .vocabulary import RECORD_KEYS
 
@@ -107,7 +107,7 @@ def terminals() -> dict[str, str]:
     """Each terminal of the grammar as the regular expression Lark's lexer uses, from the cache folder when
     this grammar was read by this lark before (its key: the grammar's text and lark's source); else from
     Lark, and kept."""
-    grammar = (resource_dir("grammars") / "tags.lark").read_bytes()
+    grammar = read_bytes("grammars", "tags.lark")
     key = disk_cache.digest(grammar, _lark_source())
     kept = disk_cache.read_entry(TERMINALS_KIND, key)
     if kept is not None:
@@ -122,20 +122,37 @@ def terminals() -> dict[str, str]:
     return found
 
 
-Expressions = tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]
+Expressions = tuple[str, str, str]  # the whole tag, one attribute, the start of a tag
 
 
 @cache
-def _whole_tag() -> Expressions:
+def _whole_tag() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """A well-formed tag as one regular expression, built from the grammar's own terminals, so the
     syntax is still written only in grammars/tags.lark: `[` NAME `:` (KEY (`=` value)?)* `]`, blanks
     ignored between tokens. Atomic groups take each token whole, as Lark's lexer does, and keep the
-    match linear. Returns (the whole tag, one attribute, the start of a tag: see `broken`). Terminals
-    from the cache folder that do not make these expressions are read again from Lark."""
+    match linear. Returns (the whole tag, one attribute). Terminals from the cache folder that do not
+    make these expressions are read again from Lark."""
     try:
-        return _expressions(terminals())
+        whole, attr, _ = _expressions(terminals())
+        return re.compile(whole), re.compile(attr)
     except (KeyError, re.error):
-        return _expressions({d.name: d.pattern.to_regexp() for d in parser().terminals})
+        whole, attr, _ = _expressions(_lark_terminals())
+        return re.compile(whole), re.compile(attr)
+
+
+@cache
+def _tag_start() -> re.Pattern[str]:
+    """The start of a tag (see `broken`), from the same terminals: compiled apart, on the stream filter's
+    first use, since nothing else reads it and it was a third of what a cold `apply` spent compiling
+    regular expressions (PF-44)."""
+    try:
+        return re.compile(_expressions(terminals())[2])
+    except (KeyError, re.error):
+        return re.compile(_expressions(_lark_terminals())[2])
+
+
+def _lark_terminals() -> dict[str, str]:
+    return {d.name: d.pattern.to_regexp() for d in parser().terminals}
 
 
 def _expressions(t: dict[str, str]) -> Expressions:
@@ -150,7 +167,7 @@ def _expressions(t: dict[str, str]) -> Expressions:
     key, plain_value = f"(?>{t['KEY']})", "(?>" + re.sub(r"\(\?P<[a-z]+>", "(?:", value) + ")"
     closed_attr = f"{ws}{key}(?:{ws}={ws}{plain_value}|(?!{ws}=))"
     start = rf"\[{ws}(?>{t['NAME']}){ws}:(?>{closed_attr}){{0,{MAX_ATTRIBUTES - 1}}}+(?:{ws}{key}{ws}=)?{ws}"
-    return re.compile(whole), re.compile(attr), re.compile(start)
+    return whole, attr, start
 
 
 def _lexed(text: str) -> Tag | None:
@@ -158,7 +175,7 @@ def _lexed(text: str) -> Tag | None:
     (a malformed tag, more than MAX_ATTRIBUTES attributes), which Lark then judges and explains. For
     every text it reads, the Tag equals Lark's (a property test compares them): Lark's per-token cost
     made dense tags take over a second per MB (SC-5)."""
-    whole, attr, _ = _whole_tag()
+    whole, attr = _whole_tag()
     m = whole.fullmatch(text)
     if m is None:
         return None
@@ -220,10 +237,10 @@ def broken(lines: str) -> bool:
 
     No token spans a line break, so an error on a finished line stays; the stream filter uses this to
     show the lines after a cut-off tag without waiting for the end of the reply (SC-4). A start that one
-    regular expression reads as whole tokens of a tag (`_whole_tag`) is not broken; Lark judges the rest:
+    regular expression reads as whole tokens of a tag (`_tag_start`) is not broken; Lark judges the rest:
     its per-token cost made a dense tag streamed a character at a time cost half a second per 200 KB.
     """
-    return _whole_tag()[2].fullmatch(lines) is None and broken_by_lark(lines)
+    return _tag_start().fullmatch(lines) is None and broken_by_lark(lines)
 
 
 def broken_by_lark(lines: str) -> bool:

@@ -10,12 +10,15 @@ the prompt templates, and its docs.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 
+from ..records import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen(slots=True)
 class TagKind:
+    """One kind of command tag, a row of the vocabulary: its name, the family that applies it, how it is read."""
+
     name: str  # written `[name: ...]`, a lower-case ASCII word matched in either case (DEC-1)
     family: str  # the module under commands/ whose FAMILY applies it
     # Receipt attributes the engine writes beside result/now/reason (a check's roll record): like the
@@ -56,7 +59,7 @@ def _grow(trie: Trie, done: bool) -> str:
     return "|".join(parts)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Vocabulary:
     """The compiled patterns of one set of tag names.
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
 
 from ...commands import apply_reply
+from ...records import frozen
 from ...state import GameState
 from ..context import ServerContext
 from ..memory.campaigns import Campaign
@@ -20,7 +20,7 @@ from ..wire.sse import is_done
 log = logging.getLogger("tagengine.serve")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Opening:
     """What a reply opens with: the receipts of the edits waiting at its key (each on its own line), and the
     state they make, which the prompt is built from."""
@@ -29,7 +29,7 @@ class Opening:
     state: GameState
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Seen:
     """The edits a reply was opened with: the key they wait at and the newest one's number (0: none waited).
     Edits made there after it, while the reply was being written, are carried past it (`carry_late`)."""

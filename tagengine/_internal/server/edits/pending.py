@@ -19,9 +19,9 @@ and a reply from that key opens with it too (ED-28).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from ...commands.edit import PlayerEdit, Receipted, decode_changes, edit_receipts, encode_changes
+from ...records import frozen
 from ...ruleset import Ruleset
 from ...state import GameState
 from ..limits import EDIT_KEYS, EDIT_STATES_HELD
@@ -30,7 +30,7 @@ from ..memory.store import Store
 log = logging.getLogger("tagengine.serve")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Waiting:
     """The edits waiting at one chain key, in the order made; `last` numbers the newest (0: none), which the
     pages' version and the memo follow."""

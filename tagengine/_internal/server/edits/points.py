@@ -16,12 +16,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
-from dataclasses import dataclass
 from typing import Any
 
 from ...commands.edit import PlayerEdit, Receipted
 from ...commands.sheet_edits import Changes, Edited, edit_party, edit_sheet
 from ...errors import Problem
+from ...records import frozen
 from ...state import GameState
 from ..context import ServerContext
 from ..errors import Refused
@@ -35,7 +35,7 @@ from .pending import Waiting
 log = logging.getLogger("tagengine.serve")
 
 
-@dataclass(frozen=True)
+@frozen
 class Point:
     """A point of the game where an edit is made: its chain key, the state there (`base`), the edits waiting
     there and the state they make (`made.state`, what is shown and edited). `start`: the campaign has no reply

@@ -11,12 +11,12 @@ import json
 import os
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import Problem, StateError
 from ...files import read_file, write_atomic
 from ...memo import IdentityCache
+from ...records import frozen
 from ...ruleset import Ruleset
 from ...state import Dice, GameState, from_json
 from ...state.defaults import seed_problem
@@ -40,7 +40,7 @@ def kept_ruleset(data: Path, text: bytes) -> Path:
     return path
 
 
-@dataclass(frozen=True)
+@frozen
 class Campaign:
     name: str
     rs: Ruleset

@@ -35,6 +35,7 @@ from operator import itemgetter
 
 from ...commands import apply_reply
 from ...prefix_memo import PrefixMemo
+from ...records import frozen
 from ...state import GameState, from_json
 from ..limits import CHAIN_STEP_CHARS, CHAIN_STEPS_HELD, HASH_CHARS, LOOP_CHARS
 from .campaigns import Campaign, snapshot_text
@@ -70,7 +71,7 @@ def has_receipts(text: str) -> bool:
     return _RECEIPT.search(text) is not None
 
 
-@dataclass(frozen=True)
+@frozen
 class Replayed:
     state: GameState  # after the last assistant message of the history
     key: str  # its chain key: the next reply's key is Chain.next_key(key, reply)
@@ -186,7 +187,7 @@ class Chain:
         return new
 
 
-@dataclass(frozen=True)
+@frozen
 class LookupJob:
     """A history's whole look-up and replay, to run in a worker thread (`run()`)."""
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...errors import Problem, ProblemsError
 from ...files import json_problem, read_file
+from ...records import frozen
 from ...ruleset import Ruleset
 from ...state import GameState, from_json
 from ..limits import MAX_CAMPAIGN_FILE, MAX_RULESET_FILE
@@ -41,7 +41,7 @@ class CampaignFileError(ProblemsError):
     kind = "campaign file"
 
 
-@dataclass(frozen=True)
+@frozen
 class CampaignFile:
     """What a campaign file holds, checked for shape and digest (not yet against the ruleset: `loaded`)."""
 

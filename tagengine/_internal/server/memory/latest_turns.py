@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ...commands import Applied
 from ...errors import TagengineError
 from ...prompt import Budget
 from ...prompt.build import Prompt
+from ...records import frozen
 from ...state import GameState, from_json
 from .campaigns import Campaign
 from .snapshots import SnapshotCache
@@ -33,13 +33,13 @@ def turn_number(history: Sequence[Mapping[str, str]], replies: int) -> int:
     return max(0, replies - opening)
 
 
-@dataclass(frozen=True)
+@frozen
 class Sent:
     prompt: Prompt
     budget: Budget
 
 
-@dataclass(frozen=True)
+@frozen
 class Newest:
     """What the pages show of a campaign: the state after the last reply handled and its chain key (None
     before any turn: the campaign's start), its turn (the replies in its chain) and receipts, and a note when the

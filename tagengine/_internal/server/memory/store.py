@@ -24,10 +24,10 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import NotFoundError
+from ...records import frozen
 from ..limits import SNAPSHOT_USES_HELD
 
 log = logging.getLogger("tagengine.serve")
@@ -73,7 +73,7 @@ class StoreUnavailable(OSError):
     database). An OSError, so a command says it in one line and exits 1, as for any file it cannot use."""
 
 
-@dataclass(frozen=True)
+@frozen
 class CampaignRow:
     name: str
     ruleset: str  # absolute path of the ruleset file

@@ -30,7 +30,7 @@ from ...errors import TagengineError
 from ...files import read_file
 from ...pages.campaign_start import RulesetFile, StartForm, checked_start, start_context
 from ...ruleset import Ruleset
-from ...ruleset.load import MAX_BYTES
+from ...ruleset.source import MAX_BYTES
 from ...samples import sample_path, samples_dir
 from ..context import ServerContext
 from ..errors import Refused, refusals_as_responses

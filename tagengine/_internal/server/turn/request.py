@@ -12,13 +12,13 @@ import logging
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, cast
 
 from ...history import ROLES
 from ...prompt import Budget
 from ...prompt.contexts import context_of
+from ...records import frozen
 from ..errors import Refused
 from ..limits import LOOP_CHARS, MAX_CHAT_ID, MAX_MESSAGE, MAX_MESSAGES, MAX_MODEL_NAME, SCAN_CHARS
 from ..wire.json_codec import loads
@@ -98,7 +98,7 @@ def text_of(content: Any) -> str | None:
 _ROLE = {r: r for r in ROLES}  # a role as most chat apps send it: one look-up, no lower()
 
 
-@dataclass(frozen=True)
+@frozen
 class MarkedHistory:
     """A request's messages, read in one pass (the history is read on every turn, S-27).
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import httpx
 
+from ...records import frozen
 from ..limits import MAX_ANSWER, MAX_STREAM
 from ..wire.sse import read_events
 
@@ -30,7 +30,7 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-a
 DEFAULT_HEADERS = {"accept": "*/*", "user-agent": "tagengine"}
 
 
-@dataclass(frozen=True)
+@frozen
 class UpstreamKind:
     """A row of `upstreams/kinds.KINDS`: its name, which `--upstream` values name it, and how it is reached
     (a base URL, and the transport that carries its requests: None for httpx's own)."""

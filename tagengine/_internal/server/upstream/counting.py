@@ -20,7 +20,7 @@ import logging
 from array import array
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import PurePath
 from typing import Any
@@ -32,6 +32,7 @@ from ...prompt import Budget, Prompt, Report, build_prompt, reminder
 from ...prompt.registry import choose
 from ...prompt.tokens import SlowFit, release_rank_tables
 from ...prompt.upstream_tokens import NotCounted, UpstreamTokenizer
+from ...records import frozen
 from ...ruleset import Ruleset
 from ...state import GameState
 from ..limits import COUNT_REQUESTS, COUNT_ROUNDS, COUNT_TIMEOUT, COUNTED_TOKENS_HELD, COUNTS_HELD, LOOP_CHARS
@@ -45,7 +46,7 @@ PROBE = "Hello, world"
 _TABLES = itertools.count(1)  # each server's table of counts has its own number
 
 
-@dataclass(frozen=True)
+@frozen
 class Endpoint:
     """One server kind's tokenize request and how its answer gives the token ids (None: not its shape)."""
 

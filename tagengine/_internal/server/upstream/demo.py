@@ -12,7 +12,6 @@ import random
 import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from ...records import frozen
 from ...samples import samples_dir
 from ...tags import scan
 from ..options import Options
@@ -67,7 +67,7 @@ def _in_process(url: str, opts: Options) -> tuple[str, httpx.AsyncBaseTransport 
 KIND = UpstreamKind("demo", _is_demo, _in_process)
 
 
-@dataclass(frozen=True)
+@frozen
 class DemoGame:
     """samples/transcripts/demo-game.json: a night's heist for the sample campaign, one reply for each message
     the player sends, each reply in two versions; then the end of the script (STX-9)."""
@@ -181,7 +181,7 @@ def demo_app(samples: Path | None = None) -> Starlette:
 _OUTCOME = re.compile(r'\boutcome="(\w+)"')
 
 
-@dataclass(frozen=True)
+@frozen
 class DemoCheck:
     """samples/transcripts/demo-check.json: a reply that ends with a check, and what follows the check for
     each outcome when the demo is asked to continue it (serve --settle-checks), or without a receipt."""

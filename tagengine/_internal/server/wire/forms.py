@@ -11,9 +11,10 @@ a nested multipart is one part's bytes, not read further."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from urllib.parse import parse_qsl, unquote_to_bytes
 
+from ...records import frozen
 from ..limits import MAX_FORM_FIELDS, MAX_FORM_PARTS
 
 _DISPOSITION = re.compile(rb"^content-disposition[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE | re.MULTILINE)
@@ -30,7 +31,7 @@ class FormTooLarge(ValueError):
         super().__init__(f"the form has more than {most} {what}, the most this server reads")
 
 
-@dataclass(frozen=True)
+@frozen
 class Part:
     """One part of a form: its field name, its bytes as posted, and the file's name for a file."""
 
@@ -96,7 +97,7 @@ def form_parts(content_type: str, body: bytes) -> list[Part]:
     return [Part(k, v.encode("utf-8", "surrogatepass")) for k, v in pairs]
 
 
-@dataclass(frozen=True)
+@frozen
 class FormPost:
     """A form's text fields in order (each as UTF-8 text, what is not UTF-8 replaced) and its files by name."""
 

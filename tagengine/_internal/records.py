@@ -1,0 +1,268 @@
+"""`frozen`: the engine's frozen dataclasses, made without compiling code for each class (decision PF-42).
+
+`dataclasses.dataclass(frozen=True)` writes each class's `__init__`, `__repr__`, `__eq__`, `__hash__`,
+`__setattr__` and `__delattr__` as source text and compiles it: about 0.5 ms a class, a third of what a cold
+command spent on its imports. `frozen` lets `dataclasses` do everything but that (the fields, `__slots__`,
+`__match_args__`, `__dataclass_fields__`, so `dataclasses.fields`, `replace`, `is_dataclass` and pydantic read a
+record as the dataclass it is), then gives the class the same methods without compiling: `__init__`, `__eq__`
+and `__hash__` from templates, one per number of fields, kept as source in record_inits.py (their bytecode comes
+with the module's) and given the fields' names (`CodeType.replace`), so they run the code `dataclasses` would
+write, as fast, and every hash is the one it would give; the others from closures. What `dataclasses` itself
+records differs in one place: `__dataclass_params__` says `init`, `repr`, `eq` and `frozen` are off (it did not
+make those methods; nothing here or in pydantic reads it), so a stdlib frozen dataclass cannot subclass a record
+nor a record one.
+
+One switch away from the library: `TAGENGINE_RECORDS=dataclasses` in the environment makes every record
+`dataclasses.dataclass(frozen=True, ...)` itself (`BY_LIBRARY`). Only public APIs are used;
+`tests/test_records.py` holds a record and its library twin to the same behaviour.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import reprlib
+from collections.abc import Callable
+from types import CodeType, FunctionType
+from typing import Any, TypeVar, cast, dataclass_transform
+
+from . import record_inits
+
+BY_LIBRARY = os.environ.get("TAGENGINE_RECORDS") == "dataclasses"
+
+_T = TypeVar("_T")
+_set = object.__setattr__
+
+
+class _Factory:
+    """The default an `__init__` shows for a field made by its `default_factory` (as dataclasses shows it)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _Factory()
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
+def frozen(cls: type[_T] | None = None, /, *, kw_only: bool = False, slots: bool = False, eq: bool = True) -> Any:
+    """`@dataclass(frozen=True, kw_only=..., slots=..., eq=...)`, made without compiling per class."""
+
+    def wrap(c: type[_T]) -> type[_T]:
+        if BY_LIBRARY:
+            return dataclasses.dataclass(c, frozen=True, kw_only=kw_only, slots=slots, eq=eq)
+        return _made(c, kw_only=kw_only, slots=slots, eq=eq)
+
+    return wrap if cls is None else wrap(cls)
+
+
+def _made(cls: type[_T], *, kw_only: bool, slots: bool, eq: bool) -> type[_T]:
+    doc = cls.__dict__.get("__doc__")
+    if not doc:  # dataclasses would describe the class by its `__init__`, which is not made yet
+        cls.__doc__ = "-"
+    made: Any = dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=kw_only, slots=slots)
+    own = made.__dict__
+    every = dataclasses.fields(made)
+    if any((not isinstance(f.type, str) and isinstance(f.type, dataclasses.InitVar)) or "InitVar" in str(f.type)
+           for f in made.__dataclass_fields__.values() if f not in every):
+        raise TypeError(f"{made.__qualname__}: a record takes no InitVar")
+    methods: dict[str, Any] = {"__init__": _init_of(made, every, slots), "__repr__": _repr_of(every),
+                               "__setattr__": _frozen_setattr(made, every),
+                               "__delattr__": _frozen_delattr(made, every)}
+    if eq:
+        methods["__eq__"] = _eq_of(every)
+        methods["__hash__"] = _hash_of(every)
+    if slots:
+        methods["__getstate__"], methods["__setstate__"] = _state_of(every)
+    for name, method in methods.items():
+        # a class's own method stays, as in dataclasses (a `__hash__` of None is what defining `__eq__` left)
+        if name not in own or (name == "__hash__" and own[name] is None):
+            method.__qualname__ = f"{made.__qualname__}.{name}"
+            method.__module__ = made.__module__
+            setattr(made, name, method)
+    if not doc:
+        import inspect
+
+        try:
+            made.__doc__ = made.__name__ + str(inspect.signature(made)).replace(" -> None", "")
+        except (TypeError, ValueError):
+            made.__doc__ = made.__name__
+    return cast("type[_T]", made)
+
+
+def _eq_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, Any], Any]:
+    """`(self.a, self.b) == (other.a, other.b)` for another record of the same class, as dataclasses compares."""
+    names = [f.name for f in every if f.compare]
+    return cast("Callable[[Any, Any], Any]", _from_template(f"eq_{len(names)}", names, {}))
+
+
+def _hash_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], int]:
+    """`hash((self.a, self.b))` over the compared fields (or those marked `hash=True`), as dataclasses hashes."""
+    names = [f.name for f in every if (f.compare if f.hash is None else f.hash)]
+    return cast("Callable[[Any], int]", _from_template(f"hash_{len(names)}", names, {}))
+
+
+def _repr_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], str]:
+    shown = tuple(f.name for f in every if f.repr)
+
+    def __repr__(self: Any) -> str:
+        inside = ", ".join(f"{name}={getattr(self, name)!r}" for name in shown)
+        return f"{self.__class__.__qualname__}({inside})"
+
+    return reprlib.recursive_repr()(__repr__)  # '...' where a record holds itself
+
+
+def _frozen_setattr(cls: Any, every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, str, Any], None]:
+    names = frozenset(f.name for f in every)
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    return __setattr__
+
+
+def _frozen_delattr(cls: Any, every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, str], None]:
+    names = frozenset(f.name for f in every)
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    return __delattr__
+
+
+def _state_of(every: tuple[dataclasses.Field[Any], ...]) -> tuple[Callable[[Any], Any], Callable[[Any, Any], None]]:
+    """A slotted frozen record's pickled state: the list of its fields' values, as dataclasses pickles one
+    (a ruleset kept in the cache folder by earlier code reads back the same)."""
+    names = tuple(f.name for f in every)
+
+    def __getstate__(self: Any) -> list[Any]:
+        return [getattr(self, name) for name in names]
+
+    def __setstate__(self: Any, state: Any) -> None:
+        for name, value in zip(names, state, strict=False):
+            _set(self, name, value)
+
+    return __getstate__, __setstate__
+
+
+_TEMPLATES: dict[str, CodeType] = {}
+KEPT_FIELDS = 24  # record_inits.py holds the templates for up to this many fields
+_PLACEHOLDER = re.compile(r"p[0-9]+")
+
+
+def template_source(name: str) -> str:
+    """The source of one template, by its name: `init_N` sets N fields (placeholders `p0`, `p1`...), `_f` when
+    a field may be left to its default factory (`__f0()` where the argument is the `__F` mark), `_post` then
+    calls `__post_init__`, `_then` calls `__then(self)` (the rest of what makes a record: fields not given to
+    `__init__`, then `__post_init__`); `eq_N` and `hash_N` compare and hash N fields. One line each."""
+    kind, n_text, *rest = name.split("_")
+    n = int(n_text)
+    fields = [f"p{i}" for i in range(n)]
+    if kind == "eq":
+        mine, theirs = (f"({''.join(f'{who}.{f}, ' for f in fields)})" for who in ("self", "other"))
+        same = "other.__class__ is self.__class__"
+        return f"def {name}(self, other): return {mine} == {theirs} if {same} else NotImplemented\n"
+    if kind == "hash":
+        return f"def {name}(self): return hash(({''.join(f'self.{f}, ' for f in fields)}))\n"
+    made = "f" in rest
+    body = [f"__set(self, '{f}', __f{f[1:]}() if {f} is __F else {f})" if made else f"__set(self, '{f}', {f})"
+            for f in fields]
+    body += ["self.__post_init__()"] if "post" in rest else ["__then(self)"] if "then" in rest else []
+    return f"def {name}(self{''.join(f', {f}' for f in fields)}): {'; '.join(body) or 'pass'}\n"
+
+
+def template_names() -> list[str]:
+    """Every template record_inits.py keeps."""
+    tails = ("", "_post", "_then")
+    return [*(f"init_{n}{made}{tail}" for n in range(KEPT_FIELDS + 1) for made in ("", "_f") for tail in tails),
+            *(f"{kind}_{n}" for kind in ("eq", "hash") for n in range(KEPT_FIELDS + 1))]
+
+
+def templates_module_text() -> str:
+    """What record_inits.py holds."""
+    return "".join([f"{_TEMPLATES_HEAD}\n", *(template_source(name) for name in template_names())])
+
+
+_TEMPLATES_HEAD = '''"""The templates `records.frozen` makes each record's `__init__`, `__eq__` and `__hash__` from
+(decision PF-42): one for each number of fields (see `records.template_source`). Kept as source, so Python
+keeps their bytecode with the module's and making a record compiles nothing. `__set`, `__F`, `__f0`... and
+`__then` are the globals each record's `__init__` is given. Written by `records.templates_module_text()`
+(tests/test_records.py checks it)."""
+# mypy: ignore-errors
+# ruff: noqa: E501, E702, F821
+'''
+
+
+def _template(name: str) -> CodeType:
+    """A template by its name: from record_inits.py, else compiled once per process (more fields than it keeps)."""
+    code = _TEMPLATES.get(name)
+    if code is None:
+        kept = getattr(record_inits, name, None)
+        if kept is None:
+            space: dict[str, Any] = {}
+            exec(template_source(name), space)  # a fixed text made of numbers
+            kept = space[name]
+        code = _TEMPLATES[name] = kept.__code__
+    return code
+
+
+def _from_template(name: str, names: list[str], space: dict[str, Any], **replaced: Any) -> Any:
+    """A function made from a template, its placeholders (`p0`... as names, strings and attributes) replaced by
+    the fields' names: the code dataclasses would compile, without compiling."""
+    template = _template(name)
+
+    def named(items: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(names[int(x[1:])] if isinstance(x, str) and _PLACEHOLDER.fullmatch(x) else x for x in items)
+
+    varnames = named(template.co_varnames)
+    if "self" in names:  # the instance's argument takes another name, as in dataclasses
+        varnames = ("__dataclass_self__", *varnames[1:])
+    code = template.replace(co_consts=named(template.co_consts), co_names=named(template.co_names),
+                            co_varnames=varnames, co_name=f"__{name.split('_')[0]}__", **replaced)
+    return FunctionType(code, {"__builtins__": __builtins__, **space}, code.co_name)
+
+
+def _init_of(cls: type, every: tuple[dataclasses.Field[Any], ...], slots: bool) -> Callable[..., None]:
+    """The `__init__` dataclasses would write: positional fields, then keyword-only ones, each set with
+    `object.__setattr__` (a field left to its default factory made there), defaults as the function's defaults,
+    then `__post_init__`; fields not given to `__init__` but made by a factory, or with a default and slots, are
+    set by one closure before it."""
+    given = [f for f in every if f.init]
+    ordered = [f for f in given if not f.kw_only] + [f for f in given if f.kw_only]
+    positional = sum(1 for f in given if not f.kw_only)
+    names = [f.name for f in ordered]
+    if any(name.startswith("__") for name in names):
+        raise TypeError(f"{cls.__qualname__}: a record's field names do not start with two underscores")
+    # a field not given to `__init__` is set there when made by a factory, or has a default and no class
+    # attribute can hold it (slots), as dataclasses does; else reading it reads the class's default
+    set_later: tuple[tuple[str, Any, Any], ...] = tuple(
+        (f.name, f.default, f.default_factory) for f in every
+        if not f.init
+        and (f.default_factory is not dataclasses.MISSING or (slots and f.default is not dataclasses.MISSING)))
+    post_init = getattr(cls, "__post_init__", None) is not None
+
+    def then(self: Any) -> None:
+        for name, default, factory in set_later:
+            _set(self, name, factory() if default is dataclasses.MISSING else default)
+        if post_init:
+            self.__post_init__()
+
+    space: dict[str, Any] = {"__set": _set, "__then": then, "__F": _FACTORY}
+    made = [f for f in ordered if f.default_factory is not dataclasses.MISSING]
+    for i, f in enumerate(ordered):
+        space[f"__f{i}"] = f.default_factory
+    name = (f"init_{len(names)}{'_f' if made else ''}"
+            f"{'_then' if set_later else '_post' if post_init else ''}")
+    init = _from_template(name, names, space, co_argcount=1 + positional, co_kwonlyargcount=len(names) - positional,
+                          co_qualname=f"{cls.__qualname__}.__init__")
+    defaults = {f.name: _FACTORY if f.default is dataclasses.MISSING else f.default for f in ordered
+                if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
+    init.__defaults__ = tuple(defaults[f.name] for f in ordered[:positional] if f.name in defaults) or None
+    init.__kwdefaults__ = {f.name: defaults[f.name] for f in ordered[positional:] if f.name in defaults} or None
+    init.__annotations__ = {**{f.name: f.type for f in ordered}, "return": None}
+    return cast("Callable[..., None]", init)

@@ -1,0 +1,313 @@
+"""`frozen` (decision PF-42): the engine's frozen dataclasses, made without compiling their methods per class, behave
+as `dataclasses.dataclass(frozen=True, ...)` makes them: each shape is held to its library twin here, and every
+record of the engine to the one the library makes of it (`TAGENGINE_RECORDS=dataclasses`, in a child process)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import json
+import os
+import pickle
+import subprocess
+import sys
+from typing import Any, ClassVar
+
+import pytest
+
+from conftest import ROOT
+from tagengine._internal.records import BY_LIBRARY, KEPT_FIELDS, frozen, templates_module_text
+
+
+def both(**options: Any):
+    """The class made by `frozen` and by the library, from one body."""
+
+    def make(body):
+        space = {k: v for k, v in body.__dict__.items() if k not in ("__dict__", "__weakref__")}
+        ours = frozen(**options)(type(body.__name__, (), dict(space)))
+        theirs = dataclasses.dataclass(frozen=True, **options)(type(body.__name__, (), dict(space)))
+        return ours, theirs
+
+    return make
+
+
+class Plain:
+    a: int
+    b: str = "x"
+    c: tuple[int, ...] = ()
+
+
+class Keywords:
+    """A definition's shape: keyword-only, defaults, a factory, a field worked out after."""
+
+    K: ClassVar[int] = 3
+    a: int
+    b: int = 0
+    c: list[int] = dataclasses.field(default_factory=list)
+    d: int = dataclasses.field(init=False, default=5)
+    e: str = dataclasses.field(default="e", repr=False, compare=False)
+    f: frozenset[str] = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "f", frozenset({str(self.a)}))
+
+
+class NoFields:
+    pass
+
+
+class OneField:
+    a: int
+
+
+class Self:
+    self: int
+    other: int = 2
+
+
+SHAPES = [
+    (Plain, {}, [(1,), (1, "y", (2,))], [{}]),
+    (Plain, {"slots": True}, [(1,), (1, "y", (2,))], [{}]),
+    (Keywords, {"kw_only": True, "slots": True}, [()], [{"a": 1}, {"a": 2, "b": 3, "c": [4], "e": "z"}]),
+    (Keywords, {"kw_only": True}, [()], [{"a": 1}]),
+    (NoFields, {"slots": True}, [()], [{}]),
+    (OneField, {"slots": True}, [(7,)], [{}]),
+    (Self, {}, [(1,), (1, 3)], [{}]),
+    (Plain, {"eq": False}, [(1,)], [{}]),
+]
+
+
+def calls(shape):
+    _, _, positional, keywords = shape
+    return [(a, k) for a in positional for k in keywords]
+
+
+def test_the_switch_is_off_in_the_tests():
+    assert not BY_LIBRARY  # else this file compares the library with itself
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0].__name__}-{'-'.join(s[1]) or 'plain'}")
+def test_a_record_behaves_as_its_library_twin(shape):
+    body, options, _, _ = shape
+    ours, theirs = both(**options)(body)
+    assert dataclasses.is_dataclass(ours)
+    assert [(f.name, f.type, f.init, f.repr, f.compare, f.kw_only, f.default) for f in dataclasses.fields(ours)] == \
+        [(f.name, f.type, f.init, f.repr, f.compare, f.kw_only, f.default) for f in dataclasses.fields(theirs)]
+    assert str(inspect.signature(ours)) == str(inspect.signature(theirs))
+    assert ours.__doc__ == theirs.__doc__
+    assert ours.__match_args__ == theirs.__match_args__
+    assert getattr(ours, "__slots__", None) == getattr(theirs, "__slots__", None)
+    assert (ours.__hash__ is None) == (theirs.__hash__ is None)
+    assert ours.__init__.__qualname__ == theirs.__init__.__qualname__
+    assert ours.__init__.__module__ == theirs.__init__.__module__
+    for args, kwargs in calls(shape):
+        x, y = ours(*args, **kwargs), theirs(*args, **kwargs)
+        assert repr(x) == repr(y)
+        assert (x == ours(*args, **kwargs)) == (y == theirs(*args, **kwargs))
+        assert x != y  # another class, as two dataclasses are
+        if "eq" not in options:
+            try:
+                expected = hash(y)
+            except TypeError:  # a list among the fields
+                with pytest.raises(TypeError):
+                    hash(x)
+            else:
+                assert hash(x) == expected
+        for f in dataclasses.fields(ours):
+            assert getattr(x, f.name) == getattr(y, f.name)
+        for name in [f.name for f in dataclasses.fields(ours)] + ["elsewhere"]:
+            with pytest.raises(dataclasses.FrozenInstanceError) as ours_error:
+                setattr(x, name, 1)
+            # Python 3.11's slotted frozen dataclass refuses a name that is no field with a TypeError (its
+            # `__setattr__` names the class before the slots made it anew); a record says FrozenInstanceError
+            with pytest.raises((dataclasses.FrozenInstanceError, TypeError)) as theirs_error:
+                setattr(y, name, 1)
+            if theirs_error.type is dataclasses.FrozenInstanceError:
+                assert str(ours_error.value) == str(theirs_error.value)
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                delattr(x, name)
+        assert x.__reduce_ex__(4)[2:] == y.__reduce_ex__(4)[2:]  # what pickle writes but the class
+        again = copy.deepcopy(x)  # through the same reduction as pickle
+        assert repr(again) == repr(x) and type(again) is ours
+        if "eq" not in options:
+            assert again == x and copy.copy(x) == x
+        else:
+            assert copy.copy(x) is not x and repr(copy.deepcopy(x)) == repr(x)
+        if options.get("slots"):
+            assert x.__getstate__() == y.__getstate__()  # a ruleset kept by earlier code reads back the same
+        init = [f.name for f in dataclasses.fields(ours) if f.init]
+        if init:
+            changed = dataclasses.replace(x, **{init[0]: 9})
+            assert getattr(changed, init[0]) == 9 and type(changed) is ours
+
+
+@frozen(kw_only=True, slots=True)
+class Kept:
+    """A record pickle finds by its name."""
+
+    a: int
+    b: tuple[str, ...] = ()
+    c: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+@frozen
+class KeptLoose:
+    """A record without slots."""
+
+    a: int
+    b: Kept | None = None
+
+
+def test_records_pickle_and_read_back_equal():
+    for x in [Kept(a=1), Kept(a=2, b=("x",), c={"y": 3}), KeptLoose(4, Kept(a=5))]:
+        again = pickle.loads(pickle.dumps(x))
+        assert again == x and type(again) is type(x) and repr(again) == repr(x)
+    assert Kept(a=1).__getstate__() == [1, (), {}]  # the library's form: the fields' values in order
+
+
+def test_equal_records_hash_as_the_library_hashes_them():
+    """Sets of records iterate in the library's order: the hash is the tuple of the compared fields."""
+    ours, theirs = both(slots=True)(Plain)
+    for args in [(1,), (2, "y"), (3, "z", (1, 2))]:
+        assert hash(ours(*args)) == hash(theirs(*args)) == hash(tuple(getattr(ours(*args), n) for n in "abc"))
+    one, one_lib = both(slots=True)(OneField)
+    assert hash(one(5)) == hash(one_lib(5)) == hash((5,))
+    assert one(5) == one(5) and one(5) != one(6) and one(5) != one_lib(5)
+
+
+@pytest.mark.parametrize("wrong", [((), {}), ((1, 2, 3, 4), {}), ((1,), {"z": 1}), ((1,), {"a": 2})])
+def test_wrong_arguments_are_refused_as_the_library_refuses_them(wrong):
+    ours, theirs = both()(Plain)
+    args, kwargs = wrong
+    with pytest.raises(TypeError) as ours_error:
+        ours(*args, **kwargs)
+    with pytest.raises(TypeError) as theirs_error:
+        theirs(*args, **kwargs)
+    assert str(ours_error.value) == str(theirs_error.value)
+
+
+def test_a_default_factory_makes_a_new_value_each_time():
+    ours, _ = both(kw_only=True, slots=True)(Keywords)
+    first, second = ours(a=1), ours(a=1)
+    assert first.c == [] and first.c is not second.c and first.f == frozenset({"1"}) and first.d == 5
+
+
+def test_a_class_keeps_the_methods_it_defines():
+    class Own:
+        a: int
+
+        def __repr__(self) -> str:
+            return "mine"
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+    ours, theirs = both(slots=True)(Own)
+    assert repr(ours(1)) == repr(theirs(1)) == "mine"
+    assert ours(1) == ours(2) and hash(ours(1)) == hash((1,))
+
+
+def test_a_record_holding_itself_shows_dots():
+    ours, theirs = both(slots=True)(OneField)
+    box: list[Any] = []
+    x, y = ours(box), theirs([])
+    box.append(x)
+    y.a.append(y)
+    assert repr(x) == repr(y) == "OneField(a=[...])"
+
+
+def test_an_init_var_is_refused():
+    class WithInitVar:
+        a: dataclasses.InitVar[int]
+
+    with pytest.raises(TypeError, match="InitVar"):
+        frozen(WithInitVar)
+
+
+ENGINE_RECORDS = r"""
+import dataclasses, importlib, inspect, json, pkgutil, re, sys
+import tagengine._internal as internal
+out = {}
+for info in pkgutil.walk_packages(internal.__path__, internal.__name__ + "."):
+    if info.name.endswith(("batch_dask", "__main__")):
+        continue
+    try:
+        module = importlib.import_module(info.name)
+    except ImportError:  # an optional extra that is not installed
+        continue
+    for name, cls in vars(module).items():
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == info.name):
+            continue
+        if "__setattr__" not in cls.__dict__:  # a mutable dataclass: the library's own
+            continue
+        out[f"{info.name}.{cls.__qualname__}"] = {
+            "fields": [[f.name, str(f.type), f.init, f.repr, f.compare, f.hash, f.kw_only,
+                        "-" if f.default is dataclasses.MISSING else repr(f.default),
+                        f.default_factory is not dataclasses.MISSING] for f in dataclasses.fields(cls)],
+            "signature": str(inspect.signature(cls)), "doc": cls.__doc__,
+            "match_args": list(cls.__match_args__), "slots": list(getattr(cls, "__slots__", ["-"])),
+            "hashable": cls.__hash__ is not None, "getstate": "__getstate__" in cls.__dict__,
+            "eq": "__eq__" in cls.__dict__, "repr": "__repr__" in cls.__dict__,
+        }
+print(re.sub(r" at 0x[0-9a-f]+", " at 0x", json.dumps(out, sort_keys=True)))  # no object's address
+"""
+
+
+def engine_records(library: bool) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k != "TAGENGINE_RECORDS"}
+    if library:
+        env["TAGENGINE_RECORDS"] = "dataclasses"
+    done = subprocess.run([sys.executable, "-c", ENGINE_RECORDS], capture_output=True, text=True, env=env,
+                          cwd=ROOT, check=True, timeout=120)
+    return json.loads(done.stdout)
+
+
+def test_every_record_of_the_engine_is_what_the_library_would_make():
+    ours, theirs = engine_records(False), engine_records(True)
+    assert len(ours) > 100 and ours.keys() == theirs.keys()
+    for name in ours:
+        assert ours[name] == theirs[name], name
+
+
+KEEP = r"""
+import pickle, sys
+from tagengine._internal.ruleset import Ruleset
+if sys.argv[1] == "dump":
+    rs = Ruleset.load(sys.argv[2])
+    sys.stdout.buffer.write(pickle.dumps((rs.file, rs.sheet, rs.party, rs.warnings, rs.requires)))
+else:
+    kept = pickle.loads(sys.stdin.buffer.read())
+    rs = Ruleset.load(sys.argv[2])
+    print(kept == (rs.file, rs.sheet, rs.party, rs.warnings, rs.requires))
+"""
+
+
+@pytest.mark.parametrize("library_first", [True, False])
+def test_a_ruleset_kept_by_either_reads_back_equal_in_the_other(tmp_path, library_first):
+    """The kept ruleset (PF-2) is a pickle of records: one written with the library's dataclasses reads back under
+    `frozen` as the same ruleset, and the other way round."""
+    ruleset = str(ROOT / "samples" / "rulesets" / "gravewatch.json")
+    env = {k: v for k, v in os.environ.items() if k != "TAGENGINE_RECORDS"} | {"TAGENGINE_CACHE": ""}
+    library = env | {"TAGENGINE_RECORDS": "dataclasses"}
+    dump = subprocess.run([sys.executable, "-c", KEEP, "dump", ruleset], capture_output=True,
+                          env=library if library_first else env, cwd=ROOT, check=True, timeout=120).stdout
+    read = subprocess.run([sys.executable, "-c", KEEP, "read", ruleset], input=dump, capture_output=True,
+                          env=env if library_first else library, cwd=ROOT, check=True, timeout=120).stdout
+    assert read.strip() == b"True"
+
+
+def test_the_kept_init_templates_are_what_records_writes():
+    """record_inits.py is generated: `records.templates_module_text()` writes it (run it again after a change)."""
+    kept = (ROOT / "tagengine" / "_internal" / "record_inits.py").read_text(encoding="utf-8")
+    assert kept == templates_module_text()
+
+
+def test_a_record_with_more_fields_than_the_kept_templates_is_made_all_the_same():
+    many = KEPT_FIELDS + 3
+    space = {"__annotations__": {f"f{i}": "int" for i in range(many)}, **{f"f{i}": i for i in range(5, many)}}
+    ours = frozen(slots=True)(type("Many", (), dict(space)))
+    theirs = dataclasses.dataclass(frozen=True, slots=True)(type("Many", (), dict(space)))
+    x, y = ours(*range(100, 105)), theirs(*range(100, 105))
+    assert repr(x).removeprefix("Many") == repr(y).removeprefix("Many") and x.f26 == 26
+    assert str(inspect.signature(ours)) == str(inspect.signature(theirs))
