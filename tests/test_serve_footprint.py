@@ -7,17 +7,22 @@ then the names in `sys.modules` are printed. Memory figures are in docs/decision
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tagengine._internal import disk_cache
+from tagengine._internal.server.app import Options, make_app
+from tagengine._internal.server.limits import IDLE_TRIM_SECONDS
 from tagengine._internal.server.memory.campaigns import new_campaign
 from tagengine._internal.server.memory.store import Store
+from tagengine._internal.server.runtime.heap import IdleTrim, trimmer
 
 ROOT = Path(__file__).resolve().parents[1]
 BLADES = ROOT / "samples" / "rulesets" / "blades-like.json"
@@ -100,3 +105,80 @@ def test_a_ruleset_not_kept_is_validated_and_then_kept(campaign):
     fresh = campaign / "fresh"
     assert "pydantic" in modules_after_turns(campaign / "data", str(fresh))
     assert "pydantic" not in modules_after_turns(campaign / "data", str(fresh))
+
+
+# -- the freed heap handed back when idle (PF-47) --------------------------------------------------------------
+def test_the_c_library_trim_is_found_on_linux():
+    trim = trimmer()
+    if not sys.platform.startswith("linux"):
+        assert trim is None
+        return
+    assert trim is not None and trim() in (0, 1)  # 1: pages were handed back
+
+
+def test_the_app_counts_every_request_first():
+    app = make_app(Options(upstream="http://upstream.test/v1", data=Path("unused")))
+    first = app.user_middleware[0]
+    assert first.cls is IdleTrim and first.kwargs["seconds"] == IDLE_TRIM_SECONDS > 0
+
+
+def test_the_heap_is_trimmed_once_after_the_last_request_and_never_during_one():
+    """A request in flight holds the trim off however long it runs; when the last one ends and the server has
+    been idle `seconds`, the trim runs once, and not again until another request ran."""
+    calls: list[str] = []
+
+    async def main() -> None:
+        release = asyncio.Event()
+        trimmed = asyncio.Event()
+
+        def trim() -> int:
+            calls.append("trimmed")
+            trimmed.set()
+            return 1
+
+        async def slow(scope, receive, send):
+            if scope["path"] == "/slow":
+                await release.wait()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"ok"})
+
+        mw = IdleTrim(slow, trim, 0.0)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mw), base_url="http://127.0.0.1") as c:
+            held = asyncio.create_task(c.get("/slow"))
+            for _ in range(1000):  # bounded: until the slow request is in flight
+                if mw.busy:
+                    break
+                await asyncio.sleep(0)
+            for _ in range(3):  # a quick request ends while the slow one is in flight: no trim yet
+                assert (await c.get("/quick")).status_code == 200
+            for _ in range(50):
+                await asyncio.sleep(0)
+            assert calls == [] and mw.busy == 1
+            release.set()
+            assert (await held).status_code == 200
+            await asyncio.wait_for(trimmed.wait(), 30)  # a bound for a broken build, not a timing
+            assert len(calls) == 1
+            for _ in range(3):  # idle again with nothing run since: no second trim
+                mw._idle()
+                await asyncio.sleep(0)
+            assert len(calls) == 1
+            trimmed.clear()
+            assert (await c.get("/quick")).status_code == 200
+            await asyncio.wait_for(trimmed.wait(), 30)
+            assert len(calls) == 2
+
+    asyncio.run(main())
+
+
+def test_no_trim_where_the_c_library_has_none():
+    async def main() -> None:
+        async def ok(scope, receive, send):
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+
+        mw = IdleTrim(ok, None, 0.0)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mw), base_url="http://127.0.0.1") as c:
+            assert (await c.get("/")).status_code == 204
+        assert mw.busy == 0 and mw.timer is None and not mw.ran
+
+    asyncio.run(main())
