@@ -8,6 +8,7 @@ then the names in `sys.modules` are printed. Memory figures are in docs/decision
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import subprocess
@@ -65,13 +66,14 @@ async def main():
 
 
 asyncio.run(main())
-print(json.dumps(sorted(sys.modules)))
+print(json.dumps(sorted(k for k, v in sys.modules.items() if v is not None)))  # None: an import refused
 """
 
 
-def modules_after_turns(data: Path, cache: str) -> set[str]:
+def modules_after_turns(data: Path, cache: str, first: str = "") -> set[str]:
+    """The modules of a new process that ran `first`, then made the app and played a turn whole and streamed."""
     env = {**os.environ, disk_cache.VARIABLE: cache}
-    done = subprocess.run([sys.executable, "-c", TURN, str(data)], capture_output=True, text=True, env=env,
+    done = subprocess.run([sys.executable, "-c", first + TURN, str(data)], capture_output=True, text=True, env=env,
                           cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return set(json.loads(done.stdout.splitlines()[-1]))
@@ -182,3 +184,26 @@ def test_no_trim_where_the_c_library_has_none():
         assert mw.busy == 0 and mw.timer is None and not mw.ran
 
     asyncio.run(main())
+
+
+# -- httpx's command line left out of `tagengine serve` (PF-48) ------------------------------------------------
+SERVE_FIRST = "from tagengine._internal.cli.serve import without_httpx_command_line\nwithout_httpx_command_line()\n"
+CLI_ONLY = ("rich", "pygments")  # what httpx's command line alone brings (click comes with uvicorn too)
+
+
+def test_serve_leaves_httpx_command_line_out(campaign):
+    """PF-48: `tagengine serve` blocks `httpx._main` before the server imports httpx, so rich and pygments (where
+    installed) are not loaded; httpx works as before, and its `main` says its command line is unavailable."""
+    got = modules_after_turns(campaign / "data", str(campaign / "cache"), SERVE_FIRST)
+    assert "httpx" in got and "httpx._main" not in got
+    assert not [m for m in got if m.split(".")[0] in CLI_ONLY]
+    if all(importlib.util.find_spec(m) for m in ("click", "rich", "pygments")):  # the other side, where it can show
+        plain = modules_after_turns(campaign / "data", str(campaign / "cache"))
+        assert "httpx._main" in plain and "rich" in plain
+
+
+def test_leaving_it_out_changes_nothing_once_httpx_command_line_is_loaded():
+    code = ("import sys\nsys.modules['httpx._main'] = m = type(sys)('httpx._main')\n" + SERVE_FIRST +
+            "print(sys.modules['httpx._main'] is m)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.split() == ["True"]
