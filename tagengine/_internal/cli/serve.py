@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -116,7 +117,17 @@ def add_sessions(ss: argparse.ArgumentParser) -> None:
     end.set_defaults(func=cmd_sessions_end)
 
 
+def without_httpx_command_line() -> None:
+    """Keep httpx's own command line (`httpx._main`) out of this process: httpx imports it whenever click, rich
+    and pygments are installed (a development environment, or anything that brought rich along), 3.3 MB of
+    modules a server never calls (PF-48). A None in `sys.modules` makes that import fail as httpx expects when
+    they are missing: its `httpx.main` then says so, in this process only. Nothing is done when httpx's command
+    line is loaded already (a test, a program that serves from within)."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # None: the import is refused
+
+
 def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    without_httpx_command_line()  # before the server's modules import httpx
     from ..server.guard.origins import allowed_origins
     from ..server.main import serve
     from ..server.memory.store import default_data_dir

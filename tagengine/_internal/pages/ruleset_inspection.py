@@ -12,8 +12,6 @@ import json
 import re
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..errors import Problem, RulesetError
 from ..ruleset import Ruleset
 from ..ruleset.capability import Use, fmt, uses
@@ -42,7 +40,7 @@ def capability_uses(data: bytes) -> list[Use] | None:
         model = shaped(data.decode("utf-8").removeprefix("\ufeff"))
         sheet, party = index_of(model)
         return sorted_uses(Inspection(model, sheet, party))
-    except (ValidationError, ValueError, RecursionError, LookupError, TypeError, AttributeError):
+    except (ValueError, RecursionError, LookupError, TypeError, AttributeError):  # pydantic's ValidationError too
         return None  # a file whose shape is wrong: the problems say why
 
 

@@ -25,6 +25,7 @@ from .context import ServerContext
 from .errors import error
 from .guard.auth import ApiKeyAuth
 from .guard.origins import EXPOSED, HostAndOrigin, allowed_origins, host_names
+from .limits import IDLE_TRIM_SECONDS
 from .options import Options
 from .routes.campaign_pages import campaign_page_routes
 from .routes.chat import chat_routes
@@ -36,7 +37,7 @@ from .routes.health import health_routes
 from .routes.pages import page_routes
 from .routes.sign_in import sign_in_routes
 from .routes.st_bridge import st_bridge_routes
-from .runtime.heap import freeze_long_lived
+from .runtime.heap import IdleTrim, freeze_long_lived, trimmer
 
 __all__ = ["Options", "make_app"]  # Options: what make_app is made from (options.py)
 
@@ -77,10 +78,12 @@ def make_app(opts: Options) -> Starlette:
 
 def middleware(ctx: ServerContext) -> list[Middleware]:
     """Every request passes these, outermost first (plain ASGI: a streamed answer goes straight through): the
-    Host and the Origin (origins.py), CORS for an `--allow-origin` page, then the key (auth.py)."""
+    count of requests in flight, whose end hands the freed heap back (heap.py), the Host and the Origin
+    (origins.py), CORS for an `--allow-origin` page, then the key (auth.py)."""
     opts = ctx.options
     origins = allowed_origins(opts.allow_origin)
-    out = [Middleware(HostAndOrigin, names=host_names(opts.host, opts.allow_host), origins=origins)]
+    out = [Middleware(IdleTrim, trim=trimmer(), seconds=IDLE_TRIM_SECONDS),
+           Middleware(HostAndOrigin, names=host_names(opts.host, opts.allow_host), origins=origins)]
     if origins:  # an allowed page may read the answers, x-tagengine-* included (TR-2)
         out.append(Middleware(CORSMiddleware, allow_origins=list(origins), allow_methods=["GET", "POST"],
                               allow_headers=["*"], expose_headers=list(EXPOSED), max_age=600))

@@ -66,7 +66,7 @@ def new_campaign(store: Store, name: str, ruleset: str, characters: Sequence[str
         raise ValueError(f"campaign name {name!r}: use 1 to 64 letters, digits, '.', '_' or '-'")
     path = Path(ruleset).resolve()
     data = read_file(path, MAX_RULESET_FILE)
-    rs = Ruleset.from_json(data, str(path))  # the same bytes as the digest: an edit in between cannot split them
+    rs = Ruleset.from_file(data, str(path))  # the same bytes as the digest: an edit in between cannot split them
     if start is None:
         state = GameState.new(rs, characters, seed=seed or secrets.token_hex(8))
     else:
@@ -139,7 +139,7 @@ class Campaigns:
         if hit is not None and hit[0] == stamp:
             return hit[1]
         data = read_file(row.ruleset, MAX_RULESET_FILE)
-        rs = Ruleset.from_json(data, row.ruleset)  # the same bytes as the digest
+        rs = Ruleset.from_file(data, row.ruleset)  # the same bytes as the digest; pydantic only on a miss
         start = from_json(rs, json.loads(row.start), f"campaign {name}")
         c = Campaign(name, rs, digest_of(data), start, canonical_json(start.to_json()),
                      tuple(n for n in row.characters.split(", ") if n in start.characters))

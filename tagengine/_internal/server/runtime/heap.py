@@ -10,11 +10,20 @@ last one), so a request's garbage is never frozen. Only when a loaded ruleset wa
 the campaign's start made again) is what was frozen put back and collected once, so the old ruleset's cycles
 are freed: a full pass over the whole heap then, not at every load (ED-24: in a process with a large heap, as
 the test suite's, that pass was most of a server's start-up).
+
+`IdleTrim` hands the C allocator's free pages back to the system once the server is idle (PF-47).
 """
 
 from __future__ import annotations
 
+import asyncio
+import ctypes
+import functools
 import gc
+import sys
+from collections.abc import Callable
+
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 
 def freeze_long_lived(replaced: bool = False) -> None:
@@ -24,3 +33,58 @@ def freeze_long_lived(replaced: bool = False) -> None:
         gc.unfreeze()
     gc.collect()
     gc.freeze()
+
+
+# -- the freed heap handed back when the server is idle ------------------------------------------------------
+# Python frees a request's objects to the C allocator, which keeps the pages: after 16 chat requests at once (a
+# 78 KiB chat parsed, fitted and sent on by each) glibc held some 4 MB of free pages amid live ones that its own
+# trimming (only the heap's top) never hands back. `malloc_trim(0)` does, in under a millisecond (PF-47).
+
+
+def trimmer() -> Callable[[], object] | None:
+    """glibc's `malloc_trim(0)`, or None where the C library has none (musl, macOS, Windows)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return functools.partial(trim, 0)
+
+
+class IdleTrim:
+    """ASGI middleware: counts the HTTP requests in flight, and once none has been for `seconds` after one ran,
+    hands the heap's free pages back (`trim`). It runs on the event loop, which is idle then: 0.6 ms on a server
+    of 100 MB, which a request that comes in that moment waits (a worker thread was a task and a thread hop to
+    save that). A steady stream of requests never waits for it; a server that is never idle keeps its working
+    set, which it is using."""
+
+    def __init__(self, app: ASGIApp, trim: Callable[[], object] | None, seconds: float) -> None:
+        self.app, self.trim, self.seconds = app, trim, seconds
+        self.busy = 0
+        self.ran = False  # a request ran since the last trim: an idle server is not trimmed again and again
+        self.timer: asyncio.TimerHandle | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.trim is None:
+            await self.app(scope, receive, send)
+            return
+        self.busy += 1
+        self.ran = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.busy -= 1
+            if self.busy == 0:
+                self.timer = asyncio.get_running_loop().call_later(self.seconds, self._idle)
+
+    def _idle(self) -> None:
+        self.timer = None
+        if self.busy or not self.ran or self.trim is None:
+            return
+        self.ran = False
+        self.trim()
