@@ -11,6 +11,7 @@ import pickle
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -245,21 +246,27 @@ print("|", "pydantic" in sys.modules, "pydantic.plugin._loader" in sys.modules, 
 """
 
 
+def cold_apply(script: str, folder: Path, reply: Path) -> Callable[[], str]:
+    """A cold `tagengine apply` of gravewatch's sample state and `reply` (written here, a spend that applies) in a
+    new process that runs `script`, with the cache folder `folder`: each call runs one and gives its output."""
+    reply.write_text('Mira holds. [sheet: who="Mira" op="spend" pool="resolve"]\n')
+    args = [sys.executable, "-c", script, "apply", str(GRAVEWATCH), str(SAMPLES / "states" / "gravewatch.json"),
+            str(reply)]
+    env = {**os.environ, disk_cache.VARIABLE: str(folder)}
+    return lambda: subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+
+
 def test_a_cold_apply_with_its_ruleset_kept_builds_no_validator_and_imports_no_lark(folder, tmp_path):
     """PF-1..PF-3, PF-27: the second command reads the ruleset and the grammar's terminals from the cache folder;
     pydantic is not even imported (the kept ruleset is plain dataclasses), and neither is lark."""
     reply = tmp_path / "reply.md"
-    reply.write_text('Mira holds. [sheet: who="Mira" op="spend" pool="resolve"]\n')
-    args = [sys.executable, "-c", COLD, "apply", str(GRAVEWATCH), str(SAMPLES / "states" / "gravewatch.json"),
-            str(reply)]
-    env = {**os.environ, disk_cache.VARIABLE: str(folder)}
-    first = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
-    second = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    run = cold_apply(COLD, folder, reply)
+    first, second = run(), run()
     assert first.split("|")[0] == second.split("|")[0] and 'result="ok"' in second
     assert first.split("|")[1].split() == ["True", "True", "True"]  # nothing kept yet: validated, parser built
     assert second.split("|")[1].split() == ["False", "False", "False"]
     reply.write_text('Mira holds. [sheet: who="Mira op="spend"]\n')  # malformed: Lark says where
-    third = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    third = run()
     assert 'reason="malformed"' in third and third.split("|")[1].split() == ["False", "False", "True"]
 
 
@@ -280,12 +287,8 @@ NOT_IMPORTED = {"tagengine._internal.ruleset.load", "tagengine._internal.ruleset
 
 def test_a_cold_apply_with_its_ruleset_kept_imports_no_validation_and_only_its_tags_families(folder, tmp_path):
     reply = tmp_path / "reply.md"
-    reply.write_text('Mira holds. [sheet: who="Mira" op="spend" pool="resolve"]\n')
-    args = [sys.executable, "-c", COLD_MODULES, "apply", str(GRAVEWATCH), str(SAMPLES / "states" / "gravewatch.json"),
-            str(reply)]
-    env = {**os.environ, disk_cache.VARIABLE: str(folder)}
-    first = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
-    second = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    run = cold_apply(COLD_MODULES, folder, reply)
+    first, second = run(), run()
     assert first.split("|")[0] == second.split("|")[0] and 'result="ok"' in second
     code, *modules = second.split("|")[1].split()
     assert code == "0" and "tagengine._internal.commands.sheet" in modules
@@ -293,7 +296,7 @@ def test_a_cold_apply_with_its_ruleset_kept_imports_no_validation_and_only_its_t
     validated = set(first.split("|")[1].split())  # nothing kept yet: the inspections ran
     assert {m for m in NOT_IMPORTED if m.startswith("tagengine._internal.ruleset")} <= validated
     reply.write_text('The alarm. [clock: name="Alarm" size="4"]\n')
-    third = subprocess.run(args, capture_output=True, text=True, env=env, check=True).stdout
+    third = run()
     assert "tagengine._internal.commands.clock" in third.split("|")[1].split()
 
 
