@@ -31,38 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-RULESET = Path(__file__).resolve().parents[1] / "samples" / "rulesets" / "blades-like.json"
-CHARACTERS = ["Cutter", "Lurk"]
-SEED = "bench"
-PROSE = ("The rain keeps on over the rooftops of Doskvol, and the lamps along the canal gutter in the wind. "
-         "Somewhere below, a bell counts the hour; the watch will change soon, and everyone in the crew knows "
-         "what that means for the plan. ")
-FIRST = PROSE + 'Night falls over the counting-house. [clock: name="Alarm" size="999"]'
-REPLIES = [
-    PROSE * 2 + 'The guard turns. [clock: name="Alarm" tick="1"] Cutter slips past.\n'
-    '[sheet: who="Cutter" op="spend" pool="stress" amount="1"]',
-    PROSE + 'Lurk tries the lock. [check: who="Lurk" skill="prowl"] ' + PROSE +
-    '[sheet: who="Cutter" op="restore" pool="stress" amount="1"]',
-]
-REPLY = REPLIES[0]  # serve.py's: what the fake upstream answers
-
-
-def history(replies: int) -> list[dict[str, str]]:
-    """serve.py's chat (its copy: with --against, the other tree's engine writes its receipts)."""
-    from tagengine import Ruleset, apply_reply
-    from tagengine._internal.state import GameState
-
-    rs = Ruleset.load(RULESET)
-    state = GameState.new(rs, CHARACTERS, seed=SEED)
-    msgs = [{"role": "system", "content": 'You are the GM of a heist. [tagengine: campaign="bench"]'}]
-    for n in range(replies):
-        msgs.append({"role": "user", "content": f"Turn {n}: we press on, quietly, towards the vault door."})
-        a = apply_reply(rs, state, FIRST if n == 0 else REPLIES[n % 2])
-        state = a.state
-        msgs.append({"role": "assistant", "content": a.text})
-    msgs.append({"role": "user", "content": "And then?"})
-    return msgs
+from _chat import REPLY, history, new_data
 
 
 def upstream() -> httpx.MockTransport:
@@ -100,14 +69,8 @@ class Driver:
 
     def __init__(self, data: Path) -> None:
         from tagengine._internal.server.app import Options, make_app
-        from tagengine._internal.server.memory.campaigns import new_campaign
-        from tagengine._internal.server.memory.store import Store
 
-        store = Store(data)
-        try:
-            new_campaign(store, "bench", str(RULESET), CHARACTERS, seed=SEED)
-        finally:
-            store.close()
+        new_data(data.parent, data.name)
         self.app = make_app(Options(upstream="http://upstream.test/v1", data=data, context=200000,
                                     transport=upstream()))
         chat = history(100)

@@ -17,13 +17,13 @@ def walk(g: Grammar, rnd: random.Random, *, most: int = 40) -> str:
     rules = {r.name: r for r in g.rules}
     out: list[str] = []
 
-    def item(it: Item, depth: int) -> None:
+    def item(it: Item) -> None:
         if isinstance(it, Lit):
             out.append(it.text)
         elif isinstance(it, Ref):
             rule = rules[it.name]
             for x in rnd.choice(rule.alts):
-                item(x, depth + 1)
+                item(x)
         elif isinstance(it, Cls):
             if it.negated:
                 out.append(rnd.choice([c for c in POOL if c not in it.chars]))
@@ -32,8 +32,8 @@ def walk(g: Grammar, rnd: random.Random, *, most: int = 40) -> str:
         else:
             hi = it.most if it.most is not None else it.least + rnd.randint(0, most)
             for _ in range(rnd.randint(it.least, min(hi, it.least + most))):
-                item(it.item, depth + 1)
+                item(it.item)
 
     for x in g.rules[0].alts[rnd.randrange(len(g.rules[0].alts))]:
-        item(x, 0)
+        item(x)
     return "".join(out)

@@ -32,6 +32,7 @@ import pytest
 from st_kit import (  # the same process handling as SillyTavern's kit
     cached_install,
     free_port,
+    install_error,
     log_tail,
     stop_group,
     until_answers,
@@ -56,10 +57,7 @@ def python() -> Path:
 def missing() -> str | None:
     """Why llama.cpp's server cannot run here, or None (asked once a session: the import takes a second)."""
     if not python().exists():
-        why = ""
-        err = Path(f"{install_dir()}.error")
-        if err.is_file():
-            why = " " + " ".join(err.read_text(errors="replace").split())[:600]
+        why = install_error(install_dir())
         return (f"llama-cpp-python {LLAMA_CPP_VERSION} is not built at {install_dir()} (`./dev test` builds it from "
                 f"its sdist on PyPI, once).{why}")
     try:

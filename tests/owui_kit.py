@@ -30,7 +30,6 @@ routers/openai.py, routers/auths.py, utils/headers.py):
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import time
@@ -42,7 +41,14 @@ from typing import Any
 
 import httpx
 import pytest
-from st_kit import cached_install, free_port, log_tail, stop_group  # the same process handling as SillyTavern's kit
+from st_kit import (  # the same process handling as SillyTavern's kit
+    cached_install,
+    free_port,
+    install_error,
+    log_tail,
+    stop_group,
+    until_answers,
+)
 
 OWUI_VERSION = "0.12.4"  # the same pin as OWUI_VERSION in ./dev
 START_TIMEOUT = 420.0  # seconds: a start imports its whole stack and migrates a new database (about 45-90 s here)
@@ -73,10 +79,7 @@ def missing() -> str | None:
     """Why Open WebUI cannot run here, or None. `.installed` is written last, once pip has finished."""
     if (install_dir() / ".installed").is_file() and python().exists():
         return None
-    why = ""
-    err = Path(f"{install_dir()}.error")
-    if err.is_file():
-        why = " " + " ".join(err.read_text(errors="replace").split())[:600]
+    why = install_error(install_dir())
     return (f"Open WebUI {OWUI_VERSION} is not installed at {install_dir()} (`./dev test` installs it with pip "
             f"from PyPI, about 7 GB).{why}")
 
@@ -120,18 +123,6 @@ def _start(tmp: Path, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[
     return proc, f"http://127.0.0.1:{port}"
 
 
-def _ready(proc: subprocess.Popen[bytes], url: str, deadline: float) -> bool:
-    """Polls /health until it answers (True) or the server exits (False); bounded by `deadline`."""
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{url}/health", timeout=5.0).status_code == 200:
-                return True
-        time.sleep(0.5)
-    return False
-
-
 @contextmanager
 def open_webui(tmp: Path, upstream: str, auth: bool = True,
                extra: Mapping[str, str] | None = None) -> Iterator[OpenWebUI]:
@@ -149,11 +140,11 @@ def open_webui(tmp: Path, upstream: str, auth: bool = True,
     deadline = t0 + START_TIMEOUT
     proc, url = _start(tmp, env, log)
     try:
-        up = _ready(proc, url, deadline)
+        up = until_answers(proc, f"{url}/health", deadline, timeout=5.0)
         if not up and proc.poll() is not None and b"address already in use" in log.read_bytes():
             stop_group(proc, grace=20.0)  # the free port was taken between our probe and its bind: one more try
             proc, url = _start(tmp, env, log)
-            up = _ready(proc, url, deadline)
+            up = until_answers(proc, f"{url}/health", deadline, timeout=5.0)
         if not up:
             raise AssertionError(f"Open WebUI did not start within {START_TIMEOUT:.0f} s (exit code {proc.poll()}); "
                                  f"its log:\n{log_tail(log)}")

@@ -69,6 +69,13 @@ def cached_install(variable: str, folder: str) -> Path:
     return cache / "tagengine" / folder
 
 
+def install_error(folder: Path) -> str:
+    """What `./dev test` wrote beside `folder` when its install failed (`FOLDER.error`), as " " and its first 600
+    characters on one line, for a skip's reason; "" when there is none."""
+    err = Path(f"{folder}.error")
+    return " " + " ".join(err.read_text(errors="replace").split())[:600] if err.is_file() else ""
+
+
 def install_dir() -> Path:
     """The npm prefix `./dev test` installs into (it exports TAGENGINE_SILLYTAVERN)."""
     return cached_install("TAGENGINE_SILLYTAVERN", f"sillytavern-{ST_VERSION}")
@@ -82,10 +89,7 @@ def missing() -> str | None:
     """Why SillyTavern cannot run here, or None."""
     js = server_js()
     if not js.is_file():
-        why = ""
-        err = Path(f"{install_dir()}.error")
-        if err.is_file():
-            why = " " + " ".join(err.read_text(errors="replace").split())[:600]
+        why = install_error(install_dir())
         return (f"SillyTavern {ST_VERSION} is not installed at {install_dir()} (`./dev test` installs it with npm "
                 f"from the npm registry).{why}")
     node = shutil.which("node")
@@ -193,13 +197,14 @@ def _start(tmp: Path, data: Path, config: Path, log: Path, cwd: Path) -> tuple[s
     return proc, url
 
 
-def until_answers(proc: subprocess.Popen[bytes], probe: str, deadline: float) -> bool:
-    """Polls until the server answers a GET of `probe` with 200 (True) or exits (False); bounded by `deadline`."""
+def until_answers(proc: subprocess.Popen[bytes], probe: str, deadline: float, timeout: float = 2.0) -> bool:
+    """Polls until the server answers a GET of `probe` with 200 (True) or exits (False); bounded by `deadline`,
+    each GET by `timeout` seconds."""
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return False
         try:
-            if httpx.get(probe, timeout=2.0).status_code == 200:
+            if httpx.get(probe, timeout=timeout).status_code == 200:
                 return True
         except httpx.HTTPError:
             pass

@@ -10,7 +10,6 @@ import ast
 import asyncio
 import importlib.util
 import io
-import json
 import subprocess
 import sys
 from types import ModuleType
@@ -253,7 +252,6 @@ def test_the_function_is_printed_for_pasting():
     assert code == 0 and out == function_file().read_text(encoding="utf-8")
     code, out, _ = cli("openwebui", "function", "--path")
     assert code == 0 and out.strip() == str(function_file())
-    assert json.dumps(out)  # a path, printable
 
 
 @pytest.mark.slow  # a fresh interpreter: Open WebUI's

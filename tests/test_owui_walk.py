@@ -36,12 +36,12 @@ from typing import Any
 
 import httpx
 import pytest
-from owui_kit import Admin, OpenWebUI, User, chat, models, open_webui
+from owui_kit import PASSWORD, Admin, OpenWebUI, User, chat, models, open_webui
 from serve_kit import Running, Served
 from st_ui import browser
 
 from conftest import ROOT
-from tagengine._internal.server.upstream.demo import demo_app
+from tagengine._internal.server.upstream.demo import demo_app, task_asked
 from tagengine._internal.server.upstream.demo_table import REMINDER
 
 pytestmark = pytest.mark.slow
@@ -181,7 +181,7 @@ class Player:
         page = self.page
         page.goto(f"{self.stack.owui.url}/auth")
         page.get_by_placeholder("Enter Your Email").fill(self.user.email)
-        page.get_by_placeholder("Enter Your Password").fill("Tagengine-test-1")
+        page.get_by_placeholder("Enter Your Password").fill(PASSWORD)
         page.get_by_role("button", name="Sign in").click()
         page.locator("#chat-input").wait_for(timeout=WAIT)
         whats_new = page.get_by_role("button", name="Okay, Let's Go!")
@@ -488,14 +488,8 @@ def test_tasks_get_no_game_prompt_and_move_nothing(stack: Stack, chromium: Any) 
 
 
 def _task_of(body: dict[str, Any]) -> str:
-    """Which task a task request is, by the first words of 0.12.4's default templates (config.py)."""
-    line = [*_last_user(body).split("\n"), "", ""][1]
-    for start, task in (("Generate a concise title", "title_generation"),
-                        ("Generate 1-3 broad tags", "tags_generation"),
-                        ("Predict 3-5 useful messages", "follow_up_generation")):
-        if line.startswith(start):
-            return task
-    return line[:60]
+    """Which task a task request is, by the first words of 0.12.4's default templates (the demo model's reading)."""
+    return task_asked(None, body["messages"]) or [*_last_user(body).split("\n"), "", ""][1][:60]
 
 
 def test_two_users_apart(stack: Stack, chromium: Any) -> None:

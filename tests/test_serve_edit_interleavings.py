@@ -80,7 +80,7 @@ class Game:
         if during is not None:
             self.edit(*during)
         text = REPLY if turn.opening is None else turn.opening.text + REPLY
-        _, applied, filt, raw = whole_reply(self.ctx, turn, text)
+        _, applied, filt, raw = whole_reply(turn, text)
         record_reply(self.ctx, turn, applied, filt, raw)
         chat.messages = [*asked, {"role": "assistant", "content": applied.text}]
         chat.replies.append(made)

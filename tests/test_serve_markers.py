@@ -139,7 +139,7 @@ def test_an_unmarked_chat_is_one_the_read_finds_no_marker_or_near_miss_in_and_re
     does not; any doubt is read."""
     if unmarked(msgs):
         marked = read_marked(msgs)
-        assert marked.campaign is None and marked.near_miss is None
+        assert marked.campaign is None and marked.near_miss is None and marked.problem is None
 
 
 def test_unmarked_reads_what_could_be_a_marker_and_bounds_what_it_scans():

@@ -180,9 +180,9 @@ def test_the_model_list_is_the_campaign_list_and_the_upstream_gets_its_own_model
         assert json.loads(fake.bodies[-1])["model"] == "big-model"
 
 
-def test_the_upstream_model_is_asked_once_when_no_list_was_read(tmp_path):
+def test_the_upstream_model_is_asked_for_when_no_list_was_read(tmp_path):
     """OW-1: a first request naming a campaign's model before any model list: the server asks the upstream's list
-    once and keeps its first model; an upstream with no list leaves `model` out."""
+    and keeps its first model, which the request is sent with."""
     fake = Fake(dict(SCRIPT))
     with Served(tmp_path, fake) as s:
         assert s.ctx.real_model is None

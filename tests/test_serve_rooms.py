@@ -258,7 +258,7 @@ def test_two_apps_in_one_process_share_no_cache(tmp_path):
 
     async def a_turn() -> None:
         turn = await begin(one, "heist", read_marked(history("heist", ["one"], [])))
-        _, applied, filt, raw = whole_reply(one, turn, SCRIPT["one"])
+        _, applied, filt, raw = whole_reply(turn, SCRIPT["one"])
         assert record_reply(one, turn, applied, filt, raw)
         await begin(one, "heist", read_marked(history("heist", ["one", "two"], [applied.text])))
 

@@ -138,18 +138,18 @@ def test_fit_sends_the_prompt_fitted_and_says_how_it_was_counted(ctx):
 
 def test_a_whole_reply_is_its_receipts_or_with_hide_tags_its_narration(ctx, tmp_path):
     turn = started(ctx, ["one"], [])
-    shown, applied, filt, raw = whole_reply(ctx, turn, SCRIPT["one"])
+    shown, applied, filt, raw = whole_reply(turn, SCRIPT["one"])
     assert shown == applied.text == expected("heist", [SCRIPT["one"]])[0][0]
     assert filt is None and raw == SCRIPT["one"]
     hidden = context(tmp_path, hide_tags=True)
     turn = started(hidden, ["one"], [])
-    assert whole_reply(hidden, turn, SCRIPT["one"])[0] == narration(SCRIPT["one"])
+    assert whole_reply(turn, SCRIPT["one"])[0] == narration(SCRIPT["one"])
     asyncio.run(hidden.close())
 
 
 def test_a_recorded_reply_is_where_the_next_turn_starts(ctx):
     turn = started(ctx, ["one"], [])
-    _, applied, filt, raw = whole_reply(ctx, turn, SCRIPT["one"])
+    _, applied, filt, raw = whole_reply(turn, SCRIPT["one"])
     assert record_reply(ctx, turn, applied, filt, raw)
     nxt = started(ctx, ["one", "two"], [applied.text])
     assert nxt.before.replayed == 0 and nxt.before.state is applied.state  # the very object: views stay warm
@@ -162,7 +162,7 @@ def test_nothing_is_recorded_after_a_history_that_lost_its_start(ctx):
     del msgs[1:3]  # the chat app dropped the oldest turn
     turn = asyncio.run(begin(ctx, "heist", read_marked(msgs)))
     assert not turn.before.consistent
-    _, applied, filt, raw = whole_reply(ctx, turn, SCRIPT["three"])
+    _, applied, filt, raw = whole_reply(turn, SCRIPT["three"])
     assert not record_reply(ctx, turn, applied, filt, raw)
     assert ctx.latest.version("heist") == "0"
 

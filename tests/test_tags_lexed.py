@@ -14,7 +14,7 @@ from tagengine._internal.tags.model import MAX_ATTRIBUTES
 from tagengine._internal.tags.parse import _lexed, _tag_start, broken, broken_by_lark, judged_by_lark, parse, terminals
 
 PIECES = ["[", "]", ":", "=", '"', "\\", "\u201c", "\u201d", "\u201e", " ", "\n", "\t", "\f", "sheet", "clock",
-          "who", "Mira", "op", "amount", "2", "-", "_", "!", ".", "x", "raw", "result", "now", "é"]
+          "who", "Mira", "op", "amount", "2", "-", "_", "!", ".", "x", "raw", "result", "now", "é", "'", ","]
 tagish = st.builds(lambda name, body: f"[{name}:{body}]", st.sampled_from(["sheet", "Clock", " sheet ", "SHEET"]),
                    st.lists(st.sampled_from(PIECES), max_size=30).map("".join))
 attrs = st.lists(st.tuples(st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,6}", fullmatch=True),

@@ -114,25 +114,35 @@ def _repr_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], str]:
 
 
 def _frozen_setattr(cls: Any, every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, str, Any], None]:
-    names = frozenset(f.name for f in every)
+    refused = _refusal(cls, every, "assign to")
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
-        if type(self) is cls or name in names:
-            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        refused(self, name)
         super(cls, self).__setattr__(name, value)
 
     return __setattr__
 
 
 def _frozen_delattr(cls: Any, every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, str], None]:
-    names = frozenset(f.name for f in every)
+    refused = _refusal(cls, every, "delete")
 
     def __delattr__(self: Any, name: str) -> None:
-        if type(self) is cls or name in names:
-            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        refused(self, name)
         super(cls, self).__delattr__(name)
 
     return __delattr__
+
+
+def _refusal(cls: Any, every: tuple[dataclasses.Field[Any], ...], verb: str) -> Callable[[Any, str], None]:
+    """What a frozen record's `__setattr__` and `__delattr__` check first, as dataclasses' do: the record's own
+    class, or any field, is frozen (a subclass that is not a record may set its own other attributes)."""
+    names = frozenset(f.name for f in every)
+
+    def refused(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot {verb} field {name!r}")
+
+    return refused
 
 
 def _state_of(every: tuple[dataclasses.Field[Any], ...]) -> tuple[Callable[[Any], Any], Callable[[Any, Any], None]]:
@@ -253,7 +263,7 @@ def _init_of(cls: type, every: tuple[dataclasses.Field[Any], ...], slots: bool) 
             self.__post_init__()
 
     space: dict[str, Any] = {"__set": _set, "__then": then, "__F": _FACTORY}
-    made = [f for f in ordered if f.default_factory is not dataclasses.MISSING]
+    made = any(f.default_factory is not dataclasses.MISSING for f in ordered)
     for i, f in enumerate(ordered):
         space[f"__f{i}"] = f.default_factory
     name = (f"init_{len(names)}{'_f' if made else ''}"

@@ -51,9 +51,11 @@ def cmd_narrate(args: Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def add_grammar(g: ArgumentParser) -> None:
+    from ..tags.grammar_forms import FORMATS
+
     g.add_argument("ruleset")
     g.add_argument("state")
-    g.add_argument("--format", choices=("gbnf", "lark", "llguidance"), default="gbnf",
+    g.add_argument("--format", choices=FORMATS, default="gbnf",
                    help="GBNF (llama.cpp, KoboldCpp, vLLM, SGLang), Lark, or llguidance's Lark (default: gbnf)")
     g.set_defaults(func=cmd_grammar, short_lived=True)
 

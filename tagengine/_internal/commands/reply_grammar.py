@@ -286,10 +286,10 @@ def _written_tag(b: _Builder, rs: Ruleset, family: str, op: str, shape: Shape, p
     for k in shape.optional:
         part = None if k in paired else _attr_value(b, k, domains[k])
         if part is not None:
-            needed = (family, op, k) == ("sheet", "hit", "type") and _types_marking(rs) is not None
-            seq.append(part[0] if needed and len(part) == 1 else Rep(b.rule(f"opt-{k}", (part,)), 0, 1))
-            if needed and len(part) > 1:
-                seq[-1:] = part
+            if (family, op, k) == ("sheet", "hit", "type") and _types_marking(rs) is not None:
+                seq.extend(part)  # needed where marks have types
+            else:
+                seq.append(Rep(b.rule(f"opt-{k}", (part,)), 0, 1))
     seq.append(Lit("]"))
     return tuple(seq)
 

@@ -113,9 +113,14 @@ class ServerContext:
                 got = await self.upstream.send(self.upstream.request("GET", "/models", headers))
             except httpx.HTTPError:
                 return None
-            self.real_model = next((i for i in model_ids(loads_or_none(got.content) if got.status_code == 200
-                                                         else None) if not i.startswith(CAMPAIGN_MODEL)), None)
+            self.learn_model(loads_or_none(got.content) if got.status_code == 200 else None)
         return self.real_model
+
+    def learn_model(self, doc: Any) -> None:
+        """The first model of the upstream's model list `doc` that is not a campaign's, remembered while none is
+        (OW-1); a document that lists none leaves it unknown."""
+        if self.real_model is None:
+            self.real_model = next((i for i in model_ids(doc) if not i.startswith(CAMPAIGN_MODEL)), None)
 
     async def read_history(self, messages: list[Any]) -> MarkedHistory:
         """`read_marked(messages)`: on the event loop while the text it scans stays within LOOP_CHARS characters, else

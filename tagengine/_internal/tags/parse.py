@@ -64,8 +64,7 @@ def parser() -> Lark:
         def typographic(self, tok: Token) -> str:
             return str(tok)[1:-1]
 
-        def single(self, tok: Token) -> str:
-            return str(tok)[1:-1]
+        single = typographic
 
         def bare(self, tok: Token) -> str:
             return str(tok)

@@ -35,7 +35,7 @@ from ..turn.steps import answer_streamed, answer_whole, begin, fit, open_with_ed
 from ..upstream.client import media_type
 from ..wire.answers import json_response
 from ..wire.body import read_body
-from ..wire.chat_completions import model_ids, with_models
+from ..wire.chat_completions import with_models
 from ..wire.json_codec import dumps, loads_or_none
 from .base import route
 
@@ -63,9 +63,8 @@ async def models_endpoint(ctx: ServerContext, request: Request) -> Response:
     if got.status_code >= 600:  # no server can answer with it
         return upstream_status(got.status_code, got.content).response()
     doc = loads_or_none(got.content) if got.status_code == 200 else None
-    if ctx.real_model is None and model_ids(doc):  # the model a campaign's id is sent as, known without asking
-        ctx.real_model = next((i for i in model_ids(doc) if not i.startswith(CAMPAIGN_MODEL)), None)
-    games = [(f"{CAMPAIGN_MODEL}{n}", f"{n} (tagengine campaign)") for n in (r.name for r in ctx.store.campaigns())]
+    ctx.learn_model(doc)  # the model a campaign's id is sent as, known without asking
+    games = [(f"{CAMPAIGN_MODEL}{r.name}", f"{r.name} (tagengine campaign)") for r in ctx.store.campaigns()]
     listed = with_models(doc, games, "tagengine")
     if listed is doc:  # not a model list: as the upstream sent it
         return Response(got.content, status_code=got.status_code, media_type=media_type(got))

@@ -21,10 +21,10 @@ from ...ruleset import Ruleset
 from ...state import GameState
 from ..runtime.worker_threads import Workers
 
-GRAMMAR_KINDS = ("off", "gbnf", "llguidance", "vllm", "sglang")
 # what each kind writes: (the grammar's format, the field)
 _WRITES = {"gbnf": ("gbnf", "grammar"), "llguidance": ("llguidance", "grammar"), "vllm": ("gbnf", "structured_outputs"),
            "sglang": ("gbnf", "ebnf")}
+GRAMMAR_KINDS = ("off", *_WRITES)
 # fields by which a request constrains its own reply, in the servers above (and OpenAI's response_format)
 CONSTRAINTS = frozenset({"grammar", "grammar_string", "json_schema", "regex", "ebnf", "structured_outputs",
                          "guided_json", "guided_regex", "guided_choice", "guided_grammar", "structural_tag"})

@@ -135,7 +135,6 @@ def read_marked_within(messages: list[Any], scanned: int | None) -> MarkedHistor
     found = near = None
     out: list[dict[str, str]] = []
     problem = None
-    counted = None  # the message whose text the common case below has counted already
     for i, m in enumerate(messages):
         if type(m) is dict:  # the common case first: a message with a known role, text and no marker
             role, content = m.get("role"), m.get("content")
@@ -145,11 +144,11 @@ def read_marked_within(messages: list[Any], scanned: int | None) -> MarkedHistor
                     left -= len(content)
                     if left < 0:
                         return None
-                    counted = m
-                if low == "assistant" or "[" not in content or near_miss(content) is None:  # by parts (SEC-11)
-                    # the request's own dict when it is just that (the body is this request's, read-only from here)
-                    out.append(m if len(m) == 2 and m["role"] == low else {"role": low, "content": content})
-                    continue
+                    if near is None and "[" in content:
+                        near = near_miss(content)  # by parts (SEC-11); only the first is kept
+                # the request's own dict when it is just that (the body is this request's, read-only from here)
+                out.append(m if len(m) == 2 and m["role"] == low else {"role": low, "content": content})
+                continue
         role = m.get("role") if isinstance(m, dict) else None
         if not isinstance(role, str):
             raise Refused(400, f"messages[{i}] is not a message: expected {{\"role\", \"content\"}}",
@@ -161,7 +160,7 @@ def read_marked_within(messages: list[Any], scanned: int | None) -> MarkedHistor
             if not (content is None and low == "assistant") and problem is None:  # else a tool-call turn
                 problem = Refused(400, f"messages[{i}].content must be text", "invalid_messages")
             continue
-        if m is not counted and (low != "assistant" or "[tagengine:" in text):
+        if low != "assistant" or "[tagengine:" in text:
             left -= len(text)
             if left < 0:
                 return None

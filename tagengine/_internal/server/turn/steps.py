@@ -170,20 +170,20 @@ async def plan_mid_reply(ctx: ServerContext, turn: Turn, fitted: Fitted, stream:
     return out if continued else None
 
 
-def reply_filter(ctx: ServerContext, turn: Turn) -> Filter:
+def reply_filter(turn: Turn) -> Filter:
     """What the reply's text goes through: receipts (or the narration, --hide-tags), after a prefill if any."""
     c, state = turn.campaign, turn.before.state
     filt: Filter = StreamFilter(c.rs, state) if turn.hide else ReceiptStream(c.rs, state)
     return filt if turn.prefill is None else Continued(filt, turn.prefill)
 
 
-def whole_reply(ctx: ServerContext, turn: Turn, text: str) -> tuple[str, Applied, Filter | None, str]:
+def whole_reply(turn: Turn, text: str) -> tuple[str, Applied, Filter | None, str]:
     """A whole reply applied: the text the client gets, the result, the filter a continued reply went
     through (else None), and the reply as the model wrote it (a prefill's with it)."""
     if turn.prefill is None:
         applied = apply_reply(turn.campaign.rs, turn.before.state, text)
         return narration(text) if turn.hide else applied.text, applied, None, text
-    filt = reply_filter(ctx, turn)
+    filt = reply_filter(turn)
     out = filt.feed(text)
     rest, applied = filt.finish()
     return out + rest, applied, filt, turn.prefill + text
@@ -215,7 +215,7 @@ async def answer_whole(ctx: ServerContext, turn: Turn, fitted: Fitted, resend: d
     if len(text) + len(turn.prefill or "") > LOOP_CHARS:  # applied in a worker thread (SEC-2)
         shown, applied, filt, raw = await ctx.workers.run(whole_reply, ctx, turn, text)
     else:
-        shown, applied, filt, raw = whole_reply(ctx, turn, text)
+        shown, applied, filt, raw = whole_reply(turn, text)
     set_first_content(doc, shown)
     after = BackgroundTask(after_reply, ctx, turn, fitted.counted, applied, filt, raw)
     return Response(dumps(doc), media_type="application/json", headers=fitted.headers, background=after)
@@ -239,7 +239,7 @@ async def answer_streamed(ctx: ServerContext, turn: Turn, fitted: Fitted, resend
             await got.aclose()
         raise upstream_status(got.status_code, content)
     big_prefill = turn.prefill is not None and len(turn.prefill) > LOOP_CHARS  # the filter is fed it first
-    filt = await ctx.workers.run(reply_filter, ctx, turn) if big_prefill else reply_filter(ctx, turn)
+    filt = await ctx.workers.run(reply_filter, turn) if big_prefill else reply_filter(turn)
 
     async def completed(applied: Applied) -> None:
         raw = filt.text if isinstance(filt, StreamFilter) else ""  # --hide-tags: the player saw its narration

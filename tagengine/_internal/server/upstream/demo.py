@@ -26,6 +26,7 @@ from ...records import frozen
 from ...samples import samples_dir
 from ...tags import scan
 from ..options import Options
+from ..turn.quiet import TYPE_HEADER, is_task
 from ..wire.answers import json_response
 from ..wire.chat_completions import chat_completion, content_chunk, model_list
 from ..wire.sse import DONE_EVENT, data_event
@@ -126,7 +127,7 @@ def player_turn(messages: list[Any]) -> int:
 def task_asked(header: str | None, messages: list[Any]) -> str | None:
     """The Open WebUI task a request is, by its header or its default template's opening; None: a turn."""
     kind = (header or "").strip().lower()
-    if kind in TASK_ANSWERS or kind.endswith("_generation") or kind == "function_calling":
+    if is_task(kind):  # every TASK_ANSWERS key is one
         return kind
     last = messages[-1].get("content") if messages and isinstance(messages[-1], dict) else None
     if not isinstance(last, str):
@@ -151,7 +152,7 @@ def demo_app(samples: Path | None = None) -> Starlette:
         messages = body.get("messages", [])
         n = player_turn(messages)
         table = Table.read(messages)
-        task = task_asked(request.headers.get("x-tagengine-type"), messages)
+        task = task_asked(request.headers.get(TYPE_HEADER), messages)
         if task is not None:
             text = TASK_ANSWERS.get(task, "")
         elif table is not None and not game.plays(table):
