@@ -8,7 +8,9 @@ then the names in `sys.modules` are printed. Memory figures are in docs/decision
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -20,7 +22,7 @@ import pytest
 
 from tagengine._internal import disk_cache
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.limits import IDLE_TRIM_SECONDS
+from tagengine._internal.server.limits import IDLE_TRIM_SECONDS, YOUNG_OBJECTS
 from tagengine._internal.server.memory.campaigns import new_campaign
 from tagengine._internal.server.memory.store import Store
 from tagengine._internal.server.runtime.heap import IdleTrim, trimmer
@@ -107,6 +109,32 @@ def test_a_ruleset_not_kept_is_validated_and_then_kept(campaign):
     fresh = campaign / "fresh"
     assert "pydantic" in modules_after_turns(campaign / "data", str(fresh))
     assert "pydantic" not in modules_after_turns(campaign / "data", str(fresh))
+
+
+# -- the young collections of the server's process (PF-54) ------------------------------------------------------
+@pytest.fixture
+def collector():
+    """Python's thresholds for the test, and this process's back after it."""
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield
+    gc.set_threshold(*before)
+
+
+def test_serve_spaces_the_young_collections_and_an_app_alone_leaves_them(collector, monkeypatch, tmp_path):
+    """`serve` runs the process as a server: its young passes come after YOUNG_OBJECTS objects, the older
+    generations' thresholds as they were. An app made by a program that embeds it (`make_app`) leaves the
+    program's collector alone."""
+    import uvicorn
+
+    from tagengine._internal.server import main
+
+    make_app(Options(upstream="demo", data=tmp_path / "embedded"))
+    assert gc.get_threshold() == (700, 10, 10)
+    seen: list[tuple[int, ...]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.append(gc.get_threshold()))
+    assert main.serve(Options(upstream="demo", data=tmp_path / "served"), "127.0.0.1", 0, io.StringIO()) == 0
+    assert seen == [(YOUNG_OBJECTS, 10, 10)] and YOUNG_OBJECTS > 700
 
 
 # -- the freed heap handed back when idle (PF-47) --------------------------------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import io
+import mmap
 import multiprocessing as mp
 import os
 import pickle
@@ -59,6 +60,13 @@ def writes_ordered(sink: Any) -> bool:
     return sys.platform.startswith("linux") and not text and file_descriptor(out) is not None
 
 
+def shared_ints(n: int) -> memoryview:
+    """`n` 64-bit integers, all 0, in memory that processes forked after share (an anonymous shared mapping).
+    `RawArray` would do the same through ctypes and a file-backed heap, whose imports and set-up were some
+    2.5 ms of a run's serial start (PF-54)."""
+    return memoryview(mmap.mmap(-1, n * 8)).cast("q")
+
+
 class _Stopped(Exception):
     """Another process failed, or the parent is gone: this one stops."""
 
@@ -73,8 +81,8 @@ class _Turns(Generic[T, R]):
         self.window = WINDOW_PER_WORKER * workers
         self.lock = ctx.Lock()
         self.wake = ctx.Semaphore(0)
-        self.ints = ctx.RawArray("q", 6)
-        self.cursor = ctx.RawArray("q", CURSOR_INTS)
+        self.ints = shared_ints(6)
+        self.cursor = shared_ints(CURSOR_INTS)
         self.results = tempfile.TemporaryFile(prefix="tagengine-turns-")  # noqa: SIM115 - closed by run_ordered
         self.read_at = 0  # the parent's place in the results file
         self.alive: Callable[[], None] = lambda: None  # raises when the other processes cannot go on

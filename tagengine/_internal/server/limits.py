@@ -85,6 +85,7 @@ HASH_CHARS = 512 * KIB  # characters of a history: past them its look-up (hashin
 SCAN_CHARS = 16 * KIB  # characters a worker's pattern search reads in one call: the loop's thread gets turns between
 
 # What the server holds in memory, each the least recently used dropped first.
+YOUNG_OBJECTS = 5000  # objects made (net of those freed) between two young collections of `tagengine serve` (PF-54)
 IDLE_TRIM_SECONDS = 1.0  # seconds with no request in flight, after one ran, before the freed heap goes back (PF-47)
 SNAPSHOTS_HELD = 4096  # states, by chain key
 SNAPSHOT_USES_HELD = 4096  # uses of snapshots held in memory, waiting to be written in one batch

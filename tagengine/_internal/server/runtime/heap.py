@@ -11,7 +11,8 @@ the campaign's start made again) is what was frozen put back and collected once,
 are freed: a full pass over the whole heap then, not at every load (ED-24: in a process with a large heap, as
 the test suite's, that pass was most of a server's start-up).
 
-`IdleTrim` hands the C allocator's free pages back to the system once the server is idle (PF-47).
+`young_collections` spaces the collector's young passes for the server's process (PF-54), and `IdleTrim` hands the
+C allocator's free pages back to the system once the server is idle (PF-47).
 """
 
 from __future__ import annotations
@@ -33,6 +34,16 @@ def freeze_long_lived(replaced: bool = False) -> None:
         gc.unfreeze()
     gc.collect()
     gc.freeze()
+
+
+def young_collections(objects: int) -> None:
+    """A young collection after `objects` more objects live than at the last one, not Python's 700. A chat
+    request's body alone is some 200 dicts (its messages) and the turn makes as many again, so at 700 a young pass
+    fell in most requests and walked whatever the request held then, most of it freed a moment later by its
+    reference count anyway; each object so walked went on to the middle generation and was walked there again. A
+    request's objects are freed before the count reaches `objects`, so what the passes still find is the cycles
+    they are for (PF-54). The older generations' thresholds stay Python's."""
+    gc.set_threshold(objects, *gc.get_threshold()[1:])
 
 
 # -- the freed heap handed back when the server is idle ------------------------------------------------------
