@@ -48,7 +48,6 @@ class InstallStopped:
 @frozen
 class Installed:
     created: bool  # False: an earlier copy was updated
-    valves: dict[str, Any]
 
 
 def install_function(base: str, token: str, valves: dict[str, Any],
@@ -77,7 +76,7 @@ def install_function(base: str, token: str, valves: dict[str, Any],
             status, got = call("POST", f"{here}/{path}", token, None, timeout)
             if status != 200:
                 return InstallStopped(f"turn on {flag}", refused_words(status, got))
-    return Installed(created, valves)
+    return Installed(created)
 
 
 class _Unfollowed(urllib.request.HTTPRedirectHandler):

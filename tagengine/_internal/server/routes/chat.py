@@ -114,7 +114,7 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
 
 
 async def passed_quiet(ctx: ServerContext, raw: bytes, body: dict[str, Any], stream: bool,
-                       incoming: Mapping[str, str], headers: dict[str, str], renamed: bool = False) -> Response:
+                       incoming: Mapping[str, str], headers: dict[str, str], renamed: bool) -> Response:
     """A request that is not a turn, to the model as the app sent it, its campaign markers taken out and a
     campaign's model id (`renamed`) given as the upstream's model."""
     log.info("a request that is not a turn of the game passes through: %s", headers[QUIET_HEADER])

@@ -115,7 +115,7 @@ async def state_of_chat(ctx: ServerContext, memo: ReceiptsMemo, request: Request
 
 
 async def last_receipts(ctx: ServerContext, memo: ReceiptsMemo, c: Campaign, history: list[dict[str, str]],
-                        after: Replayed, hide: bool = False) -> list[dict[str, Any]]:
+                        after: Replayed, hide: bool) -> list[dict[str, Any]]:
     """The receipts of the history's last reply, as its replay writes them (remembered by chain key)."""
     if not after.replies:
         return []
