@@ -146,8 +146,9 @@ def read_marked_within(messages: list[Any], scanned: int | None) -> MarkedHistor
                         return None
                     if near is None and "[" in content:
                         near = near_miss(content)  # by parts (SEC-11); only the first is kept
-                # the request's own dict when it is just that (the body is this request's, read-only from here)
-                out.append(m if len(m) == 2 and m["role"] == low else {"role": low, "content": content})
+                # the request's own dict when it is just that (the body is this request's, read-only from here); a
+                # role `_ROLE` knows is written as it is kept, so `low` is the dict's own role
+                out.append(m if len(m) == 2 else {"role": low, "content": content})
                 continue
         role = m.get("role") if isinstance(m, dict) else None
         if not isinstance(role, str):
