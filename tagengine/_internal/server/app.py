@@ -7,6 +7,8 @@ listed in ROUTE_GROUPS; a middleware goes in `middleware` (docs/architecture.md)
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -25,7 +27,7 @@ from .context import ServerContext
 from .errors import error
 from .guard.auth import ApiKeyAuth
 from .guard.origins import EXPOSED, HostAndOrigin, allowed_origins, host_names
-from .limits import IDLE_TRIM_SECONDS
+from .limits import IDLE_TRIM_SECONDS, WRITES_HELD_SECONDS
 from .options import Options
 from .routes.campaign_pages import campaign_page_routes
 from .routes.chat import chat_routes
@@ -66,14 +68,29 @@ def make_app(opts: Options) -> Starlette:
         # started the thread inside a chat app's request (15 ms of a cold turn, SB-13); done here instead
         await run_in_threadpool(lambda: None)
         freeze_long_lived()  # the start-up's objects out of the collector's full passes (heap.py, ED-23)
-        yield
-        await ctx.close()
+        flushing = asyncio.create_task(flush_held_writes(ctx, WRITES_HELD_SECONDS))
+        try:
+            yield
+        finally:
+            flushing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flushing
+            await ctx.close()  # the store writes what it still holds
 
     routes = [route for group in ROUTE_GROUPS for route in group(ctx)]
     app = Starlette(routes=routes, middleware=middleware(ctx), exception_handlers=exception_handlers(),
                     lifespan=lifespan)
     app.state.context = ctx  # the server's parts, for a test or a tool that holds the app
     return app
+
+
+async def flush_held_writes(ctx: ServerContext, seconds: float) -> None:
+    """The store's held cache writes written every `seconds` (store.py, PF-55): a turn's snapshot and the pages'
+    head reach the file that soon when turns come slower than the store fills its batch."""
+    while True:
+        await asyncio.sleep(seconds)
+        if ctx.store.held:
+            ctx.store.flush()
 
 
 def middleware(ctx: ServerContext) -> list[Middleware]:

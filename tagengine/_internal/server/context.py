@@ -16,7 +16,7 @@ from ..errors import NotFoundError, TagengineError
 from .edits.pending import PendingEdits
 from .errors import Refused
 from .guard.sessions import Sessions
-from .limits import LOOP_CHARS, MAX_USER_ID, THREAD_MIN
+from .limits import LOOP_CHARS, MAX_USER_ID, THREAD_MIN, WRITES_HELD
 from .memory.campaigns import Campaign, Campaigns
 from .memory.chain import Chain, Replayed
 from .memory.latest_turns import Latest
@@ -45,7 +45,8 @@ class ServerContext:
     def __init__(self, options: Options) -> None:
         self.options = options
         self.snapshots = SnapshotCache()
-        self.store = Store(options.data, per_campaign=options.keep, pruned=self.snapshots.drop_gone)
+        self.store = Store(options.data, per_campaign=options.keep, pruned=self.snapshots.drop_gone,
+                           writes_held=WRITES_HELD)  # written a turn's worth at a time (store.py, PF-55)
         self.campaigns = Campaigns(self.store, loaded=freeze_long_lived)  # a ruleset kept for good: frozen (ED-23)
         self.chain = Chain(self.store, self.snapshots)
         self.latest = Latest(self.store, self.snapshots)

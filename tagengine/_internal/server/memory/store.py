@@ -12,6 +12,11 @@ never a turn (S-33): what a turn reads of it (`snapshot`, `known`, `replies`, `n
 "not known" (`reading`), and what it writes (`writing`, `put_head`) is dropped; each fault is logged. The campaigns'
 own rows still raise: without them there is no campaign, and so do the players' edits (`edits`): they are the
 players' own, not a cache, so a write that fails is said to the player who made it.
+
+A server's store holds its cache writes (`writes_held`) and writes them together, in one transaction, once that
+many are held, before anything else uses the file (`db`: a read, a campaign's row, a player's edit, so each sees
+them in order), when the server flushes them a moment later (`flush`) or when it closes: a transaction a turn was
+some 120 us of a warm turn's CPU (PF-55). A server killed loses what it held, which the next turn replays.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from itertools import count
 from pathlib import Path
 
 from ...errors import NotFoundError
@@ -84,21 +90,27 @@ class CampaignRow:
 
 class Store:
     """`per_campaign`: snapshots kept per campaign (`serve --keep`). `pruned(existing)`: called after a pruning
-    with `existing(keys) -> the keys still stored`, for what holds states in memory."""
+    with `existing(keys) -> the keys still stored`, for what holds states in memory. `writes_held`: cache writes
+    held to be written together (0: each at once, as a command that opens the store wants)."""
 
     def __init__(self, folder: str | Path, *, per_campaign: int = DEFAULT_PER_CAMPAIGN,
-                 pruned: Callable[[Callable[[list[str]], set[str]]], None] | None = None) -> None:
+                 pruned: Callable[[Callable[[list[str]], set[str]]], None] | None = None,
+                 writes_held: int = 0) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / DB_NAME
-        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self.lock = threading.RLock()
+        self.writes_held = writes_held
+        # the cache writes held, in the order made: a write with a key replaces the held one of that key
+        self._held: dict[str | int, tuple[str, Callable[[], object]]] = {}
+        self._numbers = count()  # the keys of writes that replace none
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
             self._open()
         except sqlite3.Error as e:  # a read-only folder, a file that is not a database: one line, exit 1 (SEC-6)
-            self.db.close()
+            self._db.close()
             message = f"the server's database cannot be opened ({e}): the data folder (--data) must be writable"
             raise StoreUnavailable(None, f"{message}, and this file tagengine's own", str(self.path)) from None
-        self.lock = threading.RLock()
         self.per_campaign = per_campaign
         self.pruned = pruned
         self._clock = int(self.db.execute("SELECT coalesce(max(used), 0) FROM snapshots").fetchone()[0])
@@ -120,9 +132,42 @@ class Store:
                 self.db.execute(f"ALTER TABLE edits ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
         self.db.execute("CREATE INDEX IF NOT EXISTS edits_parent ON edits (parent, seq)")
 
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The connection, the held cache writes written first: whatever uses the file next sees them, in the
+        order they were made (a campaign removed after its snapshots were held removes them too)."""
+        if self._held:
+            self.flush()
+        return self._db
+
     def close(self) -> None:
         with self.lock:
-            self.db.close()
+            self.flush()
+            self._db.close()
+
+    def flush(self) -> None:
+        """The held cache writes written now, in one transaction (inside another one, with that one's end, when
+        the file is next used); a fault of the file drops them, logged (S-33)."""
+        with self.lock:
+            if not self._held or self._db.in_transaction:
+                return
+            held = list(self._held.values())
+            self._held.clear()  # before they run: what they use of the file does not flush them again
+            self._write(held)
+
+    def _write(self, writes: list[tuple[str, Callable[[], object]]]) -> None:
+        try:
+            with self.batch():
+                for _, write in writes:
+                    write()
+        except sqlite3.Error as e:
+            what = ", ".join(sorted({what for what, _ in writes}))
+            log.warning("the store cannot keep %s (%s); the turn goes on, and the next one replays", what, e)
+
+    @property
+    def held(self) -> int:
+        """How many cache writes are held."""
+        return len(self._held)
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -147,14 +192,20 @@ class Store:
                 if self._touched.get(k) == n:
                     del self._touched[k]
 
-    def writing(self, what: str, writes: Callable[[], object]) -> None:
-        """`writes()` as one batch of cache writes (snapshots, replies, narrations, the pages' head); a fault
-        of the file drops them, logged, instead of raising into the turn (S-33)."""
-        try:
-            with self.batch():
-                writes()
-        except sqlite3.Error as e:
-            log.warning("the store cannot keep %s (%s); the turn goes on, and the next one replays", what, e)
+    def writing(self, what: str, writes: Callable[[], object], key: str | None = None) -> None:
+        """`writes()`, cache writes (snapshots, replies, narrations, the pages' head) as one batch; a fault of the
+        file drops them, logged, instead of raising into the turn (S-33). With `writes_held`, held and written
+        with the others (the class's docstring says when); `key`: a held write of the same key is replaced by
+        this one (the pages' head of a campaign: only the newest is shown)."""
+        with self.lock:
+            if self.writes_held <= 0:
+                self._write([(what, writes)])
+                return
+            slot: str | int = key if key is not None else next(self._numbers)
+            self._held.pop(slot, None)  # a replaced write's place is the newest one's
+            self._held[slot] = (what, writes)
+            if len(self._held) >= self.writes_held:
+                self.flush()
 
     @contextmanager
     def reading(self, what: str) -> Iterator[None]:
@@ -359,7 +410,8 @@ class Store:
         then show the turn before)."""
         self.writing("the pages' newest turn", lambda: self.db.execute(
             "INSERT INTO heads VALUES (?, ?, ?, ?) ON CONFLICT(campaign) DO UPDATE SET "
-            "key = excluded.key, turn = excluded.turn, receipts = excluded.receipts", (campaign, key, turn, receipts)))
+            "key = excluded.key, turn = excluded.turn, receipts = excluded.receipts", (campaign, key, turn, receipts)),
+            key=f"head\0{campaign}")
 
     # -- the players' edits waiting for the next reply (server/edits/pending.py): not a cache, so writes raise
     def edit_keys(self) -> tuple[set[str], set[str], int]:
