@@ -92,6 +92,7 @@ IDLE_TRIM_SECONDS = 1.0  # seconds with no request in flight, after one ran, bef
 SNAPSHOTS_HELD = 4096  # states, by chain key
 SNAPSHOT_USES_HELD = 4096  # uses of snapshots held in memory, waiting to be written in one batch
 SNAPSHOT_PARTS_HELD = 256  # card sets and party sheets whose snapshot text is kept (a player's edit makes new ones)
+FIRST_KEYS_HELD = 64  # campaigns whose chain's first key is kept (a campaign's start made again is another)
 CHAIN_STEPS_HELD = 16_384  # chain steps remembered: every request hashes its whole history again (S-24)
 CHAIN_STEP_CHARS = 16 * MIB  # and the characters of their replies (the keys hold them; a reply may be long)
 EDIT_STATES_HELD = 64  # states with their waiting edits made (a page and a turn share them)

@@ -34,10 +34,11 @@ from functools import partial
 from operator import itemgetter
 
 from ...commands import apply_reply
+from ...memo import IdentityCache
 from ...prefix_memo import PrefixMemo
 from ...records import frozen
 from ...state import GameState, from_json
-from ..limits import CHAIN_STEP_CHARS, CHAIN_STEPS_HELD, HASH_CHARS, LOOP_CHARS
+from ..limits import CHAIN_STEP_CHARS, CHAIN_STEPS_HELD, FIRST_KEYS_HELD, HASH_CHARS, LOOP_CHARS
 from .campaigns import Campaign, snapshot_text
 from .snapshots import SnapshotCache
 from .store import Store
@@ -48,10 +49,13 @@ INCOMPLETE = "incomplete: the state was rebuilt from what the history holds"
 EDITED = "edited: the state follows the chat as it reads; receipts that a replay writes differently in reply"
 HIDDEN = "hidden"  # a note's first word: narrations of a --hide-tags server read back by one without it (TR-6)
 _CONTENT = itemgetter("content")
+_FIRST_KEYS: IdentityCache[str] = IdentityCache(FIRST_KEYS_HELD)
 
 
 def first_key(c: Campaign) -> str:
-    return _hash(f"tagengine.chain/1\0{c.name}\0{c.digest}\0{c.start_json}")
+    """The chain's key before any reply, kept by the campaign's object (it is read-only, and every turn starts
+    its chain here: the hash of its start's JSON, some 8 us a turn)."""
+    return _FIRST_KEYS.get((c,), lambda: _hash(f"tagengine.chain/1\0{c.name}\0{c.digest}\0{c.start_json}"))
 
 
 def content_key(c: Campaign, reply: str) -> str:

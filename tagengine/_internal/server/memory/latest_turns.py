@@ -68,8 +68,9 @@ class Latest:
         """A reply is complete and its snapshot kept under `key`: the sheet page shows it from now on, as `turn`
         (the replies in its chain, STX-8)."""
         # ASCII-escaped: a receipt may quote a lone surrogate (a reply's text that was not UTF-8), which SQLite
-        # cannot store as text
-        self.store.put_head(campaign, key, json.dumps([r.to_json() for r in applied.receipts]), turn)
+        # cannot store as text; made when the head is written (store.py holds it, PF-55)
+        receipts = applied.receipts
+        self.store.put_head(campaign, key, lambda: json.dumps([r.to_json() for r in receipts]), turn)
 
     def version(self, campaign: str) -> str:
         head = self.store.head(campaign)

@@ -404,14 +404,18 @@ class Store:
             got = self.db.execute("SELECT key, turn, receipts FROM heads WHERE campaign = ?", (campaign,)).fetchone()
         return None if got is None else (str(got[0]), int(got[1]), str(got[2]))
 
-    def put_head(self, campaign: str, key: str, receipts: str, turn: int = 1) -> None:
+    def put_head(self, campaign: str, key: str, receipts: str | Callable[[], str], turn: int = 1) -> None:
         """Record a completed reply's chain key, its turn (the replies in its chain, so a regenerated reply keeps
-        the number of the one it replaces: STX-8) and receipts (dropped when the file cannot take it: the pages
-        then show the turn before)."""
-        self.writing("the pages' newest turn", lambda: self.db.execute(
-            "INSERT INTO heads VALUES (?, ?, ?, ?) ON CONFLICT(campaign) DO UPDATE SET "
-            "key = excluded.key, turn = excluded.turn, receipts = excluded.receipts", (campaign, key, turn, receipts)),
-            key=f"head\0{campaign}")
+        the number of the one it replaces: STX-8) and receipts, as JSON or a function that makes it when the head
+        is written (a head replaced while held never makes it); dropped when the file cannot take it: the pages
+        then show the turn before."""
+        def write() -> None:
+            text = receipts if isinstance(receipts, str) else receipts()
+            self.db.execute("INSERT INTO heads VALUES (?, ?, ?, ?) ON CONFLICT(campaign) DO UPDATE SET "
+                            "key = excluded.key, turn = excluded.turn, receipts = excluded.receipts",
+                            (campaign, key, turn, text))
+
+        self.writing("the pages' newest turn", write, key=f"head\0{campaign}")
 
     # -- the players' edits waiting for the next reply (server/edits/pending.py): not a cache, so writes raise
     def edit_keys(self) -> tuple[set[str], set[str], int]:
