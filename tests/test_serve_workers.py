@@ -6,6 +6,7 @@ run at once; `Upstream.send` stops reading past its bound; the system prompts ke
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from dataclasses import dataclass
@@ -13,6 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from serve_kit import Fake
 from test_serve import SCRIPT, ask, client, serving
 
@@ -25,7 +28,7 @@ from tagengine._internal.server.limits import LOOP_CHARS, MAX_MESSAGE, WORKER_TH
 from tagengine._internal.server.memory import chain
 from tagengine._internal.server.runtime.worker_threads import Workers
 from tagengine._internal.server.turn.relay import Reply
-from tagengine._internal.server.turn.request import check_sizes
+from tagengine._internal.server.turn.request import check_sizes, parse_body, read_marked
 from tagengine._internal.server.upstream import client as upstream_module
 from tagengine._internal.server.upstream import counting as upstream_count
 from tagengine._internal.server.upstream.client import AnswerTooLarge, Upstream
@@ -237,3 +240,30 @@ def test_a_message_past_the_bound_is_named_as_the_request_names_it():
         check_sizes(messages, history)
     assert e.value.status == 413 and "messages[1]" in e.value.message
     check_sizes(messages[:1], [])
+
+
+def test_a_body_of_at_most_max_message_bytes_is_not_looked_through():
+    """SEC-1 at both sides of its bound, read from the body's size: a body of MAX_MESSAGE bytes cannot hold a
+    longer text, so its messages are not looked at (the history given here could not come from it); one byte
+    more and they are, and the message past the bound is named."""
+    history = [{"role": "user", "content": "x" * (MAX_MESSAGE + 1)}]
+    messages = [{"role": "user", "content": history[0]["content"]}]
+    check_sizes(messages, history, body_bytes=MAX_MESSAGE)
+    with pytest.raises(Refused) as e:
+        check_sizes(messages, history, body_bytes=MAX_MESSAGE + 1)
+    assert e.value.status == 413 and "messages[0]" in e.value.message
+
+
+TEXTS = st.text(st.characters(codec="utf-8"), max_size=40)
+CONTENT = TEXTS | st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": TEXTS}), max_size=4)
+
+
+@given(st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system", "User"]),
+                                       "content": CONTENT}), min_size=1, max_size=6),
+       st.booleans())
+def test_no_text_read_from_a_body_is_longer_than_the_body(messages, ascii_only):
+    """What the bound above stands on: each character of a message's text, its parts joined too, is at least one
+    byte of the JSON body it was read from, escaped or not."""
+    raw = json.dumps({"model": "m", "messages": messages}, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    history = read_marked(parse_body(raw)["messages"]).history
+    assert max((len(m["content"]) for m in history), default=0) <= len(raw)

@@ -98,6 +98,9 @@ class Report:
     exact: bool = True
     chat: str = "openai"
     family: str = "openai"
+    # the choice that counted (not written in `to_json`): a server counts its reply ahead with it (S-32), without
+    # choosing again (choosing looks for the user's tokenizers.toml)
+    choice: TokenizerChoice | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"context": self.context, "response": self.response, "total": self.total, "encoding": self.encoding,
@@ -105,10 +108,11 @@ class Report:
                 "tokenizer": self.encoding, "exact": self.exact, "chat": self.chat, "family": self.family}
 
 
-def count_ahead(budget: Budget, role: str, text: str) -> None:
+def count_ahead(budget: Budget, role: str, text: str, chosen: TokenizerChoice | None = None) -> None:
     """Count a message the next turn will carry, before it comes: a server's reply, which the chat app sends
-    back as it is or trimmed (SillyTavern trims it), is then known to the fit (S-32)."""
-    c = get_counter(budget)
+    back as it is or trimmed (SillyTavern trims it), is then known to the fit (S-32). `chosen`: the budget's
+    choice() the prompt was counted with (`Report.choice`), when there is one."""
+    c = get_counter(budget, chosen)
     c.message(role, text)
     if text.strip() != text:
         c.message(role, text.strip())

@@ -177,7 +177,7 @@ def build_prompt(rs: Ruleset, state: GameState, history: Iterable[Mapping[str, A
     else:
         tail = [{"role": "system", "content": note}]
     report = Report(budget.context, budget.response, encoding=tokenizer.name, margin=margin, exact=chosen.exact,
-                    chat=chosen.chat.name, family=chosen.family)
+                    chat=chosen.chat.name, family=chosen.family, choice=chosen)
     report.cuts.extend(system.cuts)
     usable = budget.usable(chosen)
     costs = c.messages(hist, quick)

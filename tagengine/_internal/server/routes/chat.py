@@ -92,7 +92,7 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
         return await passthrough(ctx.upstream, request.headers, raw, stream, warned)
     if ctx.options.user_header is not None:  # another user's campaign is an unknown one (OW-6); `begin` finds it
         ctx.users_campaign(name, request.headers)
-    check_sizes(body["messages"], marked.plain())
+    check_sizes(body["messages"], marked.plain(), len(raw))
     renamed = model_campaign(model) is not None
     if renamed:  # the campaign's model id: the upstream gets its own model (OW-1)
         real = await ctx.upstream_model(request.headers)

@@ -42,9 +42,13 @@ CAMPAIGN_MODEL = "tagengine:"
 SHOW_HEADER = "x-tagengine-show"
 
 
-def check_sizes(messages: list[Any], history: list[dict[str, str]]) -> None:
+def check_sizes(messages: list[Any], history: list[dict[str, str]], body_bytes: int | None = None) -> None:
     """A 413 for a message of the plain `history` (read from the request's `messages`) of more than MAX_MESSAGE
-    characters, naming it as `messages[i]` (SEC-1). Linear, and cheap: a length per message."""
+    characters, naming it as `messages[i]` (SEC-1). Linear, and cheap: a length per message. `body_bytes`: the
+    size of the JSON body they came in; one of at most MAX_MESSAGE bytes holds no longer text (each character of
+    a message, of its parts joined too, is at least one byte there), so its messages are not looked at."""
+    if body_bytes is not None and body_bytes <= MAX_MESSAGE:
+        return
     longest = max(map(len, map(_CONTENT, history)), default=0)
     if longest > MAX_MESSAGE:
         i = next((i for i, m in enumerate(messages) if isinstance(m, dict)

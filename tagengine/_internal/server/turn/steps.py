@@ -33,6 +33,7 @@ from ...errors import HistoryError, TagengineError
 from ...prompt import Budget, BudgetError, Prompt, reminder
 from ...prompt.budget import count_ahead
 from ...prompt.contexts import context_of
+from ...prompt.tokens import TokenizerChoice
 from ...stream import StreamFilter
 from ...tags import narration
 from ..context import ServerContext
@@ -79,6 +80,7 @@ class Fitted:
     body: dict[str, Any]  # the client's, its messages the fitted prompt
     headers: dict[str, str]  # the x-tagengine-* headers of the client's answer
     counted: Budget  # what the prompt was counted with: the reply is counted ahead with it too (S-32)
+    chosen: TokenizerChoice | None = None  # and its choice of tokenizer, made once a turn
 
 
 async def begin(ctx: ServerContext, name: str, marked: MarkedHistory, chat: str | None = None,
@@ -136,7 +138,7 @@ async def fit(ctx: ServerContext, turn: Turn, body: dict[str, Any], incoming: Ma
     sent = upstream_body(body, prompt)
     if turn.prefill is None:  # a continued reply may stop inside a tag: a grammar starts at a reply's start (GR-6)
         await with_grammar(sent, ctx.options.grammar, c.rs, state, ctx.workers)
-    return Fitted(sent, headers, counted)
+    return Fitted(sent, headers, counted, prompt.report.choice)
 
 
 def upstream_body(body: dict[str, Any], prompt: Prompt) -> dict[str, Any]:
@@ -217,7 +219,7 @@ async def answer_whole(ctx: ServerContext, turn: Turn, fitted: Fitted, resend: d
     else:
         shown, applied, filt, raw = whole_reply(turn, text)
     set_first_content(doc, shown)
-    after = BackgroundTask(after_reply, ctx, turn, fitted.counted, applied, filt, raw)
+    after = BackgroundTask(after_reply, ctx, turn, fitted, applied, filt, raw)
     return Response(dumps(doc), media_type="application/json", headers=fitted.headers, background=after)
 
 
@@ -243,7 +245,7 @@ async def answer_streamed(ctx: ServerContext, turn: Turn, fitted: Fitted, resend
 
     async def completed(applied: Applied) -> None:
         raw = filt.text if isinstance(filt, StreamFilter) else ""  # --hide-tags: the player saw its narration
-        await after_reply(ctx, turn, fitted.counted, applied, filt, raw)
+        await after_reply(ctx, turn, fitted, applied, filt, raw)
 
     if resend is not None and ctx.mid_reply is not None and isinstance(filt, ReceiptStream):
         events = opened_events(ctx.mid_reply.continued_events(got, resend, incoming, filt), turn.opening)
@@ -278,7 +280,7 @@ def record_reply(ctx: ServerContext, turn: Turn, applied: Applied, filt: Filter 
     return before.consistent
 
 
-async def after_reply(ctx: ServerContext, turn: Turn, counted: Budget, applied: Applied, filt: Filter | None,
+async def after_reply(ctx: ServerContext, turn: Turn, fitted: Fitted, applied: Applied, filt: Filter | None,
                       raw: str) -> None:
     """After the answer has gone (S-24): keep the snapshot, then render the new state's reminder and count
     the reply's tokens (S-32), so the next turn finds all three. Nothing here awaits (but the count of a
@@ -288,11 +290,12 @@ async def after_reply(ctx: ServerContext, turn: Turn, counted: Budget, applied: 
     try:
         if record_reply(ctx, turn, applied, filt, raw):  # else the next turn replays: its state is another object
             reminder(turn.campaign.rs, applied.state)
+        counted, chosen = fitted.counted, fitted.chosen
         if counted.tokenizer is None:  # counted here, not by the upstream's tokenize endpoint (K-9)
             if len(applied.text) > LOOP_CHARS:  # last, so the snapshot is kept before this awaits (SEC-2)
-                await ctx.workers.run(count_ahead, counted, "assistant", applied.text)
+                await ctx.workers.run(count_ahead, counted, "assistant", applied.text, chosen)
             else:
-                count_ahead(counted, "assistant", applied.text)
+                count_ahead(counted, "assistant", applied.text, chosen)
     except Exception:
         log.exception("campaign %s: a turn failed after its answer had gone; the next turn replays it",
                       turn.campaign.name)
