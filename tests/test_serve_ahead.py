@@ -12,7 +12,8 @@ from test_serve import SCRIPT, ask, client, expected, history, serving
 
 from conftest import load_sample
 from tagengine import apply_reply
-from tagengine._internal.prompt import build, tokens
+from tagengine._internal.commands.table import families
+from tagengine._internal.prompt import build, template_data, tokens
 from tagengine._internal.server.memory.chain import Chain
 from tagengine._internal.server.memory.store import Store
 
@@ -95,6 +96,32 @@ def test_pf_52_an_unchanged_characters_block_is_kept_and_a_changed_one_made_anew
     assert text == build.render("reminder.j2", {**now, "commands": include("_commands.j2", now), "blocks": fresh,
                                                 "party_text": party})
     assert all(f"\n## {c['name']}\n" in text for c in [*now["characters"], now["party"]])
+
+
+@pytest.mark.parametrize("sample", ["blades-like", "ember-roads", "fifth-like", "gravewatch"])
+def test_pf_55_a_turns_numbers_change_no_family_s_teaching(sample):
+    """The teaching is kept by the ruleset, the cards and the party sheet (`template_data.teaching`), so every
+    family's `teach` must read nothing else: the commands text's own example tags, applied as a reply, change the
+    live values (pools, tracks, wounds, states, conditions, rows, notes, the party's), the dice where a check rolls,
+    and a clock is made; each family teaches what it did before; the kept teaching is then the same object, and
+    the commands text too."""
+    rs, state = load_sample(sample), sample_state(sample)
+    before = template_data.teaching(rs, state)
+    clocks = rs.file.clocks
+    clock = "" if clocks is None else f' [clock: name="A new clock" size="{clocks.sizes[0]}"]'  # the example's goes
+    played = apply_reply(rs, state, build.commands_text(before) + clock).state
+    # the numbers played, on the state's own cards and party sheet (an advancement changes those: keys of the
+    # teaching, so not what this test is about)
+    after = state.with_clocks(played.clocks).with_dice(played.dice)
+    for key, live in played.live.items():
+        after = after.with_live(key, live)
+    assert after.cards is state.cards and after.party_sheet is state.party_sheet
+    assert after.live != state.live and (clocks is None or after.clocks != state.clocks)
+    for name, family in families().items():
+        if family.teach is not None:
+            assert family.teach(rs, after) == family.teach(rs, state), name
+    assert template_data.teaching(rs, after) is before
+    assert build.commands_text(template_data.teaching(rs, after)) is build.commands_text(before)
 
 
 def test_remembered_chain_steps_are_the_sha256_steps(tmp_path):

@@ -20,7 +20,10 @@ from .result import Outcome, Result
 
 Handler = Callable[[Ruleset, GameState, Tag], Outcome]
 OpOf = Callable[[Ruleset, Tag], "str | Result"]
-Teach = Callable[[Ruleset, GameState], "Mapping[str, Any] | None"]  # the data of prompts/teach/<name>.j2
+# the data of prompts/teach/<name>.j2, from the ruleset, the state's cards and its party sheet only: the reminder keeps
+# a teaching by those three (`prompt.template_data.teaching`), so a turn's numbers (live values, clocks, dice) must not
+# change it
+Teach = Callable[[Ruleset, GameState], "Mapping[str, Any] | None"]
 
 
 @frozen(slots=True)

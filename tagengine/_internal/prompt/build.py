@@ -50,6 +50,7 @@ _REMINDERS: IdentityCache[str] = IdentityCache(256)
 _BLOCK_TEXTS: IdentityCache[str] = IdentityCache(512)  # by the block object (`block_text`)
 COMMANDS_HELD = 64  # distinct teachings whose commands text is kept (a server's campaigns and casts)
 _COMMANDS: dict[str, str] = {}
+_TAUGHT_TEXTS: IdentityCache[str] = IdentityCache(COMMANDS_HELD)  # by the teaching's object
 
 
 def system_prompt(rs: Ruleset, budget: Budget = DEFAULT_BUDGET, c: TokenCounter | None = None, *,
@@ -143,8 +144,13 @@ def block_text(block: dict[str, Any]) -> str:
 def commands_text(teaching: list[dict[str, Any]]) -> str:
     """The reminder's commands (`_commands.j2`), rendered once per distinct teaching: it follows the ruleset and
     the cast, not a turn's numbers, and its render (a template included per kind of tag) was three quarters of
-    the reminder's (PF-20). Keyed by the teaching's `repr`: plain data (str, int, bool, None, lists, tuples,
-    dicts), whose repr tells apart whatever the templates would print differently."""
+    the reminder's (PF-20). Kept by the teaching's object (`template_data.teaching` gives a turn the one the turn
+    before had, PF-55), and by the teaching's `repr`: plain data (str, int, bool, None, lists, tuples, dicts),
+    whose repr tells apart whatever the templates would print differently."""
+    return _TAUGHT_TEXTS.get((teaching,), lambda: _commands_by_repr(teaching))
+
+
+def _commands_by_repr(teaching: list[dict[str, Any]]) -> str:
     key = repr(teaching)
     text = _COMMANDS.get(key)
     if text is None:

@@ -21,6 +21,7 @@ from ..text import prompt_inert
 # a sheet block by what it is made of: a turn changes one character or none, and the others' blocks (their lines
 # built, their text made inert) are the ones the turn before had (PF-52)
 _BLOCKS: IdentityCache[dict[str, Any] | None] = IdentityCache(512)
+_TEACHINGS: IdentityCache[list[dict[str, Any]]] = IdentityCache(64)  # by ruleset, cards and party sheet
 
 
 def number(rs: Ruleset, n: int) -> str:
@@ -228,6 +229,18 @@ def party_entry(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
     return _BLOCKS.get((rs, state.party_sheet, state.live_of(PARTY), state.cards), build)
 
 
+def teaching(rs: Ruleset, state: GameState) -> list[dict[str, Any]]:
+    """What each command family teaches (DEC-18), in the vocabulary's order; kept by the ruleset, the cards and the
+    party sheet, all a family's `teach` may read: the commands follow the ruleset and the cast (the names a tag
+    takes, the rows a list has), not a turn's numbers, so a turn that changes only live values, clocks or dice
+    teaches what the one before did (tests/test_serve_ahead.py holds every family to it). The list is read-only."""
+    def build() -> list[dict[str, Any]]:
+        return [{"name": name, "data": data} for name, family in families().items()
+                if family.teach is not None and (data := family.teach(rs, state)) is not None]
+
+    return _TEACHINGS.get((rs, state.cards, state.party_sheet), build)
+
+
 def reminder_context(rs: Ruleset, state: GameState) -> dict[str, Any]:
     """What `reminder.j2` reads. The one place the state's text enters the prompt: every sheet block and clock
     name passes `prompt_inert` here, whichever way it was typed (the editor, the API, a state file)."""
@@ -237,8 +250,7 @@ def reminder_context(rs: Ruleset, state: GameState) -> dict[str, Any]:
         "clocks": None if rs.file.clocks is None else [
             {"name": prompt_inert(c.name), "fill": f"{c.filled}/{c.size}", "complete": c.complete}
             for c in state.clocks],
-        "teaching": [{"name": name, "data": data} for name, family in families().items()
-                     if family.teach is not None and (data := family.teach(rs, state)) is not None],
+        "teaching": teaching(rs, state),
         "untrained": untrained_lines(rs),
     }
 
