@@ -15,7 +15,7 @@ from test_serve import SCRIPT, ask, client, history, make_campaigns
 
 from tagengine._internal.server import app as app_module
 from tagengine._internal.server.app import Options, make_app
-from tagengine._internal.server.limits import WRITES_HELD, WRITES_HELD_SECONDS
+from tagengine._internal.server.limits import WRITES_HELD, WRITES_HELD_CHARS, WRITES_HELD_SECONDS
 from tagengine._internal.server.memory.store import DB_NAME, CampaignRow, Store
 
 
@@ -32,8 +32,8 @@ def traced(store: Store) -> list[str]:
     return seen
 
 
-def snapshot(store: Store, key: str, campaign: str = "heist") -> None:
-    store.writing("snapshots", lambda: store.put_snapshot(key, "{}", campaign))
+def snapshot(store: Store, key: str, campaign: str = "heist", text: str = "{}") -> None:
+    store.writing("snapshots", lambda: store.put_snapshot(key, text, campaign), chars=len(text))
 
 
 @pytest.fixture
@@ -51,6 +51,19 @@ def test_held_writes_reach_the_file_together_once_the_batch_is_full(store):
     snapshot(store, "c")
     assert store.held == 0 and in_file(store.path) == ["a", "b", "c"]
     assert statements == ["BEGIN", "INSERT", "INSERT", "INSERT", "COMMIT"]  # one transaction
+
+
+def test_held_writes_reach_the_file_once_they_hold_more_than_their_characters(store):
+    """Two writes, one short of the batch of three: at WRITES_HELD_CHARS characters held they wait, one more and
+    both are written, so a batch of large snapshots is never large."""
+    half = WRITES_HELD_CHARS // 2
+    snapshot(store, "a", text="x" * half)
+    snapshot(store, "b", text="x" * half)
+    assert store.held == 2 and in_file(store.path) == []
+    store.flush()
+    snapshot(store, "c", text="x" * half)
+    snapshot(store, "d", text="x" * (half + 1))
+    assert store.held == 0 and in_file(store.path) == ["a", "b", "c", "d"]
 
 
 def test_a_store_that_holds_nothing_writes_each_at_once(tmp_path):

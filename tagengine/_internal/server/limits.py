@@ -88,6 +88,7 @@ SCAN_CHARS = 16 * KIB  # characters a worker's pattern search reads in one call:
 YOUNG_OBJECTS = 5000  # objects made (net of those freed) between two young collections of `tagengine serve` (PF-54)
 WRITES_HELD = 32  # cache writes (snapshots, the pages' head) held to be written in one transaction (PF-55)
 WRITES_HELD_SECONDS = 0.5  # and the seconds at most one waits: another process reading the file sees it that soon
+WRITES_HELD_CHARS = 256 * KIB  # and the characters of snapshots they hold at most: a batch written at once stays small
 IDLE_TRIM_SECONDS = 1.0  # seconds with no request in flight, after one ran, before the freed heap goes back (PF-47)
 SNAPSHOTS_HELD = 4096  # states, by chain key
 SNAPSHOT_USES_HELD = 4096  # uses of snapshots held in memory, waiting to be written in one batch

@@ -185,7 +185,7 @@ class Chain:
                 store.put_narration(key, shown_key(shown), reply)
                 self._narrated = True
 
-        store.writing("snapshots", write)
+        store.writing("snapshots", write, chars=len(doc))
         if consistent:
             self.snapshots.put(new, state)
         return new
@@ -278,7 +278,7 @@ def _write_replayed(store: Store, c: Campaign, snaps: list[tuple[str, GameState]
         for content, key in known:
             store.put_reply(content, key)
 
-    store.writing("snapshots", write)
+    store.writing("snapshots", write, chars=sum(len(doc) for _, doc in docs))
 
 
 def _resume(chain: Chain, c: Campaign, replies: list[str], keys: list[str],

@@ -14,7 +14,7 @@ own rows still raise: without them there is no campaign, and so do the players' 
 players' own, not a cache, so a write that fails is said to the player who made it.
 
 A server's store holds its cache writes (`writes_held`) and writes them together, in one transaction, once that
-many are held, before anything else uses the file (`db`: a read, a campaign's row, a player's edit, so each sees
+many are held (or WRITES_HELD_CHARS characters of snapshots), before anything else uses the file (`db`: a read, a campaign's row, a player's edit, so each sees
 them in order), when the server flushes them a moment later (`flush`) or when it closes: a transaction a turn was
 some 120 us of a warm turn's CPU (PF-55). A server killed loses what it held, which the next turn replays.
 """
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ...errors import NotFoundError
 from ...records import frozen
-from ..limits import SNAPSHOT_USES_HELD
+from ..limits import SNAPSHOT_USES_HELD, WRITES_HELD_CHARS
 
 log = logging.getLogger("tagengine.serve")
 DB_NAME = "tagengine.sqlite3"
@@ -104,6 +104,7 @@ class Store:
         # the cache writes held, in the order made: a write with a key replaces the held one of that key
         self._held: dict[str | int, tuple[str, Callable[[], object]]] = {}
         self._numbers = count()  # the keys of writes that replace none
+        self._held_chars = 0  # what they write (of the snapshots), at most WRITES_HELD_CHARS
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
             self._open()
@@ -153,6 +154,7 @@ class Store:
                 return
             held = list(self._held.values())
             self._held.clear()  # before they run: what they use of the file does not flush them again
+            self._held_chars = 0
             self._write(held)
 
     def _write(self, writes: list[tuple[str, Callable[[], object]]]) -> None:
@@ -192,10 +194,11 @@ class Store:
                 if self._touched.get(k) == n:
                     del self._touched[k]
 
-    def writing(self, what: str, writes: Callable[[], object], key: str | None = None) -> None:
+    def writing(self, what: str, writes: Callable[[], object], key: str | None = None, chars: int = 0) -> None:
         """`writes()`, cache writes (snapshots, replies, narrations, the pages' head) as one batch; a fault of the
         file drops them, logged, instead of raising into the turn (S-33). With `writes_held`, held and written
-        with the others (the class's docstring says when); `key`: a held write of the same key is replaced by
+        with the others (the class's docstring says when), or at once past WRITES_HELD_CHARS characters held
+        (`chars`: what this one writes), so no batch is large; `key`: a held write of the same key is replaced by
         this one (the pages' head of a campaign: only the newest is shown)."""
         with self.lock:
             if self.writes_held <= 0:
@@ -204,7 +207,8 @@ class Store:
             slot: str | int = key if key is not None else next(self._numbers)
             self._held.pop(slot, None)  # a replaced write's place is the newest one's
             self._held[slot] = (what, writes)
-            if len(self._held) >= self.writes_held:
+            self._held_chars += chars
+            if len(self._held) >= self.writes_held or self._held_chars > WRITES_HELD_CHARS:
                 self.flush()
 
     @contextmanager
