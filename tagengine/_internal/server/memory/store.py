@@ -14,9 +14,10 @@ own rows still raise: without them there is no campaign, and so do the players' 
 players' own, not a cache, so a write that fails is said to the player who made it.
 
 A server's store holds its cache writes (`writes_held`) and writes them together, in one transaction, once that
-many are held (or WRITES_HELD_CHARS characters of snapshots), before anything else uses the file (`db`: a read, a campaign's row, a player's edit, so each sees
-them in order), when the server flushes them a moment later (`flush`) or when it closes: a transaction a turn was
-some 120 us of a warm turn's CPU (PF-55). A server killed loses what it held, which the next turn replays.
+many are held (or WRITES_HELD_CHARS characters of snapshots), before anything else uses the file (`db`: a read, a
+campaign's row, a player's edit, so each sees them in order), when the server flushes them a moment later (`flush`)
+or when it closes: a transaction a turn was some 120 us of a warm turn's CPU (PF-55). A server killed loses what it
+held, which the next turn replays.
 """
 
 from __future__ import annotations
