@@ -33,6 +33,8 @@ except ImportError:  # no Playwright: the tests that use this kit skip (browser_
     PlaywrightError = Exception  # type: ignore[misc,assignment]
 
 WAIT = 30_000  # ms: one step of the page (a reply of the scripted model comes in well under a second)
+SEND_WAIT = 5_000  # ms: for the chat to take a message sent, before Send is clicked again
+SEND_TRIES = 3  # clicks on Send at most
 START_WAIT = 120_000  # ms: the page's first load (it compiles nothing, but loads every built-in extension)
 
 
@@ -113,11 +115,25 @@ class Tavern:
             timeout=WAIT)
 
     def send(self, text: str) -> str:
-        """A message sent; the reply that comes back (the chat's last message, once the generation ended)."""
+        """A message sent; the reply that comes back (the chat's last message, once the generation ended).
+
+        SillyTavern drops a click on Send that comes while it still finishes the reply before (its Stop button
+        already hidden): the text stays in the box and nothing is sent, one walk in three on a quiet machine. A
+        person clicks again, and so does this, a few times over (bounded), and only while the chat has not
+        taken the message and the box still holds it, so a message is never sent twice."""
         page = self.page
         before = len(self.messages())
         page.fill("#send_textarea", text)
-        page.click("#send_but")
+        taken = "(n) => SillyTavern.getContext().chat.length >= n + 1"
+        for _ in range(SEND_TRIES - 1):
+            page.click("#send_but")
+            with contextlib.suppress(PlaywrightError):
+                page.wait_for_function(taken, arg=before, timeout=SEND_WAIT)
+                break
+            if page.input_value("#send_textarea") != text:  # taken after all: the box was emptied
+                break
+        else:
+            page.click("#send_but")  # the last time, with Playwright's own error below
         page.wait_for_function("(n) => SillyTavern.getContext().chat.length >= n + 2", arg=before, timeout=WAIT)
         self.idle()
         return str(self.messages()[-1])
