@@ -10,11 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-from serve_kit import Fake, Running
-from test_serve import SCRIPT, ask, client, history, make_campaigns
+from serve_kit import Fake
+from test_serve import SCRIPT, ask, client, history, serving
 
 from tagengine._internal.server import app as app_module
-from tagengine._internal.server.app import Options, make_app
 from tagengine._internal.server.limits import WRITES_HELD, WRITES_HELD_CHARS, WRITES_HELD_SECONDS
 from tagengine._internal.server.memory.store import DB_NAME, CampaignRow, Store
 
@@ -148,8 +147,7 @@ def served_snapshots(tmp_path: Path, wait: float) -> tuple[list[str], list[str]]
     """A turn played on a served app: the snapshots in the file while it still runs (after waiting up to `wait`
     seconds for one), and once it has stopped."""
     data = tmp_path / "data"
-    make_campaigns(data)
-    with Running(Fake(SCRIPT).app()) as up, Running(make_app(Options(upstream=f"{up.url}/v1", data=data))) as srv:
+    with serving(tmp_path, Fake(SCRIPT)) as srv:
         ask(client(srv), history("heist", ["one"], []), False)
         deadline = time.monotonic() + wait
         while not (running := in_file(data / DB_NAME)) and time.monotonic() < deadline:

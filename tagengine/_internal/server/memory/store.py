@@ -30,7 +30,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from itertools import count
+from itertools import count as numbers
 from pathlib import Path
 
 from ...errors import NotFoundError
@@ -104,7 +104,7 @@ class Store:
         self.writes_held = writes_held
         # the cache writes held, in the order made: a write with a key replaces the held one of that key
         self._held: dict[str | int, tuple[str, Callable[[], object]]] = {}
-        self._numbers = count()  # the keys of writes that replace none
+        self._numbers = numbers()  # the keys of writes that replace none
         self._held_chars = 0  # what they write (of the snapshots), at most WRITES_HELD_CHARS
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
@@ -148,8 +148,8 @@ class Store:
             self._db.close()
 
     def flush(self) -> None:
-        """The held cache writes written now, in one transaction (inside another one, with that one's end, when
-        the file is next used); a fault of the file drops them, logged (S-33)."""
+        """The held cache writes written now, in one transaction; while another transaction is open, at the first
+        use of the file after it. A fault of the file drops them, logged (S-33)."""
         with self.lock:
             if not self._held or self._db.in_transaction:
                 return
