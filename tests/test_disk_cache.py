@@ -41,17 +41,17 @@ def entries(folder: Path, kind: str) -> list[Path]:
 # -- the folder and its entries -------------------------------------------------------------------------------
 def test_the_folder_is_chosen_by_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv(disk_cache.VARIABLE, str(tmp_path / "here"))
-    assert disk_cache.folder() == tmp_path / "here"
+    assert disk_cache.folder() == str(tmp_path / "here")
     monkeypatch.setenv(disk_cache.VARIABLE, "")
     assert disk_cache.folder() is None
     disk_cache.write_entry("k", "a" * 64, b"x")  # nothing kept, nothing raised
     assert disk_cache.read_entry("k", "a" * 64) is None
     monkeypatch.delenv(disk_cache.VARIABLE)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert disk_cache.folder() == tmp_path / "xdg" / "tagengine"
+    assert disk_cache.folder() == str(tmp_path / "xdg" / "tagengine")
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert disk_cache.folder() == tmp_path / "home" / ".cache" / "tagengine"
+    assert disk_cache.folder() == str(tmp_path / "home" / ".cache" / "tagengine")
 
 
 def test_an_entry_is_read_back_only_as_written(folder):

@@ -24,12 +24,8 @@ import hashlib
 import os
 import time
 from contextlib import suppress
-from typing import TYPE_CHECKING
 
 from .files import write_atomic
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 VARIABLE = "TAGENGINE_CACHE"
 FORMAT = b"tagengine-cache/1"
@@ -37,18 +33,11 @@ MAX_ENTRIES = 64  # per kind: a user edits a ruleset now and then; each edit is 
 _STALE_TEMP = 600.0  # seconds: a temporary file older than this was left by a writer that was killed
 
 
-def folder() -> Path | None:
+def folder() -> str | None:
     """The cache folder, or None when the environment says to keep nothing. Read on each call, as
-    `$TAGENGINE_CACHE` and `$XDG_CACHE_HOME` are: the environment may change."""
-    from pathlib import Path
-
-    found = _folder()
-    return None if found is None else Path(found)
-
-
-def _folder() -> str | None:
-    """`folder()` as text: the entries are read and written with os.path, not pathlib, which a cold command
-    would otherwise import for them alone (PF-44)."""
+    `$TAGENGINE_CACHE` and `$XDG_CACHE_HOME` are: the environment may change. Text, not a Path: the entries
+    are read and written with os.path, not pathlib, which a cold command would otherwise import for them alone
+    (PF-44)."""
     chosen = os.environ.get(VARIABLE)
     if chosen is not None:
         return os.path.expanduser(chosen) if chosen else None
@@ -67,7 +56,7 @@ def digest(*parts: bytes) -> str:
 
 
 def _entry(kind: str, key: str) -> str | None:
-    base = _folder()
+    base = folder()
     return None if base is None else os.path.join(base, kind, key)
 
 

@@ -74,15 +74,13 @@ class IdleTrim:
     def __init__(self, app: ASGIApp, trim: Callable[[], object] | None, seconds: float) -> None:
         self.app, self.trim, self.seconds = app, trim, seconds
         self.busy = 0
-        self.ran = False  # a request ran since the last trim: an idle server is not trimmed again and again
-        self.timer: asyncio.TimerHandle | None = None
+        self.timer: asyncio.TimerHandle | None = None  # set only as the last request in flight ends
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.trim is None:
             await self.app(scope, receive, send)
             return
         self.busy += 1
-        self.ran = True
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
@@ -94,8 +92,8 @@ class IdleTrim:
                 self.timer = asyncio.get_running_loop().call_later(self.seconds, self._idle)
 
     def _idle(self) -> None:
+        """The timer's callback: no request has started since it was set (a request that starts cancels it),
+        and one ran before it, so an idle server is trimmed once, not again and again."""
         self.timer = None
-        if self.busy or not self.ran or self.trim is None:
-            return
-        self.ran = False
-        self.trim()
+        if self.trim is not None:
+            self.trim()
