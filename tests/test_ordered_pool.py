@@ -7,7 +7,6 @@ from __future__ import annotations
 import errno
 import gc
 import inspect
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
@@ -41,6 +41,29 @@ def output(i: int, size: int) -> bytes:
     return f"<{i}>".encode() * size + b"\n"
 
 
+def children() -> set[int]:
+    """The process ids of this process's children not yet waited for (zombies included), as Linux lists them."""
+    return {int(pid) for task in Path("/proc/self/task").iterdir() for pid in (task / "children").read_text().split()}
+
+
+def none_left(before: set[int]) -> bool:
+    """Whether every child forked since `before` has ended: a run returns while its children end (PF-56),
+    so this waits for them, 30 s at most; one ended may be a zombie until the next run waits for it."""
+    deadline = time.monotonic() + 30
+    while any("zombie" not in _state(pid) for pid in children() - before):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0]
+    except (OSError, IndexError):
+        return "zombie"
+
+
 def run(path: Path, sizes: list[int], workers: int, work=None) -> list[int]:
     results: list[int] = []
     with open(path, "wb") as sink:
@@ -49,16 +72,26 @@ def run(path: Path, sizes: list[int], workers: int, work=None) -> list[int]:
     return results
 
 
+@pytest.fixture(params=[False, True], ids=["own", "multiprocessing"])
+def library(request, monkeypatch):
+    """Each test below twice: with our processes and semaphores, and with the library's
+    (`TAGENGINE_WORKERS=multiprocessing`, PF-56)."""
+    monkeypatch.setattr(ordered_pool, "LIBRARY", request.param)
+    return request.param
+
+
 @settings(max_examples=examples(25))
-@given(sizes=st.lists(st.integers(0, 3000), max_size=60), workers=st.integers(1, 3))
-def test_outputs_and_results_in_the_order_taken(tmp_path_factory, sizes, workers):
+@given(sizes=st.lists(st.integers(0, 3000), max_size=60), workers=st.integers(1, 3), library=st.booleans())
+def test_outputs_and_results_in_the_order_taken(tmp_path_factory, sizes, workers, library):
     path = tmp_path_factory.mktemp("turns") / "out"
-    assert run(path, sizes, workers) == list(range(len(sizes)))
+    before = children()
+    with patch.object(ordered_pool, "LIBRARY", library):
+        assert run(path, sizes, workers) == list(range(len(sizes)))
     assert path.read_bytes() == b"".join(output(i, n) for i, n in enumerate(sizes))
-    assert not multiprocessing.active_children()
+    assert none_left(before)
 
 
-def test_the_work_is_shared_and_the_collector_left_as_it_was(tmp_path):
+def test_the_work_is_shared_and_the_collector_left_as_it_was(tmp_path, library):
     """Both processes take tasks (a task that names its process shows who did it); the objects frozen for the
     fork are the collector's again after the run."""
     gc.unfreeze()
@@ -70,7 +103,7 @@ def test_the_work_is_shared_and_the_collector_left_as_it_was(tmp_path):
     assert gc.get_freeze_count() == 0
 
 
-def test_no_process_runs_more_than_the_window_ahead(tmp_path):
+def test_no_process_runs_more_than_the_window_ahead(tmp_path, library):
     """Task 1 is slow (task 0 runs alone before the fork): the other process goes on with tasks 2, 3, ... but
     takes none at or past the window (WINDOW_PER_WORKER per process, counted from the one task written) until
     task 1 is written, so what is held waiting stays bounded."""
@@ -93,30 +126,40 @@ def test_no_process_runs_more_than_the_window_ahead(tmp_path):
     assert ahead and max(ahead) == window  # it went on, and stopped at the window
 
 
-def test_the_first_task_runs_here_before_any_child_is_forked(tmp_path):
+def test_the_first_task_runs_here_before_any_child_is_forked(tmp_path, library):
     """PF-30: what the first task warms (imports, per-ruleset compiles) is done once and inherited by the children:
     task 0 runs in this process while it has no child; the children start after it."""
     seen: list[tuple[int, int, int]] = []
+    before = children()
 
     def work(i: int):
-        return b"x", (i, os.getpid(), len(multiprocessing.active_children()))
+        return b"x", (i, os.getpid(), len(children() - before))
 
     with open(tmp_path / "out", "wb") as sink:
         ordered_pool.run_ordered(counter(10), work, sink, 3, seen.append)
     assert seen[0] == (0, os.getpid(), 0)
     assert [i for i, _, _ in seen] == list(range(10))
+    seen.clear()  # warm (PF-56): nothing is left to warm, so the children are forked before any task runs
+    with open(tmp_path / "out", "wb") as sink:
+        ordered_pool.run_ordered(counter(10), work, sink, 3, seen.append, warm=True)
+    assert seen[0][1] != os.getpid() or seen[0][2] == 2
+    assert [i for i, _, _ in seen] == list(range(10))
 
 
-def isolated(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def isolated(script: str, tmp_path: Path, library: bool) -> subprocess.CompletedProcess[str]:
     """A run in a process of its own, so that a hang fails this test instead of stalling the suite."""
     code = textwrap.dedent("""
-        import os, signal, sys, time, multiprocessing
+        import os, signal, sys, time
+        from pathlib import Path
         from tagengine._internal import ordered_pool
-    """) + inspect.getsource(counter) + "PARENT = os.getpid()\n" + textwrap.dedent(script)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    """) + "".join(inspect.getsource(f) for f in (counter, children, none_left, _state)) + \
+        "PARENT = os.getpid()\n" + textwrap.dedent(script)
+    env = {**os.environ, "TAGENGINE_WORKERS": "multiprocessing" if library else "own"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env=env)
 
 
-def test_a_killed_child_is_an_error_not_a_hang(tmp_path):
+def test_a_killed_child_is_an_error_not_a_hang(tmp_path, library):
     p = isolated("""
         def work(i):
             if os.getpid() != PARENT and i >= 3:
@@ -127,45 +170,46 @@ def test_a_killed_child_is_an_error_not_a_hang(tmp_path):
             with open("out", "wb") as sink:
                 ordered_pool.run_ordered(counter(100), work, sink, 2, lambda r: None)
         except ChildProcessError as e:
-            print("raised:", e, "left:", multiprocessing.active_children())
-    """, tmp_path)
+            print("raised:", e, "left:", sorted(children()))
+    """, tmp_path, library)
     assert p.returncode == 0, p.stderr
     assert "raised: a replay worker (process" in p.stdout and "signal SIGKILL" in p.stdout, p.stdout
     assert "left: []" in p.stdout
 
 
-def test_an_error_in_a_child_is_raised_here_and_stops_every_process(tmp_path):
+def test_an_error_in_a_child_is_raised_here_and_stops_every_process(tmp_path, library):
     def work(i: int):
         if os.getpid() != parent and i >= 7:
             raise ValueError(f"boom {i}")
         time.sleep(0.01)
         return b"x", i
 
-    parent = os.getpid()
+    parent, before = os.getpid(), children()
     with pytest.raises(ValueError, match="boom"):
         run(tmp_path / "out", [0] * 200, 2, work)
-    assert not multiprocessing.active_children()
+    assert children() <= before  # a failed run waits for its children
 
 
-def test_ctrl_c_here_ends_the_children(tmp_path):
+def test_ctrl_c_here_ends_the_children(tmp_path, library):
     def work(i: int):
         if os.getpid() == parent and i >= 5:
             raise KeyboardInterrupt
         time.sleep(0.01)
         return b"x", i
 
-    parent = os.getpid()
+    parent, before = os.getpid(), children()
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path / "out", [0] * 200, 2, work)
-    assert not multiprocessing.active_children()
+    assert children() <= before
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_a_write_that_fails_names_the_output(workers):
+def test_a_write_that_fails_names_the_output(workers, library):
+    before = children()
     with open("/dev/full", "wb") as sink, pytest.raises(OSError) as e:
         ordered_pool.run_ordered(counter(20), lambda i: (b"x" * 1000, i), sink, workers, lambda r: None)
     assert e.value.errno == errno.ENOSPC and e.value.filename == "/dev/full"
-    assert not multiprocessing.active_children()
+    assert children() <= before
 
 
 def test_a_pipe_takes_the_outputs_in_order_and_a_closed_one_is_a_broken_pipe():
@@ -205,18 +249,18 @@ def test_text_in_memory_is_not_writable_in_turn(tmp_path):
         assert ordered_pool.writes_ordered(text_file)  # its bytes go to its descriptor
 
 
-def test_children_stop_when_the_parent_is_gone(tmp_path):
+def test_children_stop_when_the_parent_is_gone(tmp_path, library):
     """A parent killed mid-run (SIGKILL: nothing of its own cleans up) leaves no child replaying the rest alone."""
     p = isolated("""
         def work(i):
             if os.getpid() == PARENT and i >= 3:
-                print(*(c.pid for c in multiprocessing.active_children()), flush=True)
+                print(*children(), flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
             time.sleep(0.01)
             return b"x", i
         with open("out", "wb") as sink:
             ordered_pool.run_ordered(counter(100_000), work, sink, 3, lambda r: None)
-    """, tmp_path)
+    """, tmp_path, library)
     assert p.returncode == -9
     children = [int(pid) for pid in p.stdout.split()]
     assert len(children) == 2
@@ -225,12 +269,6 @@ def test_children_stop_when_the_parent_is_gone(tmp_path):
         assert time.monotonic() < deadline, "a child outlived its parent by 30 s"
         time.sleep(0.05)
 
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0]
-    except (OSError, IndexError):
-        return "zombie"
 
 
 # -- the run's shared integers (PF-54) ---------------------------------------------------------------------------
@@ -247,9 +285,10 @@ def test_shared_integers_start_at_zero_and_a_forked_childs_writes_are_seen_here(
     assert list(ints) == [2**62, 2**62 + 1, -5]
 
 
-def test_a_run_on_two_workers_imports_no_ctypes(tmp_path):
+def test_a_run_on_two_workers_imports_no_ctypes_nor_multiprocessing(tmp_path):
     """The integers the processes share are an anonymous shared mapping: `RawArray`'s ctypes and file-backed heap
-    (their imports alone some 2.3 ms of a run's serial start) are not loaded by a run."""
+    (their imports alone some 2.3 ms of a run's serial start) are not loaded by a run (PF-54); nor is
+    `multiprocessing`, whose processes and locks imported its synchronize, util and subprocess modules (PF-56)."""
     code = textwrap.dedent("""
         import sys
         from tagengine._internal import ordered_pool
@@ -263,7 +302,7 @@ def test_a_run_on_two_workers_imports_no_ctypes(tmp_path):
 
         with open(sys.argv[1], "wb") as sink:
             ordered_pool.run_ordered(take, lambda i: (b"%d\\n" % i, i), sink, 2, lambda r: None)
-        print(sorted(m for m in ("ctypes", "multiprocessing.sharedctypes", "multiprocessing.heap") if m in sys.modules))
+        print(sorted(m for m in sys.modules if m in ("ctypes", "subprocess") or m.startswith("multiprocessing")))
     """)
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=60,
@@ -271,3 +310,74 @@ def test_a_run_on_two_workers_imports_no_ctypes(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert out.read_bytes() == b"".join(b"%d\n" % i for i in range(6))
     assert done.stdout.strip() == "[]"
+
+
+# -- processes of our own (PF-56) ----------------------------------------------------------------------------------
+def test_a_run_returns_once_every_output_is_written_while_its_children_still_end(tmp_path, monkeypatch, library):
+    """The run does not wait for a child's exit (the kernel freeing the pages it copied): a child made to linger
+    after its last output is still there when the run has returned, and is then waited for, not left a zombie."""
+    real = ordered_pool._child
+
+    def lingering(turns, parent):
+        code = real(turns, parent)
+        deadline = time.monotonic() + 30  # the child only (the parent never calls _child): it ends when told
+        while not (tmp_path / "end").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return code
+
+    monkeypatch.setattr(ordered_pool, "_child", lingering)
+    before = children()
+    assert run(tmp_path / "out", [10] * 12, 2) == list(range(12))
+    assert (tmp_path / "out").read_bytes() == b"".join(output(i, 10) for i in range(12))
+    lingering_now = children() - before
+    assert len(lingering_now) == 1 and all("zombie" not in _state(pid) for pid in lingering_now)
+    (tmp_path / "end").touch()
+    assert none_left(before)
+    monkeypatch.setattr(ordered_pool, "_child", real)
+    run(tmp_path / "out", [1], 1)  # the next run waits for the ended child: no zombie is left
+    assert not children() - before
+
+
+def test_the_semaphore_counts_times_out_and_is_shared_with_a_forked_child():
+    sem = ordered_pool.Semaphore(2)
+    try:
+        assert sem.acquire(0.01) and sem.acquire(0.01)
+        assert not sem.acquire(0.05)  # none left: a wait ends at its limit
+        sem.release(3)
+        assert all(sem.acquire(0.01) for _ in range(3)) and not sem.acquire(0)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            time.sleep(0.2)
+            sem.release()
+            os._exit(0)
+        assert sem.acquire(30)  # woken by the child's release
+        assert os.waitpid(pid, 0)[1] == 0
+    finally:
+        sem.close()
+
+
+def test_the_switch_to_the_library_is_read_from_the_environment(tmp_path):
+    """`TAGENGINE_WORKERS=multiprocessing` runs the library's processes and semaphores (they import its
+    synchronize module); without it, none of `multiprocessing` is imported. The outputs are the same."""
+    code = textwrap.dedent("""
+        import sys
+        from tagengine._internal import ordered_pool
+
+        def take(cursor):
+            i = cursor[0]
+            if i >= 30:
+                return None
+            cursor[0] = i + 1
+            return i
+
+        with open(sys.argv[1], "wb") as sink:
+            ordered_pool.run_ordered(take, lambda i: (b"%d\\n" % i, i), sink, 3, lambda r: None)
+        print(ordered_pool.LIBRARY, "multiprocessing.synchronize" in sys.modules)
+    """)
+    for value, expected in (("multiprocessing", "True True"), ("", "False False"), ("fork", "False False")):
+        out = tmp_path / f"out-{value}"
+        done = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "TAGENGINE_WORKERS": value}, cwd=Path(__file__).resolve().parents[1])
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == expected
+        assert out.read_bytes() == b"".join(b"%d\n" % i for i in range(30))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -109,11 +110,12 @@ def test_a_line_over_the_limit_is_named_not_read(tmp_path, monkeypatch):
     assert len(summary.errors) == 1 and summary.chats == 3
 
 
-def takes(path, size=batch.BATCH_PER_WORKER):
+def takes(path, size=batch.BATCH_PER_WORKER, workers=2):
     """The batches `_take` cuts a file into, one call after another as the processes of a replay make them."""
     cursor = [0] * ordered_pool.CURSOR_INTS
     with open(path, "rb") as f:
-        while (got := batch._take(f.fileno(), 0, size, cursor)) is not None:
+        end = os.fstat(f.fileno()).st_size
+        while (got := batch._take(f.fileno(), 0, size, end, batch.TAIL_SHARES * workers, cursor)) is not None:
             yield got
 
 
@@ -133,12 +135,45 @@ def test_the_first_batch_is_one_chat_and_the_rest_are_cut_as_before(tmp_path):
     holds one chat, not four: a small corpus's serial part shrinks. The batches after it are F-14's."""
     path = tmp_path / "big.jsonl"
     path.write_text("\n" + "".join(chat(f"c{i}", "x" * 30_000) + "\n" for i in range(11)))  # a blank line first
-    sizes = [len(b) for b in takes(path)]
-    assert sizes == [1, 4, 4, 2]  # 4 chats of 30 KB pass BATCH_BYTES (64 KiB)
+    sizes = [len(b) for b in takes(path, workers=1)]
+    assert sizes == [1, 4, 4, 2]  # 4 chats of 30 KB pass BATCH_BYTES (64 KiB); the tail is a half of what is left
     tiny = tmp_path / "tiny.jsonl"
     tiny.write_text("".join(chat(f"c{i}") + "\n" for i in range(1000)))
     sizes = [len(b) for b in takes(tiny)]
-    assert sizes[0] == 1 and sum(sizes) == 1000 and len(sizes) <= 6  # then 64 KiB at a time
+    assert sizes[0] == 1 and sum(sizes) == 1000 and len(sizes) <= 16  # then 64 KiB at a time, and the tail
+
+
+def test_near_the_end_a_batch_holds_a_share_of_what_is_left_down_to_one_chat(tmp_path):
+    """PF-56: a batch near the end holds at most 1/(TAIL_SHARES x workers) of the input left (one chat more
+    at most: it stops at the chat that reaches the share), down to one chat or TAIL_BYTES, so the processes
+    end together instead of one finishing a batch of four while the other waits."""
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(chat(f"c{i}", "x" * 20_000) + "\n" for i in range(40)))
+    line = len(chat("c10", "x" * 20_000))  # its bytes without the newline, as a batch counts them
+    for workers in (2, 3):
+        left, sizes = path.stat().st_size, []
+        for b in takes(path, workers=workers):
+            share = max(batch.TAIL_BYTES, left // (batch.TAIL_SHARES * workers))
+            assert len(b) == 1 or (len(b) - 1) * line < share
+            sizes.append(len(b))
+            left -= sum(len(data) + 1 for _, data in b)
+        assert sizes[:3] == [1, 4, 4] and sizes[-3:] == [1, 1, 1] and sum(sizes) == 40, sizes
+    assert [len(b) for b in takes(path, workers=1)][-2:] != [1, 1]  # one worker: a half of what is left
+def test_a_process_that_replayed_with_the_ruleset_forks_its_workers_at_once(tmp_path, monkeypatch):
+    """PF-56: the first chat runs alone before the fork only to warm what the workers inherit (PF-30); once this
+    process has replayed with the ruleset, it is warm and the workers are forked at once."""
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(chat(f"c{i}") + "\n" for i in range(6)))
+    other = tmp_path / "other.json"
+    other.write_bytes(open(RULES, "rb").read())
+    said: list[bool] = []
+    real = ordered_pool.run_ordered
+    monkeypatch.setattr(ordered_pool, "run_ordered", lambda *a, warm: (said.append(warm), real(*a, warm=warm)))
+    monkeypatch.setattr(batch, "_REPLAYED_WITH", None)
+    for ruleset, workers in ((RULES, 2), (RULES, 2), (str(other), 1), (str(other), 2), (RULES, 2)):
+        with open(path, "rb") as src, open(tmp_path / "out", "wb") as sink:
+            batch.replay(ruleset, src, sink, workers)
+    assert said == [False, True, True, False]  # a ruleset loaded anew is cold, however often replayed before
 
 
 LINE = st.one_of(st.sampled_from([b"", b" ", b"\t", b"\r", b"{}", b"[1]", b"{not json", b"x" * 40, b"\xef\xbb\xbf",
@@ -189,10 +224,10 @@ def test_an_input_that_shrinks_during_the_run_gives_bad_lines_not_a_crash(tmp_pa
         import io, os, sys
         from tagengine._internal import batch
         real = batch._take
-        def shrinking(fd, start, size, cursor):
+        def shrinking(fd, start, size, end, shares, cursor):
             if cursor[1] and os.fstat(fd).st_size > cursor[0] + 1000:  # the second batch: cut in a line
                 os.truncate({str(path)!r}, cursor[0] + 1000)
-            return real(fd, start, size, cursor)
+            return real(fd, start, size, end, shares, cursor)
         batch._take = shrinking
         from tagengine._internal.cli import run
         sys.exit(run(["replay", {RULES!r}, {str(path)!r}, "--workers", "2", "-o", {str(tmp_path / "out.jsonl")!r}],

@@ -18,7 +18,6 @@ import functools
 import gc
 import io
 import json
-import multiprocessing as mp
 import os
 import stat
 import sys
@@ -41,11 +40,14 @@ from .text import escaped_surrogate, writable
 BATCH_PER_WORKER = 4  # chats per batch handed to a worker, at least
 BATCH_BYTES = 64 * 1024  # ...and until the batch holds this much input: tiny chats go 100s at a time (F-14)
 BATCH_MAX = 4096  # ...but never more chats than this in one batch
+TAIL_SHARES = 2  # ...nor, near the end, more than 1/(this x workers) of the input left: the processes end together
+TAIL_BYTES = 4096  # ...down to one chat or this much: a batch's own cost stays small beside its chats'
 MAX_CHAT_BYTES = 64 * 1024 * 1024  # one chat (one line); a longer line is named, not read (F-5)
 _RULESET: Ruleset | None = None
 
 
 _LOADED_FROM: str | None = None
+_REPLAYED_WITH: Ruleset | None = None  # the ruleset this process has replayed a file with: its caches are warm
 
 
 def _init(ruleset_path: str) -> None:
@@ -259,11 +261,13 @@ class LineReader:
                 return (b"".join(parts) if held <= limit else None), consumed
 
 
-def _take(fd: int, start: int, size: int, cursor: Any) -> list[tuple[int, bytes | None]] | None:
-    """The next batch of non-blank lines of the file `fd`, cut as `_batches` cuts them (F-14); None at its
-    end. `cursor`: [bytes read past `start`, lines read], shared by the processes of `ordered_pool.run_ordered`,
-    which calls this under its lock. Plain reads by offset (F-13): a file that shrinks meanwhile gives
-    short lines, which are bad lines."""
+def _take(fd: int, start: int, size: int, end: int, shares: int, cursor: Any) -> list[tuple[int, bytes | None]] | None:
+    """The next batch of non-blank lines of the file `fd`, cut as `_batches` cuts them (F-14), but near `end`
+    (the file's size when the run began) no more than 1/`shares` of what is left, down to one chat or
+    TAIL_BYTES: the last batches are small, so no process is left finishing a large one while the others wait
+    (PF-56); None at its end. `cursor`: [bytes read past `start`, lines read], shared by the processes of
+    `ordered_pool.run_ordered`, which calls this under its lock. Plain reads by offset (F-13): a file that
+    shrinks meanwhile gives short lines, which are bad lines."""
     pos, number = cursor[0], cursor[1]
     at = start + pos
 
@@ -279,7 +283,8 @@ def _take(fd: int, start: int, size: int, cursor: Any) -> list[tuple[int, bytes 
     # the first batch is one chat: `run_ordered` runs it alone before it forks, to warm what the children inherit
     # (PF-30), and what runs alone is serial
     size, least = (1, 0) if number == 0 else (size, BATCH_BYTES)
-    while not ((len(batch) >= size and held >= least) or len(batch) >= BATCH_MAX):
+    share = max(TAIL_BYTES, (end - at) // max(1, shares))
+    while not ((len(batch) >= size and held >= least) or len(batch) >= BATCH_MAX or (batch and held >= share)):
         got = reader.line(MAX_CHAT_BYTES)
         if got is None:
             break
@@ -402,18 +407,26 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
             progress.flush()
 
     _init(ruleset_path)
+    global _REPLAYED_WITH
     if workers <= 1 and not processes:
         for batch in _batches(_lines(source), BATCH_PER_WORKER):
             emit(*_work(batch), len(batch))
+        _REPLAYED_WITH = _RULESET
     else:
         parser()  # built before the fork, so no worker spends its start building it again
         here = _regular_file(source)
         if here is not None and ordered_pool.writes_ordered(sink):  # each process reads its batches, writes in order
-            ordered_pool.run_ordered(functools.partial(_take, *here, BATCH_PER_WORKER), _work_batch, sink,
-                                     max(1, workers), lambda result: emit(None, result[1], result[2], result[0]))
+            fd, start = here
+            take = functools.partial(_take, fd, start, BATCH_PER_WORKER, os.fstat(fd).st_size, TAIL_SHARES * workers)
+            ordered_pool.run_ordered(take, _work_batch, sink, max(1, workers),
+                                     lambda result: emit(None, result[1], result[2], result[0]),
+                                     warm=_REPLAYED_WITH is _RULESET)
+            _REPLAYED_WITH = _RULESET
         else:  # stdin or a pipe, or an output without a descriptor: the lines travel through this process
             thawed = gc.get_freeze_count() == 0
             gc.freeze()  # keep the collector from touching (and so copying) every page the workers inherit
+            import multiprocessing as mp  # here only: the other ways do without its imports (PF-56)
+
             ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
             try:
                 with ctx.Pool(max(1, workers), initializer=_init, initargs=(ruleset_path,)) as pool:

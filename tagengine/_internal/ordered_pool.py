@@ -14,23 +14,32 @@ a `multiprocessing.Pool`'s parent moved every byte and took a sixth of two cores
 Nothing hangs: every wait has a time limit after which the waiter looks whether the others still live. A
 child that dies (killed) makes the run raise ChildProcessError; a parent that dies makes its children stop.
 An exception in any process (a write or a read that fails) stops the others and is raised here.
+
+The processes are forked with `os.fork` and share two eventfd semaphores, not `multiprocessing`'s processes and
+locks: those import its synchronize, util and subprocess modules and set up a bootstrap in every child, which
+was a fifth of what a small batch lost on two workers (PF-56). A run returns once every output is written,
+while its children are still ending (their exit, the kernel freeing what they copied, is some milliseconds);
+the next run waits for them, or the system once this process ends. One switch away from the library:
+`TAGENGINE_WORKERS=multiprocessing` in the environment makes them `multiprocessing`'s processes and semaphores.
 """
 
 from __future__ import annotations
 
 import gc
 import io
+import math
 import mmap
-import multiprocessing as mp
 import os
 import pickle
+import select
 import signal
 import struct
 import sys
 import tempfile
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -41,6 +50,7 @@ POLL = 0.25  # seconds a wait lasts at most before the waiter looks whether the 
 CURSOR_INTS = 4  # the shared integers `take` keeps its place in
 _TAKEN, _WRITTEN, _ENDED, _FAILED, _RESULTS, _WAITERS = range(6)  # the shared integers of the run
 _HEAD = struct.Struct("<Q")  # a result record's length
+LIBRARY = os.environ.get("TAGENGINE_WORKERS") == "multiprocessing"  # the library's processes and semaphores
 
 
 def file_descriptor(stream: Any) -> int | None:
@@ -67,6 +77,104 @@ def shared_ints(n: int) -> memoryview:
     return memoryview(mmap.mmap(-1, n * 8)).cast("q")
 
 
+class Semaphore:
+    """A counting semaphore that this process and the children it forks share: a Linux eventfd in semaphore
+    mode (each read takes one, a write of n gives n). Like `multiprocessing`'s, it is not given back when a
+    process holding it dies, so every wait has a time limit."""
+
+    def __init__(self, value: int) -> None:
+        self.fd = os.eventfd(value, os.EFD_SEMAPHORE | os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+
+    def acquire(self, timeout: float) -> bool:
+        """Take one within `timeout` seconds; False if none came."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                os.eventfd_read(self.fd)
+                return True
+            except BlockingIOError:
+                pass
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            poller = select.poll()
+            poller.register(self.fd, select.POLLIN)
+            poller.poll(math.ceil(left * 1000))
+
+    def release(self, n: int = 1) -> None:
+        os.eventfd_write(self.fd, n)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class Child:
+    """A forked worker: its process id, and its exit code (negative: the signal) once it is seen to have ended."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.exitcode: int | None = None
+
+    def poll(self, block: bool = False) -> int | None:
+        """Its exit code, None while it runs (`block`: wait until it ends); an ended child is waited for, so it
+        is not left a zombie."""
+        if self.exitcode is None:
+            try:
+                pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:  # waited for elsewhere (SIGCHLD ignored): it has ended, nothing more known
+                self.exitcode = 0
+            else:
+                if pid:
+                    self.exitcode = os.waitstatus_to_exitcode(status)
+        return self.exitcode
+
+
+class LibrarySemaphore:
+    """`Semaphore` made of `multiprocessing`'s (`TAGENGINE_WORKERS=multiprocessing`)."""
+
+    def __init__(self, value: int) -> None:
+        import multiprocessing as mp
+
+        self.semaphore = mp.get_context("fork").Semaphore(value)
+
+    def acquire(self, timeout: float) -> bool:
+        return self.semaphore.acquire(timeout=timeout)
+
+    def release(self, n: int = 1) -> None:
+        for _ in range(n):
+            self.semaphore.release()
+
+    def close(self) -> None:
+        pass
+
+
+class LibraryChild(Child):
+    """`Child` as a `multiprocessing` process (`TAGENGINE_WORKERS=multiprocessing`)."""
+
+    def __init__(self, process: Any) -> None:
+        super().__init__(process.pid)
+        self.process = process
+
+    def poll(self, block: bool = False) -> int | None:
+        if block:
+            self.process.join()
+        code = self.process.exitcode
+        return code if isinstance(code, int) else None
+
+
+_ENDING: list[Child] = []  # children of runs that have returned, still ending: `reap` waits for them
+
+
+def reap(block: bool = False) -> None:
+    """Wait for the children of earlier runs that have ended since (`block`: for all of them, to count their
+    CPU time, as a benchmark does). Each run calls it when it starts and when it returns; a process that ends
+    leaves its children to the system, which waits for them."""
+    for c in list(_ENDING):  # removed one by one: a run in another thread may add its own meanwhile
+        if c.poll(block) is not None:
+            with suppress(ValueError):
+                _ENDING.remove(c)
+
+
 class _Stopped(Exception):
     """Another process failed, or the parent is gone: this one stops."""
 
@@ -76,11 +184,11 @@ class _Turns(Generic[T, R]):
 
     def __init__(self, take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes, R]], fd: int,
                  name: str, workers: int) -> None:
-        ctx = mp.get_context("fork")
         self.take, self.work, self.fd, self.name = take, work, fd, name
         self.window = WINDOW_PER_WORKER * workers
-        self.lock = ctx.Lock()
-        self.wake = ctx.Semaphore(0)
+        semaphore = LibrarySemaphore if LIBRARY else Semaphore
+        self.lock: Semaphore | LibrarySemaphore = semaphore(1)
+        self.wake: Semaphore | LibrarySemaphore = semaphore(0)
         self.ints = shared_ints(6)
         self.cursor = shared_ints(CURSOR_INTS)
         self.results = tempfile.TemporaryFile(prefix="tagengine-turns-")  # noqa: SIM115 - closed by run_ordered
@@ -96,10 +204,10 @@ class _Turns(Generic[T, R]):
         finally:
             self.lock.release()
 
-    def serve(self, after: Callable[[], None], first_only: bool = False) -> None:
-        """Take, work and write until no task is left and every output of this process is out; `after()`
-        follows each task and each wait (the parent reads the results there). `first_only`: return once the
-        first task is written (the parent, alone, before the fork)."""
+    def serve(self, after: Callable[[], None], first_only: bool = False, every_output: bool = False) -> None:
+        """Take, work and write until no task is left and every output of this process is out (`every_output`:
+        of every process); `after()` follows each task and each wait (the parent reads the results there).
+        `first_only`: return once the first task is written (the parent, alone, before the fork)."""
         held: deque[tuple[int, bytes, R]] = deque()
         while True:
             task: T | None = None
@@ -118,7 +226,8 @@ class _Turns(Generic[T, R]):
                         number = self.ints[_TAKEN]
                         self.ints[_TAKEN] = number + 1
                 if task is None:
-                    if self.ints[_ENDED] and not held:
+                    done = self.ints[_ENDED] and not held
+                    if done and (not every_output or self.ints[_WRITTEN] == self.ints[_TAKEN]):
                         return
                     self.ints[_WAITERS] += 1  # woken by the next write
             if task is None:
@@ -138,9 +247,9 @@ class _Turns(Generic[T, R]):
             _write_all(self.fd, data, self.name)
             self._record(("ok", result))
             self.ints[_WRITTEN] = number + 1
-        for _ in range(self.ints[_WAITERS]):
-            self.wake.release()
-        self.ints[_WAITERS] = 0
+        if self.ints[_WAITERS]:
+            self.wake.release(self.ints[_WAITERS])
+            self.ints[_WAITERS] = 0
 
     def _record(self, item: tuple[str, Any]) -> None:
         record = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
@@ -161,8 +270,12 @@ class _Turns(Generic[T, R]):
                 pass
             finally:
                 self.lock.release()
-        for _ in range(64):  # whoever waits wakes up and sees the failure
-            self.wake.release()
+        self.wake.release(64)  # whoever waits wakes up and sees the failure
+
+    def close(self) -> None:
+        self.results.close()
+        self.lock.close()
+        self.wake.close()
 
     def results_ready(self) -> Iterator[tuple[str, Any]]:
         """The records written since the last call, in task order (parent only)."""
@@ -186,8 +299,36 @@ def _write_all(fd: int, data: bytes, name: str) -> None:
         raise OSError(e.errno, e.strerror, name) from None  # EPIPE makes a BrokenPipeError
 
 
-def _child(turns: _Turns[Any, Any], parent: int) -> None:
-    """A forked worker: serve until done, or until the parent is gone or another process failed."""
+def _fork(turns: _Turns[Any, Any]) -> Child:
+    """A child that serves `turns` and ends; it never returns into the caller's code."""
+    if LIBRARY:
+        import multiprocessing as mp
+
+        process = mp.get_context("fork").Process(target=_library_child, args=(turns, os.getpid()), daemon=True)
+        process.start()
+        return LibraryChild(process)
+    for stream in (sys.stdout, sys.stderr):  # what the caller printed is not printed again by the child
+        with suppress(AttributeError, OSError, ValueError):
+            stream.flush()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
+        code = 1
+        try:
+            code = _child(turns, parent)
+        finally:
+            os._exit(code)
+    return Child(pid)
+
+
+def _library_child(turns: _Turns[Any, Any], parent: int) -> None:
+    code = _child(turns, parent)
+    if code:
+        os._exit(code)
+
+
+def _child(turns: _Turns[Any, Any], parent: int) -> int:
+    """A forked worker: serve until done, or until the parent is gone or another process failed; its exit code."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the children
 
     def parent_alive() -> None:
@@ -198,19 +339,22 @@ def _child(turns: _Turns[Any, Any], parent: int) -> None:
     try:
         turns.serve(lambda: None)
     except _Stopped:
-        os._exit(1)
+        return 1
     except BaseException as e:
         turns.fail(e)
-        os._exit(1)
+        return 1
+    return 0
 
 
 def run_ordered(take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes, R]], sink: Any, workers: int,
-                on_result: Callable[[R], None]) -> None:
+                on_result: Callable[[R], None], warm: bool = False) -> None:
     """Run every task `take(cursor)` gives (None: no more; `cursor` is CURSOR_INTS shared integers, all 0 at
     first, which `take` may use to keep its place) through `work(task) -> (output, result)` in this process
     and `workers - 1` forked children, writing the outputs to `sink` (`writes_ordered`) in the order the tasks were
-    taken and calling `on_result(result)` here in the same order. Raises what failed in any process (a write
-    error names the sink); ChildProcessError when a child died without a word (killed)."""
+    taken and calling `on_result(result)` here in the same order. `warm`: this process has run such work before,
+    so the children are forked at once (else the first task runs here alone first, PF-30). Raises what failed in
+    any process (a write error names the sink); ChildProcessError when a child died without a word (killed)."""
+    reap()
     out = getattr(sink, "buffer", sink)
     fd = file_descriptor(out)
     if fd is None:
@@ -219,7 +363,7 @@ def run_ordered(take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes
     out.flush()
     name = getattr(out, "name", None)
     turns: _Turns[T, R] = _Turns(take, work, fd, name if isinstance(name, str) else "<output>", workers)
-    children: list[Any] = []
+    children: list[Child] = []
 
     def report() -> None:
         for kind, item in turns.results_ready():
@@ -229,50 +373,60 @@ def run_ordered(take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes
 
     def children_alive() -> None:
         for p in children:
-            if p.exitcode not in (None, 0) and not turns.ints[_FAILED]:
-                raise ChildProcessError(f"a replay worker (process {p.pid}) ended with {_ended(p.exitcode)} "
+            code = p.poll()
+            if code is not None and code != 0 and not turns.ints[_FAILED]:
+                raise ChildProcessError(f"a replay worker (process {p.pid}) ended with {_ended(code)} "
                                         "before its work was done")
 
     turns.alive = children_alive
     thawed = gc.get_freeze_count() == 0
     try:
-        if workers > 1:
+        if workers > 1 and not warm:
             # The first task here, alone, before the fork: what a process pays once on its first task (the command
             # families imported, each per-ruleset compile, patterns built) is paid once and inherited, not again
-            # by every child (decision PF-30). In a small batch that once was most of a child's work.
+            # by every child (decision PF-30). In a small batch that once was most of a child's work. A warm
+            # process has nothing to pay, and a task run alone would only be serial (PF-56).
             turns.serve(report, first_only=True)
         if workers > 1 and not turns.ints[_ENDED]:
             gc.freeze()  # the collector would touch, and so copy, every page the children share with us
-            ctx = mp.get_context("fork")
             for _ in range(workers - 1):
-                p = ctx.Process(target=_child, args=(turns, os.getpid()), daemon=True)
-                p.start()
-                children.append(p)
+                children.append(_fork(turns))
         try:
-            turns.serve(report)
+            turns.serve(report, every_output=True)
         except _Stopped:  # a child failed: its error is in the results
             report()
             raise ChildProcessError("a replay worker stopped without saying why") from None
-        for p in children:  # each has written its last output: they end now
-            while p.exitcode is None:
-                p.join(POLL)
-                children_alive()
-            children_alive()
         report()
         if turns.ints[_FAILED]:
             raise ChildProcessError("a replay worker stopped without saying why")
+        # Every output is written and every result read: the children are ending. Waiting for them here would
+        # make their exit (the kernel freeing the pages each copied, some milliseconds) the run's last step
+        # (PF-56).
+        _ENDING.extend(children)
+        reap()
     except BaseException:
         turns.ints[_FAILED] = 1
-        for p in children:
-            if p.exitcode is None:
-                p.terminate()
+        _stop(children)
         raise
     finally:
-        for p in children:
-            p.join()
-        turns.results.close()
+        turns.close()
         if children and thawed:
             gc.unfreeze()  # the caller's objects are the collector's again
+
+
+def _stop(children: list[Child]) -> None:
+    """End the children of a failed run and wait for them: SIGTERM, then SIGKILL for one still there after a
+    while (a handler the caller set for SIGTERM is the children's too)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for c in children:
+            if c.poll() is None:
+                with suppress(ProcessLookupError):  # ended meanwhile
+                    os.kill(c.pid, sig)
+        deadline = time.monotonic() + POLL * 4
+        while any(c.poll() is None for c in children) and time.monotonic() < deadline:
+            time.sleep(0.005)
+    for c in children:
+        c.poll(block=True)
 
 
 def _ended(code: int) -> str:

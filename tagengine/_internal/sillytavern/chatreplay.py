@@ -173,8 +173,8 @@ def replay_files(ruleset_path: str, paths: Iterable[str], sink: TextIO | BinaryI
         from ..tags.parse import parser
 
         parser()  # built once, before the fork
-        # a worker's standard input is not this process's (multiprocessing gives it /dev/null): a chat read
-        # from it is replayed here, before the others
+        # a chat read from standard input is replayed here, before the others: a child reading it would share
+        # the stream with this process (and a `multiprocessing` child reads /dev/null there)
         early = {i: _replay_path(p) for i, p in enumerate(paths) if p == STDIN}
         if ordered_pool.writes_ordered(sink):  # each process writes its chats' lines in turn (PF-13)
 
