@@ -140,6 +140,8 @@ def test_the_first_task_runs_here_before_any_child_is_forked(tmp_path, library):
     assert seen[0] == (0, os.getpid(), 0)
     assert [i for i, _, _ in seen] == list(range(10))
     seen.clear()  # warm (PF-56): nothing is left to warm, so the children are forked before any task runs
+    ordered_pool.reap(block=True)  # the first run's children have ended
+    before = children()
     with open(tmp_path / "out", "wb") as sink:
         ordered_pool.run_ordered(counter(10), work, sink, 3, seen.append, warm=True)
     assert seen[0][1] != os.getpid() or seen[0][2] == 2
@@ -177,6 +179,26 @@ def test_a_killed_child_is_an_error_not_a_hang(tmp_path, library):
     assert "left: []" in p.stdout
 
 
+def test_a_child_killed_where_its_end_cannot_be_told_is_an_error_not_a_hang(tmp_path):
+    """With SIGCHLD ignored, the system waits for a child itself and its exit code is never known: a child that
+    ended without saying its work was done (killed) still ends the run with an error (PF-56)."""
+    p = isolated("""
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        def work(i):
+            if os.getpid() != PARENT and i >= 3:
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(0.01)
+            return b"x", i
+        try:
+            with open("out", "wb") as sink:
+                ordered_pool.run_ordered(counter(100), work, sink, 2, lambda r: None)
+        except ChildProcessError as e:
+            print("raised:", e)
+    """, tmp_path, False)
+    assert p.returncode == 0, p.stderr
+    assert "raised: a replay worker (process" in p.stdout and "an exit not known" in p.stdout, p.stdout
+
+
 def test_an_error_in_a_child_is_raised_here_and_stops_every_process(tmp_path, library):
     def work(i: int):
         if os.getpid() != parent and i >= 7:
@@ -206,8 +228,8 @@ def test_ctrl_c_here_ends_the_children(tmp_path, library):
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_write_that_fails_names_the_output(workers, library):
     before = children()
-    with open("/dev/full", "wb") as sink, pytest.raises(OSError) as e:
-        ordered_pool.run_ordered(counter(20), lambda i: (b"x" * 1000, i), sink, workers, lambda r: None)
+    with open("/dev/full", "wb") as sink, pytest.raises(OSError) as e:  # warm: the children are forked first
+        ordered_pool.run_ordered(counter(20), lambda i: (b"x" * 1000, i), sink, workers, lambda r: None, warm=True)
     assert e.value.errno == errno.ENOSPC and e.value.filename == "/dev/full"
     assert children() <= before
 
@@ -285,33 +307,6 @@ def test_shared_integers_start_at_zero_and_a_forked_childs_writes_are_seen_here(
     assert list(ints) == [2**62, 2**62 + 1, -5]
 
 
-def test_a_run_on_two_workers_imports_no_ctypes_nor_multiprocessing(tmp_path):
-    """The integers the processes share are an anonymous shared mapping: `RawArray`'s ctypes and file-backed heap
-    (their imports alone some 2.3 ms of a run's serial start) are not loaded by a run (PF-54); nor is
-    `multiprocessing`, whose processes and locks imported its synchronize, util and subprocess modules (PF-56)."""
-    code = textwrap.dedent("""
-        import sys
-        from tagengine._internal import ordered_pool
-
-        def take(cursor):
-            i = cursor[0]
-            if i >= 6:
-                return None
-            cursor[0] = i + 1
-            return i
-
-        with open(sys.argv[1], "wb") as sink:
-            ordered_pool.run_ordered(take, lambda i: (b"%d\\n" % i, i), sink, 2, lambda r: None)
-        print(sorted(m for m in sys.modules if m in ("ctypes", "subprocess") or m.startswith("multiprocessing")))
-    """)
-    out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=60,
-                          cwd=Path(__file__).resolve().parents[1])
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert out.read_bytes() == b"".join(b"%d\n" % i for i in range(6))
-    assert done.stdout.strip() == "[]"
-
-
 # -- processes of our own (PF-56) ----------------------------------------------------------------------------------
 def test_a_run_returns_once_every_output_is_written_while_its_children_still_end(tmp_path, monkeypatch, library):
     """The run does not wait for a child's exit (the kernel freeing the pages it copied): a child made to linger
@@ -347,18 +342,22 @@ def test_the_semaphore_counts_times_out_and_is_shared_with_a_forked_child():
         assert all(sem.acquire(0.01) for _ in range(3)) and not sem.acquire(0)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child
-            time.sleep(0.2)
-            sem.release()
-            os._exit(0)
+            try:
+                time.sleep(0.2)
+                sem.release()
+            finally:
+                os._exit(0)
         assert sem.acquire(30)  # woken by the child's release
         assert os.waitpid(pid, 0)[1] == 0
     finally:
         sem.close()
 
 
-def test_the_switch_to_the_library_is_read_from_the_environment(tmp_path):
-    """`TAGENGINE_WORKERS=multiprocessing` runs the library's processes and semaphores (they import its
-    synchronize module); without it, none of `multiprocessing` is imported. The outputs are the same."""
+def test_a_run_imports_no_ctypes_nor_multiprocessing_unless_switched_to_the_library(tmp_path):
+    """The integers the processes share are an anonymous shared mapping: `RawArray`'s ctypes and file-backed heap
+    (their imports alone some 2.3 ms of a run's serial start) are not loaded by a run (PF-54); nor is
+    `multiprocessing`, whose processes and locks imported its synchronize, util and subprocess modules (PF-56),
+    unless `TAGENGINE_WORKERS=multiprocessing` asks for the library's. The outputs are the same."""
     code = textwrap.dedent("""
         import sys
         from tagengine._internal import ordered_pool
@@ -372,9 +371,11 @@ def test_the_switch_to_the_library_is_read_from_the_environment(tmp_path):
 
         with open(sys.argv[1], "wb") as sink:
             ordered_pool.run_ordered(take, lambda i: (b"%d\\n" % i, i), sink, 3, lambda r: None)
-        print(ordered_pool.LIBRARY, "multiprocessing.synchronize" in sys.modules)
+        print(ordered_pool.LIBRARY, sorted(m for m in sys.modules if m in ("ctypes", "subprocess",
+                                                                            "multiprocessing.synchronize")))
     """)
-    for value, expected in (("multiprocessing", "True True"), ("", "False False"), ("fork", "False False")):
+    for value, expected in (("multiprocessing", "True ['multiprocessing.synchronize', 'subprocess']"), ("", "False []"),
+                            ("fork", "False []")):
         out = tmp_path / f"out-{value}"
         done = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=60,
                               env={**os.environ, "TAGENGINE_WORKERS": value}, cwd=Path(__file__).resolve().parents[1])

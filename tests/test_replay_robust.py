@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from unittest.mock import patch
 
 import pytest
@@ -165,7 +166,7 @@ def test_a_process_that_replayed_with_the_ruleset_forks_its_workers_at_once(tmp_
     path = tmp_path / "in.jsonl"
     path.write_text("".join(chat(f"c{i}") + "\n" for i in range(6)))
     other = tmp_path / "other.json"
-    other.write_bytes(open(RULES, "rb").read())
+    other.write_bytes(Path(RULES).read_bytes())
     said: list[bool] = []
     real = ordered_pool.run_ordered
     monkeypatch.setattr(ordered_pool, "run_ordered", lambda *a, warm: (said.append(warm), real(*a, warm=warm)))

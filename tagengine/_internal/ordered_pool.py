@@ -1,15 +1,15 @@
 """Processes that take tasks in order and write their outputs in that order: the local replay's pool (PF-13).
 
-`run_ordered` shares one sequence of tasks between this process and `workers - 1` forked children, forked once
-this process has done the first task alone (so they inherit what a first task warms, PF-30). Each
-process takes the next task with `take` (under a lock, so tasks are numbered in the order they are taken),
-runs `work` on it with no lock held, and writes the output straight to the sink's file descriptor once the
-output of every earlier task is out. A task finished before its turn is held while its process goes on
-with the next one, at most WINDOW_PER_WORKER tasks per process ahead of the output, so no process waits
-while there is work and memory stays bounded. Each task's small result (counts, errors) is written in the
-same turn to a temporary file, which this process reads back in task order. So no byte of the input or
-the output passes through a process that does not work on it, and two workers are two processes, not three:
-a `multiprocessing.Pool`'s parent moved every byte and took a sixth of two cores (PF-9).
+`run_ordered` shares one sequence of tasks between this process and `workers - 1` forked children, forked once this
+process has done the first task alone (so they inherit what a first task warms, PF-30), or at once when the caller
+says this process is warm already (PF-56). Each process takes the next task with `take` (under a lock, so tasks are
+numbered in the order they are taken), runs `work` on it with no lock held, and writes the output straight to the
+sink's file descriptor once the output of every earlier task is out. A task finished before its turn is held while
+its process goes on with the next one, at most WINDOW_PER_WORKER tasks per process ahead of the output, so no
+process waits while there is work and memory stays bounded. Each task's small result (counts, errors) is written in
+the same turn to a temporary file, which this process reads back in task order. So no byte of the input or the
+output passes through a process that does not work on it, and two workers are two processes, not three: a
+`multiprocessing.Pool`'s parent moved every byte and took a sixth of two cores (PF-9).
 
 Nothing hangs: every wait has a time limit after which the waiter looks whether the others still live. A
 child that dies (killed) makes the run raise ChildProcessError; a parent that dies makes its children stop.
@@ -36,6 +36,7 @@ import signal
 import struct
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -48,7 +49,7 @@ R = TypeVar("R")
 WINDOW_PER_WORKER = 4  # tasks taken per process beyond the last one written, at most
 POLL = 0.25  # seconds a wait lasts at most before the waiter looks whether the other processes live
 CURSOR_INTS = 4  # the shared integers `take` keeps its place in
-_TAKEN, _WRITTEN, _ENDED, _FAILED, _RESULTS, _WAITERS = range(6)  # the shared integers of the run
+_TAKEN, _WRITTEN, _ENDED, _FAILED, _RESULTS, _WAITERS, _FINISHED = range(7)  # the shared integers of the run
 _HEAD = struct.Struct("<Q")  # a result record's length
 LIBRARY = os.environ.get("TAGENGINE_WORKERS") == "multiprocessing"  # the library's processes and semaphores
 
@@ -121,8 +122,8 @@ class Child:
         if self.exitcode is None:
             try:
                 pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
-            except ChildProcessError:  # waited for elsewhere (SIGCHLD ignored): it has ended, nothing more known
-                self.exitcode = 0
+            except ChildProcessError:  # waited for elsewhere (SIGCHLD ignored): it has ended, how is not known;
+                self.exitcode = 0  # whether its work was done is the run's count of finished children
             else:
                 if pid:
                     self.exitcode = os.waitstatus_to_exitcode(status)
@@ -163,15 +164,16 @@ class LibraryChild(Child):
 
 
 _ENDING: list[Child] = []  # children of runs that have returned, still ending: `reap` waits for them
+_REAPING = threading.Lock()
 
 
 def reap(block: bool = False) -> None:
     """Wait for the children of earlier runs that have ended since (`block`: for all of them, to count their
     CPU time, as a benchmark does). Each run calls it when it starts and when it returns; a process that ends
     leaves its children to the system, which waits for them."""
-    for c in list(_ENDING):  # removed one by one: a run in another thread may add its own meanwhile
-        if c.poll(block) is not None:
-            with suppress(ValueError):
+    with _REAPING:  # one thread at a time: a child waited for twice could take another's reused process id
+        for c in list(_ENDING):  # removed one by one: a run in another thread may add its own meanwhile
+            if c.poll(block) is not None:
                 _ENDING.remove(c)
 
 
@@ -189,7 +191,7 @@ class _Turns(Generic[T, R]):
         semaphore = LibrarySemaphore if LIBRARY else Semaphore
         self.lock: Semaphore | LibrarySemaphore = semaphore(1)
         self.wake: Semaphore | LibrarySemaphore = semaphore(0)
-        self.ints = shared_ints(6)
+        self.ints = shared_ints(7)
         self.cursor = shared_ints(CURSOR_INTS)
         self.results = tempfile.TemporaryFile(prefix="tagengine-turns-")  # noqa: SIM115 - closed by run_ordered
         self.read_at = 0  # the parent's place in the results file
@@ -226,8 +228,7 @@ class _Turns(Generic[T, R]):
                         number = self.ints[_TAKEN]
                         self.ints[_TAKEN] = number + 1
                 if task is None:
-                    done = self.ints[_ENDED] and not held
-                    if done and (not every_output or self.ints[_WRITTEN] == self.ints[_TAKEN]):
+                    if not held and (self.all_written() if every_output else self.ints[_ENDED]):
                         return
                     self.ints[_WAITERS] += 1  # woken by the next write
             if task is None:
@@ -259,7 +260,6 @@ class _Turns(Generic[T, R]):
     def fail(self, error: BaseException) -> None:
         """Stop every process; `error` goes to the results for the parent to raise (it gives up the lock
         when the lock cannot be had: the parent then raises ChildProcessError)."""
-        self.ints[_FAILED] = 1
         if self.lock.acquire(timeout=POLL):
             try:
                 try:
@@ -269,8 +269,15 @@ class _Turns(Generic[T, R]):
             except Exception:  # pragma: no cover - the results file cannot be written either
                 pass
             finally:
+                self.ints[_FAILED] = 1  # after the record: whoever sees the flag finds the error
                 self.lock.release()
+        else:
+            self.ints[_FAILED] = 1
         self.wake.release(64)  # whoever waits wakes up and sees the failure
+
+    def all_written(self) -> bool:
+        """No task is left and every output is written: nothing a process ending now could lose."""
+        return bool(self.ints[_ENDED]) and self.ints[_WRITTEN] == self.ints[_TAKEN]
 
     def close(self) -> None:
         self.results.close()
@@ -310,13 +317,16 @@ def _fork(turns: _Turns[Any, Any]) -> Child:
     for stream in (sys.stdout, sys.stderr):  # what the caller printed is not printed again by the child
         with suppress(AttributeError, OSError, ValueError):
             stream.flush()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
-        code = 1
-        try:
+    parent, pid, code = os.getpid(), -1, 1
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
             code = _child(turns, parent)
-        finally:
+    finally:
+        if pid == 0:  # pragma: no cover - whatever happened in the child (a signal right after the fork too)
+            for stream in (sys.stdout, sys.stderr):  # what `work` printed, as the library's children do
+                with suppress(AttributeError, OSError, ValueError):
+                    stream.flush()
             os._exit(code)
     return Child(pid)
 
@@ -330,6 +340,7 @@ def _library_child(turns: _Turns[Any, Any], parent: int) -> None:
 def _child(turns: _Turns[Any, Any], parent: int) -> int:
     """A forked worker: serve until done, or until the parent is gone or another process failed; its exit code."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the children
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's SIGTERM ends a child, whatever the caller set
 
     def parent_alive() -> None:
         if os.getppid() != parent:
@@ -338,6 +349,8 @@ def _child(turns: _Turns[Any, Any], parent: int) -> int:
     turns.alive = parent_alive
     try:
         turns.serve(lambda: None)
+        with turns.locked():
+            turns.ints[_FINISHED] += 1  # its work is done: its end, however it comes, loses nothing
     except _Stopped:
         return 1
     except BaseException as e:
@@ -372,11 +385,14 @@ def run_ordered(take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes
             on_result(item)
 
     def children_alive() -> None:
-        for p in children:
-            code = p.poll()
-            if code is not None and code != 0 and not turns.ints[_FAILED]:
-                raise ChildProcessError(f"a replay worker (process {p.pid}) ended with {_ended(code)} "
-                                        "before its work was done")
+        if turns.all_written() or turns.ints[_FAILED]:
+            return
+        ended = [(p, code) for p in children if (code := p.poll()) is not None]
+        for p, code in ended:
+            if code != 0 or len(ended) > turns.ints[_FINISHED]:  # a 0 not told (SIGCHLD ignored): unknown
+                how = _ended(code) if code != 0 else "an exit not known"
+                raise ChildProcessError(f"a replay worker (process {p.pid}) ended with {how} before its work was "
+                                        "done")
 
     turns.alive = children_alive
     thawed = gc.get_freeze_count() == 0
@@ -406,7 +422,10 @@ def run_ordered(take: Callable[[Any], T | None], work: Callable[[T], tuple[bytes
         reap()
     except BaseException:
         turns.ints[_FAILED] = 1
-        _stop(children)
+        try:
+            _stop(children)
+        finally:  # a second Ctrl-C while they are stopped: the next run waits for them
+            _ENDING.extend(c for c in children if c.exitcode is None and c not in _ENDING)
         raise
     finally:
         turns.close()
