@@ -16,10 +16,10 @@ child that dies (killed) makes the run raise ChildProcessError; a parent that di
 An exception in any process (a write or a read that fails) stops the others and is raised here.
 
 The processes are forked with `os.fork` and share two eventfd semaphores, not `multiprocessing`'s processes and
-locks: those import its synchronize, util and subprocess modules and set up a bootstrap in every child, which
-was a fifth of what a small batch lost on two workers (PF-56). A run returns once every output is written,
-while its children are still ending (their exit, the kernel freeing what they copied, is some milliseconds);
-the next run waits for them, or the system once this process ends. One switch away from the library:
+locks: those import its synchronize, util and subprocess modules (5.5-8 ms of a process's first run with workers on
+the machine of PF-56) and set up a bootstrap in every child (1-2 ms more than a bare fork). A run returns once every
+output is written, while its children are still ending (their exit, the kernel freeing what they copied, is some
+milliseconds); the next run waits for them, or the system once this process ends. One switch away from the library:
 `TAGENGINE_WORKERS=multiprocessing` in the environment makes them `multiprocessing`'s processes and semaphores.
 """
 
