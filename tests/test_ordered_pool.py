@@ -161,19 +161,22 @@ def isolated(script: str, tmp_path: Path, library: bool) -> subprocess.Completed
                           env=env)
 
 
+KILLED = """
+    def work(i):
+        if os.getpid() != PARENT and i >= 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(0.01)
+        return b"x", i
+    try:
+        with open("out", "wb") as sink:
+            ordered_pool.run_ordered(counter(100), work, sink, 2, lambda r: None)
+    except ChildProcessError as e:
+        print("raised:", e, "left:", sorted(children()))
+"""  # a run whose child is killed at its fourth task
+
+
 def test_a_killed_child_is_an_error_not_a_hang(tmp_path, library):
-    p = isolated("""
-        def work(i):
-            if os.getpid() != PARENT and i >= 3:
-                os.kill(os.getpid(), signal.SIGKILL)
-            time.sleep(0.01)
-            return b"x", i
-        try:
-            with open("out", "wb") as sink:
-                ordered_pool.run_ordered(counter(100), work, sink, 2, lambda r: None)
-        except ChildProcessError as e:
-            print("raised:", e, "left:", sorted(children()))
-    """, tmp_path, library)
+    p = isolated(KILLED, tmp_path, library)
     assert p.returncode == 0, p.stderr
     assert "raised: a replay worker (process" in p.stdout and "signal SIGKILL" in p.stdout, p.stdout
     assert "left: []" in p.stdout
@@ -182,19 +185,7 @@ def test_a_killed_child_is_an_error_not_a_hang(tmp_path, library):
 def test_a_child_killed_where_its_end_cannot_be_told_is_an_error_not_a_hang(tmp_path):
     """With SIGCHLD ignored, the system waits for a child itself and its exit code is never known: a child that
     ended without saying its work was done (killed) still ends the run with an error (PF-56)."""
-    p = isolated("""
-        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-        def work(i):
-            if os.getpid() != PARENT and i >= 3:
-                os.kill(os.getpid(), signal.SIGKILL)
-            time.sleep(0.01)
-            return b"x", i
-        try:
-            with open("out", "wb") as sink:
-                ordered_pool.run_ordered(counter(100), work, sink, 2, lambda r: None)
-        except ChildProcessError as e:
-            print("raised:", e)
-    """, tmp_path, False)
+    p = isolated("signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n" + textwrap.dedent(KILLED), tmp_path, False)
     assert p.returncode == 0, p.stderr
     assert "raised: a replay worker (process" in p.stdout and "an exit not known" in p.stdout, p.stdout
 
