@@ -160,6 +160,8 @@ def test_near_the_end_a_batch_holds_a_share_of_what_is_left_down_to_one_chat(tmp
             left -= sum(len(data) + 1 for _, data in b)
         assert sizes[:3] == [1, 4, 4] and sizes[-3:] == [1, 1, 1] and sum(sizes) == 40, sizes
     assert [len(b) for b in takes(path, workers=1)][-2:] != [1, 1]  # one worker: a half of what is left
+
+
 def test_a_process_that_replayed_with_the_ruleset_forks_its_workers_at_once(tmp_path, monkeypatch):
     """PF-56: the first chat runs alone before the fork only to warm what the workers inherit (PF-30); once this
     process has replayed with the ruleset, it is warm and the workers are forked at once."""

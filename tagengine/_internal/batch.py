@@ -406,8 +406,8 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
             progress.write(f"\rreplayed {summary.chats} chats, {len(summary.errors)} bad")
             progress.flush()
 
-    _init(ruleset_path)
     global _REPLAYED_WITH
+    _init(ruleset_path)
     if workers <= 1 and not processes:
         for batch in _batches(_lines(source), BATCH_PER_WORKER):
             emit(*_work(batch), len(batch))

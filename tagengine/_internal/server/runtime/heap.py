@@ -89,11 +89,10 @@ class IdleTrim:
         finally:
             self.busy -= 1
             if self.busy == 0:
-                self.timer = asyncio.get_running_loop().call_later(self.seconds, self._idle)
+                self.timer = asyncio.get_running_loop().call_later(self.seconds, self._idle, self.trim)
 
-    def _idle(self) -> None:
+    def _idle(self, trim: Callable[[], object]) -> None:
         """The timer's callback: no request has started since it was set (a request that starts cancels it),
         and one ran before it, so an idle server is trimmed once, not again and again."""
         self.timer = None
-        if self.trim is not None:
-            self.trim()
+        trim()
