@@ -344,11 +344,12 @@ def test_the_semaphore_counts_times_out_and_is_shared_with_a_forked_child():
         sem.close()
 
 
-def test_a_run_imports_no_ctypes_nor_multiprocessing_unless_switched_to_the_library(tmp_path):
+def test_a_run_imports_no_ctypes_tempfile_threading_nor_multiprocessing_unless_switched_to_the_library(tmp_path):
     """The integers the processes share are an anonymous shared mapping: `RawArray`'s ctypes and file-backed heap
     (their imports alone some 2.3 ms of a run's serial start) are not loaded by a run (PF-54); nor is
     `multiprocessing`, whose processes and locks imported its synchronize, util and subprocess modules (PF-56),
-    unless `TAGENGINE_WORKERS=multiprocessing` asks for the library's. The outputs are the same."""
+    unless `TAGENGINE_WORKERS=multiprocessing` asks for the library's; nor `tempfile` and `threading`, 9 ms of a cold
+    import (the results file is a memfd, PF-57; a caller that loads Lark has both). The outputs are the same."""
     code = textwrap.dedent("""
         import sys
         from tagengine._internal import ordered_pool
@@ -362,14 +363,35 @@ def test_a_run_imports_no_ctypes_nor_multiprocessing_unless_switched_to_the_libr
 
         with open(sys.argv[1], "wb") as sink:
             ordered_pool.run_ordered(take, lambda i: (b"%d\\n" % i, i), sink, 3, lambda r: None)
-        print(ordered_pool.LIBRARY, sorted(m for m in sys.modules if m in ("ctypes", "subprocess",
-                                                                            "multiprocessing.synchronize")))
+        watched = ("ctypes", "subprocess", "tempfile", "threading", "multiprocessing.synchronize")
+        print(ordered_pool.LIBRARY, sorted(m for m in sys.modules if m in watched))
     """)
-    for value, expected in (("multiprocessing", "True ['multiprocessing.synchronize', 'subprocess']"), ("", "False []"),
-                            ("fork", "False []")):
+    library = "True ['multiprocessing.synchronize', 'subprocess', 'tempfile', 'threading']"
+    for value, expected in (("multiprocessing", library), ("", "False []"), ("fork", "False []")):
         out = tmp_path / f"out-{value}"
         done = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=60,
                               env={**os.environ, "TAGENGINE_WORKERS": value}, cwd=Path(__file__).resolve().parents[1])
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip() == expected
         assert out.read_bytes() == b"".join(b"%d\n" % i for i in range(30))
+
+
+@pytest.mark.parametrize("memfd", [True, False], ids=["memfd", "no memfd"])
+def test_the_results_file_has_no_name_and_a_system_without_memfd_gets_a_temporary_one(tmp_path, monkeypatch, memfd):
+    """The run's results go to a file with no name (a memfd, PF-57); where the system has none, to a temporary
+    file already unlinked. Either way every result comes back in order, and the file is gone with the run."""
+    if not memfd:
+        def missing(*args):
+            raise OSError(errno.ENOSYS, "memfd_create is not implemented")
+
+        monkeypatch.setattr(os, "memfd_create", missing)
+    fd = ordered_pool.anonymous_file()
+    try:
+        assert os.fstat(fd).st_nlink == 0  # no name in any folder
+        assert not os.get_inheritable(fd)
+        made = os.readlink(f"/proc/self/fd/{fd}")
+        assert made.startswith("/memfd:tagengine-turns") == memfd, made
+    finally:
+        os.close(fd)
+    assert run(tmp_path / "out", [1, 2, 3] * 20, 3) == list(range(60))
+    assert (tmp_path / "out").read_bytes() == b"".join(output(i, s) for i, s in enumerate([1, 2, 3] * 20))

@@ -523,8 +523,9 @@ def test_two_users_apart(stack: Stack, chromium: Any) -> None:
             asked = c.post("/api/chat/completions", json={"model": "tagengine:heist", "stream": False,
                                                         "messages": [{"role": "user", "content": "Let me in."}]})
         print(f"  Ben's turn on heist, granted by mistake: {asked.status_code} {asked.text[:300]}")
-        assert asked.status_code >= 400 or "campaign_not_found" in asked.text, asked.text[:500]
-        assert "Model not found" not in asked.text  # it reached tagengine, which refused it
+        # it reached tagengine, which refused it, and Open WebUI relays tagengine's own answer (not its "Model not
+        # found"): the status and the error's code
+        assert asked.status_code == 404 and asked.json()["error"]["code"] == "campaign_not_found", asked.text[:500]
         assert len(stack.recorder.turns()) == turns  # nothing went to the model
     finally:
         stack.admin.grant("tagengine:heist", "heist (tagengine campaign)", stack.ana.id)

@@ -214,7 +214,7 @@ def test_the_turn_step_opens_the_reply_with_the_edits_and_fits_the_prompt_to_the
     try:
         c = ctx.campaign("vault")
         history = [{"role": "system", "content": MARK}, {"role": "user", "content": "TURN:one"}]
-        turn = asyncio.run(begin(ctx, "vault", read_marked(history)))
+        turn = asyncio.run(begin(ctx, ctx.campaign("vault"), read_marked(history)))
         open_with_edits(ctx, turn)
         assert turn.opening is None  # nothing waits
         ctx.store.put_head("vault", turn.before.key, "[]")  # a reply was kept here: edits now wait at this key
@@ -222,7 +222,7 @@ def test_the_turn_step_opens_the_reply_with_the_edits_and_fits_the_prompt_to_the
         assert not point.start
         edited = save_edit(ctx, c, point, "Mira", {"abilities.lore": "5"})
         assert edited.ok, edited.problems
-        turn = asyncio.run(begin(ctx, "vault", read_marked(history)))
+        turn = asyncio.run(begin(ctx, ctx.campaign("vault"), read_marked(history)))
         open_with_edits(ctx, turn)
         assert turn.opening is not None and turn.opening.text.startswith('[edit: by="player" who="Mira"')
         assert turn.opening.state.cards["Mira"]["abilities"]["lore"] == 5

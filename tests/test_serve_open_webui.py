@@ -20,7 +20,7 @@ import httpx
 import pytest
 from owui_kit import install_dir, site_packages
 from serve_kit import Fake, Running
-from test_serve import make_campaigns
+from test_serve import make_campaigns, serving
 from test_serve_quiet import TITLE_TASK
 
 from conftest import SAMPLES
@@ -127,24 +127,18 @@ def test_a_model_id_names_a_campaign_after_the_marker():
 
 
 class Served:
-    """The scripted upstream and a server in front of it, on loopback."""
+    """The scripted upstream and a server in front of it, on loopback (`test_serve.serving`), with its context."""
 
     def __init__(self, tmp_path: Path, fake: Fake, **options) -> None:
-        self.data = tmp_path / "data"
-        if not self.data.exists():
-            make_campaigns(self.data)
-        self.fake, self.options = fake, options
+        self.fake, self.serving = fake, serving(tmp_path, fake, **options)
 
     def __enter__(self) -> Served:
-        self.up = Running(self.fake.app()).__enter__()
-        self.app = make_app(Options(upstream=f"{self.up.url}/v1", data=self.data, **self.options))
-        self.srv = Running(self.app).__enter__()
-        self.url, self.ctx = self.srv.url, self.app.state.context
+        srv = self.serving.__enter__()
+        self.url, self.ctx = srv.url, srv.server.config.app.state.context
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.srv.__exit__(*exc)
-        self.up.__exit__(*exc)
+        self.serving.__exit__(*exc)
 
     def post(self, messages, model="tagengine:heist", headers=None, stream=False) -> httpx.Response:
         body = {"model": model, "messages": messages, "stream": stream}

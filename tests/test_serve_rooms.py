@@ -257,17 +257,18 @@ def test_two_apps_in_one_process_share_no_cache(tmp_path):
     assert isinstance(one, ServerContext) and isinstance(two, ServerContext)
 
     async def a_turn() -> None:
-        turn = await begin(one, "heist", read_marked(history("heist", ["one"], [])))
+        turn = await begin(one, one.campaign("heist"), read_marked(history("heist", ["one"], [])))
         _, applied, filt, raw = whole_reply(turn, SCRIPT["one"])
         assert record_reply(one, turn, applied, filt, raw)
-        await begin(one, "heist", read_marked(history("heist", ["one", "two"], [applied.text])))
+        await begin(one, one.campaign("heist"), read_marked(history("heist", ["one", "two"], [applied.text])))
 
     asyncio.run(a_turn())
     assert len(one.snapshots) > 0 and len(two.snapshots) == 0
     shared = {i: where for i, where in mutable_parts(one).items() if i in mutable_parts(two)}
     assert not shared, shared
     stored = expected("heist", [SCRIPT["one"]])[0]
-    assert asyncio.run(begin(two, "heist", read_marked(history("heist", ["one", "two"], stored)))).before.replayed == 1
+    turn = asyncio.run(begin(two, two.campaign("heist"), read_marked(history("heist", ["one", "two"], stored))))
+    assert turn.before.replayed == 1
     for ctx in (one, two):
         asyncio.run(ctx.close())
 

@@ -61,7 +61,7 @@ def ctx(tmp_path) -> Iterator[ServerContext]:
 
 
 def started(ctx: ServerContext, turns: list[str], stored: list[str]) -> Turn:
-    return asyncio.run(begin(ctx, "heist", read_marked(history("heist", turns, stored))))
+    return asyncio.run(begin(ctx, ctx.campaign("heist"), read_marked(history("heist", turns, stored))))
 
 
 def test_the_campaign_is_the_body_then_the_marker_then_the_prefix_then_the_default():
@@ -99,14 +99,14 @@ def test_begin_gives_the_state_before_the_reply(ctx):
 def test_begin_splits_off_a_prefill_and_replays_what_came_before_it(ctx):
     stored = expected("heist", [SCRIPT["one"]])[0]
     msgs = [*history("heist", ["one", "two"], stored), {"role": "assistant", "content": "The lamp"}]
-    turn = asyncio.run(begin(ctx, "heist", read_marked(msgs)))
+    turn = asyncio.run(begin(ctx, ctx.campaign("heist"), read_marked(msgs)))
     assert turn.prefill == "The lamp" and turn.before.replayed == 1
     assert turn.before.state == after(turn.campaign, [SCRIPT["one"]])
 
 
-def test_begin_refuses_an_unknown_campaign_naming_only_it(ctx):
+def test_a_turns_campaign_look_up_refuses_an_unknown_campaign_naming_only_it(ctx):
     with pytest.raises(Refused) as e:
-        asyncio.run(begin(ctx, "nowhere", read_marked(history("heist", ["one"], []))))
+        ctx.users_campaign("nowhere", {})
     assert e.value.status == 404 and e.value.code == "campaign_not_found" and "heist" not in e.value.message
 
 
@@ -160,7 +160,7 @@ def test_nothing_is_recorded_after_a_history_that_lost_its_start(ctx):
     stored, _ = expected("heist", [SCRIPT["one"], SCRIPT["two"]])
     msgs = history("heist", ["one", "two", "three"], stored)
     del msgs[1:3]  # the chat app dropped the oldest turn
-    turn = asyncio.run(begin(ctx, "heist", read_marked(msgs)))
+    turn = asyncio.run(begin(ctx, ctx.campaign("heist"), read_marked(msgs)))
     assert not turn.before.consistent
     _, applied, filt, raw = whole_reply(turn, SCRIPT["three"])
     assert not record_reply(ctx, turn, applied, filt, raw)
@@ -178,7 +178,7 @@ def test_the_mid_reply_plan_says_when_checks_are_rolled_mid_reply(tmp_path):
     resend, header = asyncio.run(plan(started(ctx, ["one"], [])))
     assert header == MID_REPLY and resend is not None and resend["messages"][0]["role"] == "system"
     assert asyncio.run(plan(started(ctx, ["one"], []), n=2)) == (None, MID_REPLY)  # several choices: at the end
-    prefilled = asyncio.run(begin(ctx, "heist", read_marked([*body["messages"],
+    prefilled = asyncio.run(begin(ctx, ctx.campaign("heist"), read_marked([*body["messages"],
                                                              {"role": "assistant", "content": "The"}])))
     assert asyncio.run(plan(prefilled)) == (None, NOT_MID_REPLY)
     asyncio.run(ctx.close())

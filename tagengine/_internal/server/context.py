@@ -26,7 +26,7 @@ from .options import Options
 from .runtime.heap import freeze_long_lived
 from .runtime.worker_threads import Workers
 from .turn.mid_reply import MidReplyChecks
-from .turn.request import CAMPAIGN_MODEL, MarkedHistory, read_marked, read_marked_within
+from .turn.request import CAMPAIGN_MODEL, MarkedHistory, hides, read_marked, read_marked_within
 from .upstream.counting import fitter
 from .upstream.kinds import reach_upstream
 from .wire.chat_completions import model_ids
@@ -96,6 +96,11 @@ class ServerContext:
         if owner is not None and owner != user:
             raise Refused(404, f"unknown campaign {name[:80]!r}", "campaign_not_found")
         return c
+
+    def hides(self, headers: Mapping[str, str]) -> bool:
+        """Whether the request's chat shows replies as their narrations (OW-4): its `X-Tagengine-Show`, else
+        --hide-tags; another value is a 400."""
+        return hides(headers, self.options.hide_tags)
 
     def visible(self, headers: Mapping[str, str]) -> list[str]:
         """The campaigns a request's user may play (OW-6): theirs and those nobody owns; all without

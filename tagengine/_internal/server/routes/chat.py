@@ -24,7 +24,6 @@ from ..turn.request import (
     campaign_choice,
     chat_of,
     check_sizes,
-    hides,
     marker_warning,
     model_campaign,
     parse_body,
@@ -90,8 +89,8 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
     warned = marker_warning(marked, name)  # a near-miss marker (TR-8)
     if name is None:
         return await passthrough(ctx.upstream, request.headers, raw, stream, warned)
-    if ctx.options.user_header is not None:  # another user's campaign is an unknown one (OW-6); `begin` finds it
-        ctx.users_campaign(name, request.headers)
+    # another user's campaign is an unknown one (OW-6), refused before anything else; else found at the turn's start
+    owned = ctx.users_campaign(name, request.headers) if ctx.options.user_header is not None else None
     check_sizes(body["messages"], marked.plain(), len(raw))
     renamed = model_campaign(model) is not None
     if renamed:  # the campaign's model id: the upstream gets its own model (OW-1)
@@ -101,8 +100,8 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
     if quiet is not None:
         headers = {**(warned or {}), QUIET_HEADER: quiet}
         return await passed_quiet(ctx, raw, body, stream, request.headers, headers, renamed)
-    turn = await begin(ctx, name, marked, chat_of(request.headers.get(CHAT_HEADER)),
-                       hides(request.headers, ctx.options.hide_tags))
+    turn = await begin(ctx, ctx.campaign(name) if owned is None else owned, marked,
+                       chat_of(request.headers.get(CHAT_HEADER)), ctx.hides(request.headers))
     open_with_edits(ctx, turn)
     fitted = await fit(ctx, turn, body, request.headers)
     if warned:

@@ -38,7 +38,6 @@ from ..turn.request import (
     chat_of,
     check_count,
     check_sizes,
-    hides,
     marker_warning,
     messages_of,
     read_marked,
@@ -98,7 +97,7 @@ async def state_of_chat(ctx: ServerContext, memo: ReceiptsMemo, request: Request
         return json_response({**r.doc(), "campaign": said}, r.status)
     history = marked.plain()
     check_sizes(messages, history)
-    hide = hides(request.headers, ctx.options.hide_tags)  # the chat shows narrations (OW-4)
+    hide = ctx.hides(request.headers)  # the chat shows narrations (OW-4)
     after = await ctx.replayed(c, history, hide)
     point = replayed_point(ctx, c, after, chat_of(body.get("chat")))
     receipts = await last_receipts(ctx, memo, c, history, after, hide)

@@ -26,7 +26,7 @@ from ..edits.points import waiting_state
 from ..errors import Refused, refusals_as_responses
 from ..limits import MAX_CHECK_VALUE
 from ..memory.campaigns import Campaign
-from ..turn.request import campaign_choice, chat_of, check_count, check_sizes, hides, messages_of
+from ..turn.request import campaign_choice, chat_of, check_count, check_sizes, messages_of
 from ..wire.answers import json_response
 from ..wire.body import object_body, read_body
 from .base import alias, api_path, route
@@ -55,7 +55,7 @@ async def check_endpoint(ctx: ServerContext, request: Request) -> Response:
     c = ctx.users_campaign(chosen[0], request.headers)
     history = marked.plain()
     check_sizes(messages, history)
-    before = await ctx.replayed(c, history, hides(request.headers, ctx.options.hide_tags))  # narrations (OW-4)
+    before = await ctx.replayed(c, history, ctx.hides(request.headers))  # narrations (OW-4)
     rolled = roll_tag(c.rs, waiting_state(ctx, c, before, chat_of(body.get("chat"))), tag)  # with the edits there
     headers = {"x-tagengine-campaign": c.name}
     if before.notes:

@@ -83,10 +83,10 @@ class Fitted:
     chosen: TokenizerChoice | None = None  # and its choice of tokenizer, made once a turn
 
 
-async def begin(ctx: ServerContext, name: str, marked: MarkedHistory, chat: str | None = None,
+async def begin(ctx: ServerContext, c: Campaign, marked: MarkedHistory, chat: str | None = None,
                 hide: bool | None = None) -> Turn:
-    """`hide`: the reply shown as its narration (None: as --hide-tags says)."""
-    c = ctx.campaign(name)
+    """The turn of campaign `c` (`ctx.users_campaign`: looked up once a request) after `marked`'s history. `hide`:
+    the reply shown as its narration (None: as --hide-tags says)."""
     hide = ctx.options.hide_tags if hide is None else hide
     history = marked.plain()
     earlier, prefill = split_prefill(history)  # continue: the state from before the prefill (S-17)
