@@ -20,6 +20,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def bytecode_env(**extra: str) -> dict[str, str]:
+    """The environment a timed command runs in: this one's, bytecode written as a pip install leaves it (the
+    environment's PYTHONDONTWRITEBYTECODE would otherwise make every run compile tagengine from source, and a tree
+    unpacked here has no bytecode of its own, so it would be charged for that and this tree not), and `extra`."""
+    return {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, **extra}
+
+
 def unpack(ref: str, tmp: Path) -> Path:
     """The tree of commit `ref`, extracted under `tmp` (its `against/` folder)."""
     root = tmp / "against"

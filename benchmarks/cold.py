@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from _against import unpack
+from _against import bytecode_env, unpack
 
 ROOT = Path(__file__).resolve().parent.parent
 RULESET = ROOT / "samples" / "rulesets" / "gravewatch.json"
@@ -94,7 +94,7 @@ def main() -> None:
     p.add_argument("--against", metavar="REF", help="also run the code of this git commit, interleaved")
     args = p.parse_args()
     exe = Path(sys.executable).parent / "tagengine"
-    base_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    base_env = bytecode_env()
     with tempfile.TemporaryDirectory(prefix="tagengine-cold-") as name:
         tmp = Path(name)
         codes = [Code("this tree", ROOT, tmp / "cache-here")]

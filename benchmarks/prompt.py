@@ -11,7 +11,6 @@ that keeps the budget from being exceeded on it."""
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -202,7 +201,7 @@ def cold_preview(doc: dict, state: GameState, history: list[dict[str, str]], run
         spath.write_text(state.dumps())
         hpath.write_text("".join(json.dumps(m) + "\n" for m in history))
         args = ["preview", str(rpath), str(spath), "--history", str(hpath), "--model", "gpt-4o", "--json"]
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env = against.bytecode_env()
         subprocess.run([str(exe), *args], check=True, stdout=subprocess.DEVNULL, env=env)
         commands = {
             "tagengine preview": [str(exe), *args],

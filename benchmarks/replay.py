@@ -10,10 +10,12 @@
    (`--chats`, default 500), interleaved rounds, each tree's round in a new process of its own: our JSONL with 1
    worker (in process) and 2 workers, the same chats as SillyTavern chat files (`--format st`) with 1 and 2,
    all into a file; then the command line end to end (`tagengine replay IN -o OUT --workers 1|2`, the console
-   script with the tree on PYTHONPATH). Target: 2 workers >= 1.7x one worker on 500 chats and larger; the
-   outputs of every tree and worker count identical. Beside the wall times, the CPU seconds of the run's own
-   process and of its children: on a machine whose cores other work also uses, the wall speed-up says as much
-   about the neighbours as about the replay.
+   script with the tree on PYTHONPATH); last, PAIRS runs of 1 worker then 2 back to back in the round's warm process
+   (a machine whose speed drifts within seconds moves single runs more than code does: PF-57). Target: 2 workers
+   >= 1.7x one worker on 500 chats and larger; the outputs of every tree and worker count identical. Beside the
+   wall times, the CPU seconds of the run's own process and of its children: on a machine whose cores other work
+   also uses, the wall speed-up says as much about the neighbours as about the replay. Every command runs with its
+   bytecode written (`_against.bytecode_env`), as a pip install leaves it.
 3. Dask (`python benchmarks/replay.py dask` runs it alone): a large corpus (BENCH_DASK_CHATS chats of 20
    turns, default 2600, about 300 MB) replayed by one in-process worker, by our own pool of two processes, and
    by `replay --dask` on a LocalCluster of two worker processes (one thread each), in interleaved rounds;
@@ -40,13 +42,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _against import unpack
+from _against import bytecode_env, unpack
 from _corpus import BENCH, CACHE, ROOT, corpus, cpu_seconds, reference_rewrite, replies
 
 from tagengine._internal import ordered_pool
 from tagengine._internal.batch import replay
 
 RULESET = str(BENCH / "bench_ruleset.json")
+PAIRS = 3  # one worker then two, back to back, at the end of each side-by-side round
 
 
 def timed(path: Path, workers: int) -> float:
@@ -167,12 +170,17 @@ def one_round(path: Path, out: Path) -> dict[str, Any]:
                       ("st 1", lambda: st(1)), ("st 2", lambda: st(2))):
         figures = fn()
         result[label] = [*figures, hashlib.sha256(out.read_bytes()).hexdigest()]
+    # Then pairs back to back in this warm process, each one worker's wall over two workers': a machine whose speed
+    # drifts within seconds moves the one run of each above by more than the code does, and the median of a few
+    # pairs a round moves less
+    result["pairs"] = statistics.median(split(path, 1, str(out))[0] / split(path, 2, str(out))[0]
+                                        for _ in range(PAIRS))
     return result
 
 
 def command_line(tree: Path, path: Path, out: Path, workers: int, cache: Path) -> tuple[float, float, str]:
     """(wall, CPU, SHA-256 of the output) of `tagengine replay` as a new process, the tree's code on PYTHONPATH."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "TAGENGINE_CACHE": str(cache)}
+    env = bytecode_env(PYTHONPATH=str(tree), TAGENGINE_CACHE=str(cache))  # both trees with their bytecode
     exe = Path(sys.executable).parent / "tagengine"
     t, before = time.perf_counter(), os.times()
     subprocess.run([sys.executable, str(exe), "replay", RULESET, str(path), "-o", str(out), "--workers", str(workers)],
@@ -217,6 +225,9 @@ def side_by_side(chats: list[int], rounds: int, against: str | None, turns: int 
                         f"{statistics.median(r[1] for r in one):.3f})")
                     print(f"  {tree_label}, {what}: 1 worker {_spread([r[0] for r in one])}, 2 workers "
                           f"{_spread([r[0] for r in two])}; speed-up {_spread(speedups, 'x', 2)} (target >= 1.7x){cpu}")
+                pairs = figures[(tree_label, "pairs")]
+                print(f"  {tree_label}, jsonl, {PAIRS} pairs a round back to back (the median of each round's): "
+                      f"speed-up {_spread(pairs, 'x', 2)}")
             for what in ("jsonl", "st", "command line"):
                 digests = {r[-1] for (t, label), rows in figures.items() if label.startswith(what) for r in rows}
                 print(f"  {what}: every output identical (trees, worker counts, rounds): {len(digests) == 1}")
