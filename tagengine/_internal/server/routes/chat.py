@@ -100,8 +100,8 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
     if quiet is not None:
         headers = {**(warned or {}), QUIET_HEADER: quiet}
         return await passed_quiet(ctx, raw, body, stream, request.headers, headers, renamed)
-    turn = await begin(ctx, ctx.campaign(name) if owned is None else owned, marked,
-                       chat_of(request.headers.get(CHAT_HEADER)), ctx.hides(request.headers))
+    chat, hide = chat_of(request.headers.get(CHAT_HEADER)), ctx.hides(request.headers)  # their 400s before a 404
+    turn = await begin(ctx, ctx.campaign(name) if owned is None else owned, marked, chat, hide)
     open_with_edits(ctx, turn)
     fitted = await fit(ctx, turn, body, request.headers)
     if warned:
