@@ -368,6 +368,8 @@ def test_a_show_header_of_another_value_is_refused_before_anything_moves(tmp_pat
                                headers={"x-tagengine-show": said}, timeout=30)
             assert state.status_code == 400
         assert fake.bodies == [] and s.ctx.store.head("heist") is None
+        unknown = s.post(user_turn("one"), model="tagengine:nowhere", headers={"x-tagengine-show": "tags"})
+        assert unknown.status_code == 400 and "x-tagengine-show" in unknown.text  # before the campaign's 404
         shown = s.post(user_turn("one"), headers={"x-tagengine-show": "receipts"}).json()
         assert 'result="ok"' in shown["choices"][0]["message"]["content"]
         hidden = s.post(user_turn("one")).json()
