@@ -74,7 +74,7 @@ class Game:
         """A turn: the reply opens with the edits waiting, and an edit may be made while it is written (`during`),
         which the reply does not hold (it opened before) and the next one must."""
         asked = [*chat.messages, {"role": "user", "content": "TURN"}]
-        turn = asyncio.run(begin(self.ctx, "vault", read_marked(asked), chat.id))
+        turn = asyncio.run(begin(self.ctx, self.ctx.campaign("vault"), read_marked(asked), chat.id))
         open_with_edits(self.ctx, turn)
         made, chat.pending = chat.pending, []
         if during is not None:
