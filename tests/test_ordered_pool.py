@@ -275,10 +275,10 @@ def test_children_stop_when_the_parent_is_gone(tmp_path, library):
             ordered_pool.run_ordered(counter(100_000), work, sink, 3, lambda r: None)
     """, tmp_path, library)
     assert p.returncode == -9
-    children = [int(pid) for pid in p.stdout.split()]
-    assert len(children) == 2
+    orphans = [int(pid) for pid in p.stdout.split()]
+    assert len(orphans) == 2
     deadline = time.monotonic() + 30
-    while any(Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid) for pid in children):
+    while any(Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid) for pid in orphans):
         assert time.monotonic() < deadline, "a child outlived its parent by 30 s"
         time.sleep(0.05)
 

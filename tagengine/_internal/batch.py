@@ -18,6 +18,7 @@ import functools
 import gc
 import io
 import json
+import math
 import os
 import stat
 import sys
@@ -283,7 +284,7 @@ def _take(fd: int, start: int, size: int, end: int, shares: int, cursor: Any) ->
     # the first batch is one chat: `run_ordered` runs it alone before it forks, unless this process is warm, to warm
     # what the children inherit (PF-30), and what runs alone is serial
     size, least = (1, 0) if number == 0 else (size, BATCH_BYTES)
-    share = max(TAIL_BYTES, (end - at) // max(1, shares)) if at < end else BATCH_MAX * MAX_CHAT_BYTES  # grown: none
+    share = max(TAIL_BYTES, (end - at) // max(1, shares)) if at < end else math.inf  # past `end` (grown): no tail
     while not ((len(batch) >= size and held >= least) or len(batch) >= BATCH_MAX or (batch and held >= share)):
         got = reader.line(MAX_CHAT_BYTES)
         if got is None:

@@ -173,7 +173,8 @@ class LibraryChild(Child):
         if block:
             self.process.join()
         code = self.process.exitcode
-        return code if isinstance(code, int) else None
+        self.exitcode = code if isinstance(code, int) else None  # as `Child` keeps it, for the run's callers
+        return self.exitcode
 
 
 _ENDING: list[Child] = []  # children of runs that have returned, still ending: `reap` waits for them
@@ -327,9 +328,7 @@ def _fork(turns: _Turns[Any, Any]) -> Child:
         process = mp.get_context("fork").Process(target=_library_child, args=(turns, os.getpid()), daemon=True)
         process.start()
         return LibraryChild(process)
-    for stream in (sys.stdout, sys.stderr):  # what the caller printed is not printed again by the child
-        with suppress(AttributeError, OSError, ValueError):
-            stream.flush()
+    _flush_standard_streams()  # what the caller printed is not printed again by the child
     parent, pid, code = os.getpid(), -1, 1
     try:
         pid = os.fork()
@@ -337,11 +336,15 @@ def _fork(turns: _Turns[Any, Any]) -> Child:
             code = _child(turns, parent)
     finally:
         if pid == 0:  # pragma: no cover - whatever happened in the child (a signal right after the fork too)
-            for stream in (sys.stdout, sys.stderr):  # what `work` printed, as the library's children do
-                with suppress(AttributeError, OSError, ValueError):
-                    stream.flush()
+            _flush_standard_streams()  # what `work` printed, as the library's children do
             os._exit(code)
     return Child(pid)
+
+
+def _flush_standard_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(AttributeError, OSError, ValueError):  # closed, replaced, or not a stream
+            stream.flush()
 
 
 def _library_child(turns: _Turns[Any, Any], parent: int) -> None:
