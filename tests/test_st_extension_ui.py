@@ -428,6 +428,43 @@ def test_stx_13_the_dice_card_and_an_open_campaign_picker_survive_the_panels_red
     assert card.locator(".te-die").count() == 0 and picker.locator("select").count() == 0
 
 
+def test_stx_13_the_roller_opened_just_before_a_redraw_stays_open(game: Game) -> None:
+    """STX-13: the roller the player opens stays open through a redraw that lands before its 'toggle' event (the
+    event comes a task after the click; a reply's state can arrive between): the panel's own module, drawn in a
+    box of its own, its summary clicked and the panel drawn again in the same task; then closed the same way."""
+    got = game.t.page.evaluate("""async () => {
+        const m = await import('/scripts/extensions/third-party/tagengine/panel.js');
+        const box = document.createElement('div');
+        document.body.append(box);
+        const panel = new m.Panel(box, {});
+        const answer = { status: 200, body: { campaign: { name: 'heist' }, sheet: { characters: [],
+            clocks_enabled: false, clocks: [], receipts: [] } } };
+        const roller = () => box.querySelector('.te-roller');
+        const seen = [];
+        try {
+            panel.show(answer, null, 'a chat');
+            seen.push(roller().open);
+            roller().querySelector('summary').click();
+            panel.show(answer, null, 'a chat');
+            seen.push(roller().open);
+            await new Promise(r => setTimeout(r, 50));  // the old roller's toggle event, then a later redraw
+            panel.show(answer, null, 'a chat');
+            seen.push(roller().open);
+            roller().querySelector('summary').click();
+            panel.show(answer, null, 'a chat');
+            seen.push(roller().open);
+            roller().querySelector('summary').click();
+            await new Promise(r => setTimeout(r, 50));
+            panel.show(answer, null, 'another chat');  // open in this chat; another chat's roller starts closed
+            seen.push(roller().open);
+        } finally {
+            box.remove();
+        }
+        return seen;
+    }""")
+    assert got == [False, True, True, False, False], got
+
+
 def test_stx_2_the_panel_calls_a_server_that_allows_sillytaverns_origin_directly(game: Game, tmp_path: Path) -> None:
     """STX-2, TR-2: with an address (and its key) in the extension's settings the page calls tagengine itself, not
     through SillyTavern. A server not started with `--allow-origin` for SillyTavern's page cannot be read there,

@@ -95,6 +95,7 @@ export class Panel {
         // target}; the dice card shown {place, card}, until Dismiss or the next roll; the campaign picker {place,
         // holder}, open with its selection until Write or Close (holder null: closed by the player there)
         this.roller = null;
+        this.rollerShown = null; // the roller last drawn {place, details}: its open state read at the next draw
         this.rolled = null;
         this.picking = null;
     }
@@ -488,7 +489,10 @@ export class Panel {
                 card.replaceChildren();
             }));
         } }, 'Roll');
-        const details = el('details', { class: 'te-details te-roller', open: was?.open ?? false },
+        // open as the roller on screen is now: its 'toggle' event, which keeps the choice, comes a task after the
+        // click, and a redraw landing between the two would close what the player just opened
+        const shown = this.rollerShown?.place === place ? this.rollerShown.details : null;
+        const details = el('details', { class: 'te-details te-roller', open: shown ? shown.open : was?.open ?? false },
             el('summary', { text: 'Roll a check' }), el('div', { class: 'te-row' }, who, what),
             el('div', { class: 'te-row' }, target, roll), card);
         const keep = () => {
@@ -498,6 +502,7 @@ export class Panel {
         what.addEventListener('change', keep);
         target.addEventListener('input', keep);
         details.addEventListener('toggle', keep);
+        this.rollerShown = { place, details };
         return details;
     }
 
