@@ -205,7 +205,7 @@ def side_by_side(chats: list[int], rounds: int, against: str | None, turns: int 
                 command_line(tree, path, tmp / "out.jsonl", 1, tmp / f"cache-{k}")
             for _ in range(rounds):
                 for k, (tree_label, tree) in enumerate(trees.items()):
-                    env = {**os.environ, "PYTHONPATH": str(tree)}
+                    env = bytecode_env(PYTHONPATH=str(tree))
                     done = subprocess.run([sys.executable, __file__, "--round", str(path), str(tmp / "out.jsonl")],
                                           env=env, check=True, capture_output=True, text=True)
                     for label, row in json.loads(done.stdout.splitlines()[-1]).items():

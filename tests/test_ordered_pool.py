@@ -393,5 +393,30 @@ def test_the_results_file_has_no_name_and_a_system_without_memfd_gets_a_temporar
         assert made.startswith("/memfd:tagengine-turns") == memfd, made
     finally:
         os.close(fd)
+    made_by_run: list[str] = []
+
+    def spy() -> int:
+        got = anonymous_file()
+        made_by_run.append(os.readlink(f"/proc/self/fd/{got}"))
+        return got
+
+    anonymous_file = ordered_pool.anonymous_file
+    monkeypatch.setattr(ordered_pool, "anonymous_file", spy)
+    before = sorted(os.listdir("/proc/self/fd"))
     assert run(tmp_path / "out", [1, 2, 3] * 20, 3) == list(range(60))
     assert (tmp_path / "out").read_bytes() == b"".join(output(i, s) for i, s in enumerate([1, 2, 3] * 20))
+    assert len(made_by_run) == 1 and made_by_run[0].startswith("/memfd:tagengine-turns") == memfd, made_by_run
+    assert sorted(os.listdir("/proc/self/fd")) == before  # the file and the semaphores gone with the run
+
+
+def test_a_run_that_cannot_have_its_results_file_says_so_and_keeps_no_descriptor(tmp_path, monkeypatch):
+    """No file to be had for the results (every descriptor taken): the run raises that error, and the semaphores it
+    had made are closed, not left open in a process that goes on."""
+    def full(*args):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(ordered_pool, "anonymous_file", full)
+    before = sorted(os.listdir("/proc/self/fd"))
+    with pytest.raises(OSError, match="Too many open files"):
+        run(tmp_path / "out", [1, 2, 3], 2)
+    assert sorted(os.listdir("/proc/self/fd")) == before

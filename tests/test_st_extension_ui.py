@@ -457,12 +457,19 @@ def test_stx_13_the_roller_opened_just_before_a_redraw_stays_open(game: Game) ->
             await new Promise(r => setTimeout(r, 50));
             panel.show(answer, null, 'another chat');  // open in this chat; another chat's roller starts closed
             seen.push(roller().open);
+            panel.show(answer, null, 'a chat');  // back: its roller was dropped when another chat was drawn
+            seen.push(roller().open);
+            roller().querySelector('summary').click();  // opened again
+            await new Promise(r => setTimeout(r, 50));
+            panel.show({ status: 200, body: { campaign: { name: 'heist' } } }, null, 'a third chat');  // no sheet
+            panel.show(answer, null, 'a chat');  // another chat drawn, without a roller: this one's was dropped
+            seen.push(roller().open);
         } finally {
             box.remove();
         }
         return seen;
     }""")
-    assert got == [False, True, True, False, False], got
+    assert got == [False, True, True, False, False, False, False], got
 
 
 def test_stx_2_the_panel_calls_a_server_that_allows_sillytaverns_origin_directly(game: Game, tmp_path: Path) -> None:

@@ -114,6 +114,7 @@ export class Panel {
         this.place = JSON.stringify([chat, this.doc?.campaign?.name ?? null]);
         if (!error) { // another chat or campaign drawn: the dice card, the roller and the picker were the other's
             if (this.roller?.place !== this.place) this.roller = null;
+            if (this.rollerShown?.place !== this.place) this.rollerShown = null;
             if (this.rolled?.place !== this.place) this.rolled = null;
             if (this.picking?.place !== this.place) this.picking = null;
         }

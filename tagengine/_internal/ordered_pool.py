@@ -207,7 +207,12 @@ class _Turns(Generic[T, R]):
         self.wake: Semaphore | LibrarySemaphore = semaphore(0)
         self.ints = shared_ints(7)
         self.cursor = shared_ints(CURSOR_INTS)
-        self.results = anonymous_file()  # closed by run_ordered
+        try:
+            self.results = anonymous_file()  # closed by run_ordered
+        except BaseException:  # no file to be had (no descriptor left): the semaphores' go back too
+            self.lock.close()
+            self.wake.close()
+            raise
         self.read_at = 0  # the parent's place in the results file
         self.alive: Callable[[], None] = lambda: None  # raises when the other processes cannot go on
 

@@ -100,7 +100,8 @@ async def chat_endpoint(ctx: ServerContext, request: Request) -> Response:
     if quiet is not None:
         headers = {**(warned or {}), QUIET_HEADER: quiet}
         return await passed_quiet(ctx, raw, body, stream, request.headers, headers, renamed)
-    chat, hide = chat_of(request.headers.get(CHAT_HEADER)), ctx.hides(request.headers)  # their 400s before a 404
+    # their 400s before an unknown campaign's 404 (with --user-header the campaign was looked up above: OW-6 first)
+    chat, hide = chat_of(request.headers.get(CHAT_HEADER)), ctx.hides(request.headers)
     turn = await begin(ctx, ctx.campaign(name) if owned is None else owned, marked, chat, hide)
     open_with_edits(ctx, turn)
     fitted = await fit(ctx, turn, body, request.headers)
