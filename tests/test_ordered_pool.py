@@ -394,13 +394,13 @@ def test_the_results_file_has_no_name_and_a_system_without_memfd_gets_a_temporar
     finally:
         os.close(fd)
     made_by_run: list[str] = []
+    original = ordered_pool.anonymous_file
 
     def spy() -> int:
-        got = anonymous_file()
+        got = original()
         made_by_run.append(os.readlink(f"/proc/self/fd/{got}"))
         return got
 
-    anonymous_file = ordered_pool.anonymous_file
     monkeypatch.setattr(ordered_pool, "anonymous_file", spy)
     before = sorted(os.listdir("/proc/self/fd"))
     assert run(tmp_path / "out", [1, 2, 3] * 20, 3) == list(range(60))

@@ -431,7 +431,8 @@ def test_stx_13_the_dice_card_and_an_open_campaign_picker_survive_the_panels_red
 def test_stx_13_the_roller_opened_just_before_a_redraw_stays_open(game: Game) -> None:
     """STX-13: the roller the player opens stays open through a redraw that lands before its 'toggle' event (the
     event comes a task after the click; a reply's state can arrive between): the panel's own module, drawn in a
-    box of its own, its summary clicked and the panel drawn again in the same task; then closed the same way."""
+    box of its own, its summary clicked and the panel drawn again in the same task; then closed the same way; and
+    the drawing of another chat, with a roller or without one, drops it as STX-13 drops the roller's choices."""
     got = game.t.page.evaluate("""async () => {
         const m = await import('/scripts/extensions/third-party/tagengine/panel.js');
         const box = document.createElement('div');

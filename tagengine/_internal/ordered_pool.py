@@ -209,7 +209,7 @@ class _Turns(Generic[T, R]):
         self.cursor = shared_ints(CURSOR_INTS)
         try:
             self.results = anonymous_file()  # closed by run_ordered
-        except BaseException:  # no file to be had (no descriptor left): the semaphores' go back too
+        except BaseException:  # no file to be had (no descriptor left): the semaphores are closed too
             self.lock.close()
             self.wake.close()
             raise
