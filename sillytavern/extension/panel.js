@@ -91,11 +91,10 @@ export class Panel {
         this.partyOpen = null; // the open party form: {place, revision, holder}, kept through redraws (STX-12)
         this.sheetOpen = null; // a character's open sheet form: {place, who, holder}, kept the same way (STX-14)
         this.sheetWanted = null; // {campaign, who}: the sheet to open once a campaign just started is drawn
-        // kept through redraws of the same chat and campaign (STX-13): the roller's choices {place, open, who, what,
-        // target}; the dice card shown {place, card}, until Dismiss or the next roll; the campaign picker {place,
+        // kept through redraws of the same chat and campaign (STX-13): the roller last drawn and its choices {place,
+        // details, who, what, target}; the dice card shown {place, card}, until Dismiss or the next roll; the campaign picker {place,
         // holder}, open with its selection until Write or Close (holder null: closed by the player there)
         this.roller = null;
-        this.rollerShown = null; // the roller last drawn {place, details}: its open state read at the next draw
         this.rolled = null;
         this.picking = null;
     }
@@ -114,7 +113,6 @@ export class Panel {
         this.place = JSON.stringify([chat, this.doc?.campaign?.name ?? null]);
         if (!error) { // another chat or campaign drawn: the dice card, the roller and the picker were the other's
             if (this.roller?.place !== this.place) this.roller = null;
-            if (this.rollerShown?.place !== this.place) this.rollerShown = null;
             if (this.rolled?.place !== this.place) this.rolled = null;
             if (this.picking?.place !== this.place) this.picking = null;
         }
@@ -490,20 +488,18 @@ export class Panel {
                 card.replaceChildren();
             }));
         } }, 'Roll');
-        // open as the roller on screen is now: its 'toggle' event, which keeps the choice, comes a task after the
+        // open as the roller last drawn is now, not as a 'toggle' event left it: that event comes a task after the
         // click, and a redraw landing between the two would close what the player just opened
-        const shown = this.rollerShown?.place === place ? this.rollerShown.details : null;
-        const details = el('details', { class: 'te-details te-roller', open: shown ? shown.open : was?.open ?? false },
+        const details = el('details', { class: 'te-details te-roller', open: was?.details.open ?? false },
             el('summary', { text: 'Roll a check' }), el('div', { class: 'te-row' }, who, what),
             el('div', { class: 'te-row' }, target, roll), card);
-        const keep = () => {
-            this.roller = { place, open: details.open, who: who.value, what: what.value, target: target.value };
-        };
+        const mine = { place, details, who: was?.who, what: was?.what, target: was?.target };
+        this.roller = mine;
+        const keep = () => Object.assign(mine, { who: who.value, what: what.value, target: target.value });
         who.addEventListener('change', () => { fill(); keep(); });
         what.addEventListener('change', keep);
         target.addEventListener('input', keep);
         details.addEventListener('toggle', keep);
-        this.rollerShown = { place, details };
         return details;
     }
 
