@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -18,12 +19,15 @@ from test_serve import SCRIPT, serving
 from conftest import examples
 from tagengine._internal.server import limits
 from tagengine._internal.server.context import ServerContext
-from tagengine._internal.server.limits import LOOP_CHARS
+from tagengine._internal.server.errors import Refused
+from tagengine._internal.server.limits import HISTORIES_HELD, HISTORY_CHARS_HELD, LOOP_CHARS
 from tagengine._internal.server.turn import request
 from tagengine._internal.server.turn.request import (
     MARKER,
     NEAR_LONGEST,
     NEAR_MARKER,
+    MarkedHistory,
+    RecentHistories,
     near_miss,
     read_marked,
     read_marked_within,
@@ -122,7 +126,8 @@ def chats(draw: st.DrawFn) -> list[object]:
         kind = draw(st.integers(0, 9))
         if kind == 0:  # what is not a message, or a message of another shape
             out.append(draw(st.sampled_from([3, "hi", None, {"content": "x"}, {"role": 1, "content": "x"},
-                                             {"role": "assistant", "content": None}])))
+                                             {"role": "assistant", "content": None}, {"role": "user", "content": 7},
+                                             {"role": "system", "content": [{"type": "text", "text": None}]}])))
         elif kind == 1:  # text in parts, which the read joins
             out.append({"role": draw(st.sampled_from(ROLES)), "content": [{"type": "text", "text": text()}
                                                                           for _ in range(draw(st.integers(1, 3)))]})
@@ -218,3 +223,158 @@ def test_an_unmarked_request_passes_through_unread_and_a_marked_one_is_read(tmp_
         assert r.status_code == 200 and read == [] and "x-tagengine-warning" not in r.headers
         r = ask(srv.url, NEAR[0])
         assert r.status_code == 200 and read == [2] and ascii(NEAR[0]) in r.headers["x-tagengine-warning"]
+
+
+def said(messages: list[object], read: Callable[[list[object]], MarkedHistory | None]) -> object:
+    """A read as plain values (a refusal by what it says), or what it raised."""
+    try:
+        got = read(messages)
+    except Refused as e:
+        return ("raised", e.status, e.message)
+    if got is None:
+        return None
+    problem = None if got.problem is None else (got.problem.status, got.problem.message)
+    return got.campaign, got.history, got.near_miss, problem
+
+
+@st.composite
+def request_runs(draw: st.DrawFn) -> list[list[object]]:
+    """Requests one after another as chat apps send them: the next turn (a request before with messages more), a
+    regenerate (one again), an edit or a deletion (one cut short), or another chat."""
+    out: list[list[object]] = [draw(chats())]
+    for _ in range(draw(st.integers(1, 8))):
+        before = draw(st.sampled_from(out))
+        kind = draw(st.integers(0, 3))
+        if kind == 0:
+            out.append(before + draw(chats()))
+        elif kind == 1:
+            out.append(list(before))
+        elif kind == 2:
+            out.append(before[:draw(st.integers(1, len(before)))])
+        else:
+            out.append(draw(chats()))
+    return out
+
+
+@settings(max_examples=examples(400))
+@given(request_runs())
+def test_a_request_read_after_others_reads_as_it_reads_alone(runs):
+    """PF-59: `RecentHistories` reads only what a request adds to one it read before (its marker, near miss,
+    problem and plain history carried from there), and what it finds is what `read_marked` finds in the whole
+    list: the campaign, the history, the first near miss, the first problem, or the same refusal."""
+    histories = RecentHistories()
+    for messages in runs:
+        copy = json.loads(json.dumps(messages))  # another request's own objects, equal to the kept ones
+        assert said(copy, histories.read_whole) == said(copy, read_marked)
+
+
+@settings(max_examples=examples(400))
+@given(chats(), chats())
+def test_a_read_goes_on_from_the_read_of_a_start_as_the_whole_read_does(start, rest):
+    """`read_marked_within(messages, None, (read of messages[:n], n))` is the read of the whole list, whatever the
+    start held: a marker, a near miss, a problem (the first is kept), or an item that is not a message."""
+    whole = start + rest
+
+    def went_on(messages: list[object]) -> MarkedHistory | None:
+        return read_marked_within(messages, None, (read_marked(start), len(start)))
+
+    alone = said(start, read_marked)
+    assert isinstance(alone, tuple)
+    if alone[0] == "raised":
+        return
+    assert said(whole, went_on) == said(whole, read_marked)
+
+
+def spied(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The message each read starts at (0: the whole list read)."""
+    starts: list[int] = []
+    real = request.read_marked_within
+
+    def counted(messages: list[object], scanned: int | None, read: tuple[MarkedHistory, int] | None = None) -> object:
+        starts.append(0 if read is None else read[1])
+        return real(messages, scanned, read)
+
+    monkeypatch.setattr(request, "read_marked_within", counted)
+    return starts
+
+
+def chat_of_length(n: int, text: str = "x") -> list[object]:
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"{text}{i}"} for i in range(n)]
+
+
+def test_a_kept_start_is_not_read_again_nor_counted_against_the_loops_bound(monkeypatch):
+    """PF-59, SEC-11: the next turn, a regenerate and a continue read only what follows the kept start, and the
+    bound on the text a read scans on the event loop counts only that: a long chat's new short message reads on
+    the loop, at the bound and not one character past it."""
+    starts = spied(monkeypatch)
+    histories = RecentHistories()
+    long = [{"role": "system", "content": "w" * (2 * LOOP_CHARS)}, {"role": "user", "content": "go"}]
+    assert histories.read(long, LOOP_CHARS) is None and histories.read_whole(long).history == long
+    nxt = [*long, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "u" * LOOP_CHARS}]
+    went_on = [*nxt, {"role": "assistant", "content": "I go"}]  # a continue: its prefill
+    edited = [long[0], {"role": "user", "content": "went"}, *nxt[2:]]  # a message edited: read whole
+    alone = {id(m): read_marked(m) for m in (nxt, went_on, edited)}
+    assert histories.read(nxt, LOOP_CHARS) == alone[id(nxt)] and starts[-1] == 2  # 2 * LOOP_CHARS + 2 kept
+    assert histories.read(nxt, LOOP_CHARS) == alone[id(nxt)] and starts[-1] == len(nxt)  # a regenerate
+    past = [*nxt, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "u" * (LOOP_CHARS + 1)}]
+    assert histories.read(past, LOOP_CHARS) is None and starts[-1] == len(nxt)
+    assert histories.read(went_on, LOOP_CHARS) == alone[id(went_on)] and starts[-1] == len(nxt)
+    assert histories.read_whole(edited) == alone[id(edited)] and starts[-1] == 0
+
+
+def test_a_refusal_in_what_follows_a_kept_start_names_its_place_in_the_whole_request(monkeypatch):
+    starts = spied(monkeypatch)
+    histories = RecentHistories()
+    kept = chat_of_length(3)
+    histories.read_whole(kept)
+    with pytest.raises(Refused, match=r"messages\[4\] is not a message"):
+        histories.read_whole([*kept, {"role": "assistant", "content": "a"}, 3])
+    got = histories.read_whole([*kept, {"role": "user", "content": 42}])
+    assert got.problem is not None and got.problem.message == "messages[3].content must be text"
+    assert starts == [0, 3, 3]
+
+
+def test_only_requests_of_plain_messages_are_kept(monkeypatch):
+    """What is held is counted as text, and a comparison with it is one message deep: a request with a message of
+    parts or of another key is read, not kept (the next one reads it whole again); the plain request is kept."""
+    starts = spied(monkeypatch)
+    histories = RecentHistories()
+    for odd in ({"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"role": "user", "content": "hi", "name": "Mira"}, {"role": "assistant", "content": None}):
+        plain = chat_of_length(3)
+        histories.read_whole([*plain, odd])
+        histories.read_whole([*plain, odd, {"role": "assistant", "content": "a"}])
+        assert starts[-2:] == [0, 0], odd
+        histories.read_whole(plain)
+        histories.read_whole([*plain, {"role": "assistant", "content": "a"}])
+        assert starts[-2:] == [0, 3]
+        histories = RecentHistories()
+
+
+def test_at_most_histories_held_requests_and_history_chars_held_characters_are_kept(monkeypatch):
+    """PF-59's bounds, both sides: the HISTORIES_HELD most recent requests are kept, not one more; a request of
+    HISTORY_CHARS_HELD / 2 characters of text is kept, not one of a character more; all kept hold at most
+    HISTORY_CHARS_HELD."""
+    starts = spied(monkeypatch)
+    histories = RecentHistories()
+    chats = [chat_of_length(2, f"chat {i}: ") for i in range(HISTORIES_HELD + 1)]
+    for chat in chats:
+        histories.read_whole(chat)
+    histories.read_whole([*chats[1], {"role": "user", "content": "more"}])
+    assert starts[-1] == 2  # the oldest of the HISTORIES_HELD kept
+    histories.read_whole([*chats[0], {"role": "user", "content": "more"}])
+    assert starts[-1] == 0  # one more than that: forgotten
+    half = HISTORY_CHARS_HELD // 2
+    for size, kept in ((half, True), (half + 1, False)):
+        histories = RecentHistories()
+        big = [{"role": "system", "content": "w" * (size - 1)}, {"role": "user", "content": "g"}]
+        histories.read_whole(big)
+        histories.read_whole([*big, {"role": "assistant", "content": "a"}])
+        assert starts[-1] == (2 if kept else 0), size
+    histories = RecentHistories()
+    halves = [[{"role": "system", "content": c * half}] for c in "abc"]
+    for chat in halves:
+        histories.read_whole(chat)
+    for chat, kept in zip(halves, (False, True, True), strict=True):  # the newest two: HISTORY_CHARS_HELD in all
+        histories.read_whole([*chat, {"role": "user", "content": "go"}])
+        assert starts[-1] == (1 if kept else 0)

@@ -162,10 +162,14 @@ def test_tokenizers_toml_maps_patterns_in_order(tmp_path, bpe, wordpiece, monkey
 
 
 def test_the_mapping_file_follows_the_environment_and_the_file_system(tmp_path, monkeypatch):
-    """S-30: mapping_file makes its path once, yet a tokenizers.toml made or removed while a server runs, and a
-    changed HOME or XDG_CONFIG_HOME, are seen on the next call."""
-    from tagengine._internal.prompt.registry import mapping_file
+    """S-30, PF-59: mapping_file makes its path once, a changed HOME, XDG_CONFIG_HOME or TAGENGINE_TOKENIZERS is seen
+    on the next call, and a tokenizers.toml made or removed while a server runs once LOOK_AGAIN_SECONDS have passed
+    since the last look (both sides of it): a server asks on every turn."""
+    from tagengine._internal.prompt import registry
+    from tagengine._internal.prompt.registry import LOOK_AGAIN_SECONDS, mapping_file
 
+    clock = [1000.0]
+    monkeypatch.setattr(registry, "monotonic", lambda: clock[0])
     monkeypatch.setenv("TAGENGINE_TOKENIZERS", "~/t.toml")
     for home in ("a", "b"):
         monkeypatch.setenv("HOME", str(tmp_path / home))
@@ -173,16 +177,26 @@ def test_the_mapping_file_follows_the_environment_and_the_file_system(tmp_path, 
     monkeypatch.delenv("TAGENGINE_TOKENIZERS")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     assert mapping_file() is None
-    (tmp_path / "cfg" / "tagengine").mkdir(parents=True)
-    (tmp_path / "cfg" / "tagengine" / "tokenizers.toml").write_text("")
-    assert mapping_file() == tmp_path / "cfg" / "tagengine" / "tokenizers.toml"
+    made = tmp_path / "cfg" / "tagengine" / "tokenizers.toml"
+    made.parent.mkdir(parents=True)
+    made.write_text("")
+    clock[0] += LOOK_AGAIN_SECONDS - 0.001
+    assert mapping_file() is None  # looked at too recently
+    clock[0] += 0.001
+    assert mapping_file() == made
     monkeypatch.delenv("XDG_CONFIG_HOME")
     assert mapping_file() is None  # $HOME/.config has none
-    (tmp_path / "b" / ".config" / "tagengine").mkdir(parents=True)
-    (tmp_path / "b" / ".config" / "tagengine" / "tokenizers.toml").write_text("")
-    assert mapping_file() == tmp_path / "b" / ".config" / "tagengine" / "tokenizers.toml"
-    (tmp_path / "b" / ".config" / "tagengine" / "tokenizers.toml").unlink()
+    other = tmp_path / "b" / ".config" / "tagengine" / "tokenizers.toml"
+    other.parent.mkdir(parents=True)
+    other.write_text("")
+    clock[0] += LOOK_AGAIN_SECONDS
+    assert mapping_file() == other
+    other.unlink()
+    assert mapping_file() == other
+    clock[0] += LOOK_AGAIN_SECONDS
     assert mapping_file() is None
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))  # the environment: seen at once
+    assert mapping_file() == made
 
 
 def test_build_prompt_report_names_the_tokenizer_and_whether_exact(bpe):

@@ -26,7 +26,7 @@ from .options import Options
 from .runtime.heap import freeze_long_lived
 from .runtime.worker_threads import Workers
 from .turn.mid_reply import MidReplyChecks
-from .turn.request import CAMPAIGN_MODEL, MarkedHistory, hides, read_marked, read_marked_within
+from .turn.request import CAMPAIGN_MODEL, MarkedHistory, RecentHistories, hides
 from .upstream.counting import fitter
 from .upstream.kinds import reach_upstream
 from .wire.chat_completions import model_ids
@@ -52,6 +52,7 @@ class ServerContext:
         self.latest = Latest(self.store, self.snapshots)
         self.upstream = reach_upstream(options)
         self.workers = Workers()
+        self.histories = RecentHistories()  # the last few requests' messages read (PF-59)
         self.prompt_fitter = fitter(self.upstream, options.count_with_upstream, self.workers)
         self.mid_reply = MidReplyChecks(self.upstream, self.workers) if options.settle_checks else None
         self.sessions = Sessions(options.data, options.api_key) if options.api_key else None  # the pages' sign-ins
@@ -132,9 +133,10 @@ class ServerContext:
         """`read_marked(messages)`: on the event loop while the text it scans stays within LOOP_CHARS characters, else
         in a worker thread, since it scans every system and user message for a near-miss marker (TR-8), at some 60 ms
         a megabyte of brackets (SEC-2, SEC-11); a reply counts only when it holds the marker's start, so a long chat
-        of short user messages reads here, without a thread's hop per request (PF-21), in one pass (PF-32)."""
-        marked = read_marked_within(messages, LOOP_CHARS)
-        return marked if marked is not None else await self.workers.run(read_marked, messages)
+        of short user messages reads here, without a thread's hop per request (PF-21), in one pass (PF-32). A start
+        the messages share with one of the last few requests' is not read again, nor counted (PF-59)."""
+        marked = self.histories.read(messages, LOOP_CHARS)
+        return marked if marked is not None else await self.workers.run(self.histories.read_whole, messages)
 
     async def replayed(self, c: Campaign, history: list[dict[str, str]], hidden: bool | None = None) -> Replayed:
         """The state after `history` (plain role/content messages), read as the server reads replies
