@@ -20,7 +20,13 @@ from conftest import examples
 from tagengine._internal.server import limits
 from tagengine._internal.server.context import ServerContext
 from tagengine._internal.server.errors import Refused
-from tagengine._internal.server.limits import HISTORIES_HELD, HISTORY_CHARS_HELD, LOOP_CHARS
+from tagengine._internal.server.limits import (
+    HASH_CHARS,
+    HISTORIES_HELD,
+    HISTORY_CHARS_HELD,
+    LOOP_CHARS,
+    MESSAGE_HELD,
+)
 from tagengine._internal.server.turn import request
 from tagengine._internal.server.turn.request import (
     MARKER,
@@ -352,9 +358,9 @@ def test_only_requests_of_plain_messages_are_kept(monkeypatch):
 
 
 def test_at_most_histories_held_requests_and_history_chars_held_characters_are_kept(monkeypatch):
-    """PF-59's bounds, both sides: the HISTORIES_HELD most recent requests are kept, not one more; a request of
-    HISTORY_CHARS_HELD / 2 characters of text is kept, not one of a character more; all kept hold at most
-    HISTORY_CHARS_HELD."""
+    """PF-59's bounds, both sides: the HISTORIES_HELD most recent requests are kept, not one more; a request that
+    holds HISTORY_CHARS_HELD / 2 (its text, and MESSAGE_HELD a message) is kept, not one that holds one more, be it
+    in long texts or in many short messages; all kept hold at most HISTORY_CHARS_HELD."""
     starts = spied(monkeypatch)
     histories = RecentHistories()
     chats = [chat_of_length(2, f"chat {i}: ") for i in range(HISTORIES_HELD + 1)]
@@ -366,15 +372,47 @@ def test_at_most_histories_held_requests_and_history_chars_held_characters_are_k
     assert starts[-1] == 0  # one more than that: forgotten
     half = HISTORY_CHARS_HELD // 2
     for size, kept in ((half, True), (half + 1, False)):
-        histories = RecentHistories()
-        big = [{"role": "system", "content": "w" * (size - 1)}, {"role": "user", "content": "g"}]
-        histories.read_whole(big)
-        histories.read_whole([*big, {"role": "assistant", "content": "a"}])
-        assert starts[-1] == (2 if kept else 0), size
+        long = [{"role": "system", "content": "w" * (size - 1 - 2 * MESSAGE_HELD)}, {"role": "user", "content": "g"}]
+        many, n = [], half // (1 + MESSAGE_HELD)  # short messages: their objects are counted too
+        many = [{"role": "user", "content": "w" * (1 + (i < half - n * (1 + MESSAGE_HELD)))} for i in range(n)]
+        if not kept:
+            many.append({"role": "user", "content": ""})
+        for big in (long, many):
+            histories = RecentHistories()
+            histories.read_whole(big)
+            histories.read_whole([*big, {"role": "assistant", "content": "a"}])
+            assert starts[-1] == (len(big) if kept else 0), (size, len(big))
     histories = RecentHistories()
-    halves = [[{"role": "system", "content": c * half}] for c in "abc"]
+    halves = [[{"role": "system", "content": c * (half - MESSAGE_HELD)}] for c in "abc"]
     for chat in halves:
         histories.read_whole(chat)
     for chat, kept in zip(halves, (False, True, True), strict=True):  # the newest two: HISTORY_CHARS_HELD in all
         histories.read_whole([*chat, {"role": "user", "content": "go"}])
         assert starts[-1] == (1 if kept else 0)
+
+
+def test_on_the_event_loop_the_comparisons_read_at_most_hash_chars_of_kept_text(monkeypatch):
+    """SEC-2: a read on the event loop (a bound on what it scans) compares at most HASH_CHARS characters of kept text,
+    each kept message counted as it is held; a longer kept start is looked for by the read in a worker thread (no
+    bound) that the loop's read hands the request to. Both sides of the bound."""
+    starts = spied(monkeypatch)
+    for size, on_loop in ((HASH_CHARS, True), (HASH_CHARS + 1, False)):
+        histories = RecentHistories()
+        kept = [{"role": "system", "content": "w" * (size - 1 - 2 * MESSAGE_HELD)}, {"role": "user", "content": "g"}]
+        histories.read_whole(kept)
+        more = [*kept, {"role": "assistant", "content": "a"}, {"role": "user", "content": "b"}]
+        got = histories.read(more, LOOP_CHARS)
+        assert starts[-1] == (2 if on_loop else 0), size
+        assert (got is not None) is on_loop  # else the whole read scans too much for the loop: a worker's turn
+        histories.read_whole(more)
+        assert starts[-1] == (4 if on_loop else 2)  # a read in a worker thread finds the kept start
+    # two kept starts of one request, each within the bound and both over it together: the more recent one only
+    histories = RecentHistories()
+    a = {"role": "system", "content": "w" * (HASH_CHARS // 2 - MESSAGE_HELD)}
+    b, c = {"role": "user", "content": "b"}, {"role": "assistant", "content": "c"}
+    histories.read_whole([a, b])
+    histories.read_whole([a])  # kept beside [a, b], first
+    histories.read([a, b, c], LOOP_CHARS)
+    assert starts[-1] == 1
+    histories.read_whole([a, b, c, b])
+    assert starts[-1] == 3  # [a, b, c], kept by the read before

@@ -22,6 +22,7 @@ from ...prompt.contexts import context_of
 from ...records import frozen
 from ..errors import Refused
 from ..limits import (
+    HASH_CHARS,
     HISTORIES_HELD,
     HISTORY_CHARS_HELD,
     LOOP_CHARS,
@@ -29,6 +30,7 @@ from ..limits import (
     MAX_MESSAGE,
     MAX_MESSAGES,
     MAX_MODEL_NAME,
+    MESSAGE_HELD,
     SCAN_CHARS,
 )
 from ..wire.json_codec import loads
@@ -203,22 +205,33 @@ class RecentHistories:
     turn: a reply and a message more; a regenerate or a swipe: the same list; a continue: a prefill more) reads only
     what follows it. Finding that shared start is one comparison of the two lists, in C, a seventh of the read's
     cost for a 200-message chat (PF-59). Only a request whose every message is an object of a string role and a
-    string content is kept (so what is held is the text counted, and a comparison is never deeper than a message):
-    at most HISTORIES_HELD of them, HISTORY_CHARS_HELD characters in all. The table is replaced whole, never
-    changed in place, so a worker thread's read may share it: a race loses an entry, never a value."""
+    string content is kept (so what is held is counted, and a comparison is never deeper than a message): at most
+    HISTORIES_HELD of them, HISTORY_CHARS_HELD in all, each message counted as its text and MESSAGE_HELD characters
+    (its object and strings). On the event loop the comparisons read at most HASH_CHARS characters of kept text in
+    all, as a history's hashing does there (SEC-2); a kept start past that is not looked for. The table is replaced
+    whole, never changed in place, so a worker thread's read may share it: a race loses an entry, never a value."""
 
     def __init__(self) -> None:
-        # (the messages as they came, their read, the characters of their text), the most recently used first
+        # (the messages as they came, their read, what they hold), the most recently used first
         self._runs: tuple[tuple[list[Any], MarkedHistory, int], ...] = ()
 
     def read(self, messages: list[Any], scanned: int | None) -> MarkedHistory | None:
         """`read_marked_within(messages, scanned)`, the text of a kept start not read again (nor counted in
-        `scanned`: the bound is on the work this read does)."""
+        `scanned`: the bound is on the work this read does). `scanned` None: off the event loop, no bound."""
         runs = self._runs  # read once: another thread may replace it
         at, n = -1, 0
-        for i, (kept, _, _) in enumerate(runs):
+        left = math.inf if scanned is None else HASH_CHARS  # the kept text the comparisons may read
+        for i, (kept, _, held) in enumerate(runs):
             k = len(kept)
-            if n < k <= len(messages) and messages[k - 1] == kept[-1] and messages[:k] == kept:
+            if k <= n or k > len(messages):
+                continue
+            if held > left:
+                continue
+            if messages[k - 1] != kept[-1]:  # the common miss: one message read
+                left -= len(kept[-1]["content"]) + MESSAGE_HELD  # a kept message is a flat role/content object
+                continue
+            left -= held
+            if messages[:k] == kept:
                 at, n = i, k
                 if k == len(messages):  # none can be longer
                     break
@@ -231,8 +244,8 @@ class RecentHistories:
             if type(m) is not dict or len(m) != 2 or type(m.get("role")) is not str or \
                     type(content := m.get("content")) is not str:
                 return marked  # not kept: held text is counted as text, and compared one level deep
-            held += len(content)
-        if 0 < held <= HISTORY_CHARS_HELD // 2 and n < len(messages):  # (a request read again whole is kept)
+            held += len(content) + MESSAGE_HELD
+        if held <= HISTORY_CHARS_HELD // 2 and n < len(messages):  # (the same list again: nothing new to keep)
             new, total = [(list(messages), marked, held)], held
             for i, run in enumerate(runs):
                 if i == at:  # the new one starts with all of it
@@ -242,7 +255,7 @@ class RecentHistories:
                 total += run[2]
                 new.append(run)
             self._runs = tuple(new)
-        elif at > 0:  # the same list again: it goes first
+        elif at > 0:  # kept before, and used again: it goes first
             self._runs = (runs[at], *runs[:at], *runs[at + 1:])
         return marked
 
