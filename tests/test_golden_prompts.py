@@ -29,34 +29,54 @@ def test_golden_prompt(name):
     check(FOLDER / f"{name}.world.md", world_prompt(rs))
 
 
-def test_the_templates_write_the_same_through_jinjas_own_environment(monkeypatch):
+WRITE_EVERY_TEMPLATE = r"""
+import json, sys
+from pathlib import Path
+import jinja2
+from tagengine import GameState, Ruleset
+from tagengine._internal.prompt import render
+if sys.argv[1] == "plain":
+    render.FlatGlobals = jinja2.Environment  # the switch back to Jinja's own environment
+from tagengine._internal.pages.game_sheet import sheet_html
+from tagengine._internal.pages.ruleset_inspection import inspection_context
+from tagengine._internal.pages.templates import html_env, render_page
+from tagengine._internal.prompt import Budget, reminder, system_prompt, world_prompt
+def checked(data, source):
+    inspected = inspection_context(data, source)
+    return render_page("check.html.j2", {**inspected, "result": inspected, "pasted": data.decode(), "nav": None})
+out = []
+samples = Path(sys.argv[2])
+for path in sorted((samples / "rulesets").glob("*.json")):
+    rs = Ruleset.load(path)
+    state = GameState.loads(rs, (samples / "states" / path.name).read_text())
+    out += [system_prompt(rs, Budget(context=128_000, model="gpt-4o")).text, reminder(rs, state), world_prompt(rs),
+            sheet_html(rs, state), sheet_html(rs, state, [next(iter(state.cards))]),
+            checked(path.read_bytes(), path.name)]
+out += [checked(b'{"name": 1}', "bad.json"),
+        render_page("login.html.j2", {"next": "/ui/", "wrong": True, "wait": 3}), render_page("logout.html.j2", {}),
+        render.env().from_string("{% set n = namespace(x=1) %}{{ range(3) | list }} {{ n.x }}").render(),
+        type(render.env().get_template("_block.j2").globals).__name__,
+        type(html_env().get_template("sheet.html.j2").globals).__name__]
+print(json.dumps(out))
+"""
+
+
+def test_the_templates_write_the_same_through_jinjas_own_environment():
     """PF-59: `FlatGlobals` gives each template its globals as one plain dict (Jinja's `make_globals` hook) and is
-    one switch away from Jinja's own `Environment`: the goldens come out the same through either, and a template
-    still reads Jinja's globals (`range`, `namespace`)."""
-    import jinja2
+    one switch away from Jinja's own `Environment`: each in a new process (no text kept from the other), the prompts
+    (system, reminder with every taught command, world) and pages (sheets, the checker's with and without problems,
+    sign-in) of every sample come out the same, and a template still reads Jinja's globals (`range`, `namespace`)."""
+    import json
+    import subprocess
+    import sys
 
-    from tagengine._internal.prompt import render
+    from conftest import SAMPLES
 
-    def written() -> list[str]:
-        render.env.cache_clear()
-        out = []
-        for name in NAMES:
-            rs, state = load_sample(name), sample_state(name)
-            block = {"name": name, "lines": [(f"Line {i}", f"value [{i}]") for i in range(3)]}
-            out += [system_prompt(rs, Budget(context=128_000, model="gpt-4o")).text,
-                    render.render("reminder.j2", {"characters": [], "party": None, "clocks": None, "teaching": [],
-                                                  "untrained": [], "commands": "", "blocks": [name],
-                                                  "party_text": None}),
-                    render.include_text("_block.j2", {"c": block}), world_prompt(rs), reminder(rs, state)]
-        out.append(render.env().from_string("{% set n = namespace(x=1) %}{{ range(3) | list }} {{ n.x }}").render())
-        out.append(type(render.env().get_template("_block.j2").globals).__name__)
-        return out
+    def written(kind: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", WRITE_EVERY_TEMPLATE, kind, str(SAMPLES)], capture_output=True,
+                              text=True, timeout=300, check=True)
+        return list(json.loads(done.stdout))
 
-    try:
-        flat = written()
-        monkeypatch.setattr(render, "FlatGlobals", jinja2.Environment)
-        plain = written()
-    finally:
-        render.env.cache_clear()
-    assert flat[:-1] == plain[:-1] and flat[-2] == "[0, 1, 2] 1"
-    assert (flat[-1], plain[-1]) == ("dict", "ChainMap")
+    flat, plain = written("flat"), written("plain")
+    assert flat[:-2] == plain[:-2] and flat[-3] == "[0, 1, 2] 1" and len(flat) == 6 * len(NAMES) + 6
+    assert (flat[-2:], plain[-2:]) == (["dict", "dict"], ["ChainMap", "ChainMap"])

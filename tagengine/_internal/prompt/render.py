@@ -50,7 +50,8 @@ class FlatGlobals(Environment):
     makes a set of its keys: a ChainMap is iterated in Python, some 6 us of a sheet block's 15 us render, twice a
     turn (PF-59). The ChainMap is there so that globals changed after a template is loaded reach it, which Jinja
     itself advises against: nothing here changes them. Jinja's public hook (`make_globals`, Jinja 3.0+); the plain
-    `Environment` is the switch back (tests/test_prompt_render.py renders every template both ways)."""
+    `Environment` is the switch back (tests/test_golden_prompts.py writes every sample's prompts and pages both
+    ways, each in a new process)."""
 
     def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
         return {**self.globals, **(d or {})}

@@ -25,12 +25,12 @@ from ..limits import (
     HASH_CHARS,
     HISTORIES_HELD,
     HISTORY_CHARS_HELD,
+    KEPT_MESSAGE_CHARS,
     LOOP_CHARS,
     MAX_CHAT_ID,
     MAX_MESSAGE,
     MAX_MESSAGES,
     MAX_MODEL_NAME,
-    MESSAGE_HELD,
     SCAN_CHARS,
 )
 from ..wire.json_codec import loads
@@ -122,7 +122,8 @@ class MarkedHistory:
     Note is per chat; a model's reply cannot switch the campaign). `history`: role and text of each message,
     markers stripped, a message its marker left empty dropped, roles without case (F-10), an unknown role
     read as system. `problem`: the first message whose content is not text, which has no plain history (a
-    request passed through is not read, so it may carry such content)."""
+    request passed through is not read, so it may carry such content). Read-only, `history` and its dicts too:
+    they are shared with the reads of later requests that start as this one did (`RecentHistories`)."""
 
     campaign: str | None
     history: list[dict[str, str]]
@@ -167,8 +168,8 @@ def read_marked_within(messages: list[Any], scanned: int | None,
                         return None
                     if near is None and "[" in content:
                         near = near_miss(content)  # by parts (SEC-11); only the first is kept
-                # the request's own dict when it is just that (the body is this request's, read-only from here); a
-                # role `_ROLE` knows is written as it is kept, so `low` is the dict's own role
+                # the request's own dict when it is just that (read-only from here: later reads share it,
+                # `RecentHistories`); a role `_ROLE` knows is written as it is kept, so `low` is the dict's own role
                 out.append(m if len(m) == 2 else {"role": low, "content": content})
                 continue
         role = m.get("role") if isinstance(m, dict) else None
@@ -204,10 +205,11 @@ class RecentHistories:
     """The reads of the last few requests' messages, so a request that starts with all of one of them (the next
     turn: a reply and a message more; a regenerate or a swipe: the same list; a continue: a prefill more) reads only
     what follows it. Finding that shared start is one comparison of the two lists, in C, a seventh of the read's
-    cost for a 200-message chat (PF-59). Only a request whose every message is an object of a string role and a
-    string content is kept (so what is held is counted, and a comparison is never deeper than a message): at most
-    HISTORIES_HELD of them, HISTORY_CHARS_HELD in all, each message counted as its text and MESSAGE_HELD characters
-    (its object and strings). On the event loop the comparisons read at most HASH_CHARS characters of kept text in
+    cost for a 200-message chat (PF-59). Only a request whose every message is an object of a role as `ROLES` spells
+    it and a string content, and nothing else, is kept (so what is held is counted, and a comparison is never deeper
+    than a message): at most HISTORIES_HELD of them, HISTORY_CHARS_HELD in all, each message counted as its text and
+    KEPT_MESSAGE_CHARS (its object and strings). A kept start is held once: the next request's own objects only
+    for what it adds. On the event loop the comparisons read at most HASH_CHARS characters of kept text in
     all, as a history's hashing does there (SEC-2); a kept start past that is not looked for. The table is replaced
     whole, never changed in place, so a worker thread's read may share it: a race loses an entry, never a value."""
 
@@ -228,7 +230,7 @@ class RecentHistories:
             if held > left:
                 continue
             if messages[k - 1] != kept[-1]:  # the common miss: one message read
-                left -= len(kept[-1]["content"]) + MESSAGE_HELD  # a kept message is a flat role/content object
+                left -= len(kept[-1]["content"]) + KEPT_MESSAGE_CHARS  # a kept message is a flat role/content object
                 continue
             left -= held
             if messages[:k] == kept:
@@ -241,12 +243,14 @@ class RecentHistories:
             return None
         held = runs[at][2] if at >= 0 else 0
         for m in islice(messages, n, None):
-            if type(m) is not dict or len(m) != 2 or type(m.get("role")) is not str or \
-                    type(content := m.get("content")) is not str:
-                return marked  # not kept: held text is counted as text, and compared one level deep
-            held += len(content) + MESSAGE_HELD
+            if type(m) is not dict or len(m) != 2 or type(role := m.get("role")) is not str or role not in _ROLE \
+                    or type(content := m.get("content")) is not str:
+                return marked  # not kept: what is held is counted as its text, and compared one level deep
+            held += len(content) + KEPT_MESSAGE_CHARS
         if held <= HISTORY_CHARS_HELD // 2 and n < len(messages):  # (the same list again: nothing new to keep)
-            new, total = [(list(messages), marked, held)], held
+            # the kept start's own objects, equal to this request's (just compared), so the start is held once
+            kept = list(messages) if at < 0 else [*runs[at][0], *islice(messages, n, None)]
+            new, total = [(kept, marked, held)], held
             for i, run in enumerate(runs):
                 if i == at:  # the new one starts with all of it
                     continue
