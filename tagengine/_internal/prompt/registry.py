@@ -171,7 +171,7 @@ def mapping_file() -> Path | None:
     so a file made or removed while a server runs is seen within that (a server asks on every turn, and each look
     was a stat and the home folder's look-up: some 20 us of a 500 us turn, PF-59)."""
     env = os.environ
-    said = (env.get(MAPPING_ENV), env.get("XDG_CONFIG_HOME"), env.get("HOME"), env.get("USERPROFILE"))  # `~` reads either
+    said = (env.get(MAPPING_ENV), env.get("XDG_CONFIG_HOME"), env.get("HOME"), env.get("USERPROFILE"))  # `~`: either
     now = monotonic()
     seen = _SEEN.get(said)
     if seen is not None and now - seen[0] < LOOK_AGAIN_SECONDS:
