@@ -8,9 +8,12 @@ import threading
 
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from serve_kit import Fake, heist_store
 from test_serve import SCRIPT, ask, client, expected, serving
 
+from conftest import examples
 from tagengine._internal.server.limits import THREAD_MIN
 from tagengine._internal.server.memory import chain
 from tagengine._internal.server.memory import store as store_module
@@ -168,3 +171,21 @@ def test_a_snapshots_text_is_the_canonical_json_of_its_document_whatever_it_hold
         assert seen[-1] == canonical_json(state.to_json())
     assert sum(f"Ünïcödé {n} " in t for t in seen for n in (3, 7, 11)) == 9  # each edit from its turn on
     assert snapshot_text(state) == seen[-1]  # and again from what was kept
+
+
+JSON_WITHOUT_FLOATS = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(st.characters(), max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(st.characters(), max_size=6), inner,
+                                                                 max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=examples(400))
+@given(JSON_WITHOUT_FLOATS)
+def test_a_snapshots_live_members_are_written_as_canonical_json_writes_them(value):
+    """PF-59: the members a turn changes are written by orjson, byte for byte what `canonical_json` writes for
+    whatever they can hold: whole numbers (past 64 bits too, which orjson cannot write), text (lone surrogates too,
+    which orjson refuses), lists and objects, their keys sorted; no floats, which the state reader refuses."""
+    from tagengine._internal.server.memory.campaigns import _live_text, canonical_json
+
+    assert _live_text(value) == canonical_json(value)
