@@ -3,7 +3,9 @@ Whatever was kept, the values are those worked out from scratch."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import accumulate
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -117,3 +119,51 @@ def test_token_counts_of_a_history_are_each_message_counted_alone():
     history[1]["content"] = "The door holds."  # a message changed in place is counted again
     grown = [*history, {"role": "user", "content": "Again!"}]
     assert c.messages(grown) == [fresh.message(m["role"], m["content"]) for m in grown]
+
+
+def spied_more(real: Callable[[list[Any], list[Any]], list[Any]],
+               worked: list[int]) -> Callable[[list[Any], list[Any]], list[Any]]:
+    """A memo's `more`, saying how many items each call was given."""
+    def more(known: list[Any], items: list[Any]) -> list[Any]:
+        worked.append(len(items))
+        return real(known, items)
+
+    return more
+
+
+def test_a_history_of_many_short_messages_is_kept_by_what_it_holds(monkeypatch):
+    """PF-59: a kept item counts as its text and ITEM_CHARS, the memory its tuple, value and size take: a history of
+    one-character messages that holds half of the 16 MiB a memo keeps is kept (its counts found again, not worked
+    out), one message more is not: some 250 bytes an item, where its text alone let 16 such histories of 20,000
+    messages stay (60 MB held under a hostile chat's load, where the bound said 16 MiB)."""
+    from tagengine._internal.prefix_memo import ITEM_CHARS, held_chars
+
+    assert held_chars("x") == 1 + ITEM_CHARS
+    half = 16 * 1024 * 1024 // 2
+    most = half // (1 + ITEM_CHARS)
+    for n, kept in ((most, True), (most + 1, False)):
+        c = TokenCounter(TiktokenTokenizer("o200k_base"), OPENAI_CHAT)
+        history = [{"role": "user", "content": "x"}] * n
+        c.messages(history)
+        worked: list[int] = []
+        monkeypatch.setattr(c, "_more", spied_more(c._more, worked))
+        assert c.messages(history) == [c.message("user", "x")] * n
+        assert worked == ([] if kept else [n]), n
+
+
+def test_the_chains_keys_of_many_short_replies_are_kept_by_what_they_hold(heist_campaign, monkeypatch):
+    """PF-59, as the token counts: the chain's keys along a history of one-character replies are kept while the
+    first key (64 characters) and the replies, ITEM_CHARS an item more, hold half of 16 MiB, not one reply more."""
+    from tagengine._internal.prefix_memo import ITEM_CHARS
+
+    store, c = heist_campaign
+    half = 16 * 1024 * 1024 // 2
+    most = (half - len(chain.first_key(c)) - ITEM_CHARS) // (1 + ITEM_CHARS)
+    for n, kept in ((most, True), (most + 1, False)):
+        memo = Chain(store)
+        replies = [str(i % 10) for i in range(n)]
+        memo.keys(c, replies)
+        worked: list[int] = []
+        monkeypatch.setattr(memo, "_more", spied_more(memo._more, worked))
+        memo.keys(c, replies)
+        assert (worked == []) is kept, n

@@ -29,6 +29,15 @@ def shared_start(a: list[T], b: list[T]) -> int:
     return i
 
 
+ITEM_CHARS = 256  # what a kept item holds beyond its text, counted as characters: its tuple, its value, its size
+
+
+def held_chars(text: str) -> int:
+    """A kept text item's `size`: its characters and ITEM_CHARS, so a history of many short messages is held
+    by what it holds (some 250 bytes an item), not by its few characters of text (PF-59)."""
+    return len(text) + ITEM_CHARS
+
+
 class PrefixMemo(Generic[T, V]):
     """`values(items, more)`: one value per item, where value i depends on items[0..i] only (so a shared
     start has the same values). Up to `keep` sequences are kept, the most recently used first, holding at

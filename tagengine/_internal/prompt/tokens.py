@@ -22,7 +22,7 @@ from types import FunctionType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import NotFoundError, TagengineError
-from ..prefix_memo import PrefixMemo
+from ..prefix_memo import PrefixMemo, held_chars
 from ..records import frozen
 
 if TYPE_CHECKING:
@@ -270,7 +270,7 @@ _ROLE_CONTENT = itemgetter("role", "content")
 
 
 def _content_size(item: tuple[str, str]) -> int:
-    return len(item[1])
+    return held_chars(item[1])
 
 
 class TokenCounter:

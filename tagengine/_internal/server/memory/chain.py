@@ -35,7 +35,7 @@ from operator import itemgetter
 
 from ...commands import apply_reply
 from ...memo import IdentityCache
-from ...prefix_memo import PrefixMemo
+from ...prefix_memo import PrefixMemo, held_chars
 from ...records import frozen
 from ...state import GameState, from_json
 from ..limits import CHAIN_STEP_CHARS, CHAIN_STEPS_HELD, FIRST_KEYS_HELD, HASH_CHARS, LOOP_CHARS
@@ -100,7 +100,7 @@ class Chain:
         self.snapshots = snapshots if snapshots is not None else SnapshotCache()
         self._steps: dict[tuple[str, str], str] = {}  # (key, reply) -> the key after it
         self._step_chars = 0
-        self._keys: PrefixMemo[str, str] = PrefixMemo(len)  # the keys along the last few histories (S-30)
+        self._keys: PrefixMemo[str, str] = PrefixMemo(held_chars)  # the keys along the last few histories (S-30)
         self._more = self._more_keys  # bound once: a warm turn makes no method object
         self._narrated: bool | None = None  # the store holds a --hide-tags narration (read once, then kept, TR-6)
 
