@@ -139,7 +139,7 @@ def test_a_history_of_many_short_messages_is_kept_by_what_it_holds(monkeypatch):
     from tagengine._internal.prefix_memo import ITEM_CHARS, held_chars
 
     assert held_chars("x") == 1 + ITEM_CHARS
-    half = 16 * 1024 * 1024 // 2
+    half = PrefixMemo(held_chars).max_size // 2
     most = half // (1 + ITEM_CHARS)
     for n, kept in ((most, True), (most + 1, False)):
         c = TokenCounter(TiktokenTokenizer("o200k_base"), OPENAI_CHAT)
@@ -157,7 +157,7 @@ def test_the_chains_keys_of_many_short_replies_are_kept_by_what_they_hold(heist_
     from tagengine._internal.prefix_memo import ITEM_CHARS
 
     store, c = heist_campaign
-    half = 16 * 1024 * 1024 // 2
+    half = PrefixMemo(len).max_size // 2
     most = (half - len(chain.first_key(c)) - ITEM_CHARS) // (1 + ITEM_CHARS)
     for n, kept in ((most, True), (most + 1, False)):
         memo = Chain(store)

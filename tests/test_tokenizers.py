@@ -195,7 +195,7 @@ def test_the_mapping_file_follows_the_environment_and_the_file_system(tmp_path, 
     assert mapping_file() == other
     clock[0] += LOOK_AGAIN_SECONDS
     assert mapping_file() is None
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))  # the environment: seen at once
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))  # the environment before: its file, still there
     assert mapping_file() == made
 
 

@@ -92,8 +92,8 @@ export class Panel {
         this.sheetOpen = null; // a character's open sheet form: {place, who, holder}, kept the same way (STX-14)
         this.sheetWanted = null; // {campaign, who}: the sheet to open once a campaign just started is drawn
         // kept through redraws of the same chat and campaign (STX-13): the roller last drawn and its choices {place,
-        // details, who, what, target}; the dice card shown {place, card}, until Dismiss or the next roll; the campaign picker {place,
-        // holder}, open with its selection until Write or Close (holder null: closed by the player there)
+        // details, who, what, target}; the dice card shown {place, card}, until Dismiss or the next roll; the campaign
+        // picker {place, holder}, open with its selection until Write or Close (holder null: closed by the player there)
         this.roller = null;
         this.rolled = null;
         this.picking = null;

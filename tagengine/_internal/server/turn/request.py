@@ -211,7 +211,9 @@ class RecentHistories:
     KEPT_MESSAGE_CHARS (its object and strings). A kept start is held once: the next request's own objects only
     for what it adds. On the event loop the comparisons read at most HASH_CHARS characters of kept text in
     all, as a history's hashing does there (SEC-2); a kept start past that is not looked for. The table is replaced
-    whole, never changed in place, so a worker thread's read may share it: a race loses an entry, never a value."""
+    whole, never changed in place, so a worker thread's read may share it: a race loses an entry, never a value. Not a
+    `PrefixMemo`: a read's marker, near miss and problem are known only at its end, so a read goes on from a whole kept
+    list, not from any start it shares (values per message would cost what the read does)."""
 
     def __init__(self) -> None:
         # (the messages as they came, their read, what they hold), the most recently used first
@@ -225,9 +227,7 @@ class RecentHistories:
         left = math.inf if scanned is None else HASH_CHARS  # the kept text the comparisons may read
         for i, (kept, _, held) in enumerate(runs):
             k = len(kept)
-            if k <= n or k > len(messages):
-                continue
-            if held > left:
+            if k <= n or k > len(messages) or held > left:
                 continue
             if messages[k - 1] != kept[-1]:  # the common miss: one message read
                 left -= len(kept[-1]["content"]) + KEPT_MESSAGE_CHARS  # a kept message is a flat role/content object
