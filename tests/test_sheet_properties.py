@@ -94,3 +94,29 @@ def test_a_cards_kept_check_numbers_are_those_its_live_values_give(name, card, l
         assert view.abilities == tuple(check_number(ev, "ability", a.id) for a in s.abilities)
         assert view.skills == tuple(check_number(ev, "skill", k.id) for k in s.skills)
         assert view.saves == tuple(check_number(ev, "save", k.id) for k in s.saves)
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(RULESETS)), parts, live, live)
+def test_a_cards_kept_part_and_block_lines_are_those_its_live_values_give(name, card, live_a, live_b):
+    """PF-60: what a card decides (its fields, hidden elements, derived values and lists; `card_part`, kept by the
+    card's object unless a derived value reads a live value) and the reminder lines made of it (kept by the view's
+    parts) are, for one card object under any live values, what that card and those live values give read anew."""
+    from tagengine._internal.prompt.template_data import character_block, character_entry, inert_block
+    from tagengine._internal.sheet import Eval
+    from tagengine._internal.sheet.sheet_views import view_of
+
+    rs, lives = RULESETS[name], []
+    for live_doc in (live_a, live_b):
+        doc = {"format": "tagengine.state/1", "gameCharacterCards": {"Mira": card}, "rulesetLive": {"mira": live_doc}}
+        try:
+            lives.append(GameState.loads(rs, json.dumps(doc)))
+        except StateError:
+            return
+    first = lives[0]
+    for state in (first, first.with_live("Mira", lives[1].live_of("Mira")), first):  # one card object throughout
+        assert state.cards["Mira"] is first.cards["Mira"]
+        live_values = state.live_of("Mira")
+        assert view_of(Eval(rs, first.cards["Mira"], live_values), "Mira", by_card=True) == \
+            view_of(Eval(rs, first.cards["Mira"], live_values), "Mira")
+        assert character_entry(rs, state, "Mira") == inert_block(character_block(rs, state, "Mira"))

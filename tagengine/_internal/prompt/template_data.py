@@ -21,6 +21,7 @@ from ..text import prompt_inert
 # a sheet block by what it is made of: a turn changes one character or none, and the others' blocks (their lines
 # built, their text made inert) are the ones the turn before had (PF-52)
 _BLOCKS: IdentityCache[dict[str, Any] | None] = IdentityCache(512)
+_CARD_LINES: IdentityCache[list[tuple[str, str]]] = IdentityCache(512)  # by the view's parts they read
 _TEACHINGS: IdentityCache[list[dict[str, Any]]] = IdentityCache(64)  # by ruleset, cards and party sheet
 
 
@@ -101,7 +102,14 @@ def row_pool_lines(ev: Eval) -> list[tuple[str, str]]:
 
 
 def character_block(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
+    """GM-13..17: the lines the reminder shows of the character `name`, what its card decides first."""
     s = view_character(rs, state, name)
+    return {"name": name, "lines": [*card_lines(rs, s), *live_lines(rs, state, name, s)]}
+
+
+def card_lines(rs: Ruleset, s: SheetView) -> list[tuple[str, str]]:
+    """A block's lines that its card decides (GM-14..17): the checks by section, then the summary's fields,
+    derived values and lists."""
     sheet = rs.file.sheet
     levels = {lv.id: lv.label for lv in sheet.training}
     sections = {sec.id: sec.label for sec in sheet.sections}
@@ -126,6 +134,13 @@ def character_block(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
     for text in summary_lists(rs, s, summary, rs.sheet.lists.by_id):
         label, _, rest = text.partition(": ")
         lines.append((label, rest))
+    return lines
+
+
+def live_lines(rs: Ruleset, state: GameState, name: str, s: SheetView) -> list[tuple[str, str]]:
+    """A block's lines that live values decide: pools, row pools, tracks, wounds, states, conditions, text."""
+    sheet = rs.file.sheet
+    lines: list[tuple[str, str]] = []
     health = s.health
     pools = [p.label + " " + p.now + (", down" if health is not None and health.down and p.id == health.id else "")
              for p in s.pools if not p.hidden]  # CB-4: a health pool at 0
@@ -160,7 +175,7 @@ def character_block(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
     for _, label, value in s.text:
         if value:
             lines.append((label, value))
-    return {"name": name, "lines": lines}
+    return lines
 
 
 def party_block(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
@@ -209,15 +224,28 @@ def inert_block(block: dict[str, Any]) -> dict[str, Any]:
     """A sheet block with every text made inert (`prompt_inert`): a field, a list's cells, a row's name are
     kept as the player typed them (ED-3), so brackets, macro braces and line breaks reach this point; the
     ruleset's labels and the engine's numbers are already safe, and come through unchanged."""
-    return {**block, "name": prompt_inert(block["name"]),
-            "lines": [(prompt_inert(label), prompt_inert(text)) for label, text in block["lines"]]}
+    return {**block, "name": prompt_inert(block["name"]), "lines": inert_lines(block["lines"])}
+
+
+def inert_lines(lines: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(prompt_inert(label), prompt_inert(text)) for label, text in lines]
 
 
 def character_entry(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
     """`inert_block(character_block(...))` of the state's character `name` (a key of its cards), kept by the ruleset,
     the card, the live values and the name: all a character's block reads (as `view_character`'s key)."""
     return cast(dict[str, Any], _BLOCKS.get((rs, state.cards[name], state.live_of(name), name),
-                                            lambda: inert_block(character_block(rs, state, name))))
+                                            lambda: _character_entry(rs, state, name)))
+
+
+def _character_entry(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
+    """A changed character's block: the lines its card decides are kept by what they read, the view's parts that
+    the card decides (`sheet_views.card_part`: the same objects while the card is, PF-60), so a turn that changes
+    live values makes only the lines those decide."""
+    s = view_character(rs, state, name)
+    head = _CARD_LINES.get((rs, s.fields, s.hidden, s.derived, s.lists, s.abilities, s.skills, s.saves),
+                           lambda: inert_lines(card_lines(rs, s)))
+    return {"name": prompt_inert(name), "lines": [*head, *inert_lines(live_lines(rs, state, name, s))]}
 
 
 def party_entry(rs: Ruleset, state: GameState) -> dict[str, Any] | None:

@@ -4,12 +4,14 @@ cached per snapshot, since snapshots never change. `evaluator.py` holds the eval
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import NotFoundError
 from ..memo import IdentityCache
+from ..records import frozen
 from ..ruleset import Ruleset
-from ..state import PARTY, GameState, LiveValues
+from ..state import PARTY, GameState, LiveValues, freeze
 from .check_numbers import check_number
 from .combat_health import health_view
 from .evaluator import Eval
@@ -18,6 +20,7 @@ from .views import CheckNumber, PoolView, SheetView, StateView, TrackView
 _SHEETS: IdentityCache[SheetView] = IdentityCache(512)
 Checks = tuple[tuple[CheckNumber, ...], tuple[CheckNumber, ...], tuple[CheckNumber, ...]]  # abilities, skills, saves
 _CARD_CHECKS: IdentityCache[Checks | tuple[()]] = IdentityCache(512)  # () when they read a live value
+_CARD_PARTS: IdentityCache[CardPart | None] = IdentityCache(512)  # None when it reads a live value
 
 
 class _LiveRead(Exception):
@@ -70,19 +73,68 @@ def view_card(rs: Ruleset, card: Mapping[str, Any], live: LiveValues | None, nam
 
 def view_of(ev: Eval, name: str, *, by_card: bool = False) -> SheetView:
     """The whole `SheetView` of an evaluation, titled `name`; each element a `hideWhen` hides is noted with why.
-    `by_card`: the check numbers kept by the card's object when they read no live value (`card_checks`), for a
-    state's card, which many turns share; a card seen once (an editor's draft) would only pay for the trial."""
+    `by_card`: what the card alone decides kept by the card's object (`card_part`), for a state's card, which
+    many turns share; a card seen once (an editor's draft) would only pay for the trial."""
+    part = card_part(ev) if by_card and not ev.party else None
+    if part is None:
+        part = part_of(ev)
+    party_def = ev.rs.file.party if ev.party else None
+    s = ev.rs.file.sheet
+    hidden = part.hidden
+    pools = []
+    for p in party_def.pools if party_def else s.live.pools:
+        temp = ev.live.temp.get(p.id, 0) if p.allowTemp else 0
+        why = hidden.get(f"pools.{p.id}") if p.hideWhen is not None else None
+        pools.append(PoolView(p.id, p.label, ev.pool_cur(p), ev.pool_max(p), temp, p.group, why))
+    if ev.party:
+        return SheetView(name, part.fields, hidden, part.derived, part.lists, pools=tuple(pools))
+    tracks, wounds = [], []
+    for t in s.live.tracks:
+        if t.is_wound:
+            wounds.append(ev.wound(t))
+        else:
+            why = hidden.get(f"tracks.{t.id}") if t.hideWhen is not None else None
+            default = t.default if t.default is not None else t.min
+            tracks.append(TrackView(t.id, t.label, ev.plain_value(t), t.min, ev.plain_max(t), default, t.alwaysShow,
+                                    why))
+    states = []
+    for st in s.live.states:
+        why = hidden.get(f"states.{st.id}") if st.hideWhen is not None else None
+        value = ev.state_value(st.id) or st.start
+        states.append(StateView(st.id, st.label, value, st.label_of(value),
+                                tuple((v, st.label_of(v)) for v in st.values), why))
+    row_pools = {lst.id: tuple(cells) for lst in s.lists if (cells := ev.row_pools(lst.id)) is not None}
+    abilities, skills, saves = card_checks(ev) if by_card else _all_checks(ev)
+    return SheetView(
+        name, part.fields, hidden, part.derived, part.lists, abilities=abilities, skills=skills, saves=saves,
+        pools=tuple(pools), tracks=tuple(tracks), wounds=tuple(wounds), states=tuple(states),
+        conditions=tuple((c.id, c.label, c.id in ev.live.conditions) for c in s.live.conditions),
+        text=tuple((t.id, t.label, ev.live.text.get(t.id, "")) for t in s.live.text),
+        row_pools=row_pools, health=health_view(ev),
+    )
+
+
+@frozen(slots=True)
+class CardPart:
+    """What a sheet shows that its card decides but the check numbers (`card_checks`): the fields, every element a
+    `hideWhen` hides and why (a `hideWhen` reads fields only), the derived values and the lists; read-only, so
+    views share it."""
+
+    fields: Mapping[str, Any]
+    hidden: Mapping[str, str]
+    derived: Mapping[str, int]
+    lists: Mapping[str, Sequence[Mapping[str, Any]]]
+
+
+def part_of(ev: Eval) -> CardPart:
+    """The `CardPart` of an evaluation."""
     party_def = ev.rs.file.party if ev.party else None
     s = ev.rs.file.sheet
     hidden: dict[str, str] = {}
 
-    def note(kind: str, element: Any) -> str | None:
-        if getattr(element, "hideWhen", None) is None:
-            return None
-        why = ev.hidden(element)
-        if why:
+    def note(kind: str, element: Any) -> None:
+        if getattr(element, "hideWhen", None) is not None and (why := ev.hidden(element)):
             hidden[f"{kind}.{element.id}"] = why
-        return why
 
     fields = {}
     for fd in party_def.fields if party_def else s.fields:
@@ -93,43 +145,33 @@ def view_of(ev: Eval, name: str, *, by_card: bool = False) -> SheetView:
     if party_def is None:
         derived = ev.all_derived()
         for d in s.derived:
-            if d.hideWhen is not None:
-                note("derived", d)
+            note("derived", d)
     for lst in party_def.lists if party_def else s.lists:
         note("lists", lst)
         lists[lst.id] = ev.list_rows(lst.id) or []
-    pools = []
     for p in party_def.pools if party_def else s.live.pools:
-        why = note("pools", p)
-        temp = ev.live.temp.get(p.id, 0) if p.allowTemp else 0
-        pools.append(PoolView(p.id, p.label, ev.pool_cur(p), ev.pool_max(p), temp, p.group, why))
-    if ev.party:
-        return SheetView(name, fields, hidden, derived, lists, pools=tuple(pools))
-    s = ev.rs.file.sheet
-    tracks, wounds = [], []
-    for t in s.live.tracks:
-        if t.is_wound:
-            wounds.append(ev.wound(t))
-        else:
-            why = note("tracks", t)
-            default = t.default if t.default is not None else t.min
-            tracks.append(TrackView(t.id, t.label, ev.plain_value(t), t.min, ev.plain_max(t), default, t.alwaysShow,
-                                    why))
-    states = []
-    for st in s.live.states:
-        why = note("states", st)
-        value = ev.state_value(st.id) or st.start
-        states.append(StateView(st.id, st.label, value, st.label_of(value),
-                                tuple((v, st.label_of(v)) for v in st.values), why))
-    row_pools = {lst.id: tuple(cells) for lst in s.lists if (cells := ev.row_pools(lst.id)) is not None}
-    abilities, skills, saves = card_checks(ev) if by_card else _all_checks(ev)
-    return SheetView(
-        name, fields, hidden, derived, lists, abilities=abilities, skills=skills, saves=saves,
-        pools=tuple(pools), tracks=tuple(tracks), wounds=tuple(wounds), states=tuple(states),
-        conditions=tuple((c.id, c.label, c.id in ev.live.conditions) for c in s.live.conditions),
-        text=tuple((t.id, t.label, ev.live.text.get(t.id, "")) for t in s.live.text),
-        row_pools=row_pools, health=health_view(ev),
-    )
+        note("pools", p)
+    if party_def is None:
+        for t in s.live.tracks:
+            if not t.is_wound:
+                note("tracks", t)
+        for st in s.live.states:
+            note("states", st)
+    return CardPart(MappingProxyType(fields), MappingProxyType(hidden), MappingProxyType(derived), freeze(lists))
+
+
+def card_part(ev: Eval) -> CardPart | None:
+    """A character's `CardPart` kept by its ruleset and card, or None when a derived value reads a live value (then
+    it is read from each evaluation's live values). Most turns change live values only, so a changed character's
+    view reads its card's part again, as PF-38 keeps its check numbers (`card_checks`) (PF-60)."""
+    return _CARD_PARTS.get((ev.rs, ev.card), lambda: _card_only_part(ev.rs, ev.card))
+
+
+def _card_only_part(rs: Ruleset, card: Mapping[str, Any]) -> CardPart | None:
+    try:
+        return part_of(Eval(rs, card, _UNREAD))
+    except _LiveRead:
+        return None
 
 
 def _all_checks(ev: Eval) -> Checks:

@@ -196,4 +196,5 @@ class SheetView:
             value = getattr(self, name)
             if type(value) is not MappingProxyType:
                 object.__setattr__(self, name, MappingProxyType(dict(value)))
-        object.__setattr__(self, "lists", freeze(self.lists))
+        if type(self.lists) is not MappingProxyType:  # a read-only mapping is a card part's, `freeze` made it
+            object.__setattr__(self, "lists", freeze(self.lists))
