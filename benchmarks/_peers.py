@@ -32,6 +32,7 @@ from typing import Any
 LITELLM_VERSION = "1.108.7"  # the version the issue measured; pinned, so that runs compare
 CONCURRENCY = 16  # clients at once for the throughput figure
 THROUGHPUT_SECONDS = 3.0  # per path and round
+LATENCY_GAP = 0.002  # seconds after each latency request: the server's work after its answer is done by then
 THROUGHPUT_SLICE = 0.5  # seconds a path is driven before the next one's turn
 # the proxy refuses to start without a strong master key; every request of this section carries it (tagengine
 # passes it on to the fake upstream, which reads none)
@@ -215,17 +216,24 @@ async def measure(c: Any, up: str, paths: list[Path_], rounds: int, runs: int,
                   post: Callable[..., Awaitable[float]], stream: Callable[..., Awaitable[float]],
                   load: Callable[[], str]) -> None:
     """`rounds` rounds; in each, every path's latency interleaved request by request with the direct request, then
-    each path's CPU per request and per stream, its throughput and its RSS, one path after another."""
+    each path's CPU per request and per stream, its throughput and its RSS, one path after another. A server's work
+    after its answer (tagengine's next reminder) slowed the request that came next, on this machine's two cores: a
+    fixed order put that cost on the same path every time, where a chat app's turns come seconds apart. So each
+    request is followed by a pause of LATENCY_GAP, and the order of the paths before the last (the peer, which
+    keeps its place) turns by one each time round (PF-60)."""
     import orjson
 
     direct_body = paths[0].body
+    ours, peer = paths[:-1], paths[-1:]
     for n in range(rounds):
         direct: list[float] = []
         served: dict[str, list[float]] = {p.label: [] for p in paths}
-        for _ in range(runs):
+        for i in range(runs):
             direct.append(await post(c, up, direct_body))
-            for p in paths:
+            turn = i % len(ours) if ours else 0
+            for p in ours[turn:] + ours[:turn] + peer:
                 served[p.label].append(await post(c, p.url, p.body))
+                await asyncio.sleep(LATENCY_GAP)
         d50, d99 = _pct(direct, 0.5), _pct(direct, 0.99)
         for p in paths:
             f = p.figures
