@@ -214,24 +214,25 @@ class Path_:
 
 async def measure(c: Any, up: str, paths: list[Path_], rounds: int, runs: int,
                   post: Callable[..., Awaitable[float]], stream: Callable[..., Awaitable[float]],
-                  load: Callable[[], str]) -> None:
+                  load: Callable[[], str], peer: str) -> None:
     """`rounds` rounds; in each, every path's latency interleaved request by request with the direct request, then
     each path's CPU per request and per stream, its throughput and its RSS, one path after another. A server's work
     after its answer (tagengine's next reminder) slowed the request that came next, on this machine's two cores: a
     fixed order put that cost on the same path every time, where a chat app's turns come seconds apart. So each
-    request is followed by a pause of LATENCY_GAP, and the order of the paths before the last (the peer, which
-    keeps its place) turns by one each time round (PF-60)."""
+    request is followed by a pause of LATENCY_GAP, and the order of the paths but `peer`'s (which keeps its place,
+    last: its own work after an answer falls on the direct request, which every figure is read against) turns by
+    one each run (PF-60)."""
     import orjson
 
     direct_body = paths[0].body
-    ours, peer = paths[:-1], paths[-1:]
+    ours, peer_path = [p for p in paths if p.label != peer], [p for p in paths if p.label == peer]
     for n in range(rounds):
         direct: list[float] = []
         served: dict[str, list[float]] = {p.label: [] for p in paths}
         for i in range(runs):
             direct.append(await post(c, up, direct_body))
             turn = i % len(ours) if ours else 0
-            for p in ours[turn:] + ours[:turn] + peer:
+            for p in ours[turn:] + ours[:turn] + peer_path:
                 served[p.label].append(await post(c, p.url, p.body))
                 await asyncio.sleep(LATENCY_GAP)
         d50, d99 = _pct(direct, 0.5), _pct(direct, 0.99)

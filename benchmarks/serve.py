@@ -772,7 +772,7 @@ async def _beside_litellm(c: Any, tmp: Path, up: str, servers: list[Server], rou
             await first_byte(c, p.url, p.body)
     print(f"(peers) {len(json.dumps(body)) // 1024} KiB chat, {rounds} rounds of {runs} requests a path, "
           f"{_peers.CONCURRENCY} clients for {_peers.THROUGHPUT_SECONDS:g} s of throughput; {load()}")
-    await _peers.measure(c, up, paths, rounds, runs, post, first_byte, load)
+    await _peers.measure(c, up, paths, rounds, runs, post, first_byte, load, "LiteLLM proxy, pass-through")
     _peers.report(paths, "LiteLLM proxy, pass-through")
 
 

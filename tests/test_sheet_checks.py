@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from cmdkit import sample_state
+
 from conftest import edit, load_sample, sample_dict
 from tagengine._internal.ruleset import Ruleset
 from tagengine._internal.sheet import Eval
@@ -195,7 +197,7 @@ def test_pf_60_a_cards_part_is_kept_only_while_its_derived_values_read_no_live_v
     c = card(ember)
     views = {stance: sheet_views.view_of(Eval(ember, c, LiveValues(states={"stance": stance})), "X", by_card=True)
              for stance in ("steady", "reckless")}
-    assert sheet_views.card_part(Eval(ember, c, None)) is None
+    assert sheet_views.card_part(ember, c) is None
     for stance, view in views.items():
         assert view.derived == sheet_views.view_of(Eval(ember, c, LiveValues(states={"stance": stance})), "X").derived
     assert views["steady"].derived != views["reckless"].derived
@@ -215,12 +217,36 @@ def test_pf_60_the_reminders_check_lines_follow_a_penalty_while_the_cards_part_i
 
     rs = Ruleset.from_dict(edit(sample_dict("gravewatch"), no_live_derived))
     start = GameState.new(rs, ["X"])
-    assert sheet_views.card_part(Eval(rs, start.cards["X"], None)) is not None
+    assert sheet_views.card_part(rs, start.cards["X"]) is not None
     hurt = start.with_live("X", LiveValues(marks={"harm": WoundMarks(("tear", "knock"))}))
     lines = {}
-    for state in (start, hurt, start):
+    for state in (start, hurt, start.with_live("X", LiveValues())):  # the last: new live values, as at the start
         entry = character_entry(rs, state, "X")
         assert entry == inert_block(character_block(rs, state, "X"))
         lines[state is hurt] = dict(entry["lines"])["Checks"]
     assert lines == {False: "Sinew 2 dice; Nerve 2 dice; Lore 2 dice",
                      True: "Sinew 1 dice (wound -1); Nerve 1 dice (wound -1); Lore 1 dice (wound -1)"}
+
+
+def test_pf_60_a_changed_characters_card_lines_are_made_once_while_its_card_keeps_them(monkeypatch):
+    """The reminder's block of a character whose live values changed makes only the lines they decide: blades-like's
+    card lines (its checks) are made once for the card and kept; gravewatch's, whose derived values read live values,
+    are made each time, and nothing is kept for them that no later turn could find (the cache stays as it was)."""
+    from tagengine._internal.prompt import template_data
+
+    made = []
+    card_lines = template_data.card_lines
+    monkeypatch.setattr(template_data, "card_lines", lambda rs, s: made.append(rs) or card_lines(rs, s))
+    blades = load_sample("blades-like")
+    start = GameState.new(blades, ["X"])
+    entries = [template_data.character_entry(blades, start.with_live("X", LiveValues(pools={"stress": n})), "X")
+               for n in (1, 2, 3)]
+    assert len(made) == 1
+    assert [dict(e["lines"])["Pools"] for e in entries] == ["Stress 1/9", "Stress 2/9", "Stress 3/9"]
+    assert len({e["lines"][0] for e in entries}) == 1 and entries[0]["lines"][0][0] == "Checks"
+    made.clear()
+    held = len(template_data._CARD_LINES)
+    grave = sample_state("gravewatch")
+    for n in range(1, 4):
+        template_data.character_entry(GRAVE, grave.with_live("Mira", LiveValues(pools={"resolve": n})), "Mira")
+    assert len(made) == 3 and len(template_data._CARD_LINES) == held

@@ -24,6 +24,9 @@ class IdentityCache(Generic[T]):
         self._entries: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], T]] = OrderedDict()
         self._lock = allocate_lock()
 
+    def __len__(self) -> int:
+        return len(self._entries)
+
     def get(self, owners: tuple[Any, ...], build: Callable[[], T]) -> T:
         n = len(owners)
         if n == 1:  # one or two owners, the usual case: the key and the check without iterators

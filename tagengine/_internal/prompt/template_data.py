@@ -14,6 +14,7 @@ from ..memo import IdentityCache
 from ..ruleset import Ruleset
 from ..ruleset.sheet import UntrainedByDef
 from ..sheet import CheckNumber, Eval, SheetView, view_character, view_party
+from ..sheet.sheet_views import kept_by_card
 from ..sheet.show import party_summary
 from ..state import PARTY, GameState
 from ..text import prompt_inert
@@ -228,6 +229,7 @@ def inert_block(block: dict[str, Any]) -> dict[str, Any]:
 
 
 def inert_lines(lines: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """`inert_block`'s lines: a block's lines are made inert apart from its name where some are kept."""
     return [(prompt_inert(label), prompt_inert(text)) for label, text in lines]
 
 
@@ -240,11 +242,15 @@ def character_entry(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
 
 def _character_entry(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
     """A changed character's block: the lines its card decides are kept by what they read, the view's parts that
-    the card decides (`sheet_views.card_part`: the same objects while the card is, PF-60), so a turn that changes
-    live values makes only the lines those decide."""
+    the card decides, when those are the same objects for every view of the card (`kept_by_card`, PF-60), so a turn
+    that changes live values makes only the lines those decide; else they would be new objects each time, and an
+    entry kept for them would never be found again."""
     s = view_character(rs, state, name)
-    head = _CARD_LINES.get((rs, s.fields, s.hidden, s.derived, s.lists, s.abilities, s.skills, s.saves),
-                           lambda: inert_lines(card_lines(rs, s)))
+    if kept_by_card(rs, state.cards[name]):
+        head = _CARD_LINES.get((rs, s.fields, s.hidden, s.derived, s.lists, s.abilities, s.skills, s.saves),
+                               lambda: inert_lines(card_lines(rs, s)))
+    else:
+        head = inert_lines(card_lines(rs, s))
     return {"name": prompt_inert(name), "lines": [*head, *inert_lines(live_lines(rs, state, name, s))]}
 
 

@@ -23,14 +23,15 @@ _CARD_CHECKS: IdentityCache[Checks | tuple[()]] = IdentityCache(512)  # () when 
 _CARD_PARTS: IdentityCache[CardPart | None] = IdentityCache(512)  # None when it reads a live value
 
 
-class _LiveRead(Exception):
-    """A check number read a live value (`_Unread`)."""
+class _LiveRead(BaseException):
+    """A check number or a derived value read a live value (`_Unread`). Not an `Exception`, so no `except
+    Exception` on the evaluator's path can swallow it and let a trial that read one pass as the card's alone."""
 
 
 class _Unread:
     """Live values that cannot be read: every attribute raises `_LiveRead`. The evaluator reads live values
-    only through the attributes of its `live` (the state's `LiveValues`), so check numbers computed with this
-    in its place and finished read none: they are the card's alone."""
+    only through the attributes of its `live` (the state's `LiveValues`), so check numbers or a card's part
+    computed with this in its place and finished read none: they are the card's alone."""
 
     __slots__ = ()
 
@@ -73,9 +74,10 @@ def view_card(rs: Ruleset, card: Mapping[str, Any], live: LiveValues | None, nam
 
 def view_of(ev: Eval, name: str, *, by_card: bool = False) -> SheetView:
     """The whole `SheetView` of an evaluation, titled `name`; each element a `hideWhen` hides is noted with why.
-    `by_card`: what the card alone decides kept by the card's object (`card_part`), for a state's card, which
-    many turns share; a card seen once (an editor's draft) would only pay for the trial."""
-    part = card_part(ev) if by_card and not ev.party else None
+    `by_card`: what the card alone decides, its part and its check numbers, kept by the card's object (`card_part`,
+    `card_checks`), for a state's card, which many turns share; a card seen once (an editor's draft) would only pay
+    for the trial."""
+    part = card_part(ev.rs, ev.card) if by_card and not ev.party else None
     if part is None:
         part = part_of(ev)
     party_def = ev.rs.file.party if ev.party else None
@@ -127,7 +129,8 @@ class CardPart:
 
 
 def part_of(ev: Eval) -> CardPart:
-    """The `CardPart` of an evaluation."""
+    """The `CardPart` of an evaluation: one function for the part kept by a card and the part read from each
+    evaluation, so the two cannot differ."""
     party_def = ev.rs.file.party if ev.party else None
     s = ev.rs.file.sheet
     hidden: dict[str, str] = {}
@@ -161,11 +164,19 @@ def part_of(ev: Eval) -> CardPart:
     return CardPart(MappingProxyType(fields), MappingProxyType(hidden), MappingProxyType(derived), freeze(lists))
 
 
-def card_part(ev: Eval) -> CardPart | None:
+def card_part(rs: Ruleset, card: Mapping[str, Any]) -> CardPart | None:
     """A character's `CardPart` kept by its ruleset and card, or None when a derived value reads a live value (then
     it is read from each evaluation's live values). Most turns change live values only, so a changed character's
-    view reads its card's part again, as PF-38 keeps its check numbers (`card_checks`) (PF-60)."""
-    return _CARD_PARTS.get((ev.rs, ev.card), lambda: _card_only_part(ev.rs, ev.card))
+    view reads its card's part again, as PF-38 keeps its check numbers (`card_checks`) (PF-60). Not for the
+    party sheet, whose fields read its members."""
+    return _CARD_PARTS.get((rs, card), lambda: _card_only_part(rs, card))
+
+
+def kept_by_card(rs: Ruleset, card: Mapping[str, Any]) -> bool:
+    """Whether a state's character with this card shares, under any live values, all the card decides: its part
+    and its check numbers read no live value, so its views hold the same objects for them, and what is made of
+    those alone may be kept by them too (the reminder's card lines, prompt/template_data.py)."""
+    return card_part(rs, card) is not None and bool(_CARD_CHECKS.get((rs, card), lambda: _card_only(rs, card)))
 
 
 def _card_only_part(rs: Ruleset, card: Mapping[str, Any]) -> CardPart | None:

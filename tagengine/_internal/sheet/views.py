@@ -191,7 +191,9 @@ class SheetView:
     health: HealthView | None = None  # `combat.health`, for a character of a ruleset that declares one
 
     def __post_init__(self) -> None:
-        """Read-only all the way down: views are cached per snapshot and shared between callers."""
+        """Read-only all the way down: views are cached per snapshot and shared between callers. A `lists` that
+        is a read-only mapping already is taken as frozen all the way down: `view_of` passes a card part's, which
+        `freeze` made and many views share."""
         for name in ("fields", "hidden", "derived", "row_pools"):  # their values are numbers, text or tuples
             value = getattr(self, name)
             if type(value) is not MappingProxyType:
