@@ -42,3 +42,15 @@ def test_the_least_recently_used_entry_goes_first():
     cache.get((c,), lambda: "c")
     assert cache.get((a,), lambda: "a rebuilt") == "a"
     assert cache.get((b,), lambda: "b rebuilt") == "b rebuilt"
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_find_gives_what_is_kept_for_the_very_owners_and_keeps_nothing(count):
+    """`find` is a look that builds nothing: equal owners that are other objects find nothing, and a look that
+    finds nothing leaves nothing behind (a later `get` still builds)."""
+    cache: IdentityCache[str] = IdentityCache(8)
+    owners = tuple(Owner() for _ in range(count))
+    assert cache.find(owners) is None and len(cache) == 0
+    assert cache.get(owners, lambda: "made") == "made"
+    assert cache.find(owners) == "made" and len(cache) == 1
+    assert cache.find(tuple(Owner() for _ in range(count))) is None and len(cache) == 1

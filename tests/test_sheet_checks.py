@@ -8,7 +8,7 @@ from cmdkit import sample_state
 
 from conftest import edit, load_sample, sample_dict
 from tagengine._internal.ruleset import Ruleset
-from tagengine._internal.sheet import Eval
+from tagengine._internal.sheet import Eval, view_character
 from tagengine._internal.sheet.check_numbers import check_number
 from tagengine._internal.state import GameState, LiveValues, WoundMarks
 
@@ -177,7 +177,7 @@ def test_pen_1_a_cards_check_numbers_are_kept_only_while_they_read_no_live_value
 
 
 def test_pf_60_a_cards_part_is_kept_only_while_its_derived_values_read_no_live_value(monkeypatch):
-    """What a character's card decides besides its check numbers (`card_part`: fields, hidden elements, derived
+    """What a character's card decides besides its check numbers (`kept_part`: fields, hidden elements, derived
     values, lists) is kept by the card's object, so a state that changes only live values shares it: with
     blades-like's it is not read again; with ember-roads's, whose derived values read a live state, it follows
     each state's live values."""
@@ -185,7 +185,11 @@ def test_pf_60_a_cards_part_is_kept_only_while_its_derived_values_read_no_live_v
 
     blades = load_sample("blades-like")
     c = card(blades)
+    made = []
+    part_of = sheet_views.part_of
+    monkeypatch.setattr(sheet_views, "part_of", lambda ev: made.append(ev) or part_of(ev))
     first = sheet_views.view_of(Eval(blades, c, LiveValues(pools={"stress": 3})), "X", by_card=True)
+    assert len(made) == 1  # worked out once, by the view's own evaluation
     monkeypatch.setattr(sheet_views, "part_of", None)  # read again, it would raise
     again = sheet_views.view_of(Eval(blades, c, LiveValues(pools={"stress": 5})), "X", by_card=True)
     assert (again.fields, again.hidden, again.derived, again.lists) == (first.fields, first.hidden, first.derived,
@@ -195,9 +199,13 @@ def test_pf_60_a_cards_part_is_kept_only_while_its_derived_values_read_no_live_v
     monkeypatch.undo()
     ember = load_sample("ember-roads")
     c = card(ember)
+    made = []
+    part_of = sheet_views.part_of
+    monkeypatch.setattr(sheet_views, "part_of", lambda ev: made.append(ev) or part_of(ev))
     views = {stance: sheet_views.view_of(Eval(ember, c, LiveValues(states={"stance": stance})), "X", by_card=True)
              for stance in ("steady", "reckless")}
-    assert sheet_views.card_part(ember, c) is None
+    assert len(made) == 2  # once a view: the first view's own evaluation found the live read, no trial beside it
+    assert not sheet_views.kept_by_card(ember, c)
     for stance, view in views.items():
         assert view.derived == sheet_views.view_of(Eval(ember, c, LiveValues(states={"stance": stance})), "X").derived
     assert views["steady"].derived != views["reckless"].derived
@@ -208,7 +216,6 @@ def test_pf_60_the_reminders_check_lines_follow_a_penalty_while_the_cards_part_i
     with gravewatch's live derived values taken out its card's part is kept, while its wound penalty (PEN-1) still
     moves every check with the marks, so the kept lines are not the ones a state before showed (GM-14)."""
     from tagengine._internal.prompt.template_data import character_block, character_entry, inert_block
-    from tagengine._internal.sheet import sheet_views
 
     def no_live_derived(d):
         d["sheet"]["derived"] = [v for v in d["sheet"]["derived"] if "live" not in json.dumps(v)]
@@ -217,13 +224,13 @@ def test_pf_60_the_reminders_check_lines_follow_a_penalty_while_the_cards_part_i
 
     rs = Ruleset.from_dict(edit(sample_dict("gravewatch"), no_live_derived))
     start = GameState.new(rs, ["X"])
-    assert sheet_views.card_part(rs, start.cards["X"]) is not None
     hurt = start.with_live("X", LiveValues(marks={"harm": WoundMarks(("tear", "knock"))}))
     lines = {}
     for state in (start, hurt, start.with_live("X", LiveValues())):  # the last: new live values, as at the start
         entry = character_entry(rs, state, "X")
         assert entry == inert_block(character_block(rs, state, "X"))
         lines[state is hurt] = dict(entry["lines"])["Checks"]
+    assert view_character(rs, hurt, "X").fields is view_character(rs, start, "X").fields  # the card's part is kept
     assert lines == {False: "Sinew 2 dice; Nerve 2 dice; Lore 2 dice",
                      True: "Sinew 1 dice (wound -1); Nerve 1 dice (wound -1); Lore 1 dice (wound -1)"}
 

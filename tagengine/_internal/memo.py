@@ -27,6 +27,11 @@ class IdentityCache(Generic[T]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def find(self, owners: tuple[Any, ...]) -> T | None:
+        """The value kept for `owners`, or None; nothing is built or kept, nor moved in the order."""
+        hit = self._entries.get(tuple(map(id, owners)))
+        return hit[1] if hit is not None and all(map(is_, hit[0], owners)) else None
+
     def get(self, owners: tuple[Any, ...], build: Callable[[], T]) -> T:
         n = len(owners)
         if n == 1:  # one or two owners, the usual case: the key and the check without iterators

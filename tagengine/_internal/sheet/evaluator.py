@@ -131,6 +131,13 @@ class Eval:
             done[order[i].id] = fns[i](self)
         return done.get(did, 0)
 
+    def known_derived(self, values: Mapping[str, int]) -> None:
+        """Take `values`, every derived value of this card worked out by another evaluation without reading a live
+        value (`sheet_views.card_part`), as computed here: they are this evaluation's too, and a pool's maximum that
+        reads one finds it instead of working the chain out again."""
+        self.computed = dict(values)
+        self._next = len(self.idx.derived.items)
+
     def all_derived(self) -> dict[str, int]:
         items = self.idx.derived.items
         if items:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from ..errors import NotFoundError
 from ..memo import IdentityCache
@@ -24,14 +24,14 @@ _CARD_PARTS: IdentityCache[CardPart | None] = IdentityCache(512)  # None when it
 
 
 class _LiveRead(BaseException):
-    """A check number or a derived value read a live value (`_Unread`). Not an `Exception`, so no `except
-    Exception` on the evaluator's path can swallow it and let a trial that read one pass as the card's alone."""
+    """A check number read a live value (`_Unread`). Not an `Exception`, so no `except Exception` on the
+    evaluator's path can swallow it and let a trial that read one pass as the card's alone."""
 
 
 class _Unread:
     """Live values that cannot be read: every attribute raises `_LiveRead`. The evaluator reads live values
-    only through the attributes of its `live` (the state's `LiveValues`), so check numbers or a card's part
-    computed with this in its place and finished read none: they are the card's alone."""
+    only through the attributes of its `live` (the state's `LiveValues`), so check numbers computed with this
+    in its place and finished read none: they are the card's alone."""
 
     __slots__ = ()
 
@@ -74,12 +74,10 @@ def view_card(rs: Ruleset, card: Mapping[str, Any], live: LiveValues | None, nam
 
 def view_of(ev: Eval, name: str, *, by_card: bool = False) -> SheetView:
     """The whole `SheetView` of an evaluation, titled `name`; each element a `hideWhen` hides is noted with why.
-    `by_card`: what the card alone decides, its part and its check numbers, kept by the card's object (`card_part`,
+    `by_card`: what the card alone decides, its part and its check numbers, kept by the card's object (`kept_part`,
     `card_checks`), for a state's card, which many turns share; a card seen once (an editor's draft) would only pay
     for the trial."""
-    part = card_part(ev.rs, ev.card) if by_card and not ev.party else None
-    if part is None:
-        part = part_of(ev)
+    part = kept_part(ev) if by_card and not ev.party else part_of(ev)
     party_def = ev.rs.file.party if ev.party else None
     s = ev.rs.file.sheet
     hidden = part.hidden
@@ -164,26 +162,54 @@ def part_of(ev: Eval) -> CardPart:
     return CardPart(MappingProxyType(fields), MappingProxyType(hidden), MappingProxyType(derived), freeze(lists))
 
 
-def card_part(rs: Ruleset, card: Mapping[str, Any]) -> CardPart | None:
-    """A character's `CardPart` kept by its ruleset and card, or None when a derived value reads a live value (then
-    it is read from each evaluation's live values). Most turns change live values only, so a changed character's
-    view reads its card's part again, as PF-38 keeps its check numbers (`card_checks`) (PF-60). Not for the
-    party sheet, whose fields read its members."""
-    return _CARD_PARTS.get((rs, card), lambda: _card_only_part(rs, card))
+def kept_part(ev: Eval) -> CardPart:
+    """A character's `CardPart`, kept by its ruleset and card when working it out read no live value (a derived
+    value may read one): most turns change live values only, so a changed character's view reads its card's part
+    again, as PF-38 keeps its check numbers (`card_checks`) (PF-60). It is worked out by this evaluation, its live
+    values watched (`_Watched`), not by a trial beside it: a card seen once (each draft the editor posts is a new
+    card) costs what it did. Not for the party sheet, whose fields read its members."""
+    made: list[CardPart] = []
+
+    def build() -> CardPart | None:
+        watched = _Watched(ev.live)
+        ev.live = cast(LiveValues, watched)
+        try:
+            part = part_of(ev)
+        finally:
+            ev.live = watched.live
+        made.append(part)
+        return None if watched.read else part
+
+    kept = _CARD_PARTS.get((ev.rs, ev.card), build)
+    if made:  # worked out here: its derived values are this evaluation's already
+        return made[0]
+    if kept is None:  # it read a live value before: read from this evaluation's
+        return part_of(ev)
+    ev.known_derived(kept.derived)
+    return kept
+
+
+class _Watched:
+    """Live values whose reads are noted: the evaluator reads live values only through the attributes of its
+    `live`, so what it worked out with these in their place, while `read` stayed False, is the card's alone."""
+
+    __slots__ = ("live", "read")
+
+    def __init__(self, live: LiveValues) -> None:
+        self.live = live
+        self.read = False
+
+    def __getattr__(self, name: str) -> Any:  # an attribute of the live values (the slots are found first)
+        self.read = True
+        return getattr(self.live, name)
 
 
 def kept_by_card(rs: Ruleset, card: Mapping[str, Any]) -> bool:
     """Whether a state's character with this card shares, under any live values, all the card decides: its part
-    and its check numbers read no live value, so its views hold the same objects for them, and what is made of
-    those alone may be kept by them too (the reminder's card lines, prompt/template_data.py)."""
-    return card_part(rs, card) is not None and bool(_CARD_CHECKS.get((rs, card), lambda: _card_only(rs, card)))
-
-
-def _card_only_part(rs: Ruleset, card: Mapping[str, Any]) -> CardPart | None:
-    try:
-        return part_of(Eval(rs, card, _UNREAD))
-    except _LiveRead:
-        return None
+    (once a view of it has been made) and its check numbers read no live value, so its views hold the same objects
+    for them, and what is made of those alone may be kept by them too (the reminder's card lines,
+    prompt/template_data.py)."""
+    return _CARD_PARTS.find((rs, card)) is not None and bool(_CARD_CHECKS.get((rs, card), lambda: _card_only(rs, card)))
 
 
 def _all_checks(ev: Eval) -> Checks:
