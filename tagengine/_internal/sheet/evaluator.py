@@ -133,7 +133,7 @@ class Eval:
 
     def known_derived(self, values: Mapping[str, int]) -> None:
         """Take `values`, every derived value of this card worked out by another evaluation without reading a live
-        value (`sheet_views.card_part`), as computed here: they are this evaluation's too, and a pool's maximum that
+        value (`sheet_views.kept_part`), as computed here: they are this evaluation's too, and a pool's maximum that
         reads one finds it instead of working the chain out again."""
         self.computed = dict(values)
         self._next = len(self.idx.derived.items)

@@ -76,7 +76,7 @@ def view_of(ev: Eval, name: str, *, by_card: bool = False) -> SheetView:
     """The whole `SheetView` of an evaluation, titled `name`; each element a `hideWhen` hides is noted with why.
     `by_card`: what the card alone decides, its part and its check numbers, kept by the card's object (`kept_part`,
     `card_checks`), for a state's card, which many turns share; a card seen once (an editor's draft) would only pay
-    for the trial."""
+    for the check numbers' trial."""
     part = kept_part(ev) if by_card and not ev.party else part_of(ev)
     party_def = ev.rs.file.party if ev.party else None
     s = ev.rs.file.sheet
