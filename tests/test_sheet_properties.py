@@ -72,6 +72,18 @@ def test_hidden_pool_reads_zero_and_is_reported(watch, oil):
     assert ev.read(ValueRefDef(livePool="oil")) == (0 if hidden else min(oil, 6))
 
 
+def mira_states(rs, card, *live_docs):
+    """A state of the character Mira per live document, each with `card`; None when one does not load."""
+    states = []
+    for live_doc in live_docs:
+        doc = {"format": "tagengine.state/1", "gameCharacterCards": {"Mira": card}, "rulesetLive": {"mira": live_doc}}
+        try:
+            states.append(GameState.loads(rs, json.dumps(doc)))
+        except StateError:
+            return None
+    return states
+
+
 @SETTINGS
 @given(st.sampled_from(sorted(RULESETS)), parts, live, live)
 def test_a_cards_kept_check_numbers_are_those_its_live_values_give(name, card, live_a, live_b):
@@ -81,13 +93,9 @@ def test_a_cards_kept_check_numbers_are_those_its_live_values_give(name, card, l
     from tagengine._internal.sheet.check_numbers import check_number
     from tagengine._internal.sheet.sheet_views import view_of
 
-    rs, states = RULESETS[name], []
-    for live_doc in (live_a, live_b):
-        doc = {"format": "tagengine.state/1", "gameCharacterCards": {"Mira": card}, "rulesetLive": {"mira": live_doc}}
-        try:
-            states.append(GameState.loads(rs, json.dumps(doc)))
-        except StateError:
-            return
+    rs, states = RULESETS[name], mira_states(RULESETS[name], card, live_a, live_b)
+    if states is None:
+        return
     the_card, s = states[0].cards["Mira"], rs.file.sheet
     for state in states:
         view = view_of(Eval(rs, the_card, state.live_of("Mira")), "Mira", by_card=True)
@@ -107,13 +115,9 @@ def test_a_cards_kept_part_and_block_lines_are_those_its_live_values_give(name, 
     from tagengine._internal.sheet import Eval
     from tagengine._internal.sheet.sheet_views import view_of
 
-    rs, lives = RULESETS[name], []
-    for live_doc in (live_a, live_b):
-        doc = {"format": "tagengine.state/1", "gameCharacterCards": {"Mira": card}, "rulesetLive": {"mira": live_doc}}
-        try:
-            lives.append(GameState.loads(rs, json.dumps(doc)))
-        except StateError:
-            return
+    rs, lives = RULESETS[name], mira_states(RULESETS[name], card, live_a, live_b)
+    if lives is None:
+        return
     first = lives[0]
     again = first.with_live("Mira", replace(first.live_of("Mira")))  # new live values, equal to the first's
     for state in (first, first.with_live("Mira", lives[1].live_of("Mira")), again):  # one card object throughout
