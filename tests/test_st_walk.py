@@ -238,6 +238,9 @@ def settings_drawer_reads_well(t: Tavern) -> None:
     them and the next label on a line of its own."""
     page = t.page
     page.click("#extensions-settings-button .drawer-toggle")
+    # the extensions drawer shown first: asked while it still opened (a loaded machine), our drawer read as closed
+    # when it was open, and the click meant to open it closed it
+    page.locator(".tagengine-settings .inline-drawer-toggle").wait_for(state="visible", timeout=WAIT)
     if not page.locator("#tagengine_address").is_visible():
         page.click(".tagengine-settings .inline-drawer-toggle")
     button = page.locator(".tagengine-settings .te-open-sheet")
