@@ -176,6 +176,19 @@ def test_pen_1_a_cards_check_numbers_are_kept_only_while_they_read_no_live_value
     assert again.pools != first.pools
 
 
+def calls(monkeypatch, module, name):
+    """The calls of `module.name` from now on, each its arguments; the function still runs."""
+    made = []
+    real = getattr(module, name)
+
+    def spy(*args):
+        made.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(module, name, spy)
+    return made
+
+
 def test_pf_60_a_cards_part_is_kept_only_while_its_derived_values_read_no_live_value(monkeypatch):
     """What a character's card decides besides its check numbers (`kept_part`: fields, hidden elements, derived
     values, lists) is kept by the card's object, so a state that changes only live values shares it: with
@@ -185,9 +198,7 @@ def test_pf_60_a_cards_part_is_kept_only_while_its_derived_values_read_no_live_v
 
     blades = load_sample("blades-like")
     c = card(blades)
-    made = []
-    part_of = sheet_views.part_of
-    monkeypatch.setattr(sheet_views, "part_of", lambda ev: made.append(ev) or part_of(ev))
+    made = calls(monkeypatch, sheet_views, "part_of")
     first = sheet_views.view_of(Eval(blades, c, LiveValues(pools={"stress": 3})), "X", by_card=True)
     assert len(made) == 1  # worked out once, by the view's own evaluation
     monkeypatch.setattr(sheet_views, "part_of", None)  # read again, it would raise
@@ -199,9 +210,7 @@ def test_pf_60_a_cards_part_is_kept_only_while_its_derived_values_read_no_live_v
     monkeypatch.undo()
     ember = load_sample("ember-roads")
     c = card(ember)
-    made = []
-    part_of = sheet_views.part_of
-    monkeypatch.setattr(sheet_views, "part_of", lambda ev: made.append(ev) or part_of(ev))
+    made = calls(monkeypatch, sheet_views, "part_of")
     views = {stance: sheet_views.view_of(Eval(ember, c, LiveValues(states={"stance": stance})), "X", by_card=True)
              for stance in ("steady", "reckless")}
     assert len(made) == 2  # once a view: the first view's own evaluation found the live read, no trial beside it
@@ -212,9 +221,10 @@ def test_pf_60_a_cards_part_is_kept_only_while_its_derived_values_read_no_live_v
 
 
 def test_pf_60_the_reminders_check_lines_follow_a_penalty_while_the_cards_part_is_kept():
-    """A block's lines that the card decides are kept by the view's parts they read, the check numbers among them:
-    with gravewatch's live derived values taken out its card's part is kept, while its wound penalty (PEN-1) still
-    moves every check with the marks, so the kept lines are not the ones a state before showed (GM-14)."""
+    """A block's lines that the card decides are kept only while the card keeps all they read, the check numbers
+    among them: with gravewatch's live derived values taken out its card's part is kept, while its wound penalty
+    (PEN-1) still moves every check with the marks, so the kept lines are not the ones a state before showed
+    (GM-14)."""
     from tagengine._internal.prompt.template_data import character_block, character_entry, inert_block
 
     def no_live_derived(d):
@@ -241,9 +251,7 @@ def test_pf_60_a_changed_characters_card_lines_are_made_once_while_its_card_keep
     are made each time, and nothing is kept for them that no later turn could find (the cache stays as it was)."""
     from tagengine._internal.prompt import template_data
 
-    made = []
-    card_lines = template_data.card_lines
-    monkeypatch.setattr(template_data, "card_lines", lambda rs, s: made.append(rs) or card_lines(rs, s))
+    made = calls(monkeypatch, template_data, "card_lines")
     blades = load_sample("blades-like")
     start = GameState.new(blades, ["X"])
     entries = [template_data.character_entry(blades, start.with_live("X", LiveValues(pools={"stress": n})), "X")

@@ -109,8 +109,9 @@ def test_a_cards_kept_check_numbers_are_those_its_live_values_give(name, card, l
 @given(st.sampled_from(sorted(RULESETS)), parts, live, live)
 def test_a_cards_kept_part_and_block_lines_are_those_its_live_values_give(name, card, live_a, live_b):
     """PF-60: what a card decides (its fields, hidden elements, derived values and lists; `kept_part`, kept by the
-    card's object unless a derived value reads a live value) and the reminder lines made of it (kept by the view's
-    parts) are, for one card object under any live values, what that card and those live values give read anew."""
+    card's object unless a derived value reads a live value) and the reminder lines made of it (kept by the card
+    while it keeps their parts) are, for one card object under any live values, what that card and those live
+    values give read anew."""
     from tagengine._internal.prompt.template_data import character_block, character_entry, inert_block
     from tagengine._internal.sheet import Eval
     from tagengine._internal.sheet.sheet_views import view_of

@@ -22,7 +22,7 @@ from ..text import prompt_inert
 # a sheet block by what it is made of: a turn changes one character or none, and the others' blocks (their lines
 # built, their text made inert) are the ones the turn before had (PF-52)
 _BLOCKS: IdentityCache[dict[str, Any] | None] = IdentityCache(512)
-_CARD_LINES: IdentityCache[list[tuple[str, str]]] = IdentityCache(512)  # by the view's parts they read
+_CARD_LINES: IdentityCache[list[tuple[str, str]]] = IdentityCache(512)  # by ruleset and card, while it keeps them
 _TEACHINGS: IdentityCache[list[dict[str, Any]]] = IdentityCache(64)  # by ruleset, cards and party sheet
 
 
@@ -241,14 +241,14 @@ def character_entry(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
 
 
 def _character_entry(rs: Ruleset, state: GameState, name: str) -> dict[str, Any]:
-    """A changed character's block: the lines its card decides are kept by what they read, the view's parts that
-    the card decides, when those are the same objects for every view of the card (`kept_by_card`, PF-60), so a turn
-    that changes live values makes only the lines those decide; else they would be new objects each time, and an
-    entry kept for them would never be found again."""
+    """A changed character's block: the lines its card decides are kept by the ruleset and the card while the card
+    keeps all they read, its part and its check numbers (`kept_by_card`, PF-60), so a turn that changes live values
+    makes only the lines those decide; a card whose check numbers or derived values read live values makes them each
+    time."""
     s = view_character(rs, state, name)
-    if kept_by_card(rs, state.cards[name]):
-        head = _CARD_LINES.get((rs, s.fields, s.hidden, s.derived, s.lists, s.abilities, s.skills, s.saves),
-                               lambda: inert_lines(card_lines(rs, s)))
+    card = state.cards[name]
+    if kept_by_card(rs, card):
+        head = _CARD_LINES.get((rs, card), lambda: inert_lines(card_lines(rs, s)))
     else:
         head = inert_lines(card_lines(rs, s))
     return {"name": prompt_inert(name), "lines": [*head, *inert_lines(live_lines(rs, state, name, s))]}
