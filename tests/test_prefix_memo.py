@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import examples
-from tagengine._internal.prefix_memo import PrefixMemo, shared_start
+from tagengine._internal.prefix_memo import ITEM_CHARS, PrefixMemo, shared_start
 from tagengine._internal.prompt.tokens import OPENAI_CHAT, TiktokenTokenizer, TokenCounter
 from tagengine._internal.server.memory import chain
 from tagengine._internal.server.memory.chain import Chain
@@ -111,14 +111,47 @@ def test_chain_keys_are_the_chain_step_by_step(heist_campaign, histories):
         fresh = Chain(store)
 
 
+class Watched(dict):  # type: ignore[type-arg]
+    """A message that notes that its role or text was read."""
+
+    read: set[int] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        Watched.read.add(id(self))
+        return super().__getitem__(key)
+
+
 def test_token_counts_of_a_history_are_each_message_counted_alone():
+    """Whatever was kept, a history's counts are its messages' counted alone: a message that is another object
+    with the same role and text shares the count, another text is counted anew."""
     c = TokenCounter(TiktokenTokenizer("o200k_base"), OPENAI_CHAT)
     fresh = TokenCounter(TiktokenTokenizer("o200k_base"), OPENAI_CHAT)
     history = [{"role": "user", "content": "We go in."}, {"role": "assistant", "content": "The door creaks."}]
     assert c.messages(history) == [fresh.message(m["role"], m["content"]) for m in history]
-    history[1]["content"] = "The door holds."  # a message changed in place is counted again
-    grown = [*history, {"role": "user", "content": "Again!"}]
-    assert c.messages(grown) == [fresh.message(m["role"], m["content"]) for m in grown]
+    other = [dict(history[0]), {"role": "assistant", "content": "The door holds."}, {"role": "user", "content": "Ha"}]
+    assert c.messages(other) == [fresh.message(m["role"], m["content"]) for m in other]
+    assert c.messages([dict(m) for m in history]) == c.messages(history)
+
+
+def test_pf_61_a_start_of_the_very_objects_of_a_kept_history_is_not_read_again(heist_campaign):
+    """PF-61: a server's history holds the very message objects of the turn before for the start it shares with it
+    (`RecentHistories`), and the messages given are read-only: the token counts and the chain's replies (`said`) find
+    that start by the objects' identities, reading only the messages that follow it."""
+    store, _ = heist_campaign
+    history = [Watched(role="assistant" if i % 2 else "user", content=f"line {i}") for i in range(40)]
+    grown = [*history, Watched(role="user", content="And then?")]
+    counter, chain_ = TokenCounter(TiktokenTokenizer("o200k_base"), OPENAI_CHAT), Chain(store)
+    for read in (counter.messages, chain_.said):
+        read(history)
+        Watched.read.clear()
+        read(grown)
+        assert Watched.read == {id(grown[-1])}, read  # the new message, none of the kept start
+    fresh = TokenCounter(TiktokenTokenizer("o200k_base"), OPENAI_CHAT)
+    assert counter.messages(grown) == [fresh.message(m["role"], m["content"]) for m in grown]
+    said, held = Chain(store).said(grown)
+    assert chain_.said(grown) == (said, held)
+    assert said == [m["content"] if m["role"] == "assistant" else None for m in grown]
+    assert held == sum(len(m["content"]) + ITEM_CHARS for m in grown)
 
 
 def spied_more(real: Callable[[list[Any], list[Any]], list[Any]],
@@ -136,7 +169,7 @@ def test_a_history_of_many_short_messages_is_kept_by_what_it_holds(monkeypatch):
     one-character messages that holds half of the 16 MiB a memo keeps is kept (its counts found again, not worked
     out), one message more is not: some 250 bytes an item, where its text alone let 16 such histories of 20,000
     messages stay (60 MB held under a hostile chat's load, where the bound said 16 MiB)."""
-    from tagengine._internal.prefix_memo import ITEM_CHARS, held_chars
+    from tagengine._internal.prefix_memo import held_chars
 
     assert held_chars("x") == 1 + ITEM_CHARS
     half = PrefixMemo(held_chars).max_size // 2
@@ -154,7 +187,6 @@ def test_a_history_of_many_short_messages_is_kept_by_what_it_holds(monkeypatch):
 def test_the_chains_keys_of_many_short_replies_are_kept_by_what_they_hold(heist_campaign, monkeypatch):
     """PF-59, as the token counts: the chain's keys along a history of one-character replies are kept while the
     first key (64 characters) and the replies, ITEM_CHARS an item more, hold half of 16 MiB, not one reply more."""
-    from tagengine._internal.prefix_memo import ITEM_CHARS
 
     store, c = heist_campaign
     half = PrefixMemo(len).max_size // 2

@@ -7,6 +7,8 @@ import gc
 import json
 
 from conftest import SAMPLES
+from tagengine._internal.server.limits import RULESET_LOOK_SECONDS
+from tagengine._internal.server.memory import campaigns as campaigns_module
 from tagengine._internal.server.memory.campaigns import Campaigns, new_campaign
 from tagengine._internal.server.memory.store import Store
 from tagengine._internal.server.runtime.heap import freeze_long_lived
@@ -44,7 +46,9 @@ def test_freezing_keeps_out_what_lives_and_collects_what_died_since():
         gc.unfreeze()
 
 
-def test_loading_a_campaign_freezes_the_heap_with_its_ruleset(tmp_path):
+def test_loading_a_campaign_freezes_the_heap_with_its_ruleset(tmp_path, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(campaigns_module, "monotonic", lambda: clock[0])
     ruleset = tmp_path / "r.json"
     ruleset.write_text((SAMPLES / "rulesets" / "blades-like.json").read_text())
     store = Store(tmp_path / "data")
@@ -57,6 +61,7 @@ def test_loading_a_campaign_freezes_the_heap_with_its_ruleset(tmp_path):
         doc = json.loads(ruleset.read_text())
         doc["manifest"]["name"] += " (edited)"
         ruleset.write_text(json.dumps(doc))  # the file changed: loaded again, the old one let go (ED-24)
+        clock[0] += RULESET_LOOK_SECONDS
         c2 = campaigns.get("heist")
         assert c2 is not c and calls == [False, True]
         assert campaigns.set_start("heist", c2.start)  # its start made again: read again, the old one let go
@@ -81,3 +86,29 @@ def test_the_server_freezes_once_started(tmp_path):
         assert asyncio.run(start_and_stop()) > 0
     finally:
         gc.unfreeze()
+
+
+def test_pf_61_a_changed_ruleset_file_is_seen_once_ruleset_look_seconds_have_passed(tmp_path, monkeypatch):
+    """PF-61: a campaign's ruleset file is looked at (a stat) once per RULESET_LOOK_SECONDS, not on every request: a
+    file changed on disk is loaded again at the first request after that, not before (both sides of it)."""
+    clock = [1000.0]
+    monkeypatch.setattr(campaigns_module, "monotonic", lambda: clock[0])
+    ruleset = tmp_path / "r.json"
+    ruleset.write_text((SAMPLES / "rulesets" / "blades-like.json").read_text())
+    store = Store(tmp_path / "data")
+    try:
+        new_campaign(store, "heist", str(ruleset), ["Cutter"])
+        campaigns = Campaigns(store)
+        c = campaigns.get("heist")
+        doc = json.loads(ruleset.read_text())
+        doc["manifest"]["name"] += " (edited)"
+        ruleset.write_text(json.dumps(doc))
+        clock[0] += RULESET_LOOK_SECONDS - 0.001
+        assert campaigns.get("heist") is c  # looked at too recently
+        clock[0] += 0.001
+        edited = campaigns.get("heist")
+        assert edited is not c and edited.rs.name.endswith(" (edited)")
+        clock[0] += RULESET_LOOK_SECONDS
+        assert campaigns.get("heist") is edited  # looked at again, unchanged: kept
+    finally:
+        store.close()

@@ -76,3 +76,31 @@ def test_a_chat_body_is_exact_outside_its_messages_which_the_engine_rebuilds_fro
     assert body["seed"] == 123456789012345678901 and type(body["seed"]) is int  # top level: as json reads it
     assert read_marked(body["messages"]).history == [{"role": "user", "content": "hi"}]  # only role and text go on
     assert loads(raw) == json.loads(raw)  # without `rebuilt`, everything as json reads it
+
+
+MESSAGES = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["system", "user", "assistant"]),
+                                           "content": st.text(max_size=40)}), max_size=6)  # lone surrogates too
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), MESSAGES, st.dictionaries(st.sampled_from(["model", "seed", "n"]), DOCS,
+                                                                        max_size=2)), min_size=1, max_size=5))
+def test_pf_61_a_chat_body_written_with_its_kept_messages_is_the_body_written_whole(bodies):
+    """PF-61: `ChatBodies.dumps` keeps each message's JSON by the message (the same objects as a body before, or equal
+    ones) and writes a body with them in place: the same document as `dumps`, whatever bodies came before, and byte
+    for byte where orjson writes every part and no kept message was equal with its keys in another order (a lone
+    surrogate's message is escaped on its own)."""
+    import orjson
+
+    from tagengine._internal.server.wire.json_codec import ChatBodies
+
+    bodies_json, last = ChatBodies(), []
+    for keep, new, fields in bodies:
+        messages = [*last[:keep], *new]  # a start of the very objects of the body before, then new ones
+        body = {**fields, "messages": messages}
+        assert json.loads(bodies_json.dumps(body)) == json.loads(dumps(body))
+        last = messages
+        try:
+            whole = orjson.dumps(body)
+        except TypeError:  # a part only the standard library writes
+            continue
+        assert ChatBodies().dumps(body) == whole == dumps(body)

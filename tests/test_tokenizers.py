@@ -16,7 +16,7 @@ from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from conftest import SAMPLES, examples, load_sample
 from tagengine._internal.cli import run
-from tagengine._internal.prompt import Budget, build_prompt
+from tagengine._internal.prompt import Budget, build_prompt, registry
 from tagengine._internal.prompt.budget import cut_reference
 from tagengine._internal.prompt.forked import ForkedTokenizer
 from tagengine._internal.prompt.registry import (
@@ -149,6 +149,7 @@ def test_tokenizers_toml_maps_patterns_in_order(tmp_path, bpe, wordpiece, monkey
     mapping = tmp_path / "tokenizers.toml"
     mapping.write_text(f'"mistral-large*" = "{bpe}"\n"mistral*" = "{wordpiece}"\n"qwen*" = "models/q.json"\n')
     monkeypatch.setenv("TAGENGINE_TOKENIZERS", str(mapping))
+    monkeypatch.setattr(registry, "_LOOKED", None)  # looked for again now, not within LOOK_AGAIN_SECONDS
     assert choose("mistral-large-2411").name == str(bpe)  # the first pattern that matches
     assert choose("mistralai/Mistral-Small").name == str(wordpiece)
     assert choose("qwen2.5").name == str(tmp_path / "models" / "q.json")  # relative to the file's folder
@@ -162,41 +163,47 @@ def test_tokenizers_toml_maps_patterns_in_order(tmp_path, bpe, wordpiece, monkey
 
 
 def test_the_mapping_file_follows_the_environment_and_the_file_system(tmp_path, monkeypatch):
-    """S-30, PF-59: mapping_file makes its path once, a changed HOME, XDG_CONFIG_HOME or TAGENGINE_TOKENIZERS is seen
-    on the next call, and a tokenizers.toml made or removed while a server runs once LOOK_AGAIN_SECONDS have passed
-    since the last look (both sides of it): a server asks on every turn."""
+    """S-30, PF-59, PF-61: mapping_file looks at the environment and the file system again once LOOK_AGAIN_SECONDS
+    have passed since its last look (both sides of it), so a changed HOME, XDG_CONFIG_HOME or TAGENGINE_TOKENIZERS,
+    and a tokenizers.toml made or removed while a server runs, are seen within that: a server asks on every turn."""
     from tagengine._internal.prompt import registry
     from tagengine._internal.prompt.registry import LOOK_AGAIN_SECONDS, mapping_file
 
     clock = [1000.0]
     monkeypatch.setattr(registry, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(registry, "_LOOKED", None)  # no look yet
+
+    def later(seconds: float = LOOK_AGAIN_SECONDS) -> Path | None:
+        clock[0] += seconds
+        return mapping_file()
+
     monkeypatch.setenv("TAGENGINE_TOKENIZERS", "~/t.toml")
-    for home in ("a", "b"):
-        monkeypatch.setenv("HOME", str(tmp_path / home))
-        assert mapping_file() == tmp_path / home / "t.toml"
+    monkeypatch.setenv("HOME", str(tmp_path / "a"))
+    assert mapping_file() == tmp_path / "a" / "t.toml"
+    monkeypatch.setenv("HOME", str(tmp_path / "b"))
+    assert later(LOOK_AGAIN_SECONDS - 0.001) == tmp_path / "a" / "t.toml"  # looked too recently
+    assert later(0.001) == tmp_path / "b" / "t.toml"
     monkeypatch.delenv("TAGENGINE_TOKENIZERS")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
-    assert mapping_file() is None
+    assert later() is None
     made = tmp_path / "cfg" / "tagengine" / "tokenizers.toml"
     made.parent.mkdir(parents=True)
     made.write_text("")
-    clock[0] += LOOK_AGAIN_SECONDS - 0.001
-    assert mapping_file() is None  # looked at too recently
-    clock[0] += 0.001
-    assert mapping_file() == made
+    assert later(LOOK_AGAIN_SECONDS - 0.001) is None
+    assert later(0.001) == made
     monkeypatch.delenv("XDG_CONFIG_HOME")
-    assert mapping_file() is None  # $HOME/.config has none
+    assert later() is None  # $HOME/.config has none
     other = tmp_path / "b" / ".config" / "tagengine" / "tokenizers.toml"
     other.parent.mkdir(parents=True)
     other.write_text("")
-    clock[0] += LOOK_AGAIN_SECONDS
-    assert mapping_file() == other
+    assert later() == other
     other.unlink()
     assert mapping_file() == other
-    clock[0] += LOOK_AGAIN_SECONDS
-    assert mapping_file() is None
+    assert later() is None
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))  # the environment before: its file, still there
-    assert mapping_file() == made
+    assert later() == made
+    monkeypatch.setenv("TAGENGINE_TOKENIZERS", "")  # set and empty: none
+    assert later() is None
 
 
 def test_build_prompt_report_names_the_tokenizer_and_whether_exact(bpe):

@@ -10,7 +10,7 @@ machine had pushed out of the cache by then (S-30).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import accumulate
 from typing import Generic, TypeVar
 
@@ -38,6 +38,11 @@ def held_chars(text: str) -> int:
     return len(text) + ITEM_CHARS
 
 
+def held_message_chars(message: Mapping[str, str]) -> int:
+    """`held_chars` of a kept chat message, a role/content object: its text and ITEM_CHARS."""
+    return len(message["content"]) + ITEM_CHARS
+
+
 class PrefixMemo(Generic[T, V]):
     """`values(items, more)`: one value per item, where value i depends on items[0..i] only (so a shared
     start has the same values). Up to `keep` sequences are kept, the most recently used first, holding at
@@ -55,6 +60,10 @@ class PrefixMemo(Generic[T, V]):
     def values(self, items: list[T], more: Callable[[list[V], list[T]], list[V]]) -> list[V]:
         """The values of `items` (a new list, the caller's to change): a kept sequence's for the longest
         start they share, `more(known, items)` for the whole list from there."""
+        return self.values_and_size(items, more)[0]
+
+    def values_and_size(self, items: list[T], more: Callable[[list[V], list[T]], list[V]]) -> tuple[list[V], int]:
+        """`values`, and what the items hold by `size` in all (the kept start's sum is kept too)."""
         runs = self._runs  # read once: another thread may replace it
         best, at = 0, -1
         for i, (kept, _, _) in enumerate(runs):
@@ -79,4 +88,4 @@ class PrefixMemo(Generic[T, V]):
                     break
                 new.append(r)
             self._runs = tuple(new)
-        return out
+        return out, sizes[-1] if sizes else 0

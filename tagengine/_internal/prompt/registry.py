@@ -167,44 +167,30 @@ def model_family(model: str | None) -> ModelFamily:
 def mapping_file() -> Path | None:
     """Where the user's `tokenizers.toml` is: `$TAGENGINE_TOKENIZERS` when set (empty: none), else
     `$XDG_CONFIG_HOME/tagengine/tokenizers.toml` (`~/.config/...` by default); None when there is none. The
-    environment is read on each call (it may change); the file system is looked at again after LOOK_AGAIN_SECONDS,
-    so a file made or removed while a server runs is seen within that (a server asks on every turn, and each look
-    was a stat and the home folder's look-up: some 20 us of a 500 us turn, PF-59)."""
-    env = os.environ
-    said = (env.get(MAPPING_ENV), env.get("XDG_CONFIG_HOME"), env.get("HOME"), env.get("USERPROFILE"))  # `~`: either
+    environment and the file system are looked at again once LOOK_AGAIN_SECONDS have passed since the last look, so
+    a file made or removed, or a variable set, while a process runs is seen within that. A server asks on every
+    turn: a look is four variables of the environment (each one that is not set raises twice inside `os.environ`),
+    a stat and the home folder's look-up, some 15 to 25 us of a 500 us turn (PF-59, PF-61)."""
+    global _LOOKED
     now = monotonic()
-    seen = _SEEN.get(said)
-    if seen is not None and now - seen[0] < LOOK_AGAIN_SECONDS:
-        return seen[1]
-    found = _look_for_mapping(said[0], said[1])
-    if len(_SEEN) >= 64:  # another environment each time: what was seen is forgotten, never wrong
-        _SEEN.clear()
-    _SEEN[said] = (now, found)
+    looked = _LOOKED
+    if looked is not None and now - looked[0] < LOOK_AGAIN_SECONDS:
+        return looked[1]
+    env = os.environ
+    found = _look_for_mapping(env.get(MAPPING_ENV), env.get("XDG_CONFIG_HOME"))
+    _LOOKED = (now, found)  # replaced whole: threads that look at once each find a whole look
     return found
 
 
 LOOK_AGAIN_SECONDS = 1.0
-_SEEN: dict[tuple[str | None, ...], tuple[float, Path | None]] = {}
+_LOOKED: tuple[float, Path | None] | None = None  # the last look: when, and what it found
 
 
 def _look_for_mapping(named: str | None, xdg: str | None) -> Path | None:
-    home = os.path.expanduser("~")
     if named is not None:
-        return _user_path(named, home) if named else None
-    where = _default_mapping(xdg or "", home)
-    return where if os.path.isfile(where) else None
-
-
-@lru_cache(maxsize=64)
-def _user_path(path: str, home: str) -> Path:
-    """`path` with its `~` expanded, made once per text and home directory (`home` keys the cache: a server
-    looks for the file on every request)."""
-    return Path(path).expanduser()
-
-
-@lru_cache(maxsize=64)
-def _default_mapping(xdg: str, home: str) -> Path:
-    return Path(xdg or os.path.join(home, ".config"), "tagengine", "tokenizers.toml")
+        return Path(named).expanduser() if named else None
+    where = Path(xdg or os.path.join(os.path.expanduser("~"), ".config"), "tagengine", "tokenizers.toml")
+    return where if where.is_file() else None
 
 
 @cache

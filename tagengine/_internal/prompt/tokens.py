@@ -22,7 +22,7 @@ from types import FunctionType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import NotFoundError, TagengineError
-from ..prefix_memo import PrefixMemo, held_chars
+from ..prefix_memo import PrefixMemo, held_message_chars
 from ..records import frozen
 
 if TYPE_CHECKING:
@@ -269,10 +269,6 @@ class TokenizerChoice:
 _ROLE_CONTENT = itemgetter("role", "content")
 
 
-def _content_size(item: tuple[str, str]) -> int:
-    return held_chars(item[1])
-
-
 class TokenCounter:
     """Counts text and chat messages with one Tokenizer and one chat format; history counts are memoised
     per message (DEC-34)."""
@@ -285,7 +281,9 @@ class TokenCounter:
         self._role_as_text = chat.role_as_text
         self._memo: dict[tuple[str, str], int] = {}
         self._roles: dict[str, int] = {}
-        self._runs: PrefixMemo[tuple[str, str], int] = PrefixMemo(_content_size)
+        # by the message objects themselves: a server's history holds the very objects of the turn before for the
+        # start it shares with it, so that start is found by their identities, not by reading every message again
+        self._runs: PrefixMemo[dict[str, str], int] = PrefixMemo(held_message_chars)
         self._count: Callable[[str], int] | None = getattr(tokenizer, "count", None)
 
     def text(self, text: str) -> int:
@@ -295,26 +293,29 @@ class TokenCounter:
 
     def messages(self, messages: list[dict[str, str]], quick: int | None = None) -> list[int]:
         """`message` for each of a history's messages: one call for the lot (a prompt's fit counts every
-        message of a long chat on every turn; the start it shares with a recent one is known, S-30). `quick`:
-        raise SlowFit, before counting any, when more than that many characters are new to this counter
-        (or it has counted nothing yet: its tokenizer may still have to be loaded)."""
+        message of a long chat on every turn; the start it shares with a recent one is known, S-30). The messages
+        are kept, so they are not changed after (the server's histories and `read_messages`' are read-only): a
+        start made of the very objects a recent history held is found without reading one of them, and only a
+        message that is another object is compared by its role and text. `quick`: raise SlowFit, before counting
+        any, when more than that many characters are new to this counter (or it has counted nothing yet: its
+        tokenizer may still have to be loaded)."""
         if quick is None:
-            return self._runs.values(list(map(_ROLE_CONTENT, messages)), self._more)
+            return self._runs.values(messages, self._more)
         if not self._memo:
             raise SlowFit("a counter that has counted nothing yet")
 
-        def more(known: list[int], items: list[tuple[str, str]]) -> list[int]:
+        def more(known: list[int], items: list[dict[str, str]]) -> list[int]:
             memo = self._memo
-            new = sum(len(key[1]) for key in items[len(known):] if key not in memo)
+            new = sum(len(key[1]) for key in map(_ROLE_CONTENT, items[len(known):]) if key not in memo)
             if new > quick:
                 raise SlowFit(f"{new} characters to count")
             return self._more(known, items)
 
-        return self._runs.values(list(map(_ROLE_CONTENT, messages)), more)
+        return self._runs.values(messages, more)
 
-    def _more(self, known: list[int], items: list[tuple[str, str]]) -> list[int]:
+    def _more(self, known: list[int], items: list[dict[str, str]]) -> list[int]:
         memo, one = self._memo, self.message
-        for key in items[len(known):]:
+        for key in map(_ROLE_CONTENT, items[len(known):]):
             n = memo.get(key)
             known.append(one(*key) if n is None else n)
         return known

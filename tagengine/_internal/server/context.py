@@ -30,7 +30,7 @@ from .turn.request import CAMPAIGN_MODEL, MarkedHistory, RecentHistories, hides
 from .upstream.counting import fitter
 from .upstream.kinds import reach_upstream
 from .wire.chat_completions import model_ids
-from .wire.json_codec import loads_or_none
+from .wire.json_codec import ChatBodies, loads_or_none
 
 log = logging.getLogger("tagengine.serve")
 
@@ -53,6 +53,7 @@ class ServerContext:
         self.upstream = reach_upstream(options)
         self.workers = Workers()
         self.histories = RecentHistories()  # the last few requests' messages read (PF-59)
+        self.bodies = ChatBodies()  # the chat bodies sent upstream, each message's JSON written once (PF-61)
         self.prompt_fitter = fitter(self.upstream, options.count_with_upstream, self.workers)
         self.mid_reply = MidReplyChecks(self.upstream, self.workers) if options.settle_checks else None
         self.sessions = Sessions(options.data, options.api_key) if options.api_key else None  # the pages' sign-ins

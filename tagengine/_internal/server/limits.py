@@ -90,6 +90,7 @@ WRITES_HELD = 32  # cache writes (snapshots, the pages' head) held to be written
 WRITES_HELD_SECONDS = 0.5  # and the seconds at most one waits: another process reading the file sees it that soon
 WRITES_HELD_CHARS = 256 * KIB  # and the characters of snapshots they hold at most: a batch written at once stays small
 IDLE_TRIM_SECONDS = 1.0  # seconds with no request in flight, after one ran, before the freed heap goes back (PF-47)
+RULESET_LOOK_SECONDS = 1.0  # a campaign's ruleset file looked at again (changed on disk: loaded again) after this
 SNAPSHOTS_HELD = 4096  # states, by chain key
 SNAPSHOT_USES_HELD = 4096  # uses of snapshots held in memory, waiting to be written in one batch
 SNAPSHOT_PARTS_HELD = 256  # card sets and party sheets whose snapshot text is kept (a player's edit makes new ones)

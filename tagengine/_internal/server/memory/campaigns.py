@@ -13,6 +13,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
+from time import monotonic
 
 import orjson
 
@@ -25,7 +26,7 @@ from ...state import Dice, GameState, from_json
 from ...state.defaults import seed_problem
 from ...state.values import thaw
 from ...state.write import state_json
-from ..limits import MAX_RULESET_FILE, SNAPSHOT_PARTS_HELD
+from ..limits import MAX_RULESET_FILE, RULESET_LOOK_SECONDS, SNAPSHOT_PARTS_HELD
 from .store import NAME, CampaignRow, Store
 
 RULESETS_FOLDER = "rulesets"  # under the data folder: the rulesets uploaded on the pages or imported with a campaign
@@ -140,12 +141,14 @@ def _member(key: str) -> str:
 
 
 class Campaigns:
-    """Campaigns by name, loaded once and loaded again when their ruleset file changes on disk, or when their
-    start is made again (`set_start`)."""
+    """Campaigns by name, loaded once and loaded again when their ruleset file changes on disk (looked at again once
+    RULESET_LOOK_SECONDS have passed since the last look: a stat of the file was some 12 us of a turn, PF-61), or
+    when their start is made again (`set_start`)."""
 
     def __init__(self, store: Store, loaded: Callable[[bool], None] | None = None) -> None:
         self.store = store
-        self._loaded: dict[str, tuple[tuple[int, int], Campaign, CampaignRow]] = {}
+        # name -> (the file's (mtime, size), the campaign, its row, when the file was looked at)
+        self._loaded: dict[str, tuple[tuple[int, int], Campaign, CampaignRow, float]] = {}
         # called after a campaign is loaded, with whether one loaded before was let go since: the server
         # freezes its heap (heap.py)
         self.on_load = loaded
@@ -154,17 +157,21 @@ class Campaigns:
     def get(self, name: str) -> Campaign:
         """Raises NotFoundError for an unknown campaign, RulesetError or OSError for its ruleset file."""
         hit = self._loaded.get(name)
+        now = monotonic()
+        if hit is not None and now - hit[3] < RULESET_LOOK_SECONDS:
+            return hit[1]
         row = hit[2] if hit is not None else self.store.campaign_row(name)  # a row changes only through set_start
         st = os.stat(row.ruleset)
         stamp = (st.st_mtime_ns, st.st_size)
         if hit is not None and hit[0] == stamp:
+            self._loaded[name] = (stamp, hit[1], row, now)
             return hit[1]
         data = read_file(row.ruleset, MAX_RULESET_FILE)
         rs = Ruleset.from_file(data, row.ruleset)  # the same bytes as the digest; pydantic only on a miss
         start = from_json(rs, json.loads(row.start), f"campaign {name}")
         c = Campaign(name, rs, digest_of(data), start, canonical_json(start.to_json()),
                      tuple(n for n in row.characters.split(", ") if n in start.characters))
-        self._loaded[name] = (stamp, c, row)
+        self._loaded[name] = (stamp, c, row, now)
         replaced, self._let_go = hit is not None or self._let_go, False
         if self.on_load is not None:
             self.on_load(replaced)

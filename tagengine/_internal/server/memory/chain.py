@@ -31,11 +31,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from operator import itemgetter
 
 from ...commands import apply_reply
 from ...memo import IdentityCache
-from ...prefix_memo import PrefixMemo, held_chars
+from ...prefix_memo import ITEM_CHARS, PrefixMemo, held_chars, held_message_chars
 from ...records import frozen
 from ...state import GameState, from_json
 from ..limits import CHAIN_STEP_CHARS, CHAIN_STEPS_HELD, FIRST_KEYS_HELD, HASH_CHARS, LOOP_CHARS
@@ -48,7 +47,6 @@ _RECEIPT = re.compile(r'\bresult\s*=\s*"')
 INCOMPLETE = "incomplete: the state was rebuilt from what the history holds"
 EDITED = "edited: the state follows the chat as it reads; receipts that a replay writes differently in reply"
 HIDDEN = "hidden"  # a note's first word: narrations of a --hide-tags server read back by one without it (TR-6)
-_CONTENT = itemgetter("content")
 _FIRST_KEYS: IdentityCache[str] = IdentityCache(FIRST_KEYS_HELD)
 
 
@@ -101,6 +99,8 @@ class Chain:
         self._steps: dict[tuple[str, str], str] = {}  # (key, reply) -> the key after it
         self._step_chars = 0
         self._keys: PrefixMemo[str, str] = PrefixMemo(held_chars)  # the keys along the last few histories (S-30)
+        # each message of the last few histories: its text when it is a reply, else None (`said`)
+        self._said: PrefixMemo[Mapping[str, str], str | None] = PrefixMemo(held_message_chars)
         self._more = self._more_keys  # bound once: a warm turn makes no method object
         self._narrated: bool | None = None  # the store holds a --hide-tags narration (read once, then kept, TR-6)
 
@@ -141,17 +141,26 @@ class Chain:
         work too long for the event loop comes back to run elsewhere (SEC-2): a history of more than
         HASH_CHARS characters whole (a `LookupJob`: hashing it alone would take milliseconds), else a replay of
         more than `defer` replies or LOOP_CHARS characters (a `ReplayJob`)."""
-        if defer is not None and sum(map(len, map(_CONTENT, messages))) > HASH_CHARS:
-            return LookupJob(partial(self._replay_of, c, messages, hidden))
-        replay = self._replay_of(c, messages, hidden)
+        said, held = self.said(messages)
+        if defer is not None and held - ITEM_CHARS * len(messages) > HASH_CHARS:
+            return LookupJob(partial(self._replay_of, c, messages, hidden, said))
+        replay = self._replay_of(c, messages, hidden, said)
         if defer is not None and (replay.pending > defer or sum(map(len, replay.replies[replay.start:])) > LOOP_CHARS):
             return replay
         return replay.run()
 
-    def _replay_of(self, c: Campaign, messages: Sequence[Mapping[str, str]], hidden: bool) -> ReplayJob:
+    def said(self, messages: Sequence[Mapping[str, str]]) -> tuple[list[str | None], int]:
+        """Each message's text when it is a reply (else None), and the history's `held_message_chars` in all. A
+        history's messages are read-only objects (`MarkedHistory`) and a turn's start holds the very objects of the
+        turn before (`RecentHistories`): that start is found by their identities, without reading one of them
+        again, as the token counts find theirs (prompt/tokens.py)."""
+        return self._said.values_and_size(messages if type(messages) is list else list(messages), _said_more)
+
+    def _replay_of(self, c: Campaign, messages: Sequence[Mapping[str, str]], hidden: bool,
+                   said: list[str | None]) -> ReplayJob:
         """The replay still to do after the newest state the cache or the store holds along `messages`."""
         store = self.store
-        replies, notes, walked = _replies(self, c, messages, hidden)
+        replies, notes, walked = _replies(self, c, messages, hidden, said)
         keys = walked if walked is not None else self.keys(c, replies)
         state, start, found = c.start, 0, False
         held = self.snapshots.newest(keys)
@@ -304,13 +313,18 @@ def _resume(chain: Chain, c: Campaign, replies: list[str], keys: list[str],
     return None
 
 
-def _replies(chain: Chain, c: Campaign, messages: Sequence[Mapping[str, str]],
-             hidden: bool) -> tuple[list[str], list[str], list[str] | None]:
+def _said_more(known: list[str | None], items: list[Mapping[str, str]]) -> list[str | None]:
+    known += [m["content"] if m["role"] == "assistant" else None for m in items[len(known):]]
+    return known
+
+
+def _replies(chain: Chain, c: Campaign, messages: Sequence[Mapping[str, str]], hidden: bool,
+             said: list[str | None]) -> tuple[list[str], list[str], list[str] | None]:
     """The assistant messages as the chain reads them; narrations mapped to their tagged text, and the chain's
     keys along them (the mapping walks the chain: `Chain.keys` of the texts, made once). With `hidden` (the
     server's --hide-tags), and without it once the store holds narrations: a chat played with --hide-tags keeps
     its state when the server is started again without it, and says so (TR-6)."""
-    replies = [m["content"] for m in messages if m["role"] == "assistant"]
+    replies = [text for text in said if text is not None]  # `Chain.said`'s
     if not replies or not (hidden or chain.narrated()):
         return replies, [], None
     shown = [shown_key(t) for t in replies]

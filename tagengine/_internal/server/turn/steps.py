@@ -196,7 +196,7 @@ async def answer_whole(ctx: ServerContext, turn: Turn, fitted: Fitted, resend: d
     """Not streamed: the upstream's answer with choices[0]'s text applied; the rest of the turn after it."""
     try:
         got = await ctx.upstream.send(ctx.upstream.request("POST", "/chat/completions", incoming,
-                                                           dumps(fitted.body)))
+                                                           ctx.bodies.dumps(fitted.body)))
     except httpx.HTTPError as e:
         raise upstream_failure(e) from None
     if got.status_code >= 400:
@@ -229,7 +229,7 @@ async def answer_streamed(ctx: ServerContext, turn: Turn, fitted: Fitted, resend
     turn once the stream's [DONE] has gone to a client still there."""
     try:
         got = await ctx.upstream.send(ctx.upstream.request("POST", "/chat/completions", incoming,
-                                                           dumps(fitted.body)), stream=True)
+                                                           ctx.bodies.dumps(fitted.body)), stream=True)
     except httpx.HTTPError as e:
         raise upstream_failure(e) from None
     if got.status_code >= 400:

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from ...prefix_memo import ITEM_CHARS, PrefixMemo, held_message_chars
+
 _BIG = 2.0 ** 63  # orjson reads an integer beyond 64 bits as a float, of at least this size: json reads it
 
 
@@ -81,3 +83,39 @@ def dumps(doc: Any) -> bytes:
         return text.encode()
     except UnicodeEncodeError:
         return json.dumps(doc, ensure_ascii=True, separators=(",", ":")).encode()
+
+
+class ChatBodies:
+    """`dumps` of the chat bodies a server sends upstream, each message's JSON written once while it is kept. A turn's
+    history holds the very message objects of the turn before for the start it shares with it (`RecentHistories`),
+    and a body's messages are its system prompt, that history and the reminder: the messages' JSON is kept by them
+    (a `PrefixMemo`, which finds the shared start by identity and compares another object by its value), and a body
+    is written with the kept JSON in place (`orjson.Fragment`), a quarter of writing it whole (PF-61). The messages
+    are read-only once written (the server's are)."""
+
+    def __init__(self) -> None:
+        self._written: PrefixMemo[Any, orjson.Fragment] = PrefixMemo(_message_chars)
+
+    def dumps(self, body: dict[str, Any]) -> bytes:
+        """`dumps(body)`, the same document."""
+        messages = body.get("messages")
+        if type(messages) is not list or not messages:
+            return dumps(body)
+        written = self._written.values(messages, _written_more)
+        try:
+            return orjson.dumps({**body, "messages": written})
+        except TypeError:  # another field only the standard library writes: the whole body by `dumps`
+            return dumps(body)
+
+
+def _written_more(known: list[orjson.Fragment], messages: list[Any]) -> list[orjson.Fragment]:
+    known += [orjson.Fragment(dumps(m)) for m in messages[len(known):]]
+    return known
+
+
+def _message_chars(message: Any) -> int:
+    """A kept message's size: its text as `held_message_chars` counts it; a message of another shape (parts, not
+    text) by its JSON's length."""
+    if type(message) is dict and type(message.get("content")) is str:
+        return held_message_chars(message)
+    return len(dumps(message)) + ITEM_CHARS
