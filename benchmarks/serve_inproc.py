@@ -9,8 +9,13 @@ the upstream answers serve.py's reply, whole or streamed. Paths, interleaved req
   turn      the chat with its marker: a campaign's turn (the engine's work), whole
   stream    the same turn streamed
   health    GET /healthz: the floor of a request through the app and the client
+  next      a growing chat, as a chat app sends it: each turn the chat so far, then the reply it got back and a
+            new user message are added (from the 200-message chat again every GROWN turns)
+  next-pass the same growing chat without its marker, passed through
 
-Printed: each path's median CPU a request, and the engine's own work (turn - pass). `--profile FILE` runs
+`turn` sends one request again and again, so what a turn keeps for the next (the reminder rendered ahead, the
+history's memos) is found whole; `next` is a new turn each time, as a player's is. Printed: each path's median CPU
+a request, and the engine's own work (turn - pass, next - next-pass). `--profile FILE` runs
 `--profile-runs` campaign turns (or `--profile-path pass`) under cProfile in thread time; `--against REF` runs
 the same figures with another commit's code in alternate child processes (benchmarks/_against.py).
 `--rss` prints this process's resident set after the warm-up (the app as `tagengine serve` holds it, with the
@@ -73,14 +78,19 @@ class Driver:
         new_data(data.parent, data.name)
         self.app = make_app(Options(upstream="http://upstream.test/v1", data=data, context=200000,
                                     transport=upstream()))
-        chat = history(100)
-        plain = [{"role": "system", "content": "You are the GM of a heist."}, *chat[1:]]
+        self.chat = history(100)
         self.bodies = {p: json.dumps(b).encode() for p, b in (
-            ("turn", {"model": "gpt-4o", "messages": chat}),
-            ("stream", {"model": "gpt-4o", "messages": chat, "stream": True}),
-            ("pass", {"model": "gpt-4o", "messages": plain}))}
+            ("turn", {"model": "gpt-4o", "messages": self.chat}),
+            ("stream", {"model": "gpt-4o", "messages": self.chat, "stream": True}),
+            ("pass", {"model": "gpt-4o", "messages": unmarked(self.chat)}))}
+        self.grown, self.turns = self.chat, 0  # the growing chat (`next`) and its turns since it started again
 
     async def one(self, c: httpx.AsyncClient, path: str) -> float:
+        if path == "next":
+            if self.turns == GROWN:
+                self.grown, self.turns = self.chat, 0
+            self.bodies["next"] = json.dumps({"model": "gpt-4o", "messages": self.grown}).encode()
+            self.bodies["next-pass"] = json.dumps({"model": "gpt-4o", "messages": unmarked(self.grown)}).encode()
         t = time.thread_time()
         if path == "health":
             r = await c.get("/healthz")
@@ -92,7 +102,19 @@ class Driver:
         took = time.thread_time() - t
         if r.status_code != 200 or "x-tagengine-history" in r.headers:
             raise SystemExit(f"{path}: {r.status_code} {r.headers} {r.text[:300]}")
+        if path == "next":  # the reply as the chat app keeps it, and the player's next message
+            self.turns += 1
+            self.grown = [*self.grown, {"role": "assistant", "content": r.json()["choices"][0]["message"]["content"]},
+                          {"role": "user", "content": f"Turn {self.turns}: and then?"}]
         return took
+
+
+GROWN = 40  # turns a growing chat takes before it starts again from the 200-message chat
+
+
+def unmarked(chat: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The chat without its campaign marker: passed through."""
+    return [{"role": "system", "content": "You are the GM of a heist."}, *chat[1:]]
 
 
 async def measure(runs: int, rounds: int) -> dict[str, float]:
@@ -100,21 +122,27 @@ async def measure(runs: int, rounds: int) -> dict[str, float]:
         d = Driver(Path(tmp) / "data")
         async with d.app.router.lifespan_context(d.app), httpx.AsyncClient(
                 transport=httpx.ASGITransport(app=d.app), base_url="http://127.0.0.1") as c:
-            paths = ("pass", "turn", "stream", "health")
+            # the one chat sent again, and the growing chat: each group's paths interleaved, the groups one after
+            # the other, so neither chat's work lands in the other's caches request by request (two chats at once
+            # are another figure: each turn then finds less of what it touches in the CPU's caches)
+            groups = (("pass", "turn", "stream", "health"), ("next", "next-pass"))
             for _ in range(30):  # warm-up: the tokenizer, the replay, the caches
-                for p in paths:
+                for p in (p for g in groups for p in g):
                     await d.one(c, p)
-            seen: dict[str, list[float]] = {p: [] for p in paths}
+            seen: dict[str, list[float]] = {p: [] for g in groups for p in g}
             for _ in range(rounds):
-                got: dict[str, list[float]] = {p: [] for p in paths}
-                for _ in range(runs):
+                for paths in groups:
+                    got: dict[str, list[float]] = {p: [] for p in paths}
+                    for _ in range(runs):
+                        for p in paths:
+                            got[p].append(await d.one(c, p))
                     for p in paths:
-                        got[p].append(await d.one(c, p))
-                for p in paths:
-                    seen[p].append(statistics.median(got[p]))
+                        seen[p].append(statistics.median(got[p]))
             out = {p: statistics.median(v) for p, v in seen.items()}
             out["engine (turn - pass)"] = statistics.median(
                 [t - q for t, q in zip(seen["turn"], seen["pass"], strict=True)])
+            out["engine, a new turn (next - next-pass)"] = statistics.median(
+                [t - q for t, q in zip(seen["next"], seen["next-pass"], strict=True)])
             out["rss MB"] = rss_mb() / 1e3  # printed by --figures as seconds: MB / 1000
             return out
 

@@ -39,7 +39,7 @@ def counted(memo: PrefixMemo[int, int], items: list[int]) -> tuple[list[int], li
         asked.extend(all_items[len(known):])
         return running(known, all_items)
 
-    return memo.values(items, more), asked
+    return list(memo.values(items, more)), asked
 
 
 def test_shared_start():
@@ -47,6 +47,30 @@ def test_shared_start():
     assert shared_start([1, 2, 3], [1, 9, 3]) == 1
     assert shared_start([], [1]) == 0
     assert shared_start([5], [6]) == 0
+
+
+@given(st.lists(st.integers(0, 2), max_size=12), st.lists(st.integers(0, 2), max_size=12))
+def test_shared_start_is_the_longest_start_two_lists_share(a, b):
+    """PF-61: found by halving with comparisons in C; the same as reading item by item."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    assert shared_start(a, b) == n
+
+
+def test_pf_61_a_growing_chats_bodies_keep_one_sequence_of_messages():
+    """PF-61: each turn's body is the chat so far and a last message (the user's new one, or the reminder after it),
+    which is not kept: the next turn's body starts with all that was, so one sequence is kept, not one a turn (16
+    of them, each compared on every turn)."""
+    from tagengine._internal.server.wire.json_codec import ChatBodies, dumps
+
+    bodies = ChatBodies()
+    chat = [{"role": "system", "content": "GM"}, {"role": "user", "content": "Go."}]
+    for turn in range(20):
+        body = {"model": "m", "messages": [*chat, {"role": "system", "content": f"Reminder {turn}"}]}
+        assert bodies.dumps(body) == dumps(body)
+        chat = [*chat, {"role": "assistant", "content": f"Reply {turn}"}, {"role": "user", "content": f"And {turn}"}]
+    assert len(bodies._written._runs) == 1
 
 
 def test_a_grown_sequence_works_out_only_its_new_items():
@@ -58,14 +82,20 @@ def test_a_grown_sequence_works_out_only_its_new_items():
     assert counted(memo, [1, 2]) == ([1, 3], [])  # messages deleted
 
 
-def test_the_values_returned_are_the_callers_to_change():
+def test_pf_61_the_same_sequence_again_gives_the_kept_values_themselves():
+    """PF-61: the values of a sequence the memo keeps (the same history again: a regenerate, a swipe) are the kept
+    ones, read-only, nothing copied; a start of a kept sequence is its values' start, and the sequence kept stays
+    whole; the items are copied when kept, never the caller's list."""
     memo: PrefixMemo[int, int] = PrefixMemo(lambda _: 1)
-    first, _ = counted(memo, [1, 2, 3])
-    first[0] = 99
     items = [1, 2, 3]
-    again, asked = counted(memo, items)
-    assert again == [1, 3, 6] and asked == []
-    items[0] = 50  # nor are the items kept by reference
+    counted(memo, items)
+    kept = memo.values([1, 2, 3], running)
+    assert kept == (1, 3, 6) and memo.values([1, 2, 3], running) is kept
+    with pytest.raises(TypeError):
+        kept[0] = 99  # type: ignore[index]
+    assert counted(memo, [1, 2]) == ([1, 3], [])  # a start of it
+    assert memo.values([1, 2, 3], running) is kept  # still kept whole
+    items[0] = 50  # the items are not kept by reference
     assert counted(memo, [1, 2, 3]) == ([1, 3, 6], [])
 
 
@@ -106,8 +136,8 @@ def test_chain_keys_are_the_chain_step_by_step(heist_campaign, histories):
         keys = [chain.first_key(c)]
         for text in replies:
             keys.append(Chain(store).next_key(keys[-1], text))  # a new chain: nothing remembered
-        assert memoised.keys(c, replies) == keys
-        assert fresh.keys(c, replies) == keys
+        assert list(memoised.keys(c, replies)) == keys
+        assert list(fresh.keys(c, replies)) == keys
         fresh = Chain(store)
 
 
@@ -127,10 +157,10 @@ def test_token_counts_of_a_history_are_each_message_counted_alone():
     c = TokenCounter(TiktokenTokenizer("o200k_base"), OPENAI_CHAT)
     fresh = TokenCounter(TiktokenTokenizer("o200k_base"), OPENAI_CHAT)
     history = [{"role": "user", "content": "We go in."}, {"role": "assistant", "content": "The door creaks."}]
-    assert c.messages(history) == [fresh.message(m["role"], m["content"]) for m in history]
+    assert list(c.messages(history)) == [fresh.message(m["role"], m["content"]) for m in history]
     other = [dict(history[0]), {"role": "assistant", "content": "The door holds."}, {"role": "user", "content": "Ha"}]
-    assert c.messages(other) == [fresh.message(m["role"], m["content"]) for m in other]
-    assert c.messages([dict(m) for m in history]) == c.messages(history)
+    assert list(c.messages(other)) == [fresh.message(m["role"], m["content"]) for m in other]
+    assert list(c.messages([dict(m) for m in history])) == list(c.messages(history))
 
 
 def test_pf_61_a_start_of_the_very_objects_of_a_kept_history_is_not_read_again(heist_campaign):
@@ -147,10 +177,10 @@ def test_pf_61_a_start_of_the_very_objects_of_a_kept_history_is_not_read_again(h
         read(grown)
         assert Watched.read == {id(grown[-1])}, read  # the new message, none of the kept start
     fresh = TokenCounter(TiktokenTokenizer("o200k_base"), OPENAI_CHAT)
-    assert counter.messages(grown) == [fresh.message(m["role"], m["content"]) for m in grown]
+    assert list(counter.messages(grown)) == [fresh.message(m["role"], m["content"]) for m in grown]
     said, held = Chain(store).said(grown)
-    assert chain_.said(grown) == (said, held)
-    assert said == [m["content"] if m["role"] == "assistant" else None for m in grown]
+    assert list(chain_.said(grown)[0]) == list(said) and chain_.said(grown)[1] == held
+    assert list(said) == [m["content"] if m["role"] == "assistant" else None for m in grown]
     assert held == sum(len(m["content"]) + ITEM_CHARS for m in grown)
 
 
@@ -180,7 +210,7 @@ def test_a_history_of_many_short_messages_is_kept_by_what_it_holds(monkeypatch):
         c.messages(history)
         worked: list[int] = []
         monkeypatch.setattr(c, "_more", spied_more(c._more, worked))
-        assert c.messages(history) == [c.message("user", "x")] * n
+        assert list(c.messages(history)) == [c.message("user", "x")] * n
         assert worked == ([] if kept else [n]), n
 
 

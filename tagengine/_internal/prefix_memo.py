@@ -10,7 +10,7 @@ machine had pushed out of the cache by then (S-30).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from itertools import accumulate
 from typing import Generic, TypeVar
 
@@ -23,10 +23,16 @@ def shared_start(a: list[T], b: list[T]) -> int:
     n = min(len(a), len(b))
     if a[:n] == b[:n]:  # the common case, in one comparison
         return n
-    i = 0
-    while a[i] == b[i]:  # they differ before n
-        i += 1
-    return i
+    if a[0] != b[0]:  # another chat's, most often
+        return 0
+    lo, hi = 1, n - 1  # they differ before n: the longest start they share, each guess one comparison in C
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 ITEM_CHARS = 256  # what a kept item holds beyond its text, counted as characters: its tuple, its value, its size
@@ -57,21 +63,31 @@ class PrefixMemo(Generic[T, V]):
         # (items, their values, the running total of their sizes), the most recently used first
         self._runs: tuple[tuple[list[T], tuple[V, ...], tuple[int, ...]], ...] = ()
 
-    def values(self, items: list[T], more: Callable[[list[V], list[T]], list[V]]) -> list[V]:
-        """The values of `items` (a new list, the caller's to change): a kept sequence's for the longest
-        start they share, `more(known, items)` for the whole list from there."""
+    def values(self, items: list[T], more: Callable[[list[V], list[T]], list[V]]) -> Sequence[V]:
+        """The values of `items` (read-only: the kept ones themselves when `items` is a kept sequence or a start of
+        one): a kept sequence's for the longest start they share, `more(known, items)` for the whole list from there
+        (`known` a new list, more's to extend)."""
         return self.values_and_size(items, more)[0]
 
-    def values_and_size(self, items: list[T], more: Callable[[list[V], list[T]], list[V]]) -> tuple[list[V], int]:
+    def values_and_size(self, items: list[T], more: Callable[[list[V], list[T]], list[V]]) -> tuple[Sequence[V], int]:
         """`values`, and what the items hold by `size` in all (the kept start's sum is kept too)."""
         runs = self._runs  # read once: another thread may replace it
         best, at = 0, -1
         for i, (kept, _, _) in enumerate(runs):
+            if best and (len(kept) <= best or kept[best] != items[best]):  # it cannot share more than `best`
+                continue
             n = shared_start(items, kept)
             if n > best:
                 best, at = n, i
                 if n == len(items) or n == len(kept):  # none can be longer, or this one is all used
                     break
+        if best and best == len(items):  # all of them kept (the same history again: a regenerate, a swipe)
+            values, sizes = runs[at][1], runs[at][2]
+            if best < len(values):  # a start of a kept sequence, which stays as it is
+                return values[:best], sizes[best - 1]
+            if at > 0:  # used again: it goes first; nothing is copied, so nothing it holds is touched
+                self._runs = (runs[at], *runs[:at], *runs[at + 1:])
+            return values, sizes[-1]
         known = list(runs[at][1][:best]) if at >= 0 else []
         sizes = runs[at][2][:best] if at >= 0 else ()
         out = more(known, items) if best < len(items) else known

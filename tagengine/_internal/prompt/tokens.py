@@ -291,7 +291,7 @@ class TokenCounter:
             return 0
         return self._count(text) if self._count is not None else len(self.tokenizer.encode(text))
 
-    def messages(self, messages: list[dict[str, str]], quick: int | None = None) -> list[int]:
+    def messages(self, messages: list[dict[str, str]], quick: int | None = None) -> Sequence[int]:
         """`message` for each of a history's messages: one call for the lot (a prompt's fit counts every
         message of a long chat on every turn; the start it shares with a recent one is known, S-30). The messages
         are kept, so they are not changed after (the server's histories and `read_messages`' are read-only): a

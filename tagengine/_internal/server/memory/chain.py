@@ -124,7 +124,7 @@ class Chain:
             hit = self._steps[(key, reply)] = _hash(f"{key}\0{reply.strip()}")
         return hit
 
-    def keys(self, c: Campaign, replies: list[str]) -> list[str]:
+    def keys(self, c: Campaign, replies: list[str]) -> Sequence[str]:
         """The chain's keys along `replies`: [first_key(c), the key after the first reply, ...]. The keys of
         the start this history shares with one of the last few are not worked out again (S-30)."""
         return self._keys.values([first_key(c), *replies], self._more)
@@ -149,7 +149,7 @@ class Chain:
             return replay
         return replay.run()
 
-    def said(self, messages: Sequence[Mapping[str, str]]) -> tuple[list[str | None], int]:
+    def said(self, messages: Sequence[Mapping[str, str]]) -> tuple[Sequence[str | None], int]:
         """Each message's text when it is a reply (else None), and the history's `held_message_chars` in all. A
         history's messages are read-only objects (`MarkedHistory`) and a turn's start holds the very objects of the
         turn before (`RecentHistories`): that start is found by their identities, without reading one of them
@@ -157,7 +157,7 @@ class Chain:
         return self._said.values_and_size(messages if type(messages) is list else list(messages), _said_more)
 
     def _replay_of(self, c: Campaign, messages: Sequence[Mapping[str, str]], hidden: bool,
-                   said: list[str | None]) -> ReplayJob:
+                   said: Sequence[str | None]) -> ReplayJob:
         """The replay still to do after the newest state the cache or the store holds along `messages`."""
         store = self.store
         replies, notes, walked = _replies(self, c, messages, hidden, said)
@@ -217,7 +217,7 @@ class ReplayJob:
     chain: Chain
     c: Campaign
     replies: list[str]  # as the chain reads them (narrations mapped back to their tagged text)
-    keys: list[str]  # keys[i] is the key before replies[i]; keys[-1] after the last
+    keys: Sequence[str]  # keys[i] is the key before replies[i]; keys[-1] after the last
     start: int  # replies before this index came from the store
     state: GameState
     found: bool  # start came from a key the store knows (else from the campaign's start)
@@ -243,6 +243,7 @@ class ReplayJob:
                 rewritten.append(i)  # an edited reply: the chat as it reads now is the game (ED-27)
             elif applied.text != replies[i] and receipts:  # a reply without receipts says nothing
                 if consistent and not self.found:
+                    keys = list(keys)  # re-based here (the chain's memo gives its own keys, read-only)
                     resumed = _resume(self.chain, c, replies, keys, i)
                     if resumed is not None:
                         j, state = resumed
@@ -319,7 +320,7 @@ def _said_more(known: list[str | None], items: list[Mapping[str, str]]) -> list[
 
 
 def _replies(chain: Chain, c: Campaign, messages: Sequence[Mapping[str, str]], hidden: bool,
-             said: list[str | None]) -> tuple[list[str], list[str], list[str] | None]:
+             said: Sequence[str | None]) -> tuple[list[str], list[str], list[str] | None]:
     """The assistant messages as the chain reads them; narrations mapped to their tagged text, and the chain's
     keys along them (the mapping walks the chain: `Chain.keys` of the texts, made once). With `hidden` (the
     server's --hide-tags), and without it once the store holds narrations: a chat played with --hide-tags keeps

@@ -28,7 +28,7 @@ import re
 import sqlite3
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import count as numbers
 from pathlib import Path
@@ -315,14 +315,14 @@ class Store:
         with self.lock:
             self._mark(key)
 
-    def _where_in(self, sql: str, keys: list[str]) -> Iterator[tuple[list[str], sqlite3.Cursor]]:
+    def _where_in(self, sql: str, keys: Sequence[str]) -> Iterator[tuple[Sequence[str], sqlite3.Cursor]]:
         """`sql` run for `keys` 500 at a time (under SQLite's limit on parameters), the list's end first:
         each chunk and its rows. `sql` has `{}` where the IN list's placeholders go. Under the lock."""
         for end in range(len(keys), 0, -_CHUNK):
             chunk = keys[max(0, end - _CHUNK):end]
             yield chunk, self.db.execute(sql.format(",".join("?" * len(chunk))), chunk)
 
-    def known(self, keys: list[str]) -> str | None:
+    def known(self, keys: Sequence[str]) -> str | None:
         """The newest of `keys` (oldest first) that has a snapshot, one query per 500 keys."""
         with self.reading("snapshots"):
             for chunk, rows in self._where_in("SELECT key FROM snapshots WHERE key IN ({})", keys):

@@ -101,7 +101,9 @@ class ChatBodies:
         messages = body.get("messages")
         if type(messages) is not list or not messages:
             return dumps(body)
-        written = self._written.values(messages, _written_more)
+        # the last message (the user's new one, or the reminder after it) is written on its own: kept, it would
+        # keep each turn's body beside the next one's, which starts with all but it
+        written = [*self._written.values(messages[:-1], _written_more), orjson.Fragment(dumps(messages[-1]))]
         try:
             return orjson.dumps({**body, "messages": written})
         except TypeError:  # another field only the standard library writes: the whole body by `dumps`
