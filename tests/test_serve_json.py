@@ -104,3 +104,23 @@ def test_pf_61_a_chat_body_written_with_its_kept_messages_is_the_body_written_wh
         except TypeError:  # a part only the standard library writes
             continue
         assert ChatBodies().dumps(body) == whole == dumps(body)
+
+
+def test_pf_61_the_kept_json_of_a_chats_messages_holds_what_it_writes():
+    """PF-61: orjson's answer keeps the 4 KiB buffer it was written into; each message's kept JSON is copied to bytes of
+    its own size, so a 200-message chat's is held in about its own size, not 200 buffers (1.2 MB)."""
+    import tracemalloc
+
+    from tagengine._internal.server.wire.json_codec import ChatBodies
+
+    body = {"model": "m", "messages": [{"role": "user", "content": f"line {i} " + "x" * 90} for i in range(200)]}
+    size = len(dumps(body))
+    bodies = ChatBodies()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        bodies.dumps(body)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 3 * size, (held, size)

@@ -111,7 +111,9 @@ class ChatBodies:
 
 
 def _written_more(known: list[orjson.Fragment], messages: list[Any]) -> list[orjson.Fragment]:
-    known += [orjson.Fragment(dumps(m)) for m in messages[len(known):]]
+    # copied to bytes of their own size: orjson's answer keeps the 4 KiB buffer it was written into, 1.2 MB for a
+    # 200-message chat kept
+    known += [orjson.Fragment(memoryview(dumps(m)).tobytes()) for m in messages[len(known):]]
     return known
 
 
