@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -36,13 +37,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _chat import REPLY, history, new_data
+from _chat import REPLIES, REPLY, history, new_data
 
 
 def upstream() -> httpx.MockTransport:
+    """The fake model: serve.py's reply, and to a growing chat's turn the two replies in turn (one spends, the
+    other restores), so each of its turns changes the state as a player's does."""
     base = {"id": "bench", "created": 1, "model": "gpt-4o"}
-    whole = json.dumps({**base, "object": "chat.completion", "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}]}).encode()
+    wholes = [json.dumps({**base, "object": "chat.completion", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}).encode()
+        for text in REPLIES]
+    whole = wholes[0]  # REPLY
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         doc = {**base, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta,
@@ -56,8 +61,10 @@ def upstream() -> httpx.MockTransport:
     def answer(request: httpx.Request) -> httpx.Response:
         if b'"stream":true' in request.content.replace(b" ", b""):
             return httpx.Response(200, stream=httpx.ByteStream(streamed), headers={"content-type": "text/event-stream"})
-        return httpx.Response(200, stream=httpx.ByteStream(whole), headers={"content-type": "application/json",
-                                                                            "content-length": str(len(whole))})
+        grown = GROWN_TURN.findall(request.content[-8192:])  # its last messages: the user's, the reminder
+        doc = wholes[int(grown[-1]) % 2] if grown else whole
+        return httpx.Response(200, stream=httpx.ByteStream(doc), headers={"content-type": "application/json",
+                                                                          "content-length": str(len(doc))})
 
     return httpx.MockTransport(answer)
 
@@ -105,11 +112,12 @@ class Driver:
         if path == "next":  # the reply as the chat app keeps it, and the player's next message
             self.turns += 1
             self.grown = [*self.grown, {"role": "assistant", "content": r.json()["choices"][0]["message"]["content"]},
-                          {"role": "user", "content": f"Turn {self.turns}: and then?"}]
+                          {"role": "user", "content": f"Next {self.turns}: and then?"}]
         return took
 
 
 GROWN = 40  # turns a growing chat takes before it starts again from the 200-message chat
+GROWN_TURN = re.compile(rb"Next (\d+): and then\?")  # a growing chat's user message, numbered
 
 
 def unmarked(chat: list[dict[str, str]]) -> list[dict[str, str]]:
