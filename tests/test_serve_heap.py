@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import gc
 import json
+from pathlib import Path
+
+import pytest
 
 from conftest import SAMPLES
 from tagengine._internal.server.limits import RULESET_LOOK_SECONDS
@@ -46,7 +49,10 @@ def test_freezing_keeps_out_what_lives_and_collects_what_died_since():
         gc.unfreeze()
 
 
-def test_loading_a_campaign_freezes_the_heap_with_its_ruleset(tmp_path, monkeypatch):
+@pytest.fixture
+def heist_file(tmp_path, monkeypatch):
+    """A store with the campaign `heist` of a ruleset file of its own, and the clock its campaigns look at the file by
+    (`clock[0]`, seconds)."""
     clock = [1000.0]
     monkeypatch.setattr(campaigns_module, "monotonic", lambda: clock[0])
     ruleset = tmp_path / "r.json"
@@ -54,20 +60,30 @@ def test_loading_a_campaign_freezes_the_heap_with_its_ruleset(tmp_path, monkeypa
     store = Store(tmp_path / "data")
     try:
         new_campaign(store, "heist", str(ruleset), ["Cutter"])
-        calls: list[bool] = []
-        campaigns = Campaigns(store, loaded=calls.append)
-        c = campaigns.get("heist")
-        assert campaigns.get("heist") is c and calls == [False]  # loaded once, kept; nothing replaced
-        doc = json.loads(ruleset.read_text())
-        doc["manifest"]["name"] += " (edited)"
-        ruleset.write_text(json.dumps(doc))  # the file changed: loaded again, the old one let go (ED-24)
-        clock[0] += RULESET_LOOK_SECONDS
-        c2 = campaigns.get("heist")
-        assert c2 is not c and calls == [False, True]
-        assert campaigns.set_start("heist", c2.start)  # its start made again: read again, the old one let go
-        assert campaigns.get("heist") is not c2 and calls == [False, True, True]
+        yield store, ruleset, clock
     finally:
         store.close()
+
+
+def edit_name(ruleset: Path) -> None:
+    """The ruleset file changed on disk: its name."""
+    doc = json.loads(ruleset.read_text())
+    doc["manifest"]["name"] += " (edited)"
+    ruleset.write_text(json.dumps(doc))
+
+
+def test_loading_a_campaign_freezes_the_heap_with_its_ruleset(heist_file):
+    store, ruleset, clock = heist_file
+    calls: list[bool] = []
+    campaigns = Campaigns(store, loaded=calls.append)
+    c = campaigns.get("heist")
+    assert campaigns.get("heist") is c and calls == [False]  # loaded once, kept; nothing replaced
+    edit_name(ruleset)  # the file changed: loaded again, the old one let go (ED-24)
+    clock[0] += RULESET_LOOK_SECONDS
+    c2 = campaigns.get("heist")
+    assert c2 is not c and calls == [False, True]
+    assert campaigns.set_start("heist", c2.start)  # its start made again: read again, the old one let go
+    assert campaigns.get("heist") is not c2 and calls == [False, True, True]
 
 
 def test_the_server_freezes_once_started(tmp_path):
@@ -88,27 +104,17 @@ def test_the_server_freezes_once_started(tmp_path):
         gc.unfreeze()
 
 
-def test_pf_61_a_changed_ruleset_file_is_seen_once_ruleset_look_seconds_have_passed(tmp_path, monkeypatch):
+def test_pf_61_a_changed_ruleset_file_is_seen_once_ruleset_look_seconds_have_passed(heist_file):
     """PF-61: a campaign's ruleset file is looked at (a stat) once per RULESET_LOOK_SECONDS, not on every request: a
     file changed on disk is loaded again at the first request after that, not before (both sides of it)."""
-    clock = [1000.0]
-    monkeypatch.setattr(campaigns_module, "monotonic", lambda: clock[0])
-    ruleset = tmp_path / "r.json"
-    ruleset.write_text((SAMPLES / "rulesets" / "blades-like.json").read_text())
-    store = Store(tmp_path / "data")
-    try:
-        new_campaign(store, "heist", str(ruleset), ["Cutter"])
-        campaigns = Campaigns(store)
-        c = campaigns.get("heist")
-        doc = json.loads(ruleset.read_text())
-        doc["manifest"]["name"] += " (edited)"
-        ruleset.write_text(json.dumps(doc))
-        clock[0] += RULESET_LOOK_SECONDS - 0.001
-        assert campaigns.get("heist") is c  # looked at too recently
-        clock[0] += 0.001
-        edited = campaigns.get("heist")
-        assert edited is not c and edited.rs.name.endswith(" (edited)")
-        clock[0] += RULESET_LOOK_SECONDS
-        assert campaigns.get("heist") is edited  # looked at again, unchanged: kept
-    finally:
-        store.close()
+    store, ruleset, clock = heist_file
+    campaigns = Campaigns(store)
+    c = campaigns.get("heist")
+    edit_name(ruleset)
+    clock[0] += RULESET_LOOK_SECONDS - 0.001
+    assert campaigns.get("heist") is c  # looked at too recently
+    clock[0] += 0.001
+    edited = campaigns.get("heist")
+    assert edited is not c and edited.rs.name.endswith(" (edited)")
+    clock[0] += RULESET_LOOK_SECONDS
+    assert campaigns.get("heist") is edited  # looked at again, unchanged: kept
