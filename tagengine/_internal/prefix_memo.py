@@ -35,7 +35,9 @@ def shared_start(a: list[T], b: list[T]) -> int:
     return lo
 
 
-ITEM_CHARS = 256  # what a kept item holds beyond its text, counted as characters: its tuple, its value, its size
+# what a kept item holds beyond its text, counted as characters: the item (a tuple, or a message object that a
+# history read may hold too), its value, its size
+ITEM_CHARS = 256
 
 
 def held_chars(text: str) -> int:

@@ -97,7 +97,8 @@ SNAPSHOT_PARTS_HELD = 256  # card sets and party sheets whose snapshot text is k
 FIRST_KEYS_HELD = 64  # campaigns whose chain's first key is kept (a campaign's start made again is another)
 HISTORIES_HELD = 16  # requests' messages with their reads, so the next request reads only what it adds (PF-59)
 HISTORY_CHARS_HELD = 16 * MIB  # and the characters they hold, all together (their text, KEPT_MESSAGE_CHARS a message)
-KEPT_MESSAGE_CHARS = 320  # a kept message counted beyond its text: its dict, strings (a tuple: prefix_memo.ITEM_CHARS)
+KEPT_MESSAGE_CHARS = 320  # a kept message counted beyond its text: its dict, strings (a memo's item and value:
+#                          prefix_memo.ITEM_CHARS)
 CHAIN_STEPS_HELD = 16_384  # chain steps remembered: every request hashes its whole history again (S-24)
 CHAIN_STEP_CHARS = 16 * MIB  # and the characters of their replies (the keys hold them; a reply may be long)
 EDIT_STATES_HELD = 64  # states with their waiting edits made (a page and a turn share them)
