@@ -124,3 +124,20 @@ def test_pf_61_the_kept_json_of_a_chats_messages_holds_what_it_writes():
     finally:
         tracemalloc.stop()
     assert held < 3 * size, (held, size)
+
+
+def test_pf_61_the_kept_json_counts_against_its_memos_bound():
+    """PF-61: a kept message holds its object and its JSON, a second copy of its text: both count against the memo's
+    bound, so a history kept by the token counts (text and ITEM_CHARS a message) is one the bodies keep only when
+    twice its text fits too. Both sides of half the bound: four 100-character messages (and the last, not kept) are
+    kept, five are not."""
+    from tagengine._internal.prefix_memo import ITEM_CHARS
+    from tagengine._internal.server.wire.json_codec import ChatBodies
+
+    per = 2 * 100 + ITEM_CHARS
+    for kept, held in ((4, 1), (5, 0)):
+        bodies = ChatBodies()
+        bodies._written.max_size = 2 * (4 * per + per // 2)  # half of it: four messages and a half
+        messages = [{"role": "user", "content": f"{i:03d}" + "x" * 97} for i in range(kept + 1)]
+        assert bodies.dumps({"messages": messages}) == dumps({"messages": messages})
+        assert len(bodies._written._runs) == held, kept

@@ -118,8 +118,8 @@ def _written_more(known: list[orjson.Fragment], messages: list[Any]) -> list[orj
 
 
 def _message_chars(message: Any) -> int:
-    """A kept message's size: its text as `held_message_chars` counts it; a message of another shape (parts, not
-    text) by its JSON's length."""
+    """A kept message's size: the message as `held_message_chars` counts it, and its JSON, a second copy of its text
+    (a message of another shape, parts, not text, by its JSON's length, twice)."""
     if type(message) is dict and type(message.get("content")) is str:
-        return held_message_chars(message)
-    return len(dumps(message)) + ITEM_CHARS
+        return held_message_chars(message) + len(message["content"])
+    return 2 * len(dumps(message)) + ITEM_CHARS
