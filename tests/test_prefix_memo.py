@@ -126,6 +126,37 @@ def test_the_values_are_always_those_worked_out_from_scratch(seqs, keep):
         assert counted(memo, items)[0] == running([], items)
 
 
+class Box:
+    """An item equal to another by value, never the same object unless it is that one."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, v: int) -> None:
+        self.v = v
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Box) and other.v == self.v
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 11), st.integers(0, 8), st.booleans(),
+                          st.lists(st.integers(0, 3), max_size=4)), min_size=1, max_size=12), st.integers(1, 4))
+def test_pf_62_the_values_are_those_worked_out_from_scratch_whichever_objects_the_items_are(steps, keep):
+    """PF-62: each sequence is a start of an earlier one (its very objects, or equal copies) and some items more;
+    whether a kept run holds the same objects or only equal ones, the values are those worked out from scratch."""
+    memo: PrefixMemo[Box, int] = PrefixMemo(lambda b: b.v, keep=keep, max_size=40)
+    seen: list[list[Box]] = []
+
+    def more(known: list[int], items: list[Box]) -> list[int]:
+        return running(known, [b.v for b in items])
+
+    for earlier, length, copied, new in steps:
+        start = seen[earlier % len(seen)][:length] if seen else []
+        items = [Box(b.v) if copied else b for b in start] + [Box(v) for v in new]
+        assert list(memo.values(items, more)) == running([], [b.v for b in items])
+        seen.append(items)
+
+
 @settings(max_examples=examples(50), deadline=None)
 @given(st.lists(st.lists(st.sampled_from(["a", "b", "  b ", "c" * 40]), max_size=6), min_size=1, max_size=8))
 def test_chain_keys_are_the_chain_step_by_step(heist_campaign, histories):
@@ -149,6 +180,16 @@ class Watched(dict):  # type: ignore[type-arg]
     def __getitem__(self, key: str) -> Any:
         Watched.read.add(id(self))
         return super().__getitem__(key)
+
+
+class Compared(Watched):
+    """A message that notes that it was compared by value (a list compares the very same object by identity)."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        Watched.read.add(id(self))
+        return super().__eq__(other)
 
 
 def test_token_counts_of_a_history_are_each_message_counted_alone():
@@ -182,6 +223,30 @@ def test_pf_61_a_start_of_the_very_objects_of_a_kept_history_is_not_read_again(h
     assert list(chain_.said(grown)[0]) == list(said) and chain_.said(grown)[1] == held
     assert list(said) == [m["content"] if m["role"] == "assistant" else None for m in grown]
     assert held == sum(len(m["content"]) + ITEM_CHARS for m in grown)
+
+
+def test_pf_62_a_history_is_found_by_its_own_objects_before_equal_ones_of_another_chat(heist_campaign):
+    """PF-62: two chats that start alike (a branch, a second chat from the same card) hold equal messages as other
+    objects. A history is found in its own kept run, by identity, though another chat's run, found first, holds
+    all of it by value: once it has had a run of its own, no message of it is read again, turn after turn, whichever
+    chat was served last."""
+    store, _ = heist_campaign
+    history = [Compared(role="assistant" if i % 2 else "user", content=f"line {i}") for i in range(40)]
+    branch = [*(Compared(m) for m in history), Compared(role="user", content="Elsewhere.")]  # equal, other objects
+    counter, chain_ = TokenCounter(TiktokenTokenizer("o200k_base"), OPENAI_CHAT), Chain(store)
+    for read in (counter.messages, chain_.said):
+        read(history)
+        read(branch)  # the most recently used: looked at first, and it holds all of `history` by value
+        read(history)
+        for _ in range(2):  # the two chats in turn: each finds its own run though the other's was used last
+            for chat in (branch, history):
+                Watched.read.clear()
+                read(chat)
+                assert Watched.read == set(), read
+    fresh = TokenCounter(TiktokenTokenizer("o200k_base"), OPENAI_CHAT)
+    assert list(counter.messages(history)) == [fresh.message(m["role"], m["content"]) for m in history]
+    assert list(counter.messages(branch)) == [fresh.message(m["role"], m["content"]) for m in branch]
+    assert list(chain_.said(history)[0]) == [m["content"] if m["role"] == "assistant" else None for m in history]
 
 
 def spied_more(real: Callable[[list[Any], list[Any]], list[Any]],

@@ -292,6 +292,22 @@ def test_a_read_goes_on_from_the_read_of_a_start_as_the_whole_read_does(start, r
     assert said(whole, went_on) == said(whole, read_marked)
 
 
+def test_pf_62_the_same_messages_again_give_their_kept_read_itself(monkeypatch):
+    """PF-62: a request whose messages are all those of a kept read (a regenerate, a swipe) gets that read itself,
+    read-only: its history is the very list and message objects the turn before had, so what follows finds them
+    by identity; the request's own objects are compared with the kept ones, never read."""
+    histories = RecentHistories()
+    chat = [{"role": "system", "content": '[tagengine: campaign="heist"]'}, *chat_of_length(6)]
+    first, alone = histories.read_whole(json.loads(json.dumps(chat))), read_marked(chat)
+    starts = spied(monkeypatch)
+    again = histories.read_whole(json.loads(json.dumps(chat)))
+    assert again is first and again.campaign == alone.campaign == "heist" and again.history == alone.history
+    assert starts == [len(chat)]
+    grown = histories.read_whole(json.loads(json.dumps([*chat, {"role": "user", "content": "more"}])))
+    assert grown is not first and grown.history[:len(first.history)] == first.history
+    assert all(a is b for a, b in zip(grown.history, first.history, strict=False))  # the kept start: its objects
+
+
 def spied(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The message each read starts at (0: the whole list read)."""
     starts: list[int] = []

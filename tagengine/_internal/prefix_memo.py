@@ -21,7 +21,11 @@ V = TypeVar("V")
 def shared_start(a: list[T], b: list[T]) -> int:
     """How many items `a` and `b` have in common from the start."""
     n = min(len(a), len(b))
-    if a[:n] == b[:n]:  # the common case, in one comparison
+    # the common case, in one comparison; a slice takes a reference to each item it holds, so a list is compared
+    # whole where it can be: a start made of the very objects is then found without touching one of them (a
+    # slice's references read each object's header, memory that other work has most often pushed out of the
+    # CPU's caches by the next turn)
+    if a == b if len(a) == len(b) else (a[:n] == b if n == len(b) else a == b[:n]):
         return n
     if a[0] != b[0]:  # another chat's, most often
         return 0
@@ -51,6 +55,19 @@ def held_message_chars(message: Mapping[str, str]) -> int:
     return len(message["content"]) + ITEM_CHARS
 
 
+def _alike_first(runs: tuple[tuple[list[T], object, object], ...], items: list[T]) -> list[int]:
+    """The runs' indices, first those whose start as long as `items` (or all of it) ends on the very object `items`
+    has there: most likely made of the very objects, so compared by identity, without reading one of them. Another
+    run may hold the same messages as other objects (another chat that started alike: a branch, or a chat app's
+    second chat from the same card), and found first it would be compared by value, message by message."""
+    alike: list[int] = []
+    other: list[int] = []
+    for i, (kept, _, _) in enumerate(runs):
+        m = min(len(kept), len(items))
+        (alike if m and kept[m - 1] is items[m - 1] else other).append(i)
+    return alike + other
+
+
 class PrefixMemo(Generic[T, V]):
     """`values(items, more)`: one value per item, where value i depends on items[0..i] only (so a shared
     start has the same values). Up to `keep` sequences are kept, the most recently used first, holding at
@@ -75,7 +92,8 @@ class PrefixMemo(Generic[T, V]):
         """`values`, and what the items hold by `size` in all (the kept start's sum is kept too)."""
         runs = self._runs  # read once: another thread may replace it
         best, at = 0, -1
-        for i, (kept, _, _) in enumerate(runs):
+        for i in _alike_first(runs, items):
+            kept = runs[i][0]
             if best and (len(kept) <= best or kept[best] != items[best]):  # it cannot share more than `best`
                 continue
             n = shared_start(items, kept)
@@ -83,7 +101,10 @@ class PrefixMemo(Generic[T, V]):
                 best, at = n, i
                 if n == len(items) or n == len(kept):  # none can be longer, or this one is all used
                     break
-        if best and best == len(items):  # all of them kept (the same history again: a regenerate, a swipe)
+        # the same objects where the shared start ends: the items' own run (else another's that holds equal ones, and
+        # these get a run of their own, so their next look-up is by identity)
+        own = best > 0 and runs[at][0][best - 1] is items[best - 1]
+        if own and best == len(items):  # all of them kept (the same history again: a regenerate, a swipe)
             values, sizes = runs[at][1], runs[at][2]
             if best < len(values):  # a start of a kept sequence, which stays as it is
                 return values[:best], sizes[best - 1]
@@ -99,7 +120,7 @@ class PrefixMemo(Generic[T, V]):
         if items and total <= self.max_size // 2:  # (an empty history has nothing to share)
             new = [(list(items), tuple(out), sizes)]
             for i, r in enumerate(runs):
-                if i == at and best == len(r[0]):  # the new sequence starts with all of it: it is superseded
+                if i == at and own and best == len(r[0]):  # the new sequence starts with all of it: it is superseded
                     continue
                 total += r[2][-1] if r[2] else 0
                 if total > self.max_size or len(new) == self.keep:

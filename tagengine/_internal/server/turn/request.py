@@ -156,6 +156,8 @@ def read_marked_within(messages: list[Any], scanned: int | None,
     start = 0
     if read is not None:
         before, start = read
+        if start == len(messages):  # the same messages again: their read, as it was (read-only, as its history)
+            return before
         found, near, problem, out = before.campaign, before.near_miss, before.problem, before.history.copy()
     for i, m in enumerate(islice(messages, start, None) if start else messages, start):
         if type(m) is dict:  # the common case first: a message with a known role, text and no marker
