@@ -216,21 +216,22 @@ class Tavern:
         """Extensions -> Install extension: the Git URL typed, Install, and the warning about an extension from
         outside SillyTavern's own repositories confirmed; then the success toast."""
         page = self.page
-        page.click("#extensions-settings-button .drawer-toggle")
+        self.extensions_drawer(opened=True)
         page.click("#third_party_extension_button")
         dialog = page.locator("dialog.popup").last
         dialog.locator("input.popup-input, textarea.popup-input").first.fill(url)
         dialog.locator(".popup-button-ok").click()
         page.locator("dialog.popup", has_text="Install a third-party extension?").locator(".popup-button-ok").click()
         page.locator(".toast-success", has_text="installed successfully").wait_for(timeout=WAIT)
-        page.click("#extensions-settings-button .drawer-toggle")  # closed again
+        self.extensions_drawer(opened=False)
 
     def extension_settings(self, **values: str | bool) -> None:
         """Extensions -> tagengine: each of `address`, `key` typed in turn and left (the input's change event, which
         saves the settings and refreshes the panel), `badges` checked or not, in the order given; the drawer closed
         again."""
         page = self.page
-        page.click("#extensions-settings-button .drawer-toggle")
+        self.extensions_drawer(opened=True)
+        page.locator(".tagengine-settings .inline-drawer-toggle").wait_for(state="visible", timeout=WAIT)
         if not page.locator("#tagengine_address").is_visible():
             page.click(".tagengine-settings .inline-drawer-toggle")
         for name, value in values.items():
@@ -247,7 +248,14 @@ class Tavern:
             else:
                 field.fill(value)
                 field.press("Tab")
-        page.click("#extensions-settings-button .drawer-toggle")  # closed again
+        self.extensions_drawer(opened=False)
+
+    def extensions_drawer(self, *, opened: bool) -> None:
+        """The Extensions drawer's toggle clicked, and the drawer waited for until it is shown (`opened`) or gone.
+        It opens and closes with an animation: a settings change right after another, on a loaded machine, clicked
+        the toggle while the drawer was still closing, and it ended closed, its tagengine section out of reach."""
+        self.page.click("#extensions-settings-button .drawer-toggle")
+        self.page.locator("#rm_extensions_block").wait_for(state="visible" if opened else "hidden", timeout=WAIT)
 
     # -- the extension's panel ---------------------------------------------------------------------------------
     def panel(self) -> Any:
