@@ -43,18 +43,14 @@ COLLECTED = re.compile(r"Collected : (\d+)")
 
 async def child(path: str, requests: int, paths: list[str]) -> None:
     """The driver's warm-up over `paths`, then `requests` requests of `path`: what one count measures."""
-    import httpx
-    from serve_inproc import Driver
+    from serve_inproc import driven
 
-    with tempfile.TemporaryDirectory(prefix="bench-instr-") as tmp:
-        d = Driver(Path(tmp) / "data")
-        async with d.app.router.lifespan_context(d.app), httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=d.app), base_url="http://127.0.0.1") as c:
-            for _ in range(WARM_UP):
-                for p in paths:
-                    await d.one(c, p)
-            for _ in range(requests):
-                await d.one(c, path)
+    async with driven() as (d, c):
+        for _ in range(WARM_UP):
+            for p in paths:
+                await d.one(c, p)
+        for _ in range(requests):
+            await d.one(c, path)
 
 
 def count(tree: Path, path: str, requests: int, paths: list[str]) -> int:

@@ -33,6 +33,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -125,52 +127,56 @@ def unmarked(chat: list[dict[str, str]]) -> list[dict[str, str]]:
     return [{"role": "system", "content": "You are the GM of a heist."}, *chat[1:]]
 
 
-async def measure(runs: int, rounds: int) -> dict[str, float]:
+@asynccontextmanager
+async def driven() -> AsyncIterator[tuple[Driver, httpx.AsyncClient]]:
+    """A `Driver` on a new data folder, its app started, and an in-process client of it."""
     with tempfile.TemporaryDirectory(prefix="bench-inproc-") as tmp:
         d = Driver(Path(tmp) / "data")
         async with d.app.router.lifespan_context(d.app), httpx.AsyncClient(
                 transport=httpx.ASGITransport(app=d.app), base_url="http://127.0.0.1") as c:
-            # the one chat sent again, and the growing chat: each group's paths interleaved, the groups one after
-            # the other, so neither chat's work lands in the other's caches request by request (two chats at once
-            # are another figure: each turn then finds less of what it touches in the CPU's caches)
-            groups = (("pass", "turn", "stream", "health"), ("next", "next-pass"))
-            for _ in range(30):  # warm-up: the tokenizer, the replay, the caches
-                for p in (p for g in groups for p in g):
-                    await d.one(c, p)
-            seen: dict[str, list[float]] = {p: [] for g in groups for p in g}
-            for _ in range(rounds):
-                for paths in groups:
-                    got: dict[str, list[float]] = {p: [] for p in paths}
-                    for _ in range(runs):
-                        for p in paths:
-                            got[p].append(await d.one(c, p))
+            yield d, c
+
+
+async def measure(runs: int, rounds: int) -> dict[str, float]:
+    async with driven() as (d, c):
+        # the one chat sent again, and the growing chat: each group's paths interleaved, the groups one after
+        # the other, so neither chat's work lands in the other's caches request by request (two chats at once
+        # are another figure: each turn then finds less of what it touches in the CPU's caches)
+        groups = (("pass", "turn", "stream", "health"), ("next", "next-pass"))
+        for _ in range(30):  # warm-up: the tokenizer, the replay, the caches
+            for p in (p for g in groups for p in g):
+                await d.one(c, p)
+        seen: dict[str, list[float]] = {p: [] for g in groups for p in g}
+        for _ in range(rounds):
+            for paths in groups:
+                got: dict[str, list[float]] = {p: [] for p in paths}
+                for _ in range(runs):
                     for p in paths:
-                        seen[p].append(statistics.median(got[p]))
-            out = {p: statistics.median(v) for p, v in seen.items()}
-            out["engine (turn - pass)"] = statistics.median(
-                [t - q for t, q in zip(seen["turn"], seen["pass"], strict=True)])
-            out["engine, a new turn (next - next-pass)"] = statistics.median(
-                [t - q for t, q in zip(seen["next"], seen["next-pass"], strict=True)])
-            out["rss MB"] = rss_mb() / 1e3  # printed by --figures as seconds: MB / 1000
-            return out
+                        got[p].append(await d.one(c, p))
+                for p in paths:
+                    seen[p].append(statistics.median(got[p]))
+        out = {p: statistics.median(v) for p, v in seen.items()}
+        out["engine (turn - pass)"] = statistics.median(
+            [t - q for t, q in zip(seen["turn"], seen["pass"], strict=True)])
+        out["engine, a new turn (next - next-pass)"] = statistics.median(
+            [t - q for t, q in zip(seen["next"], seen["next-pass"], strict=True)])
+        out["rss MB"] = rss_mb() / 1e3  # printed by --figures as seconds: MB / 1000
+        return out
 
 
 async def profiled(path: str, runs: int, out: str) -> None:
     import cProfile
 
-    with tempfile.TemporaryDirectory(prefix="bench-inproc-") as tmp:
-        d = Driver(Path(tmp) / "data")
-        async with d.app.router.lifespan_context(d.app), httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=d.app), base_url="http://127.0.0.1") as c:
-            for _ in range(30):
-                await d.one(c, path)
-            pr = cProfile.Profile(time.thread_time)
-            pr.enable()
-            for _ in range(runs):
-                await d.one(c, path)
-            pr.disable()
-            pr.dump_stats(out)
-            print(f"{runs} requests of {path} profiled into {out}")
+    async with driven() as (d, c):
+        for _ in range(30):
+            await d.one(c, path)
+        pr = cProfile.Profile(time.thread_time)
+        pr.enable()
+        for _ in range(runs):
+            await d.one(c, path)
+        pr.disable()
+        pr.dump_stats(out)
+        print(f"{runs} requests of {path} profiled into {out}")
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ def shared_start(a: list[T], b: list[T]) -> int:
     # whole where it can be: a start made of the very objects is then found without touching one of them (a
     # slice's references read each object's header, memory that other work has most often pushed out of the
     # CPU's caches by the next turn)
-    if a == b if len(a) == len(b) else (a[:n] == b if n == len(b) else a == b[:n]):
+    if (a if len(a) == n else a[:n]) == (b if len(b) == n else b[:n]):
         return n
     if a[0] != b[0]:  # another chat's, most often
         return 0
