@@ -93,7 +93,9 @@ def litellm_argv(tmp: Path, upstream: str) -> tuple[list[str], dict[str, str], s
 
 
 def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and every live descendant (Linux /proc)."""
+    """User + system CPU of a process and every live descendant (Linux /proc), each read from the process's own CPU
+    clock (`process_cpu_seconds`): to the nanosecond, where /proc's figures come in steps of 10 ms, which over 200
+    requests are 0.05 ms a request, a tenth of what target 1 reads (PF-63)."""
     kids: dict[int, list[int]] = {}
     stats: dict[int, list[str]] = {}
     for p in Path("/proc").iterdir():
@@ -105,13 +107,34 @@ def tree_cpu_seconds(pid: int) -> float:
             continue
         stats[int(p.name)] = fields
         kids.setdefault(int(fields[1]), []).append(int(p.name))
-    total, todo = 0, [pid]
+    total, todo = 0.0, [pid]
     while todo:
         q = todo.pop()
         if q in stats:
-            total += int(stats[q][11]) + int(stats[q][12])
+            exact = process_cpu_seconds(q)
+            total += exact if exact is not None else (int(stats[q][11]) + int(stats[q][12])) / os.sysconf("SC_CLK_TCK")
         todo += kids.get(q, [])
-    return total / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """The CPU time of process `pid` (all its threads, those ended too), by its CPU-time clock
+    (`clock_getcpuclockid`, POSIX); None where the system gives none, or the process has gone."""
+    import ctypes
+
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    clock = ctypes.c_int()
+    if _LIBC.clock_getcpuclockid(pid, ctypes.byref(clock)) != 0:
+        return None
+    try:
+        return time.clock_gettime(clock.value)
+    except OSError:
+        return None
+
+
+_LIBC: Any = None
 
 
 def tree_rss_kb(pid: int) -> int:

@@ -175,7 +175,11 @@ class Proc:
         return None
 
     def cpu_seconds(self) -> float | None:
-        """User and system CPU time the process has used (Linux: /proc); None elsewhere."""
+        """User and system CPU time the process has used, to the nanosecond by its CPU clock
+        (`_peers.process_cpu_seconds`), else in /proc's 10 ms steps (Linux); None elsewhere."""
+        exact = _peers.process_cpu_seconds(self.p.pid)
+        if exact is not None:
+            return exact
         try:
             fields = Path(f"/proc/{self.p.pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:

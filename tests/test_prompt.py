@@ -267,3 +267,36 @@ def test_preview_names_bad_history_lines(tmp_path):
     code = run(["preview", str(SAMPLES / "rulesets" / "gravewatch.json"), str(SAMPLES / "states" / "gravewatch.json"),
                 "--history", str(h)], io.StringIO(), err)
     assert code == 1 and "line 2: not-json" in err.getvalue() and "line 3: bad-message" in err.getvalue()
+
+
+class Attributed(dict):  # type: ignore[type-arg]
+    """A dict whose items are also shadowed by attributes of other values: a template that reads it by attribute
+    (`c.name`) writes the attributes, one that reads it by subscript (`c["name"]`) its items."""
+
+    name = "ATTRIBUTE"
+    lines = (("ATTRIBUTE", "ATTRIBUTE"),)
+    fill = "ATTRIBUTE"
+    complete = False
+
+
+def test_pf_63_a_block_and_a_clock_are_read_by_subscript():
+    """PF-63: the templates read a block's and a clock's dict by subscript; Jinja's attribute form tries the
+    attribute first, which a plain dict raises AttributeError for on every read (a quarter of a block's render)."""
+    from tagengine._internal.prompt.render import env, include_text, render, template
+
+    assert template("_block.j2") is env().get_template("_block.j2")  # kept by name: the very template Jinja gives
+    block = Attributed(name="Mira", lines=[("Grit", "2/3")])
+    assert include_text("_block.j2", {"c": block}) == "## Mira\n- Grit: 2/3\n"
+    clock = Attributed(name="Alarm", fill="2/4", complete=True)
+    text = render("reminder.j2", {"blocks": [], "party_text": None, "clocks": [clock], "untrained": [],
+                                  "commands": ""})
+    assert "- Alarm: 2/4 (complete)" in text and "ATTRIBUTE" not in text
+
+
+def test_pf_63_the_untrained_lines_are_made_once_per_ruleset():
+    """PF-63: every reminder reads them, and they follow the ruleset alone."""
+    from tagengine._internal.prompt.template_data import untrained_lines
+
+    first = untrained_lines(EMBER)
+    assert untrained_lines(EMBER) is first and "Dig cannot be attempted untrained" in first
+    assert untrained_lines(Ruleset.load(SAMPLES / "rulesets" / "ember-roads.json")) == first

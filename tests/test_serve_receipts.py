@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from serve_kit import heist_store
 from test_golden_replies import start
 
@@ -147,3 +150,13 @@ def test_a_reply_without_receipts_is_not_a_sign_of_a_broken_history(campaign):
     ch = Chain(store)
     raw = [{"role": "assistant", "content": '[clock: name="Alarm" size="4"]'}]
     assert ch.state_of(c, raw).consistent
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["result", "=", '"', " ", "\t", "x", "_", "1", "é", "٠", "·", "-", "[", "re",
+                                 'result="', "Result"]), max_size=12).map("".join))
+def test_pf_63_a_receipt_is_found_as_the_pattern_with_its_word_boundary_finds_it(text):
+    """PF-63: `has_receipts` looks for the pattern's literal first and reads the word boundary itself; it says what
+    `\\bresult\\s*=\\s*"` says, Unicode word characters (Arabic-Indic digits, accented letters) and `_` included."""
+    assert chain.has_receipts(text) is (re.search(r'\bresult\s*=\s*"', text) is not None)
+    assert chain.has_receipts('ok [sheet: op="spend" result="ok"]') and not chain.has_receipts('xresult="ok"')

@@ -109,6 +109,7 @@ def test_a_new_kind_needs_only_its_row_its_module_and_its_teaching(monkeypatch, 
     (tmp_path / "teach" / "probe.j2").write_text('- Probes: [probe: say="{{ k.word }}"]\n')
     env = render.env().overlay(loader=ChoiceLoader([FileSystemLoader(str(tmp_path)), render.env().loader]))
     monkeypatch.setattr(render, "env", lambda: env)
+    render.template.cache_clear()  # the templates kept by name are the package environment's
     table_module.families.cache_clear()
     table_module.family_of.cache_clear()
     try:
@@ -118,5 +119,6 @@ def test_a_new_kind_needs_only_its_row_its_module_and_its_teaching(monkeypatch, 
         assert out.receipts[0].name == "probe"
         assert '- Probes: [probe: say="ping"]' in reminder(rs, state)
     finally:
+        render.template.cache_clear()
         table_module.families.cache_clear()
         table_module.family_of.cache_clear()

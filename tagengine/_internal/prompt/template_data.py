@@ -24,6 +24,7 @@ from ..text import prompt_inert
 _BLOCKS: IdentityCache[dict[str, Any] | None] = IdentityCache(512)
 _CARD_LINES: IdentityCache[list[tuple[str, str]]] = IdentityCache(512)  # by ruleset and card, while it keeps them
 _TEACHINGS: IdentityCache[list[dict[str, Any]]] = IdentityCache(64)  # by ruleset, cards and party sheet
+_UNTRAINED: IdentityCache[list[str]] = IdentityCache(64)  # by ruleset
 
 
 def number(rs: Ruleset, n: int) -> str:
@@ -199,7 +200,12 @@ def party_block(rs: Ruleset, state: GameState) -> dict[str, Any] | None:
 
 
 def untrained_lines(rs: Ruleset) -> list[str]:
-    """UNTR-15: by section or by skill, so the GM asks only for checks a character can make."""
+    """UNTR-15: by section or by skill, so the GM asks only for checks a character can make. The ruleset's alone,
+    so made once per ruleset (every reminder reads them); the list is read-only."""
+    return _UNTRAINED.get((rs,), lambda: _untrained_lines(rs))
+
+
+def _untrained_lines(rs: Ruleset) -> list[str]:
     s = rs.file.sheet
     out = []
 

@@ -43,7 +43,7 @@ from .snapshots import SnapshotCache
 from .store import Store
 
 log = logging.getLogger("tagengine.serve")
-_RECEIPT = re.compile(r'\bresult\s*=\s*"')
+_RECEIPT = re.compile(r'result\s*=\s*"')  # a receipt's attribute; `has_receipts` reads the word boundary before it
 INCOMPLETE = "incomplete: the state was rebuilt from what the history holds"
 EDITED = "edited: the state follows the chat as it reads; receipts that a replay writes differently in reply"
 HIDDEN = "hidden"  # a note's first word: narrations of a --hide-tags server read back by one without it (TR-6)
@@ -70,7 +70,15 @@ def _hash(text: str) -> str:
 
 
 def has_receipts(text: str) -> bool:
-    return _RECEIPT.search(text) is not None
+    """Whether `text` holds a receipt: `result="` as a word of its own, spaces allowed around the `=`. The pattern
+    starts with its literal, which the regular expression engine finds with a fast search, and the word boundary is
+    read here: led by one, the pattern was tried at every position of the text (a 660-character reply: 9.4 us, now
+    1.2, PF-63)."""
+    for m in _RECEIPT.finditer(text):
+        i = m.start()
+        if i == 0 or not ((before := text[i - 1]).isalnum() or before == "_"):  # `\w` is `isalnum` or `_`
+            return True
+    return False
 
 
 @frozen
