@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from serve_kit import heist_store
 from test_golden_replies import start
 
-from conftest import GOLDEN, SAMPLES
+from conftest import GOLDEN, SAMPLES, examples
 from tagengine._internal.commands import apply_reply
 from tagengine._internal.server.memory import chain
 from tagengine._internal.server.memory.chain import Chain
@@ -152,7 +152,7 @@ def test_a_reply_without_receipts_is_not_a_sign_of_a_broken_history(campaign):
     assert ch.state_of(c, raw).consistent
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.sampled_from(["result", "=", '"', " ", "\t", "x", "_", "1", "é", "٠", "·", "-", "[", "re",
                                  'result="', "Result"]), max_size=12).map("".join))
 def test_pf_63_a_receipt_is_found_as_the_pattern_with_its_word_boundary_finds_it(text):
