@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import os
 import shutil
@@ -122,11 +123,8 @@ def process_cpu_seconds(pid: int) -> float | None:
     (`clock_getcpuclockid`, POSIX); None where the system gives none, or the process has gone."""
     import ctypes
 
-    global _LIBC
-    if _LIBC is None:
-        _LIBC = ctypes.CDLL(None, use_errno=True)
     clock = ctypes.c_int()
-    if _LIBC.clock_getcpuclockid(pid, ctypes.byref(clock)) != 0:
+    if _libc().clock_getcpuclockid(pid, ctypes.byref(clock)) != 0:
         return None
     try:
         return time.clock_gettime(clock.value)
@@ -134,7 +132,11 @@ def process_cpu_seconds(pid: int) -> float | None:
         return None
 
 
-_LIBC: Any = None
+@functools.cache
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def tree_rss_kb(pid: int) -> int:

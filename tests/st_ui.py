@@ -231,9 +231,7 @@ class Tavern:
         again."""
         page = self.page
         self.extensions_drawer(opened=True)
-        page.locator(".tagengine-settings .inline-drawer-toggle").wait_for(state="visible", timeout=WAIT)
-        if not page.locator("#tagengine_address").is_visible():
-            page.click(".tagengine-settings .inline-drawer-toggle")
+        self.tagengine_section()
         for name, value in values.items():
             field = page.locator(f"#tagengine_{name}")
             if isinstance(value, bool):  # once the drawer has opened (its animation moves the box under a click)
@@ -249,6 +247,23 @@ class Tavern:
                 field.fill(value)
                 field.press("Tab")
         self.extensions_drawer(opened=False)
+
+    def tagengine_section(self) -> Any:
+        """The Extensions drawer's tagengine section opened (the drawer open already); its content. Its own drawer
+        animates too: a click while it still moved (a loaded machine) left it closed, so it is clicked again, up to
+        three times, until its content shows."""
+        page = self.page
+        toggle = page.locator(".tagengine-settings .inline-drawer-toggle")
+        toggle.wait_for(state="visible", timeout=WAIT)
+        content = page.locator(".tagengine-settings .inline-drawer-content")
+        for _ in range(3):
+            if not content.is_visible():
+                toggle.click()
+            with contextlib.suppress(PlaywrightError):
+                content.wait_for(state="visible", timeout=WAIT // 3)
+                break
+        content.wait_for(state="visible", timeout=WAIT)
+        return content
 
     def extensions_drawer(self, *, opened: bool) -> None:
         """The Extensions drawer's toggle clicked, and the drawer waited for until it is shown (`opened`) or gone.

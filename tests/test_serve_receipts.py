@@ -159,4 +159,7 @@ def test_pf_63_a_receipt_is_found_as_the_pattern_with_its_word_boundary_finds_it
     """PF-63: `has_receipts` looks for the pattern's literal first and reads the word boundary itself; it says what
     `\\bresult\\s*=\\s*"` says, Unicode word characters (Arabic-Indic digits, accented letters) and `_` included."""
     assert chain.has_receipts(text) is (re.search(r'\bresult\s*=\s*"', text) is not None)
+
+
+def test_pf_63_a_receipt_is_a_word_of_its_own():
     assert chain.has_receipts('ok [sheet: op="spend" result="ok"]') and not chain.has_receipts('xresult="ok"')

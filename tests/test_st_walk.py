@@ -16,7 +16,6 @@ the reviewed ones to docs/screens/)."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ import httpx
 import pytest
 from serve_kit import Served
 from st_kit import sillytavern
-from st_ui import WAIT, PlaywrightError, Tavern, browser, extension_repository, git_server
+from st_ui import WAIT, Tavern, browser, extension_repository, git_server
 
 from conftest import ROOT, SAMPLES
 
@@ -238,18 +237,9 @@ def settings_drawer_reads_well(t: Tavern) -> None:
     """Extensions -> tagengine: "Open the game sheet" on one line, the hint's two sentences with a space between
     them and the next label on a line of its own."""
     page = t.page
-    t.extensions_drawer(opened=True)
-    # the extensions drawer shown first: asked while it still opened (a loaded machine), our drawer read as closed
-    # when it was open, and the click meant to open it closed it
-    toggle = page.locator(".tagengine-settings .inline-drawer-toggle")
-    toggle.wait_for(state="visible", timeout=WAIT)
+    t.extensions_drawer(opened=True)  # shown first: asked while it still opened, our section read as closed
+    t.tagengine_section()
     button = page.locator(".tagengine-settings .te-open-sheet")
-    for _ in range(3):  # our section's own drawer, which a click while it still moved has left closed (a loaded VM)
-        if not button.is_visible():
-            toggle.click()
-        with contextlib.suppress(PlaywrightError):
-            button.wait_for(state="visible", timeout=WAIT // 3)
-            break
     button.wait_for(state="visible", timeout=WAIT)
     page.wait_for_timeout(400)  # the drawer's animation
     lines = button.evaluate("b => { const r = document.createRange(); r.selectNodeContents(b); "
