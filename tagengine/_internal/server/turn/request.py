@@ -235,7 +235,7 @@ class RecentHistories:
                 left -= len(kept[-1]["content"]) + KEPT_MESSAGE_CHARS  # a kept message is a flat role/content object
                 continue
             left -= held
-            if messages[:k] == kept:
+            if (messages if k == len(messages) else messages[:k]) == kept:  # a slice only where it must
                 at, n = i, k
                 if k == len(messages):  # none can be longer
                     break
@@ -243,25 +243,27 @@ class RecentHistories:
         marked = read_marked_within(messages, scanned, read)
         if marked is None:
             return None
-        held = runs[at][2] if at >= 0 else 0
-        for m in islice(messages, n, None):
-            if type(m) is not dict or len(m) != 2 or type(role := m.get("role")) is not str or role not in _ROLE \
-                    or type(content := m.get("content")) is not str:
-                return marked  # not kept: what is held is counted as its text, and compared one level deep
-            held += len(content) + KEPT_MESSAGE_CHARS
-        if held <= HISTORY_CHARS_HELD // 2 and n < len(messages):  # (the same list again: nothing new to keep)
-            # the kept start's own objects, equal to this request's (just compared), so the start is held once
-            kept = list(messages) if at < 0 else [*runs[at][0], *islice(messages, n, None)]
-            new, total = [(kept, marked, held)], held
-            for i, run in enumerate(runs):
-                if i == at:  # the new one starts with all of it
-                    continue
-                if len(new) == HISTORIES_HELD or total + run[2] > HISTORY_CHARS_HELD:
-                    break
-                total += run[2]
-                new.append(run)
-            self._runs = tuple(new)
-        elif at > 0:  # kept before, and used again: it goes first
+        if n < len(messages):  # else the same messages again: nothing new to keep (islice would step over them all)
+            held = runs[at][2] if at >= 0 else 0
+            for m in islice(messages, n, None):
+                if type(m) is not dict or len(m) != 2 or type(role := m.get("role")) is not str or role not in _ROLE \
+                        or type(content := m.get("content")) is not str:
+                    return marked  # not kept: what is held is counted as its text, and compared one level deep
+                held += len(content) + KEPT_MESSAGE_CHARS
+            if held <= HISTORY_CHARS_HELD // 2:
+                # the kept start's own objects, equal to this request's (just compared), so the start is held once
+                kept = list(messages) if at < 0 else [*runs[at][0], *islice(messages, n, None)]
+                new, total = [(kept, marked, held)], held
+                for i, run in enumerate(runs):
+                    if i == at:  # the new one starts with all of it
+                        continue
+                    if len(new) == HISTORIES_HELD or total + run[2] > HISTORY_CHARS_HELD:
+                        break
+                    total += run[2]
+                    new.append(run)
+                self._runs = tuple(new)
+                return marked
+        if at > 0:  # kept before, and used again: it goes first
             self._runs = (runs[at], *runs[:at], *runs[at + 1:])
         return marked
 
