@@ -133,7 +133,10 @@ def chats(draw: st.DrawFn) -> list[object]:
         if kind == 0:  # what is not a message, or a message of another shape
             out.append(draw(st.sampled_from([3, "hi", None, {"content": "x"}, {"role": 1, "content": "x"},
                                              {"role": "assistant", "content": None}, {"role": "user", "content": 7},
-                                             {"role": "system", "content": [{"type": "text", "text": None}]}])))
+                                             {"role": "system", "content": [{"type": "text", "text": None}]},
+                                             {"role": "user", "content": "x", "name": "Mira"}, {"role": "User",
+                                             "content": "x"}, {"role": "tool", "content": "x"},
+                                             {"role": ["user"], "content": "x"}, {"role": "user"}])))
         elif kind == 1:  # text in parts, which the read joins
             out.append({"role": draw(st.sampled_from(ROLES)), "content": [{"type": "text", "text": text()}
                                                                           for _ in range(draw(st.integers(1, 3)))]})
@@ -250,15 +253,21 @@ def request_runs(draw: st.DrawFn) -> list[list[object]]:
     out: list[list[object]] = [draw(chats())]
     for _ in range(draw(st.integers(1, 8))):
         before = draw(st.sampled_from(out))
-        kind = draw(st.integers(0, 3))
+        kind = draw(st.integers(0, 4))
         if kind == 0:
             out.append(before + draw(chats()))
         elif kind == 1:
             out.append(list(before))
         elif kind == 2:
             out.append(before[:draw(st.integers(1, len(before)))])
-        else:
+        elif kind == 3:
             out.append(draw(chats()))
+        else:  # one message given another key, or its role or text changed, the rest as it was (the last one is
+            # compared whole first: one before it, where there is one)
+            i = draw(st.integers(0, max(0, len(before) - 2)))
+            m = before[i]
+            change = draw(st.sampled_from([{"name": "Mira"}, {"role": "system"}, {"content": "edited"}]))
+            out.append([*before[:i], {**m, **change} if isinstance(m, dict) else m, *before[i + 1:]])
     return out
 
 
