@@ -7,9 +7,10 @@ installs SillyTavern), never into the project's environment. Three paths are mea
 request with the same request sent straight to the upstream: tagengine passing a chat through (no campaign),
 tagengine playing the campaign's turn (the engine's work), and the LiteLLM proxy passing it through. Per path:
 added p50 and p99 (served - direct, sequential requests), the server's CPU per request and per stream (its
-process tree, from /proc), requests a second with CONCURRENCY clients at once, and its RSS after. Throughput
-is driven by a lean HTTP/1.1 client on raw sockets (`Load`), so that the load generator, which shares the
-machine's cores with the servers, costs each request as little as it can; the same client drives every path.
+process tree, from /proc), requests a second with CONCURRENCY clients at once, and its RSS after them and at
+rest. Throughput is driven by a lean HTTP/1.1 client on raw sockets (`Load`), so that the load generator, which
+shares the machine's cores with the servers, costs each request as little as it can; the same client drives every
+path.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ CONCURRENCY = 16  # clients at once for the throughput figure
 THROUGHPUT_SECONDS = 3.0  # per path and round
 LATENCY_GAP = 0.002  # seconds after each latency request: the server's work after its answer is done by then
 THROUGHPUT_SLICE = 0.5  # seconds a path is driven before the next one's turn
+REST_SECONDS = 1.5  # the pause before "RSS at rest" is read: past tagengine's IDLE_TRIM_SECONDS (1 s), as a chat app's
+# players leave a server between turns
 # the proxy refuses to start without a strong master key; every request of this section carries it (tagengine
 # passes it on to the fake upstream, which reads none)
 MASTER_KEY = "sk-bench-" + os.urandom(16).hex()
@@ -292,24 +295,28 @@ async def measure(c: Any, up: str, paths: list[Path_], rounds: int, runs: int,
             p.figures.setdefault("rps_cpu", []).append(cpu / took)
             p.figures.setdefault("per_core", []).append(count / cpu if cpu else math.nan)
             p.figures.setdefault("rss", []).append(tree_rss_kb(p.pid) / 1024)
+        # the memory a server keeps once the burst is over (what it freed handed back, PF-47), beside the burst's
+        await asyncio.sleep(REST_SECONDS)
+        for p in paths:
+            p.figures.setdefault("rss_rest", []).append(tree_rss_kb(p.pid) / 1024)
         print(f"  round {n + 1} of the peers: direct p50 {d50 * 1e3:.2f} ms; {load()}", flush=True)
         for p in paths:
             f = p.figures
             print(f"    {p.label:34} added p50 {f['p50'][-1]:6.2f} p99 {f['p99'][-1]:6.2f} | CPU a request "
                   f"{f['cpu'][-1]:6.2f} a stream {f['cpu_stream'][-1]:6.2f} ms | {f['rps'][-1]:7.1f} req/s "
                   f"(server busy {f['rps_cpu'][-1]:.2f} cores: {f['per_core'][-1]:.0f} a core) | RSS "
-                  f"{f['rss'][-1]:.0f} MB", flush=True)
+                  f"{f['rss'][-1]:.0f} MB (at rest {f['rss_rest'][-1]:.0f})", flush=True)
 
 
 def report(paths: list[Path_], peer: str) -> None:
     """The medians of the rounds, and the ratios to the peer within each round (then their median)."""
     print("\n  side by side (medians of the rounds): ms, req/s, MB")
     print(f"  {'path':34}{'added p50':>10}{'p99':>8}{'CPU/req':>9}{'CPU/strm':>9}{'req/s':>8}{'a core':>8}"
-          f"{'RSS':>7}")
+          f"{'RSS':>7}{'at rest':>8}")
     for p in paths:
         f = {k: statistics.median(v) for k, v in p.figures.items()}
         print(f"  {p.label:34}{f['p50']:>10.2f}{f['p99']:>8.2f}{f['cpu']:>9.2f}{f['cpu_stream']:>9.2f}"
-              f"{f['rps']:>8.1f}{f['per_core']:>8.0f}{f['rss']:>7.0f}")
+              f"{f['rps']:>8.1f}{f['per_core']:>8.0f}{f['rss']:>7.0f}{f['rss_rest']:>8.0f}")
     ref = next(p for p in paths if p.label == peer)
     print(f"  ratios to {peer}, per round then their median:")
     for p in paths:
