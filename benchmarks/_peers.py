@@ -36,10 +36,14 @@ CONCURRENCY = 16  # clients at once for the throughput figure
 THROUGHPUT_SECONDS = 3.0  # per path and round
 LATENCY_GAP = 0.002  # seconds after each latency request: the server's work after its answer is done by then
 THROUGHPUT_SLICE = 0.5  # seconds a path is driven before the next one's turn
+CPU_BLOCKS = 20  # the CPU figures' requests (and streams) are sent in this many blocks, the paths by turns
 REST_SECONDS = 1.5  # the pause before "RSS at rest" is read: past tagengine's IDLE_TRIM_SECONDS (1 s), as a chat app's
 # players leave a server between turns
 # the proxy refuses to start without a strong master key; every request of this section carries it (tagengine
 # passes it on to the fake upstream, which reads none)
+# the LiteLLM proxy's figures on the machine issue 36's targets were set on (its pass-through, the same benchmark):
+# the engine's work is read as a share of the peer's in the same round, and that share at these figures
+REFERENCE_PEER_MS = {"cpu": 22.10, "p50": 22.15, "cpu_stream": 54.93}
 MASTER_KEY = "sk-bench-" + os.urandom(16).hex()
 HEADERS = {"authorization": f"Bearer {MASTER_KEY}"}
 
@@ -268,14 +272,10 @@ async def measure(c: Any, up: str, paths: list[Path_], rounds: int, runs: int,
             f = p.figures
             f.setdefault("p50", []).append((_pct(served[p.label], 0.5) - d50) * 1e3)
             f.setdefault("p99", []).append((_pct(served[p.label], 0.99) - d99) * 1e3)
-            before = tree_cpu_seconds(p.pid)
-            for _ in range(runs):
-                await post(c, p.url, p.body)
-            f.setdefault("cpu", []).append((tree_cpu_seconds(p.pid) - before) / runs * 1e3)
-            before = tree_cpu_seconds(p.pid)
-            for _ in range(runs // 2):
-                await stream(c, p.url, p.body)
-            f.setdefault("cpu_stream", []).append((tree_cpu_seconds(p.pid) - before) / (runs // 2) * 1e3)
+        for key, send, sends in (("cpu", post, runs), ("cpu_stream", stream, runs // 2)):
+            by_label = await cpu_by_turns(c, paths, send, sends)
+            for p in paths:
+                p.figures.setdefault(key, []).append(by_label[p.label])
         # throughput: the paths by turns in slices of THROUGHPUT_SLICE seconds, so that a change in the machine's
         # load falls on every path alike; beside the requests a second, the requests a second of the server's own
         # CPU (its process tree's), which a busy machine tilts less
@@ -308,6 +308,30 @@ async def measure(c: Any, up: str, paths: list[Path_], rounds: int, runs: int,
                   f"{f['rss'][-1]:.0f} MB (at rest {f['rss_rest'][-1]:.0f})", flush=True)
 
 
+async def cpu_by_turns(c: Any, paths: list[Path_], send: Callable[..., Awaitable[float]],
+                       count: int) -> dict[str, float]:
+    """Each path's server CPU a request (ms, by label), over `count` requests sent in CPU_BLOCKS blocks, the paths
+    by turns block by block (the first path of a block moving on by one each block). A path's requests sent all at once,
+    one path after another, put a second or two between the campaign's figure and the pass-through's, and on this
+    kind of machine the CPU a request drifts over seconds: round by round the engine's work (their difference)
+    read anywhere from 0.1 to 1.1 ms for the same code. By turns, a drift falls on every path alike. A block's
+    CPU is read LATENCY_GAP after its last answer, so the server's work after that answer is counted in it."""
+    blocks = max(1, min(CPU_BLOCKS, count))
+    spent = {p.label: 0.0 for p in paths}
+    sent = {p.label: 0 for p in paths}
+    for b in range(blocks):
+        size = count // blocks + (1 if b < count % blocks else 0)
+        turn = b % len(paths)
+        for p in paths[turn:] + paths[:turn]:
+            before = tree_cpu_seconds(p.pid)
+            for _ in range(size):
+                await send(c, p.url, p.body)
+            await asyncio.sleep(LATENCY_GAP)
+            spent[p.label] += tree_cpu_seconds(p.pid) - before
+            sent[p.label] += size
+    return {k: spent[k] / sent[k] * 1e3 for k in spent}
+
+
 def report(paths: list[Path_], peer: str) -> None:
     """The medians of the rounds, and the ratios to the peer within each round (then their median)."""
     print("\n  side by side (medians of the rounds): ms, req/s, MB")
@@ -328,12 +352,22 @@ def report(paths: list[Path_], peer: str) -> None:
             print(f"    {p.label:34}{name:>15}: {statistics.median(rs):6.2f}x  ("
                   + ", ".join(f"{r:.2f}" for r in rs) + ")")
     by = {p.label: p.figures for p in paths}
-    if "tagengine, campaign" in by and "tagengine, pass-through" in by:
-        camp, hop = by["tagengine, campaign"], by["tagengine, pass-through"]
+    for tree in dict.fromkeys(p.label.rsplit(", ", 1)[0] for p in paths):  # this tree, then --against's
+        if f"{tree}, campaign" not in by or f"{tree}, pass-through" not in by:
+            continue
+        camp, hop = by[f"{tree}, campaign"], by[f"{tree}, pass-through"]
         for k, name in (("cpu", "CPU a request"), ("p50", "added p50"), ("cpu_stream", "CPU a stream")):
             rs = [a - b for a, b in zip(camp[k], hop[k], strict=True)]
-            print(f"    the engine's own work (campaign - pass-through), {name}: {statistics.median(rs):.2f} ms ("
-                  + ", ".join(f"{r:.2f}" for r in rs) + ")")
+            print(f"    {tree}: the engine's own work (campaign - pass-through), {name}: {statistics.median(rs):.2f} "
+                  "ms (" + ", ".join(f"{r:.2f}" for r in rs) + ")")
+            # the same work as a share of the peer's in the same round, and what that share is on the machine the
+            # targets were set on: the machine's speed moves both alike, round by round
+            shares = [r / b for r, b in zip(rs, ref.figures[k], strict=True) if b]
+            if shares:
+                at = REFERENCE_PEER_MS[k]
+                print(f"    {'':{len(tree)}}  as a share of the peer's {name}: {statistics.median(shares):.4f} ("
+                      + ", ".join(f"{r:.4f}" for r in shares) + f"); at the peer's {at:.2f} ms of the reference "
+                      f"machine: {statistics.median(shares) * at:.2f} ms")
 
 
 def _pct(xs: list[float], p: float) -> float:

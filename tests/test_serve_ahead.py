@@ -1,9 +1,11 @@
 """Issue 12, S-24: work a turn's answer does not need is done after the answer has gone, and done ahead for
-the next turn; what is remembered to make a turn cheaper never changes a result."""
+the next turn where the next turn surely needs it (PF-67: not its reminder); what is remembered to make a turn
+cheaper never changes a result."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 
 import pytest
 from cmdkit import sample_state
@@ -30,9 +32,12 @@ def two_turns(tmp_path, fake: Fake, stream: bool) -> list[str]:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_the_next_turns_reminder_is_rendered_before_its_request_comes(tmp_path, monkeypatch, stream):
-    """The reminder of the state after a reply is rendered once that reply's answer has gone, so the next
-    turn's request reaches the upstream without rendering one (and its receipts are as before)."""
+def test_pf_67_a_reminder_is_rendered_by_the_turn_that_needs_it_and_a_swipe_renders_none(tmp_path, monkeypatch,
+                                                                                          stream):
+    """A turn renders the reminder of the state it starts from, before its request reaches the upstream; nothing
+    is rendered once an answer has gone (a reply the player swipes away would never use it), and the same request
+    again (a regenerate, a swipe) starts from the very state object, so it finds that reminder and renders none.
+    The receipts are as before."""
     fake = Fake(SCRIPT)
     events: list[tuple[str, int]] = []
     render, state_of = build.render, Chain.state_of
@@ -48,9 +53,16 @@ def test_the_next_turns_reminder_is_rendered_before_its_request_comes(tmp_path, 
 
     monkeypatch.setattr(build, "render", render_spy)
     monkeypatch.setattr(Chain, "state_of", state_spy)
-    two_turns(tmp_path, fake, stream)
-    assert events[:3] == [("request", 0), ("render", 0), ("render", 1)]  # turn 1: its own, then turn 2's
-    assert events[3:] == [("request", 1), ("render", 2)]  # turn 2: none until its answer, then turn 3's
+    with serving(tmp_path, fake) as srv:
+        c = client(srv)
+        stored = [ask(c, history("heist", ["one"], []), stream)]
+        stored.append(ask(c, history("heist", ["one", "two"], stored), stream))
+        again = ask(c, history("heist", ["one", "two"], stored[:1]), stream)
+    assert stored == expected("heist", [SCRIPT["one"], SCRIPT["two"]])[0] and again == stored[1]
+    assert len(fake.bodies) == 3 and json.loads(fake.bodies[2])["messages"] == json.loads(fake.bodies[1])["messages"]
+    assert events == [("request", 0), ("render", 0),  # turn 1: its own reminder, before the upstream has it
+                      ("request", 1), ("render", 1),  # turn 2: its own, none rendered after turn 1's answer
+                      ("request", 2)]  # turn 2 again: the reminder turn 2 rendered, none after either answer
 
 
 def test_a_reminder_is_the_same_text_however_often_its_state_is_asked_for():

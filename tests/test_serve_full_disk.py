@@ -65,7 +65,7 @@ def test_s_33_a_store_that_cannot_read_costs_no_turn(tmp_path, monkeypatch, capl
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_s_33_a_fault_in_the_work_after_an_answer_never_reaches_the_client(tmp_path, monkeypatch, caplog, stream):
-    """Whatever fails once the answer has gone (keeping it, rendering the next reminder, counting it ahead),
+    """Whatever fails once the answer has gone (keeping it, counting it ahead),
     the client's answer is already whole: the fault is logged, and the next turn replays."""
     from tagengine._internal.server.turn import steps as turn_module
 

@@ -123,7 +123,8 @@ def world_prompt(rs: Ruleset) -> str:
 
 def reminder(rs: Ruleset, state: GameState) -> str:
     """The per-turn reminder (DEC-31); rendered once per ruleset and state object (both immutable), so a
-    regenerated turn, or a new turn whose state was rendered ahead (`tagengine serve`), costs a look-up."""
+    regenerated turn or a swipe, which starts from the state object the first try did (`tagengine serve`), costs
+    a look-up."""
     return _REMINDERS.get((rs, state), lambda: _reminder_text(rs, state))
 
 

@@ -6,8 +6,7 @@
     plan_mid_reply   --settle-checks: whether the reply's checks are rolled mid-reply, and the header
     answer_whole     the upstream asked; its reply applied (`whole_reply`) and sent whole
     answer_streamed  the upstream asked; its events relayed with receipts (relay.py)
-    after_reply      once the answer has gone: the snapshot kept (`record_reply`), the next turn's reminder
-                     rendered and the reply counted
+    after_reply      once the answer has gone: the snapshot kept (`record_reply`) and the reply counted
 
 Each step takes the `ServerContext` and plain values, and only the answers make a Starlette response, so the
 steps are tested without HTTP (tests/test_serve_turn.py). Engine work runs on the event loop's thread,
@@ -30,7 +29,7 @@ from starlette.responses import Response
 
 from ...commands import Applied, apply_reply
 from ...errors import HistoryError, TagengineError
-from ...prompt import Budget, BudgetError, Prompt, reminder
+from ...prompt import Budget, BudgetError, Prompt
 from ...prompt.budget import count_ahead
 from ...prompt.contexts import context_of
 from ...prompt.tokens import TokenizerChoice
@@ -282,14 +281,14 @@ def record_reply(ctx: ServerContext, turn: Turn, applied: Applied, filt: Filter 
 
 async def after_reply(ctx: ServerContext, turn: Turn, fitted: Fitted, applied: Applied, filt: Filter | None,
                       raw: str) -> None:
-    """After the answer has gone (S-24): keep the snapshot, then render the new state's reminder and count
-    the reply's tokens (S-32), so the next turn finds all three. Nothing here awaits (but the count of a
-    reply of more than LOOP_CHARS characters, in a worker thread), so it is done before the event loop reads
-    another request. A fault here is logged, never raised: the answer has gone whole, and the next turn
-    replays what this one did not keep (S-33)."""
+    """After the answer has gone (S-24): keep the snapshot and count the reply's tokens (S-32), so the next turn
+    finds both. The new state's reminder is not rendered here: the turn that starts from this state renders it in
+    its fit, and a reply the player swipes away or regenerates never needs one (PF-67). Nothing here awaits (but
+    the count of a reply of more than LOOP_CHARS characters, in a worker thread), so it is done before the event
+    loop reads another request. A fault here is logged, never raised: the answer has gone whole, and the next
+    turn replays what this one did not keep (S-33)."""
     try:
-        if record_reply(ctx, turn, applied, filt, raw):  # else the next turn replays: its state is another object
-            reminder(turn.campaign.rs, applied.state)
+        record_reply(ctx, turn, applied, filt, raw)
         counted, chosen = fitted.counted, fitted.chosen
         if counted.tokenizer is None:  # counted here, not by the upstream's tokenize endpoint (K-9)
             if len(applied.text) > LOOP_CHARS:  # last, so the snapshot is kept before this awaits (SEC-2)
