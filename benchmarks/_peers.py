@@ -7,10 +7,10 @@ installs SillyTavern), never into the project's environment. Three paths are mea
 request with the same request sent straight to the upstream: tagengine passing a chat through (no campaign),
 tagengine playing the campaign's turn (the engine's work), and the LiteLLM proxy passing it through. Per path:
 added p50 and p99 (served - direct, sequential requests), the server's CPU per request and per stream (its
-process tree, from /proc), requests a second with CONCURRENCY clients at once, and its RSS after them and at
-rest. Throughput is driven by a lean HTTP/1.1 client on raw sockets (`Load`), so that the load generator, which
-shares the machine's cores with the servers, costs each request as little as it can; the same client drives every
-path.
+process tree, from /proc; the paths by turns in blocks, `cpu_by_turns`), requests a second with CONCURRENCY
+clients at once, and its RSS after them and at rest. Throughput is driven by a lean HTTP/1.1 client on raw
+sockets (`Load`), so that the load generator, which shares the machine's cores with the servers, costs each
+request as little as it can; the same client drives every path.
 """
 
 from __future__ import annotations
@@ -248,7 +248,8 @@ async def measure(c: Any, up: str, paths: list[Path_], rounds: int, runs: int,
                   post: Callable[..., Awaitable[float]], stream: Callable[..., Awaitable[float]],
                   load: Callable[[], str], peer: str) -> None:
     """`rounds` rounds; in each, every path's latency interleaved request by request with the direct request, then
-    each path's CPU per request and per stream, its throughput and its RSS, one path after another. A server's work
+    each path's CPU per request and per stream (the paths by turns, `cpu_by_turns`), its throughput (by turns in
+    slices) and its RSS. A server's work
     after its answer (tagengine's next reminder) slowed the request that came next, on this machine's two cores: a
     fixed order put that cost on the same path every time, where a chat app's turns come seconds apart. So each
     request is followed by a pause of LATENCY_GAP, and the order of the paths but `peer`'s (which keeps its place,
