@@ -41,8 +41,8 @@ REST_SECONDS = 1.5  # the pause before "RSS at rest" is read: past tagengine's I
 # players leave a server between turns
 # the proxy refuses to start without a strong master key; every request of this section carries it (tagengine
 # passes it on to the fake upstream, which reads none)
-# the LiteLLM proxy's figures on the machine issue 36's targets were set on (its pass-through, the same benchmark):
-# the engine's work is read as a share of the peer's in the same round, and that share at these figures
+# the LiteLLM proxy's pass-through on the machine the engine's targets were set on (this benchmark, PF-67): the
+# engine's work is read as a share of the peer's in the same round, and that share at these figures
 REFERENCE_PEER_MS = {"cpu": 22.10, "p50": 22.15, "cpu_stream": 54.93}
 MASTER_KEY = "sk-bench-" + os.urandom(16).hex()
 HEADERS = {"authorization": f"Bearer {MASTER_KEY}"}
@@ -249,12 +249,11 @@ async def measure(c: Any, up: str, paths: list[Path_], rounds: int, runs: int,
                   load: Callable[[], str], peer: str) -> None:
     """`rounds` rounds; in each, every path's latency interleaved request by request with the direct request, then
     each path's CPU per request and per stream (the paths by turns, `cpu_by_turns`), its throughput (by turns in
-    slices) and its RSS. A server's work
-    after its answer (tagengine's next reminder) slowed the request that came next, on this machine's two cores: a
-    fixed order put that cost on the same path every time, where a chat app's turns come seconds apart. So each
-    request is followed by a pause of LATENCY_GAP, and the order of the paths but `peer`'s (which keeps its place,
-    last: its own work after an answer falls on the direct request, which every figure is read against) turns by
-    one each run (PF-60)."""
+    slices) and its RSS. A server's work after its answer (tagengine's snapshot kept) slows the request that comes
+    next, on this machine's two cores: a fixed order put that cost on the same path every time, where a chat app's
+    turns come seconds apart. So each request is followed by a pause of LATENCY_GAP, and the order of the paths but
+    `peer`'s (which keeps its place, last: its own work after an answer falls on the direct request, which every
+    figure is read against) turns by one each run (PF-60)."""
     import orjson
 
     direct_body = paths[0].body
