@@ -13,9 +13,9 @@ the upstream answers serve.py's reply, whole or streamed. Paths, interleaved req
             new user message are added (from the 200-message chat again every GROWN turns)
   next-pass the same growing chat without its marker, passed through
 
-`turn` sends one request again and again, so what a turn keeps for the next (the reminder rendered ahead, the
-history's memos) is found whole; `next` is a new turn each time, as a player's is. Printed: each path's median CPU
-a request, and the engine's own work (turn - pass, next - next-pass). `--profile FILE` runs
+`turn` sends one request again and again, so what a turn keeps for the next (the reminder of the state it starts
+from, the history's memos) is found whole; `next` is a new turn each time, as a player's is. Printed: each path's
+median CPU a request, and the engine's own work (turn - pass, next - next-pass). `--profile FILE` runs
 `--profile-runs` campaign turns (or `--profile-path pass`) under cProfile in thread time; `--against REF` runs
 the same figures with another commit's code in alternate child processes (benchmarks/_against.py).
 `--rss` prints this process's resident set after the warm-up (the app as `tagengine serve` holds it, with the
