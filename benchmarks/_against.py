@@ -42,6 +42,20 @@ def unpack(ref: str, tmp: Path) -> Path:
     return root
 
 
+def console_script(tree: Path, folder: Path) -> Path:
+    """The `tagengine` console script as pip writes it from `tree`'s pyproject.toml, in `folder/tagengine`: each
+    tree is timed through its own entry point, which may differ from the installed one (it moved in PF-68)."""
+    import tomllib
+
+    entry = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]["tagengine"]
+    module, _, func = entry.partition(":")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "tagengine"
+    path.write_text(f"import sys\nfrom {module} import {func}\nif __name__ == '__main__':\n"
+                    f"    sys.argv[0] = sys.argv[0].removesuffix('.exe')\n    sys.exit({func}())\n", encoding="utf-8")
+    return path
+
+
 def figures_in(tree: Path, script: str, args: list[str]) -> dict[str, float]:
     """Run `script --figures ARGS` with `tree`'s package first on the path; the JSON object it prints last."""
     env = bytecode_env(PYTHONPATH=str(tree))

@@ -8,7 +8,8 @@ system of the child: steadier than wall time on a shared machine), with the targ
 <= 150 ms). `--against REF` runs the same commands with the code of another commit (unpacked with `git
 archive`), interleaved with this tree's, so both see the same machine.
 
-The commands run the installed console script with the code on PYTHONPATH. Bytecode is written first, as
+The commands run each tree's console script (as pip writes it from the tree's pyproject.toml, so each tree
+starts at its own entry point) with the code on PYTHONPATH. Bytecode is written first, as
 a pip install does (the environment's PYTHONDONTWRITEBYTECODE would otherwise make every run compile
 tagengine from source), and the first rounds are not timed: they also fill the cache folder (decisions
 PF-2, PF-3), here a temporary one per tree, as the first call of the day does. `apply, nothing cached` runs
@@ -33,7 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from _against import bytecode_env, unpack
+from _against import bytecode_env, console_script, unpack
 
 ROOT = Path(__file__).resolve().parent.parent
 RULESET = ROOT / "samples" / "rulesets" / "gravewatch.json"
@@ -93,7 +94,6 @@ def main() -> None:
     p.add_argument("--warm", type=int, default=2, help="untimed rounds first (default 2)")
     p.add_argument("--against", metavar="REF", help="also run the code of this git commit, interleaved")
     args = p.parse_args()
-    exe = Path(sys.executable).parent / "tagengine"
     base_env = bytecode_env()
     with tempfile.TemporaryDirectory(prefix="tagengine-cold-") as name:
         tmp = Path(name)
@@ -106,6 +106,7 @@ def main() -> None:
         }
         for code in codes:
             env = {**base_env, "PYTHONPATH": str(code.root), "TAGENGINE_CACHE": str(code.cache)}
+            exe = console_script(code.root, code.cache.with_name(f"{code.cache.name}-script"))
             for cmd, (argv, extra) in cmds.items():
                 runs[(code.label, cmd)] = ([sys.executable, str(exe), *argv], {**env, **extra})
             runs[(code.label, "tokenizer floor: building o200k_base")] = ([sys.executable, "-c", ENCODING_ONLY], env)

@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _against import bytecode_env, unpack
+from _against import bytecode_env, console_script, unpack
 from _corpus import BENCH, CACHE, ROOT, corpus, cpu_seconds, reference_rewrite, replies
 
 from tagengine._internal import ordered_pool
@@ -179,9 +179,10 @@ def one_round(path: Path, out: Path) -> dict[str, Any]:
 
 
 def command_line(tree: Path, path: Path, out: Path, workers: int, cache: Path) -> tuple[float, float, str]:
-    """(wall, CPU, SHA-256 of the output) of `tagengine replay` as a new process, the tree's code on PYTHONPATH."""
+    """(wall, CPU, SHA-256 of the output) of `tagengine replay` as a new process: the tree's console script (made
+    beside its cache folder), its code on PYTHONPATH."""
     env = bytecode_env(PYTHONPATH=str(tree), TAGENGINE_CACHE=str(cache))  # both trees with their bytecode
-    exe = Path(sys.executable).parent / "tagengine"
+    exe = console_script(tree, cache.with_name(f"{cache.name}-script"))
     t, before = time.perf_counter(), os.times()
     subprocess.run([sys.executable, str(exe), "replay", RULESET, str(path), "-o", str(out), "--workers", str(workers)],
                    env=env, check=True, stderr=subprocess.DEVNULL)

@@ -1,5 +1,5 @@
 """`python -m tagengine`: the same as the `tagengine` command."""
 
-from ._internal.cli import main
+from ._internal.console import script
 
-main()
+script()

@@ -67,19 +67,20 @@ def test_the_table_names_each_command_once_and_each_declares_its_arguments():
         assert out.getvalue().startswith(f"usage: tagengine {name} "), name
 
 
-def imported(*argv: str) -> list[str]:
-    """The modules `python -m tagengine ARGV` imports, from `-X importtime` (the real console path: main())."""
+def imported(*argv: str, env: dict[str, str] | None = None) -> list[str]:
+    """The modules `python -m tagengine ARGV` imports, from `-X importtime` (the real console path:
+    `console.script`); `env`: the environment it runs in (this one's when None)."""
     p = subprocess.run([sys.executable, "-X", "importtime", "-m", "tagengine", *argv], capture_output=True,
-                       text=True, cwd=ROOT, timeout=120)
+                       text=True, cwd=ROOT, timeout=120, env=env)
     names = [m.group(1) for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \| *(\S+)$", p.stderr, re.M)]
     assert names, p.stderr[-400:]
     return names
 
 
-BARE = {"tagengine", "tagengine.__main__", "tagengine._internal", "tagengine._internal.errors",
-        "tagengine._internal.files", "tagengine._internal.cli", "tagengine._internal.cli.conventions",
-        "tagengine._internal.cli.arguments", "tagengine._internal.lazy", "tagengine._internal.records",
-        "tagengine._internal.record_inits"}
+BARE = {"tagengine", "tagengine.__main__", "tagengine._internal", "tagengine._internal.console",
+        "tagengine._internal.errors", "tagengine._internal.files", "tagengine._internal.cli",
+        "tagengine._internal.cli.conventions", "tagengine._internal.cli.arguments", "tagengine._internal.lazy",
+        "tagengine._internal.records", "tagengine._internal.record_inits"}
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], []])

@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (7, "prompt/", ("prompt",)),
     (8, "Middleware", ("chat", "stream", "batch", "batch_dask", "states_dir", "progress")),
     (9, "Pages", ("pages",)),
-    (10, "Entry points", ("cli", "schema", "sillytavern", "openwebui", "server")),
+    (10, "Entry points", ("cli", "console", "schema", "sillytavern", "openwebui", "server")),
 )
 INTERNAL = "tagengine._internal"
 PUBLIC = 11  # the public face: `tagengine/__init__.py` and any module of `tagengine/` outside `_internal/`

@@ -78,6 +78,28 @@ SHAPES = [
 ]
 
 
+class OwnInit:
+    """(Its docstring is taken away below.)"""
+
+    a: int
+
+    def __init__(self, *parts: str) -> None:
+        object.__setattr__(self, "a", len(parts))
+
+
+def test_pf_68_a_record_without_a_docstring_is_described_as_the_library_describes_it():
+    """Its name and its signature: written from the `__init__` made here while every annotation is text (each
+    shape above that has no docstring), else by `inspect`: a class's own `__init__` (here one taking `*parts`,
+    which a signature read from the made `__init__` would leave out) or annotations that are not text."""
+    own = {k: v for k, v in OwnInit.__dict__.items() if k != "__doc__"}
+    typed = {"__annotations__": {"a": int, "b": "str"}, "b": "x"}
+    for space in (own, typed, {"__annotations__": {"a": "int"}}):
+        body = type("Body", (), space)
+        ours, theirs = both()(body)
+        assert ours.__doc__ == theirs.__doc__ != "-"
+    assert both()(type("Body", (), own))[0].__doc__ == "Body(*parts: 'str') -> 'None'"  # as dataclasses has it
+
+
 def calls(shape):
     _, _, positional, keywords = shape
     return [(a, k) for a in positional for k in keywords]

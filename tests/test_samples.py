@@ -181,9 +181,10 @@ def test_samples_imports_no_engine():
     assert p.returncode == 0
     names = re.findall(r"^import time:\s+\d+ \|\s+\d+ \| *(\S+)$", p.stderr, re.M)
     ours = {n for n in names if n.startswith("tagengine._internal.") and n.count(".") == 2}
-    assert ours <= {"tagengine._internal.errors", "tagengine._internal.files", "tagengine._internal.cli",
-                    "tagengine._internal.lazy", "tagengine._internal.samples", "tagengine._internal.resources",
-                    "tagengine._internal.records", "tagengine._internal.record_inits"}, ours
+    assert ours <= {"tagengine._internal.console", "tagengine._internal.errors", "tagengine._internal.files",
+                    "tagengine._internal.cli", "tagengine._internal.lazy", "tagengine._internal.samples",
+                    "tagengine._internal.resources", "tagengine._internal.records",
+                    "tagengine._internal.record_inits"}, ours
 
 
 def test_the_demos_next_commands_run_where_it_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -75,6 +75,8 @@ def _made(cls: type[_T], *, kw_only: bool, slots: bool, eq: bool) -> type[_T]:
         methods["__hash__"] = _hash_of(every)
     if slots:
         methods["__getstate__"], methods["__setstate__"] = _state_of(every)
+    # the signature is the `__init__` made here, unless the class says otherwise (`inspect.signature`'s order)
+    signed_here = "__init__" not in own and "__new__" not in own and type(made) is type
     for name, method in methods.items():
         # a class's own method stays, as in dataclasses (a `__hash__` of None is what defining `__eq__` left)
         if name not in own or (name == "__hash__" and own[name] is None):
@@ -82,13 +84,39 @@ def _made(cls: type[_T], *, kw_only: bool, slots: bool, eq: bool) -> type[_T]:
             method.__module__ = made.__module__
             setattr(made, name, method)
     if not doc:
+        made.__doc__ = _signature_doc(made, signed_here)
+    return cast("type[_T]", made)
+
+
+def _signature_doc(cls: Any, signed_here: bool) -> str:
+    """The docstring dataclasses gives a class that has none: its name and its signature. Written here from the
+    `__init__` just made while every annotation is text (a module with postponed annotations, as the engine's
+    are), as `inspect.signature` prints it, so that making a record does not need `inspect`, which a command
+    line process loads only when something reads it (PF-68). Any other annotation, or a class whose signature
+    is not that `__init__` (`signed_here` false: its own `__init__` or `__new__`, a metaclass), is left to
+    `inspect`."""
+    init = cls.__init__
+    annotations = init.__annotations__
+    if not signed_here or not all(isinstance(a, str) for name, a in annotations.items() if name != "return"):
         import inspect
 
         try:
-            made.__doc__ = made.__name__ + str(inspect.signature(made)).replace(" -> None", "")
+            return f"{cls.__name__}{inspect.signature(cls)}".replace(" -> None", "")
         except (TypeError, ValueError):
-            made.__doc__ = made.__name__
-    return cast("type[_T]", made)
+            return str(cls.__name__)
+    code = init.__code__
+    names = code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount]  # the instance's argument left out
+    positional = code.co_argcount - 1
+    given = init.__defaults__ or ()
+    defaults = {**dict(zip(names[positional - len(given):positional], given, strict=True)),
+                **(init.__kwdefaults__ or {})}
+    shown = []
+    for i, name in enumerate(names):
+        if i == positional:
+            shown.append("*")  # the keyword-only ones follow
+        text = f"{name}: {annotations[name]!r}"
+        shown.append(f"{text} = {defaults[name]!r}" if name in defaults else text)
+    return f"{cls.__name__}({', '.join(shown)})"
 
 
 def _eq_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, Any], Any]:
@@ -160,7 +188,11 @@ def _state_of(every: tuple[dataclasses.Field[Any], ...]) -> tuple[Callable[[Any]
     return __getstate__, __setstate__
 
 
-_TEMPLATES: dict[str, CodeType] = {}
+_Places = tuple[tuple[int, int], ...]  # where a template's tuple holds placeholders: (index, field number) pairs
+# A template's code and the places of the placeholders in its constants, names and local names: found once per
+# template, so each record's functions are made by putting names in place, not by matching every item again
+_Template = tuple[CodeType, _Places, _Places, _Places]
+_TEMPLATES: dict[str, _Template] = {}
 KEPT_FIELDS = 24  # record_inits.py holds the templates for up to this many fields
 _PLACEHOLDER = re.compile(r"p[0-9]+")
 
@@ -208,32 +240,45 @@ keeps their bytecode with the module's and making a record compiles nothing. `__
 '''
 
 
-def _template(name: str) -> CodeType:
+def _placeholders(items: tuple[Any, ...]) -> _Places:
+    return tuple((i, int(x[1:])) for i, x in enumerate(items) if isinstance(x, str) and _PLACEHOLDER.fullmatch(x))
+
+
+def _template(name: str) -> _Template:
     """A template by its name: from record_inits.py, else compiled once per process (more fields than it keeps)."""
-    code = _TEMPLATES.get(name)
-    if code is None:
+    made = _TEMPLATES.get(name)
+    if made is None:
         kept = getattr(record_inits, name, None)
         if kept is None:
             space: dict[str, Any] = {}
             exec(template_source(name), space)  # a fixed text made of numbers
             kept = space[name]
-        code = _TEMPLATES[name] = kept.__code__
-    return code
+        code = kept.__code__
+        made = _TEMPLATES[name] = (code, _placeholders(code.co_consts), _placeholders(code.co_names),
+                                   _placeholders(code.co_varnames))
+    return made
+
+
+def _renamed(items: tuple[Any, ...], at: _Places, names: list[str]) -> tuple[Any, ...]:
+    """`items` with each placeholder at `at` replaced by its field's name."""
+    if not at:
+        return items
+    out = list(items)
+    for i, field in at:
+        out[i] = names[field]
+    return tuple(out)
 
 
 def _from_template(name: str, names: list[str], space: dict[str, Any], **replaced: Any) -> Any:
     """A function made from a template, its placeholders (`p0`... as names, strings and attributes) replaced by
     the fields' names: the code dataclasses would compile, without compiling."""
-    template = _template(name)
-
-    def named(items: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(names[int(x[1:])] if isinstance(x, str) and _PLACEHOLDER.fullmatch(x) else x for x in items)
-
-    varnames = named(template.co_varnames)
+    code, consts_at, names_at, varnames_at = _template(name)
+    varnames = _renamed(code.co_varnames, varnames_at, names)
     if "self" in names:  # the instance's argument takes another name, as in dataclasses
         varnames = ("__dataclass_self__", *varnames[1:])
-    code = template.replace(co_consts=named(template.co_consts), co_names=named(template.co_names),
-                            co_varnames=varnames, co_name=f"__{name.split('_')[0]}__", **replaced)
+    code = code.replace(co_consts=_renamed(code.co_consts, consts_at, names),
+                        co_names=_renamed(code.co_names, names_at, names), co_varnames=varnames,
+                        co_name=f"__{name.split('_')[0]}__", **replaced)
     return FunctionType(code, {"__builtins__": __builtins__, **space}, code.co_name)
 
 

@@ -1,0 +1,61 @@
+"""The `tagengine` console script and `python -m tagengine`: a process that runs one command line, then exits.
+
+Such a process owns its interpreter, so it may do what a library must not do to its caller's: here, before the
+command line is imported, `inspect` is put off until something reads it (`defer`). `dataclasses` imports it for
+one call, the signature in the docstring of a class that has none, which `records` writes itself; with ast, dis
+and tokenize, `inspect` was some 6-8 ms of every cold command (PF-68). A command that needs it (the server's
+libraries, a ruleset validated by pydantic) loads it on its first read, in full. One switch away from the plain
+import: `TAGENGINE_IMPORTS=eager` in the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import ModuleType
+from typing import Any
+
+DEFERRED = ("inspect",)  # what a command line process imports on its first read, not when it is imported
+
+
+class Deferred(ModuleType):
+    """A module that is imported in full on the first read of any name it lacks, and then takes the stand-in's
+    place in `sys.modules`; whoever imported the stand-in before reads, writes and lists the real module through
+    it. `import` finds the stand-in in `sys.modules` and reads only its `__spec__` (None, its own), so importing
+    it loads nothing."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.loaded(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.loaded(), name, value)
+
+    def __delattr__(self, name: str) -> None:
+        delattr(self.loaded(), name)
+
+    def __dir__(self) -> list[str]:
+        return dir(self.loaded())
+
+    def loaded(self) -> ModuleType:
+        """The real module, imported now if no one has yet (under the import system's lock for its name, so two
+        threads that read at once get the one module)."""
+        if sys.modules.get(self.__name__) is self:
+            sys.modules.pop(self.__name__, None)
+        __import__(self.__name__)
+        return sys.modules[self.__name__]
+
+
+def defer(names: tuple[str, ...] = DEFERRED) -> None:
+    """Stand a `Deferred` in for each module of `names` that no one has imported yet."""
+    for name in names:
+        if name not in sys.modules:
+            sys.modules[name] = Deferred(name)
+
+
+def script() -> None:
+    """What the console script runs: the command line, in a process of its own."""
+    if os.environ.get("TAGENGINE_IMPORTS") != "eager":
+        defer()
+    from .cli import main as run_command_line
+
+    run_command_line()

@@ -1,0 +1,77 @@
+"""The console script's process (`console.py`, decision PF-68): `inspect` is put off until something reads it, and
+whoever read it through the stand-in reads the real module."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from test_cli_package import RULES, imported
+
+from conftest import ROOT
+
+PUT_OFF = {"inspect", "ast", "dis", "tokenize"}  # `inspect` and what it imports, which nothing else on the path does
+
+
+def console(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tagengine", *argv], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, env={**os.environ, **env})
+
+
+def test_pf_68_a_cold_command_loads_no_inspect_and_writes_what_it_wrote_with_it(tmp_path):
+    state, reply = tmp_path / "state.json", tmp_path / "reply.txt"
+    assert console("state", "new", RULES, "Cutter", "Lurk", "-o", str(state)).returncode == 0
+    reply.write_text('The lock gives. [clock: name="Alarm raised" size="6"] [sheet: who="Cutter" op="spend" '
+                     'pool="stress" amount="1"]\n')
+    for argv in (["apply", RULES, str(state), str(reply)], ["narrate", str(reply)], ["sheet", RULES, str(state),
+                                                                                      "Cutter"]):
+        plain = console(*argv, TAGENGINE_IMPORTS="eager")  # the switch: the plain import, as before; it also fills
+        assert plain.returncode == 0 and plain.stdout, argv[0]  # the cache folder, as a day's first call does
+        assert set(imported(*argv, env={**os.environ, "TAGENGINE_IMPORTS": "eager"})) >= PUT_OFF, argv[0]
+        assert not PUT_OFF & set(imported(*argv)), argv[0]
+        deferred = console(*argv)
+        assert (deferred.returncode, deferred.stdout, deferred.stderr) == (0, plain.stdout, plain.stderr), argv[0]
+
+
+STAND_IN = r"""
+import sys, threading
+from tagengine._internal.console import Deferred, defer
+
+defer()
+import dataclasses
+
+import inspect as early  # the stand-in: importing it reads nothing from it
+assert type(early) is Deferred and dataclasses.inspect is early, type(early)
+assert not {"ast", "dis", "tokenize"} & set(sys.modules), sorted(sys.modules)
+
+got = []
+barrier = threading.Barrier(8)
+
+def first_read():
+    barrier.wait()
+    got.append(early.signature)
+
+threads = [threading.Thread(target=first_read) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+
+import inspect as real
+assert type(real) is not Deferred and sys.modules["inspect"] is real and "ast" in sys.modules
+assert got == [real.signature] * 8  # one module, whichever thread loaded it
+assert str(early.signature(lambda a, b=1: a)) == "(a, b=1)"
+from inspect import getsource  # a name taken from it
+assert getsource is real.getsource and "signature" in dir(early)
+early.marker = 1  # a write through the stand-in reaches the module, and so does a delete
+assert real.marker == 1
+del early.marker
+assert not hasattr(real, "marker")
+print("ok")
+"""
+
+
+def test_pf_68_the_stand_in_is_the_module_once_read_whoever_reads_it():
+    done = subprocess.run([sys.executable, "-c", STAND_IN], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]
