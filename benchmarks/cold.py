@@ -4,9 +4,10 @@ beside the floor (a Python that does nothing: `python -c pass`), in interleaved 
     python benchmarks/cold.py [--runs N] [--against REF]
 
 Prints, per command, the median wall time and its range over the rounds, and the median CPU time (user +
-system of the child: steadier than wall time on a shared machine), with the target (`apply` of one reply
-<= 150 ms). `--against REF` runs the same commands with the code of another commit (unpacked with `git
-archive`), interleaved with this tree's, so both see the same machine.
+system of the child: steadier than wall time on a shared machine), its ratio to the floor's (the medians', and
+the median of each round's own: `by_round`), with the target (`apply` of one reply <= 150 ms). `--against REF`
+runs the same commands with the code of another commit (unpacked with `git archive`), interleaved with this
+tree's, so both see the same machine.
 
 The commands run each tree's console script (as pip writes it from the tree's pyproject.toml, so each tree
 starts at its own entry point) with the code on PYTHONPATH. Bytecode is written first, as
@@ -88,6 +89,14 @@ def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def by_round(times: list[float], floors: list[float]) -> tuple[float, float, float]:
+    """Each round's time over the floor's in the same round (the rounds run every command in turn, so a moment when
+    the machine is slow falls on both): their median, least and most. The floor's own median moves by a fifth
+    from run to run, which moves the ratio of the two medians as much (PF-68)."""
+    ratios = [t / f for t, f in zip(times, floors, strict=True)]
+    return statistics.median(ratios), min(ratios), max(ratios)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=15, help="timed rounds (default 15)")
@@ -132,9 +141,11 @@ def main() -> None:
                 f"{min(ts) * 1e3:.0f}-{max(ts) * 1e3:.0f}), {statistics.median(cpus[(label, cmd)]) * 1e3:.0f} ms CPU")
         if label:
             cpu_floor = statistics.median(cpus[("", "floor: python -c pass")])
+            mid, low, high = by_round(ts, walls[("", "floor: python -c pass")])
             line += (f"; {(med[(label, cmd)] - floor) * 1e3:.0f} ms above the floor, "
                      f"{med[(label, cmd)] / floor:.1f}x it (CPU "
-                     f"{statistics.median(cpus[(label, cmd)]) / cpu_floor:.1f}x)")
+                     f"{statistics.median(cpus[(label, cmd)]) / cpu_floor:.1f}x; round by round {mid:.1f}x, "
+                     f"{low:.1f}-{high:.1f})")
         if cmd == "apply":
             line += f" (targets <= {APPLY_TARGET * 1e3:.0f} ms, <= {FLOOR_TIMES:g}x the floor)"
         elif cmd in ("check", "sheet", "narrate"):
