@@ -1,5 +1,5 @@
-"""The console script's process (`console.py`, decision PF-68): `inspect` is put off until something reads it, and
-whoever read it through the stand-in reads the real module."""
+"""The console script's process (`console.py`, decisions PF-68, PF-70): `inspect`, and lark's `regex` and `tempfile`,
+are put off until something reads them, and whoever read one through the stand-in reads the real module."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from test_cli_package import RULES, imported
 from conftest import ROOT
 
 PUT_OFF = {"inspect", "ast", "dis", "tokenize"}  # `inspect` and what it imports, which nothing else on the path does
+LARK_PUT_OFF = {"regex", "tempfile", "shutil"}  # what lark imports for options tagengine does not use
 
 
 def console(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -32,6 +33,21 @@ def test_pf_68_a_cold_command_loads_no_inspect_and_writes_what_it_wrote_with_it(
         assert not PUT_OFF & set(imported(*argv)), argv[0]
         deferred = console(*argv)
         assert (deferred.returncode, deferred.stdout, deferred.stderr) == (0, plain.stdout, plain.stderr), argv[0]
+
+
+def test_pf_70_a_cold_command_that_builds_the_tag_parser_loads_neither_regex_nor_tempfile(tmp_path):
+    state, reply = tmp_path / "state.json", tmp_path / "reply.txt"
+    assert console("state", "new", RULES, "Cutter", "Lurk", "-o", str(state)).returncode == 0
+    reply.write_text('The lock gives. [sheet: who="Cutter op="spend" pool="stress" amount="1"]\n')  # Lark says where
+    argv = ["apply", RULES, str(state), str(reply)]
+    eager = {**os.environ, "TAGENGINE_IMPORTS": "eager"}
+    plain = console(*argv, TAGENGINE_IMPORTS="eager")  # also fills the cache folder: the parser is read back after
+    assert plain.returncode == 0 and 'reason="malformed"' in plain.stdout, plain.stderr
+    assert set(imported(*argv, env=eager)) >= LARK_PUT_OFF | {"lark"}
+    modules = set(imported(*argv))
+    assert "lark" in modules and not LARK_PUT_OFF & modules, sorted(LARK_PUT_OFF & modules)
+    deferred = console(*argv)
+    assert (deferred.returncode, deferred.stdout, deferred.stderr) == (0, plain.stdout, plain.stderr)
 
 
 STAND_IN = r"""
@@ -68,6 +84,15 @@ early.marker = 1  # a write through the stand-in reaches the module, and so does
 assert real.marker == 1
 del early.marker
 assert not hasattr(real, "marker")
+
+defer(("tagengine_no_such_module",))  # a module that is not there gets no stand-in: importing it fails at once
+assert "tagengine_no_such_module" not in sys.modules
+try:
+    import tagengine_no_such_module
+except ImportError:
+    pass
+else:
+    raise AssertionError("a module that is not there was imported")
 print("ok")
 """
 

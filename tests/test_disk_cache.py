@@ -22,7 +22,18 @@ from tagengine._internal import disk_cache
 from tagengine._internal.errors import RulesetError
 from tagengine._internal.prompt import render
 from tagengine._internal.ruleset import Ruleset, kept
-from tagengine._internal.tags.parse import TERMINALS_KIND, _expressions, _tag_start, _whole_tag, parser, terminals
+from tagengine._internal.tags.model import MAX_ATTRIBUTES
+from tagengine._internal.tags.parse import (
+    PARSER_KIND,
+    TERMINALS_KIND,
+    _expressions,
+    _lexed,
+    _tag_start,
+    _whole_tag,
+    judged_by_lark,
+    parser,
+    terminals,
+)
 
 GRAVEWATCH = SAMPLES / "rulesets" / "gravewatch.json"
 
@@ -321,6 +332,49 @@ def test_spoilt_terminals_are_read_again_from_lark(folder, monkeypatch, spoilt):
     finally:
         _whole_tag.cache_clear()
         _tag_start.cache_clear()
+
+
+JUDGED = ['[sheet: who="Mira op="spend" pool="grit"]', '[clock name="Alarm"]', "[sheet: who='Mira' op=spend]",
+          '[sheet: who=“Mira” op="spend" hidden]', '[sheet: who="Mira" op="spend" pool="grit" amount="1"]',
+          "[roll: " + " ".join(f'k{i}="v"' for i in range(MAX_ATTRIBUTES + 1)) + "]", "[sheet: who="]
+
+
+def test_pf_70_the_tag_parser_is_read_back_from_the_folder_and_judges_as_one_built(folder, monkeypatch):
+    import lark
+
+    parser.cache_clear()
+    try:
+        built = [judged_by_lark(t) for t in JUDGED]  # built, and kept
+        assert [v for v in built if not isinstance(v, str)] == [v for t in JUDGED if (v := _lexed(t)) is not None]
+        assert len(entries(folder, PARSER_KIND)) == 1
+        parser.cache_clear()
+        with monkeypatch.context() as m:
+            m.setattr(lark.Lark, "__init__", lambda *a, **k: pytest.fail("the parser was built, not read back"))
+            assert [judged_by_lark(t) for t in JUDGED] == built
+        (entry,) = entries(folder, PARSER_KIND)
+        for spoilt in (b"not what lark saved", pickle.dumps(Called())):  # whole entries, but not lark's: misses
+            disk_cache.write_entry(PARSER_KIND, entry.name, spoilt)
+            parser.cache_clear()
+            assert [judged_by_lark(t) for t in JUDGED] == built
+            assert disk_cache.read_entry(PARSER_KIND, entry.name) != spoilt  # built again, and kept
+        assert not CALLED  # the entry that names a function was refused before the function was found
+    finally:
+        parser.cache_clear()
+
+
+CALLED: list[str] = []
+
+
+def called() -> dict[str, str]:
+    CALLED.append("called")
+    return {}
+
+
+class Called:
+    """Pickles as a call of `called`, which any unpickler that finds functions makes."""
+
+    def __reduce__(self):
+        return called, ()
 
 
 def test_templates_kept_render_as_compiled_ones(folder, tmp_path):

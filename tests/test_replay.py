@@ -55,6 +55,28 @@ def test_replaying_the_output_gives_identical_output(tmp_path):
     assert do(again)[0] == first  # DEC-5
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_ruleset_edited_between_two_replays_of_one_process_is_read_again(tmp_path, workers):
+    path, _ = corpus(tmp_path)
+    rules = tmp_path / "rules.json"
+    rules.write_bytes((SAMPLES / "rulesets" / "blades-like.json").read_bytes())
+
+    def again() -> str:
+        with open(path, "rb") as src, open(tmp_path / "out.jsonl", "wb") as sink:
+            replay(str(rules), src, sink, workers=workers, processes=workers > 1)
+        return (tmp_path / "out.jsonl").read_text(encoding="utf-8")
+
+    first = again()
+    assert again() == first
+    edited = json.loads(rules.read_text(encoding="utf-8"))
+    edited["clocks"]["sizes"] = [4]  # the crew-night chat makes a clock of 6 segments: now refused
+    rules.write_text(json.dumps(edited), encoding="utf-8")
+    receipts = [json.loads(x)["receipts"] for x in (first.splitlines()[-1], again().splitlines()[-1])]
+    assert receipts == [{"ok": 8, "refused": 2}, {"ok": 5, "refused": 5}]
+    rules.write_bytes((SAMPLES / "rulesets" / "blades-like.json").read_bytes())
+    assert again() == first
+
+
 def test_bad_lines_are_named_and_the_rest_go_on(tmp_path):
     good = (SAMPLES / "transcripts" / "crew-night.jsonl").read_text().strip()
     path = tmp_path / "mixed.jsonl"

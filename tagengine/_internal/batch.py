@@ -34,6 +34,7 @@ from .commands import apply_reply
 from .errors import ProblemsError
 from .files import json_problem, strip_bom
 from .ruleset import Ruleset
+from .ruleset.source import ruleset_bytes
 from .state import GameState, from_json
 from .tags.parse import parser
 from .text import escaped_surrogate, writable
@@ -47,16 +48,19 @@ MAX_CHAT_BYTES = 64 * 1024 * 1024  # one chat (one line); a longer line is named
 _RULESET: Ruleset | None = None
 
 
-_LOADED_FROM: str | None = None
+_LOADED_FROM: tuple[str, bytes] | None = None  # the file `_RULESET` was loaded from, and its bytes then
 _REPLAYED_WITH: Ruleset | None = None  # the ruleset this process has replayed a file with: its caches are warm
 
 
 def _init(ruleset_path: str) -> None:
-    """Load the ruleset once per process; a forked worker inherits the parent's, parser included."""
+    """The ruleset file as it is now, loaded again only when its path or its bytes changed, so a caller that replays
+    more than once keeps what the first replay warmed, and reads the file's edits; a forked worker inherits the
+    parent's, parser included."""
     global _RULESET, _LOADED_FROM
-    if _RULESET is None or ruleset_path != _LOADED_FROM:
-        _RULESET = Ruleset.load(ruleset_path)
-        _LOADED_FROM = ruleset_path
+    data = ruleset_bytes(ruleset_path)
+    if _RULESET is None or (ruleset_path, data) != _LOADED_FROM:
+        _RULESET = Ruleset.from_file(data, ruleset_path)
+        _LOADED_FROM = (ruleset_path, data)
 
 
 def line_doc(raw: bytes | str) -> Any:

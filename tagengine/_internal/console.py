@@ -1,21 +1,24 @@
 """The `tagengine` console script and `python -m tagengine`: a process that runs one command line, then exits.
 
 Such a process owns its interpreter, so it may do what a library must not do to its caller's: here, before the
-command line is imported, `inspect` is put off until something reads it (`defer`). `dataclasses` imports it for
-one call, the signature in the docstring of a class that has none, which `records` writes itself; with ast, dis
-and tokenize, `inspect` was some 6-8 ms of every cold command (PF-68). A command that needs it (the server's
-libraries, a ruleset validated by pydantic) loads it on its first read, in full. One switch away from the plain
-import: `TAGENGINE_IMPORTS=eager` in the environment.
+command line is imported, modules it imports for nothing are put off until something reads them (`defer`).
+`dataclasses` imports `inspect` for one call, the signature in the docstring of a class that has none, which
+`records` writes itself; with ast, dis and tokenize, `inspect` was some 6-8 ms of every cold command (PF-68). Lark
+imports `regex` only to know whether it could use it, and `tempfile` only to name its own cache's file, neither of
+which tagengine's grammar asks for: some 26 ms, with shutil, of every command that builds the tag parser (PF-70). A
+command that needs one (the server's libraries, a ruleset validated by pydantic) loads it on its first read, in
+full. One switch away from the plain import: `TAGENGINE_IMPORTS=eager` in the environment.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from importlib.machinery import PathFinder
 from types import ModuleType
 from typing import Any
 
-DEFERRED = ("inspect",)  # what a command line process imports on its first read, not when it is imported
+DEFERRED = ("inspect", "regex", "tempfile")  # what a command line process loads on its first read, not its import
 
 
 class Deferred(ModuleType):
@@ -46,9 +49,10 @@ class Deferred(ModuleType):
 
 
 def defer(names: tuple[str, ...] = DEFERRED) -> None:
-    """Stand a `Deferred` in for each module of `names` that no one has imported yet."""
+    """Stand a `Deferred` in for each module of `names` that no one has imported yet and that is there to import:
+    `import` of one that is not must still fail at once (lark tries `regex`, and goes on without it)."""
     for name in names:
-        if name not in sys.modules:
+        if name not in sys.modules and PathFinder.find_spec(name) is not None:
             sys.modules[name] = Deferred(name)
 
 

@@ -1,4 +1,5 @@
-"""Lark parses one candidate tag into a `Tag` (grammars/tags.lark); the parser is built once, lazily.
+"""Lark parses one candidate tag into a `Tag` (grammars/tags.lark); the parser is built once, lazily, and kept in
+the cache folder (decision PF-70).
 
 A well-formed tag is read with one regular expression made of the grammar's own terminals (SC-5); those
 terminals are kept in the cache folder (decision PF-3), so a command whose tags all read that way never
@@ -7,10 +8,12 @@ imports lark: a cold `tagengine apply` saves the 40 ms of importing it and build
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import sys
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import disk_cache
 from ..errors import TagengineError
@@ -19,7 +22,7 @@ from .model import MAX_ATTRIBUTES, RESULT_KEYS, Attr, Tag
 from .vocabulary import RECORD_KEYS
 
 if TYPE_CHECKING:
-    from lark import Lark
+    from lark import Lark, Token, Transformer
     from lark.exceptions import UnexpectedInput
 
 _ESCAPE = {'\\"': '"', "\\\\": "\\"}
@@ -41,11 +44,52 @@ def unescape(body: str) -> str:
     return "".join(out)
 
 
+PARSER_KIND = "parsers"  # the cache folder's subfolder for Lark's analysis of the grammar
+
+
 @cache
 def parser() -> Lark:
-    """Lark's LALR parser of the grammar, with a transformer that builds the `Tag` value straight from the
-    parse (no tree kept). Built on first use, lark imported with it."""
-    from lark import Lark, Token, Transformer, v_args
+    """Lark's LALR parser of the grammar, built on first use, lark imported with it. What building it computes
+    (the grammar read, its LALR tables) is read back from the cache folder when this lark, on this Python, built it
+    for this grammar before (decision PF-70): building it was 20-30 ms of a cold command that meets a malformed
+    tag, reading it back 1-2. A parse gives Lark's tree, which `TagBuilder` turns into the tag's parts: a parser
+    read back with `Lark.load` takes no transformer, so one built here does without one too."""
+    from lark import Lark
+
+    grammar = read_text("grammars", "tags.lark")
+    key = disk_cache.digest(grammar.encode(), _lark_source(), sys.implementation.cache_tag.encode())
+    kept = disk_cache.read_entry(PARSER_KIND, key)
+    if kept is not None:
+        try:
+            _plain_data_only(kept)  # so Lark's own unpickling below can name no code to run
+            return Lark.load(io.BytesIO(kept))
+        except Exception:  # an entry this lark cannot read is a miss, as a spoilt one is
+            pass
+    built = Lark(grammar, parser="lalr")
+    saved = io.BytesIO()
+    built.save(saved)
+    disk_cache.write_entry(PARSER_KIND, key, saved.getvalue())
+    return built
+
+
+def _plain_data_only(payload: bytes) -> None:
+    """Raise unless `payload` is a pickle of plain data only (dicts, lists, text, numbers: what `Lark.save` writes).
+    An entry in the cache folder that names a class or a function is not one Lark wrote, and is refused before
+    anything it names is found, as the ruleset's entries are (`ruleset.kept`). pickle is imported here, with lark:
+    a command that needs no parser does without it."""
+    import pickle
+
+    class PlainData(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            raise pickle.UnpicklingError(f"{module}.{name} is not plain data")
+
+    PlainData(io.BytesIO(payload)).load()
+
+
+@cache
+def _tag_builder() -> Transformer[Token, tuple[str, tuple[Attr, ...]]]:
+    """What turns a parse's tree into the tag's name and attributes (lark imported with it)."""
+    from lark import Token, Transformer, v_args
 
     @v_args(inline=True)
     class TagBuilder(Transformer[Token, tuple[str, tuple[Attr, ...]]]):
@@ -69,7 +113,7 @@ def parser() -> Lark:
         def bare(self, tok: Token) -> str:
             return str(tok)
 
-    return Lark(read_text("grammars", "tags.lark"), parser="lalr", transformer=TagBuilder())
+    return TagBuilder()
 
 
 class Malformed(TagengineError, ValueError):
@@ -214,7 +258,8 @@ def judged_by_lark(text: str) -> Tag | str:
                 keys += 1
                 if keys > MAX_ATTRIBUTES:
                     return f"more than {MAX_ATTRIBUTES} attributes"
-        name, attrs = walk.resume_parse()  # type: ignore[no-untyped-call]  # lark leaves this one unannotated
+        tree = walk.resume_parse()  # type: ignore[no-untyped-call]  # lark leaves this one unannotated
+        name, attrs = _tag_builder().transform(tree)
     except UnexpectedInput as e:
         return _describe(e, text)
     except LarkError as e:  # pragma: no cover - any other parser failure is still a malformed tag
