@@ -58,7 +58,9 @@ defer()
 import dataclasses
 
 import inspect as early  # the stand-in: importing it reads nothing from it
+import importlib.util
 assert type(early) is Deferred and dataclasses.inspect is early, type(early)
+assert importlib.util.find_spec("inspect").name == "inspect"  # asked of the stand-in, answered as for the module
 assert not {"ast", "dis", "tokenize"} & set(sys.modules), sorted(sys.modules)
 
 got = []

@@ -352,7 +352,9 @@ def test_pf_70_the_tag_parser_is_read_back_from_the_folder_and_judges_as_one_bui
             m.setattr(lark.Lark, "__init__", lambda *a, **k: pytest.fail("the parser was built, not read back"))
             assert [judged_by_lark(t) for t in JUDGED] == built
         (entry,) = entries(folder, PARSER_KIND)
-        for spoilt in (b"not what lark saved", pickle.dumps(Called())):  # whole entries, but not lark's: misses
+        saved = pickle.loads(disk_cache.read_entry(PARSER_KIND, entry.name))
+        saved["data"]["options"]["lexer_callbacks"] = {"NAME": "not a function"}  # plain data, but no parser of tags
+        for spoilt in (b"not what lark saved", pickle.dumps(Called()), pickle.dumps(saved)):  # not lark's: misses
             disk_cache.write_entry(PARSER_KIND, entry.name, spoilt)
             parser.cache_clear()
             assert [judged_by_lark(t) for t in JUDGED] == built

@@ -77,6 +77,27 @@ def test_a_ruleset_edited_between_two_replays_of_one_process_is_read_again(tmp_p
     assert again() == first
 
 
+def test_pool_workers_replay_with_the_rules_the_parent_loaded_whatever_the_file_holds_by_then(tmp_path, monkeypatch):
+    from tagengine._internal import batch
+
+    path, _ = corpus(tmp_path)
+    rules = tmp_path / "rules.json"
+    rules.write_bytes((SAMPLES / "rulesets" / "blades-like.json").read_bytes())
+    edited = json.loads(rules.read_text(encoding="utf-8"))
+    edited["clocks"]["sizes"] = [4]
+    built = batch.parser
+
+    def built_then_edited():  # after the parent loaded the rules, before the workers start
+        built()
+        rules.write_text(json.dumps(edited), encoding="utf-8")
+
+    monkeypatch.setattr(batch, "parser", built_then_edited)
+    sink = io.BytesIO()
+    replay(str(rules), io.BytesIO(path.read_bytes()), sink, workers=2)  # a stream: its lines go through a pool
+    last = json.loads(sink.getvalue().splitlines()[-1])
+    assert last["id"] == "crew-night" and last["receipts"] == {"ok": 8, "refused": 2}
+
+
 def test_bad_lines_are_named_and_the_rest_go_on(tmp_path):
     good = (SAMPLES / "transcripts" / "crew-night.jsonl").read_text().strip()
     path = tmp_path / "mixed.jsonl"

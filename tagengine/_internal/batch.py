@@ -63,6 +63,14 @@ def _init(ruleset_path: str) -> None:
         _LOADED_FROM = (ruleset_path, data)
 
 
+def _init_worker(ruleset_path: str) -> None:
+    """A pool worker's start: a forked one keeps the ruleset the parent loaded and checked, whatever the file holds
+    by now (an edit, or a file half saved, would give the workers other rules than the parent's, or none); a
+    spawned one has none, and loads it."""
+    if _RULESET is None:
+        _init(ruleset_path)
+
+
 def line_doc(raw: bytes | str) -> Any:
     """A JSONL line's document: orjson when it can (replay spends a fifth of its time on JSON), the standard
     library otherwise: orjson refuses lone surrogates, which a transcript that is not clean UTF-8 may hold
@@ -434,7 +442,7 @@ def replay(ruleset_path: str, source: TextIO | BinaryIO, sink: TextIO | BinaryIO
 
             ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
             try:
-                with ctx.Pool(max(1, workers), initializer=_init, initargs=(ruleset_path,)) as pool:
+                with ctx.Pool(max(1, workers), initializer=_init_worker, initargs=(ruleset_path,)) as pool:
                     batches = ((b, len(b)) for b in _batches(_lines(source), BATCH_PER_WORKER))
                     for (data, errors, receipts), size in _in_order(pool, _work, batches, workers * 4):
                         emit(data, errors, receipts, size)

@@ -24,8 +24,8 @@ DEFERRED = ("inspect", "regex", "tempfile")  # what a command line process loads
 class Deferred(ModuleType):
     """A module that is imported in full on the first read of any name it lacks, and then takes the stand-in's
     place in `sys.modules`; whoever imported the stand-in before reads, writes and lists the real module through
-    it. `import` finds the stand-in in `sys.modules` and reads only its `__spec__` (None, its own), so importing
-    it loads nothing."""
+    it. `import` finds the stand-in in `sys.modules` and reads only its `__spec__` (the real module's, which `defer`
+    found, so `importlib.util.find_spec` answers for it as for the module), so importing it loads nothing."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loaded(), name)
@@ -52,8 +52,11 @@ def defer(names: tuple[str, ...] = DEFERRED) -> None:
     """Stand a `Deferred` in for each module of `names` that no one has imported yet and that is there to import:
     `import` of one that is not must still fail at once (lark tries `regex`, and goes on without it)."""
     for name in names:
-        if name not in sys.modules and PathFinder.find_spec(name) is not None:
-            sys.modules[name] = Deferred(name)
+        spec = None if name in sys.modules else PathFinder.find_spec(name)
+        if spec is not None:
+            stand_in = Deferred(name)
+            ModuleType.__setattr__(stand_in, "__spec__", spec)  # its own attribute: the module's is not loaded for it
+            sys.modules[name] = stand_in
 
 
 def script() -> None:

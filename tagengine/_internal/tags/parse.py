@@ -45,6 +45,8 @@ def unescape(body: str) -> str:
 
 
 PARSER_KIND = "parsers"  # the cache folder's subfolder for Lark's analysis of the grammar
+PROOF = "[proof: key='value' flag]"  # a tag (of no kind) a kept parser must read as the grammar does, into these parts:
+PROOF_PARTS = ("proof", (("key", "value"), ("flag", None)))
 
 
 @cache
@@ -52,8 +54,10 @@ def parser() -> Lark:
     """Lark's LALR parser of the grammar, built on first use, lark imported with it. What building it computes
     (the grammar read, its LALR tables) is read back from the cache folder when this lark, on this Python, built it
     for this grammar before (decision PF-70): building it was 20-30 ms of a cold command that meets a malformed
-    tag, reading it back 1-2. A parse gives Lark's tree, which `TagBuilder` turns into the tag's parts: a parser
-    read back with `Lark.load` takes no transformer, so one built here does without one too."""
+    tag, reading it back 1-2. A parser read back names no code (`_plain_data_only`) and must read a tag as the
+    grammar does (`PROOF`) before it is used: an entry that holds anything else is a miss. A parse gives Lark's tree,
+    which `TagBuilder` turns into the tag's parts: `Lark.load` takes no transformer, so a parser built here does
+    without one too."""
     from lark import Lark
 
     grammar = read_text("grammars", "tags.lark")
@@ -62,8 +66,10 @@ def parser() -> Lark:
     if kept is not None:
         try:
             _plain_data_only(kept)  # so Lark's own unpickling below can name no code to run
-            return Lark.load(io.BytesIO(kept))
-        except Exception:  # an entry this lark cannot read is a miss, as a spoilt one is
+            loaded = Lark.load(io.BytesIO(kept))
+            if _tag_builder().transform(loaded.parse(PROOF)) == PROOF_PARTS:  # and it reads a tag as the grammar does
+                return loaded
+        except Exception:  # an entry this lark cannot read, or that does not read tags, is a miss, as a spoilt one is
             pass
     built = Lark(grammar, parser="lalr")
     saved = io.BytesIO()
@@ -73,7 +79,8 @@ def parser() -> Lark:
 
 
 def _plain_data_only(payload: bytes) -> None:
-    """Raise unless `payload` is a pickle of plain data only (dicts, lists, text, numbers: what `Lark.save` writes).
+    """Raise unless `payload` is a pickle of plain data only (dicts, lists, tuples, text, numbers, None: what
+    `Lark.save` writes).
     An entry in the cache folder that names a class or a function is not one Lark wrote, and is refused before
     anything it names is found, as the ruleset's entries are (`ruleset.kept`). pickle is imported here, with lark:
     a command that needs no parser does without it."""
