@@ -41,7 +41,7 @@ def test_pf_70_a_cold_command_that_builds_the_tag_parser_loads_neither_regex_nor
     reply.write_text('The lock gives. [sheet: who="Cutter op="spend" pool="stress" amount="1"]\n')  # Lark says where
     argv = ["apply", RULES, str(state), str(reply)]
     eager = {**os.environ, "TAGENGINE_IMPORTS": "eager"}
-    plain = console(*argv, TAGENGINE_IMPORTS="eager")  # also fills the cache folder: the parser is read back after
+    plain = console(*argv, TAGENGINE_IMPORTS="eager")  # also fills the cache folder (read back: test_disk_cache)
     assert plain.returncode == 0 and 'reason="malformed"' in plain.stdout, plain.stderr
     assert set(imported(*argv, env=eager)) >= LARK_PUT_OFF | {"lark"}
     modules = set(imported(*argv))

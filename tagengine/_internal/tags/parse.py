@@ -45,7 +45,7 @@ def unescape(body: str) -> str:
 
 
 PARSER_KIND = "parsers"  # the cache folder's subfolder for Lark's analysis of the grammar
-PROOF = "[proof: key='value' flag]"  # a tag (of no kind) a kept parser must read as the grammar does, into these parts:
+PROOF = "[proof: key='value' flag]"  # a tag (of no kind) a kept parser must read as the grammar does, into:
 PROOF_PARTS = ("proof", (("key", "value"), ("flag", None)))
 
 
@@ -80,10 +80,9 @@ def parser() -> Lark:
 
 def _plain_data_only(payload: bytes) -> None:
     """Raise unless `payload` is a pickle of plain data only (dicts, lists, tuples, text, numbers, None: what
-    `Lark.save` writes).
-    An entry in the cache folder that names a class or a function is not one Lark wrote, and is refused before
-    anything it names is found, as the ruleset's entries are (`ruleset.kept`). pickle is imported here, with lark:
-    a command that needs no parser does without it."""
+    `Lark.save` writes). An entry in the cache folder that names a class or a function is not one Lark wrote, and
+    is refused before anything it names is found, as the ruleset's entries are (`ruleset.kept`). pickle is imported
+    here, with lark: a command that needs no parser does without it."""
     import pickle
 
     class PlainData(pickle.Unpickler):
