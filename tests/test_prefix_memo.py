@@ -70,7 +70,7 @@ def test_pf_61_a_growing_chats_bodies_keep_one_sequence_of_messages():
         body = {"model": "m", "messages": [*chat, {"role": "system", "content": f"Reminder {turn}"}]}
         assert bodies.dumps(body) == dumps(body)
         chat = [*chat, {"role": "assistant", "content": f"Reply {turn}"}, {"role": "user", "content": f"And {turn}"}]
-    assert len(bodies._written._runs) == 1
+    assert len(bodies._written) == 1
 
 
 def test_a_grown_sequence_works_out_only_its_new_items():
@@ -294,3 +294,41 @@ def test_the_chains_keys_of_many_short_replies_are_kept_by_what_they_hold(heist_
         monkeypatch.setattr(memo, "_more", spied_more(memo._more, worked))
         memo.keys(c, replies)
         assert (worked == []) is kept, n
+
+
+def test_pf_71_a_sequence_finds_its_own_kept_run_without_a_step_for_each_other_one(monkeypatch):
+    """PF-71: on a server that holds many chats, each memo keeps 16 sequences; the request's own one (the same list
+    again, or one or two items more, the start made of the very objects kept) is found by the identity of its last
+    item, and the other chats' runs are not looked at one by one. A sequence of equal items that are other objects
+    is still found by the scan, and every value is the one worked out from scratch."""
+    import tagengine._internal.prefix_memo as prefix_memo
+
+    memo: PrefixMemo[object, int] = PrefixMemo(lambda _: 1)
+
+    def sums(known: list[int], items: list[object]) -> list[int]:
+        return running(known, [len(str(x)) for x in items])
+
+    others = [[f"chat {k}", f"turn {k}"] for k in range(15)]
+    mine = ["mine", "item a", "item b"]
+    for seq in [mine, *others]:
+        memo.values(seq, sums)
+    assert len(memo) == 16 and memo.values(mine, sums) == tuple(sums([], mine))  # its run is the last one now
+
+    scanned: list[int] = []
+    scan = prefix_memo._alike_first
+    monkeypatch.setattr(prefix_memo, "_alike_first", lambda runs, items: scanned.append(len(runs)) or scan(runs, items))
+    for more in ([], ["item c"], ["item d", "item e"]):  # again (a swipe); a prefill more; a reply and a message more
+        seq = [*mine, *more]
+        for other in others:
+            memo.values(other, sums)  # the other chats' turns in between: its run goes to the back again
+        assert list(memo.values(seq, sums)) == sums([], seq)
+        mine = seq
+        assert scanned == [], scanned
+    grown = [*mine, "item f", "item g", "item h"]  # three items more: looked for by the scan, from the kept start
+    asked: list[object] = []
+    assert list(memo.values(grown, lambda known, items: asked.extend(items[len(known):]) or sums(known, items))) \
+        == sums([], grown)
+    assert scanned == [16] and asked == ["item f", "item g", "item h"]
+    copy = ["".join(list(x)) for x in grown]  # equal items, other objects: not found by identity, found by the scan
+    assert not any(x is y for x, y in zip(copy, grown, strict=True))
+    assert list(memo.values(copy, sums)) == sums([], copy) and scanned == [16, 16]

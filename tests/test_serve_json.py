@@ -140,4 +140,4 @@ def test_pf_61_the_kept_json_counts_against_its_memos_bound():
         bodies._written.max_size = 2 * (4 * per + per // 2)  # half of it: four messages and a half
         messages = [{"role": "user", "content": f"{i:03d}" + "x" * 97} for i in range(kept + 1)]
         assert bodies.dumps({"messages": messages}) == dumps({"messages": messages})
-        assert len(bodies._written._runs) == held, kept
+        assert len(bodies._written) == held, kept
