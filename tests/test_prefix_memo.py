@@ -299,8 +299,9 @@ def test_the_chains_keys_of_many_short_replies_are_kept_by_what_they_hold(heist_
 def test_pf_71_a_sequence_finds_its_own_kept_run_without_a_step_for_each_other_one(monkeypatch):
     """PF-71: on a server that holds many chats, each memo keeps 16 sequences; the request's own one (the same list
     again, or one or two items more, the start made of the very objects kept) is found by the identity of its last
-    item, and the other chats' runs are not looked at one by one. A sequence of equal items that are other objects
-    is still found by the scan, and every value is the one worked out from scratch."""
+    item, and the other chats' runs are neither looked at one by one nor compared by value (a run as long as the
+    request's, ahead of it, holds items that count their comparisons). A sequence of equal items that are other
+    objects is still found by the scan, and every value is the one worked out from scratch."""
     import tagengine._internal.prefix_memo as prefix_memo
 
     memo: PrefixMemo[object, int] = PrefixMemo(lambda _: 1)
@@ -308,8 +309,18 @@ def test_pf_71_a_sequence_finds_its_own_kept_run_without_a_step_for_each_other_o
     def sums(known: list[int], items: list[object]) -> list[int]:
         return running(known, [len(str(x)) for x in items])
 
-    others = [[f"chat {k}", f"turn {k}"] for k in range(15)]
-    mine = ["mine", "item a", "item b"]
+    class Watched:
+        """An item that counts the times it is compared by value."""
+
+        compared = 0
+
+        def __eq__(self, other: object) -> bool:
+            Watched.compared += 1
+            return self is other
+
+    others: list[list[object]] = [[f"chat {k}", f"turn {k}"] for k in range(14)]
+    others.append([Watched(), Watched(), Watched()])  # as long as the first look-up's sequence, and ahead of it
+    mine: list[object] = ["mine", "item a", "item b"]
     for seq in [mine, *others]:
         memo.values(seq, sums)
     assert len(memo) == 16 and memo.values(mine, sums) == tuple(sums([], mine))  # its run is the last one now
@@ -321,9 +332,10 @@ def test_pf_71_a_sequence_finds_its_own_kept_run_without_a_step_for_each_other_o
         seq = [*mine, *more]
         for other in others:
             memo.values(other, sums)  # the other chats' turns in between: its run goes to the back again
+        Watched.compared = 0
         assert list(memo.values(seq, sums)) == sums([], seq)
         mine = seq
-        assert scanned == [], scanned
+        assert scanned == [] and Watched.compared == 0, (scanned, Watched.compared)  # nothing else read
     grown = [*mine, "item f", "item g", "item h"]  # three items more: looked for by the scan, from the kept start
     asked: list[object] = []
     assert list(memo.values(grown, lambda known, items: asked.extend(items[len(known):]) or sums(known, items))) \
