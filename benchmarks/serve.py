@@ -689,7 +689,7 @@ async def run(args: argparse.Namespace) -> None:
             cw = await cold(c, tmp, up, codes, args.cold_runs, args.profile) if args.cold_runs else {}
             s = await soak(c, servers[0], args.soak_seconds, 32) if args.soak_seconds else None
             if args.litellm:
-                await beside_litellm(tmp, up, codes, args.profile, args.peer_rounds, args.runs, procs)
+                await beside_litellm(tmp, up, codes, args.peer_rounds, args.runs, procs)
         under = await attacks(tmp, up, codes, args.attack_seconds) if args.attack_seconds else {}
         print()
         print(f"results, in ms (the medians of the rounds); {load()}")
@@ -740,17 +740,18 @@ async def run(args: argparse.Namespace) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-async def beside_litellm(tmp: Path, up: str, codes: list[Code], profile: str | None, rounds: int, runs: int,
-                         procs: list[Proc]) -> None:
+async def beside_litellm(tmp: Path, up: str, codes: list[Code], rounds: int, runs: int, procs: list[Proc]) -> None:
     """tagengine (pass-through and a campaign's turn) beside the LiteLLM proxy's pass-through (_peers.py), each
     tree on a new server of its own, warmed the same way, stopped after: the servers of the sections before have
     not served the same work (the soak, (d), runs on this tree's only, and leaves it holding 32 chats: PF-71), and
     issue 36's RSS is the one after the warm-up."""
     import httpx
 
-    servers = [start_serve(tmp, code, new_data(tmp, f"peers{i}"), up, profile) for i, code in enumerate(codes)]
-    procs.extend(s.proc for s in servers)
+    servers: list[Server] = []
     try:
+        for i, code in enumerate(codes):  # not profiled: the warm servers' profile is the one kept
+            servers.append(start_serve(tmp, code, new_data(tmp, f"peers{i}"), up, None))
+            procs.append(servers[-1].proc)  # stopped by `run` too, should this section fail
         async with httpx.AsyncClient(timeout=60, headers=_peers.HEADERS) as keyed:
             await _beside_litellm(keyed, tmp, up, servers, rounds, runs, procs)
     finally:

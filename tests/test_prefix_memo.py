@@ -31,6 +31,11 @@ def running(known: list[int], items: list[int]) -> list[int]:
     return known + list(accumulate(items[len(known):], initial=start))[1:]
 
 
+def running_lengths(known: list[int], items: list[object]) -> list[int]:
+    """`running` of the items' lengths as text: values for items that are not numbers."""
+    return running(known, [len(str(x)) for x in items])
+
+
 def counted(memo: PrefixMemo[int, int], items: list[int]) -> tuple[list[int], list[int]]:
     """The memo's values and the items `more` was asked to work out."""
     asked: list[int] = []
@@ -306,9 +311,7 @@ def test_pf_71_a_sequence_finds_its_own_kept_run_without_a_step_for_each_other_o
 
     memo: PrefixMemo[object, int] = PrefixMemo(lambda _: 1)
 
-    def sums(known: list[int], items: list[object]) -> list[int]:
-        return running(known, [len(str(x)) for x in items])
-
+    sums = running_lengths
     class Watched:
         """An item that counts the times it is compared by value."""
 
@@ -323,7 +326,8 @@ def test_pf_71_a_sequence_finds_its_own_kept_run_without_a_step_for_each_other_o
     mine: list[object] = ["mine", "item a", "item b"]
     for seq in [mine, *others]:
         memo.values(seq, sums)
-    assert len(memo) == 16 and memo.values(mine, sums) == tuple(sums([], mine))  # its run is the last one now
+    # its run last after the others', first again after this look-up
+    assert len(memo) == 16 and memo.values(mine, sums) == tuple(sums([], mine))
 
     scanned: list[int] = []
     scan = prefix_memo._alike_first
@@ -344,3 +348,16 @@ def test_pf_71_a_sequence_finds_its_own_kept_run_without_a_step_for_each_other_o
     copy = ["".join(list(x)) for x in grown]  # equal items, other objects: not found by identity, found by the scan
     assert not any(x is y for x, y in zip(copy, grown, strict=True))
     assert list(memo.values(copy, sums)) == sums([], copy) and scanned == [16, 16]
+
+
+def test_pf_71_of_two_runs_that_end_on_one_object_the_more_recent_is_found_without_the_scan(monkeypatch):
+    """Two chats whose last item is the same object (CPython shares the empty string, and small numbers): the index
+    names the more recently used run, so the chat that just played finds its own without the scan."""
+    import tagengine._internal.prefix_memo as prefix_memo
+
+    memo: PrefixMemo[object, int] = PrefixMemo(lambda _: 1)
+    older, newer = ["chat a", ""], ["chat b", ""]
+    memo.values(older, running_lengths)
+    memo.values(newer, running_lengths)
+    monkeypatch.setattr(prefix_memo, "_alike_first", lambda runs, items: pytest.fail("scanned"))
+    assert list(memo.values(newer, running_lengths)) == running_lengths([], newer)

@@ -101,9 +101,10 @@ class PrefixMemo(Generic[T, V]):
         self.size = size
         self.keep = keep
         self.max_size = max_size
-        # the runs, (items, their values, the running total of their sizes), the most recently used first; and each
-        # run by the id of its last item, which the run holds (so no other live object has that id): one attribute,
-        # so a thread reads the runs and their index as one
+        # the runs, (items, their values, the running total of their sizes), the most recently used first; and the
+        # runs by the id of their last item, which the run holds (so no other live object has that id), the most
+        # recent one where two end on the same object (the other is then found by the scan only): one attribute, so
+        # a thread reads the runs and their index as one
         self._table: tuple[tuple[Run[T, V], ...], dict[int, Run[T, V]]] = ((), {})
 
     def __len__(self) -> int:
@@ -120,10 +121,10 @@ class PrefixMemo(Generic[T, V]):
         """`values`, and what the items hold by `size` in all (the kept start's sum is kept too)."""
         runs, by_last = self._table  # read once: another thread may replace it
         best, at = 0, -1
-        mine = _own_run(by_last, items)  # the common case, found without a step per kept run (PF-71)
+        mine = _own_run(by_last, items)  # the common case, found without a Python step per kept run (PF-71)
         if mine is not None:
             n = shared_start(items, mine[0])
-            if n == len(items) or n == len(mine[0]):  # as the loop below stops at it
+            if n == len(mine[0]):  # all of it shared (it is no longer than `items`): the loop below stops at it too
                 best, at = n, list(map(id, runs)).index(id(mine))  # by identity: `index` compares runs by value
         for i in _alike_first(runs, items) if at < 0 else ():
             kept = runs[i][0]
@@ -159,5 +160,5 @@ class PrefixMemo(Generic[T, V]):
                 if total > self.max_size or len(new) == self.keep:
                     break
                 new.append(r)
-            self._table = (tuple(new), {id(r[0][-1]): r for r in new})
+            self._table = (tuple(new), {id(r[0][-1]): r for r in reversed(new)})
         return out, sizes[-1] if sizes else 0
