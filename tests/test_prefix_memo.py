@@ -310,8 +310,8 @@ def test_pf_71_a_sequence_finds_its_own_kept_run_without_a_step_for_each_other_o
     import tagengine._internal.prefix_memo as prefix_memo
 
     memo: PrefixMemo[object, int] = PrefixMemo(lambda _: 1)
-
     sums = running_lengths
+
     class Watched:
         """An item that counts the times it is compared by value."""
 
