@@ -12,7 +12,7 @@ from test_cli_package import RULES, imported
 from conftest import ROOT
 
 PUT_OFF = {"inspect", "ast", "dis", "tokenize"}  # `inspect` and what it imports, which nothing else on the path does
-LARK_PUT_OFF = {"regex", "tempfile", "shutil"}  # what lark imports for options tagengine does not use
+LARK_PUT_OFF = {"regex", "tempfile", "shutil", "hashlib", "_hashlib"}  # lark's imports for what tagengine does not use
 
 
 def console(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -48,6 +48,20 @@ def test_pf_70_a_cold_command_that_builds_the_tag_parser_loads_neither_regex_nor
     assert "lark" in modules and not LARK_PUT_OFF & modules, sorted(LARK_PUT_OFF & modules)
     deferred = console(*argv)
     assert (deferred.returncode, deferred.stdout, deferred.stderr) == (0, plain.stdout, plain.stderr)
+
+
+def test_pf_72_a_cold_command_loads_no_openssl_even_eager(tmp_path):
+    """The dice, a state's seed and the cache folder's keys take hashlib's own digests from its built-in modules
+    (`digests`), and the stand-in keeps lark's `import hashlib` from loading it: no command here loads OpenSSL."""
+    state, reply = tmp_path / "state.json", tmp_path / "reply.txt"
+    assert console("state", "new", RULES, "Cutter", "Lurk", "-o", str(state)).returncode == 0
+    reply.write_text('Dice. [check: who="Cutter" skill="Command"] [sheet: who="Cutter" op="spend" pool="stress"]\n')
+    eager = {**os.environ, "TAGENGINE_IMPORTS": "eager"}
+    for argv in (["apply", RULES, str(state), str(reply), "--json", "--state-out", str(tmp_path / "next.json")],
+                 ["check", RULES], ["sheet", RULES, str(state), "Cutter"], ["narrate", str(reply)]):
+        assert console(*argv).returncode == 0, argv[0]  # fills the cache folder, as a day's first call does
+        assert "_hashlib" not in imported(*argv, env=eager), argv[0]
+        assert not {"hashlib", "_hashlib"} & set(imported(*argv)), argv[0]
 
 
 STAND_IN = r"""

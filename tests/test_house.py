@@ -123,6 +123,15 @@ def test_each_module_imports_alone():
     assert r.returncode == 0 and not r.stdout, r.stdout + r.stderr[-400:]
 
 
+# A library's private names the engine reads where its public API has no way to do the same, each pinned by a test
+# that fails when the library moves it: (the module that reads it, the name).
+PINNED_PRIVATE = {
+    # dataclasses' marks of a field, which `records` sets as the library does (test_records.py::test_pf_72_...)
+    ("tagengine._internal.records", "_FIELD"), ("tagengine._internal.records", "_FIELD_INITVAR"),
+    ("tagengine._internal.records", "_field_type"),
+}
+
+
 def test_no_module_reads_another_modules_underscore_names():
     allowed = {("os", "_exit")}
     offences = []
@@ -135,7 +144,8 @@ def test_no_module_reads_another_modules_underscore_names():
                         offences.append(f"{name}: from {node.module} import {alias.name}")
             if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
                 owner = node.value.id if isinstance(node.value, ast.Name) else None
-                if owner in ("self", "cls") or (owner, node.attr) in allowed or node.attr == "_internal":
+                if owner in ("self", "cls") or (owner, node.attr) in allowed or node.attr == "_internal" or (
+                        name, node.attr) in PINNED_PRIVATE:
                     continue
                 offences.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
     assert not offences, "\n".join(offences)

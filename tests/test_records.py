@@ -12,6 +12,7 @@ import os
 import pickle
 import subprocess
 import sys
+import types
 from typing import Any, ClassVar
 
 import pytest
@@ -245,6 +246,98 @@ def test_an_init_var_is_refused():
 
     with pytest.raises(TypeError, match="InitVar"):
         frozen(WithInitVar)
+
+
+def as_library_records(cls: type) -> dict[str, Any]:
+    """What `dataclasses` says of a class it processed: every entry of `__dataclass_fields__` (ClassVars too), its
+    params, `__match_args__` and `__slots__`, and the class attributes that hold the fields' defaults."""
+    return {"fields": {name: (f.name, f.type, f._field_type, f.default, f.default_factory, f.init, f.repr, f.hash,
+                              f.compare, dict(f.metadata), f.kw_only)
+                       for name, f in cls.__dataclass_fields__.items()},
+            "params": repr(cls.__dataclass_params__), "match_args": cls.__match_args__,
+            "slots": cls.__dict__.get("__slots__"), "abstract": getattr(cls, "__abstractmethods__", None),
+            "defaults": {name: cls.__dict__.get(name, "-") for name in cls.__dataclass_fields__
+                         if not isinstance(cls.__dict__.get(name), types.MemberDescriptorType)}}
+
+
+class Base:
+    a: int
+    b: str = "b"
+
+
+class Sub:
+    c: int = 3
+    d: list[int] = dataclasses.field(default_factory=list, metadata={"m": 1})
+    e: int = dataclasses.field(default=5, kw_only=False, repr=False)
+
+
+@pytest.mark.parametrize("options", [{}, {"slots": True}, {"kw_only": True, "slots": True}, {"kw_only": True}])
+def test_pf_72_the_fields_found_are_the_librarys_for_a_record_and_a_record_of_it(options, monkeypatch):
+    """`records` finds a record's fields itself (decision PF-72): what it records is what `dataclasses` records
+    when it makes the class with `init`, `repr` and `eq` off, as `records` had it do, and for a subclass too;
+    and the library is not called for these shapes."""
+    def library(body: type, *bases: type, **given: Any) -> type:
+        return dataclasses.dataclass(type(body.__name__, bases, space_of(body)), init=False, repr=False, eq=False,
+                                     **given)
+
+    theirs_base = library(Base, **options)
+    theirs_sub = library(Sub, theirs_base, **options)
+    calls: list[type] = []
+    real = dataclasses.dataclass
+    monkeypatch.setattr(dataclasses, "dataclass", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    ours_base = frozen(**options)(type("Base", (), space_of(Base)))
+    ours_sub = frozen(**options)(type("Sub", (ours_base,), space_of(Sub)))
+    assert calls == []
+    assert as_library_records(ours_base) == as_library_records(theirs_base)
+    assert as_library_records(ours_sub) == as_library_records(theirs_sub)
+    made = ours_sub(a=1, e=6)
+    assert (made.a, made.b, made.c, made.d, made.e) == (1, "b", 3, [], 6)
+
+
+def space_of(body: type) -> dict[str, Any]:
+    return {k: v for k, v in body.__dict__.items() if k not in ("__dict__", "__weakref__")}
+
+
+ALIAS = ClassVar  # a ClassVar under another name, which dataclasses finds in the module too
+
+
+@pytest.mark.parametrize("annotations, space", [
+    ({"k": "ClassVar[int]", "a": "int"}, {"k": 1}),
+    ({"k": "ALIAS", "a": "int"}, {"k": 1}),
+    ({"k": ClassVar[int], "a": "int"}, {"k": 1}),
+    ({"k": "dataclasses.KW_ONLY", "a": "int"}, {}),
+])
+def test_pf_72_a_class_var_or_kw_only_leaves_the_class_to_the_library(annotations, space, monkeypatch):
+    calls: list[type] = []
+    real = dataclasses.dataclass
+    monkeypatch.setattr(dataclasses, "dataclass", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    ours = frozen(slots=True)(type("Odd", (), {"__annotations__": annotations, **space}))
+    theirs = real(type("Odd", (), {"__annotations__": annotations, **space}), init=False, repr=False, eq=False,
+                  slots=True)
+    assert len(calls) == 1
+    assert as_library_records(ours) == as_library_records(theirs)
+
+
+@pytest.mark.parametrize("space", [
+    {"__annotations__": {"a": "list[int]"}, "a": []},  # a mutable default
+    {"__annotations__": {"a": "int"}, "a": dataclasses.field(default={})},
+    {"__annotations__": {"a": "int"}, "b": dataclasses.field(default=1)},  # a field without an annotation
+    {"__annotations__": {"a": "int"}, "__slots__": ("a",)},  # slots of its own
+])
+def test_pf_72_what_the_library_refuses_it_refuses_in_its_words(space):
+    with pytest.raises((TypeError, ValueError)) as theirs:
+        dataclasses.dataclass(type("Bad", (), dict(space)), init=False, repr=False, eq=False, slots=True)
+    with pytest.raises(theirs.type) as ours:
+        frozen(slots=True)(type("Bad", (), dict(space)))
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_pf_72_the_private_names_records_reads_are_there():
+    """Pinned: the marks a `Field` carries in `__dataclass_fields__`, which `fields()` filters on."""
+    made = dataclasses.dataclass(type("One", (), {"__annotations__": {"a": "int"}}))
+    (only,) = made.__dataclass_fields__.values()
+    assert only._field_type is dataclasses._FIELD and dataclasses.fields(made) == (only,)
+    assert dataclasses._FIELD_INITVAR is not dataclasses._FIELD
 
 
 ENGINE_RECORDS = r"""

@@ -5,7 +5,9 @@ command line is imported, modules it imports for nothing are put off until somet
 `dataclasses` imports `inspect` for one call, the signature in the docstring of a class that has none, which
 `records` writes itself; with ast, dis and tokenize, `inspect` was some 6-8 ms of every cold command (PF-68). Lark
 imports `regex` only to know whether it could use it, and `tempfile` only to name its own cache's file, neither of
-which tagengine's grammar asks for: some 26 ms, with shutil, of every command that builds the tag parser (PF-70). A
+which tagengine's grammar asks for: some 26 ms, with shutil, of every command that builds the tag parser (PF-70); and
+`hashlib` only for its own cache's keys and the grammar files a grammar imports, and hashlib loads OpenSSL and
+lists its digests (PF-72). A
 command that needs one (the server's libraries, a ruleset validated by pydantic) loads it on its first read, in
 full. One switch away from the plain import: `TAGENGINE_IMPORTS=eager` in the environment.
 """
@@ -18,7 +20,7 @@ from importlib.machinery import PathFinder
 from types import ModuleType
 from typing import Any
 
-DEFERRED = ("inspect", "regex", "tempfile")  # what a command line process loads on its first read, not its import
+DEFERRED = ("inspect", "regex", "tempfile", "hashlib")  # loaded on a first read in a command line process
 
 
 class Deferred(ModuleType):

@@ -8,7 +8,7 @@ content was computed from (for a ruleset: the file's bytes, the code that valida
 so an entry written by another version of tagengine or of a library is simply never found.
 
 Nothing read back is trusted blindly: an entry starts with a header line naming the format, its key and the
-SHA-256 of its payload, and an entry whose header does not match (cut short, changed, another format) is a
+digest of its payload, and an entry whose header does not match (cut short, changed, another format) is a
 miss, and is replaced by the next write. Every failure to read or write (no home, a read-only or full disk,
 a folder that is not ours) is a miss too, never an error: the caller computes the value as if nothing had
 been kept. Writes go through `files.write_atomic`, so a reader sees a whole entry or none, and processes
@@ -20,15 +20,16 @@ used go first.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from contextlib import suppress
 
+from .digests import blake2b
 from .files import write_atomic
 
 VARIABLE = "TAGENGINE_CACHE"
-FORMAT = b"tagengine-cache/1"
+FORMAT = b"tagengine-cache/2"  # /2: keys and payloads hashed with BLAKE2b (SHA-256 in /1)
+DIGEST_SIZE = 32  # bytes: 64 hex digits, as SHA-256 gave
 MAX_ENTRIES = 64  # per kind: a user edits a ruleset now and then; each edit is a new entry
 _STALE_TEMP = 600.0  # seconds: a temporary file older than this was left by a writer that was killed
 
@@ -48,7 +49,7 @@ def folder() -> str | None:
 def digest(*parts: bytes) -> str:
     """A key from the parts an entry is computed from (each part's length is hashed too, so no two lists of
     parts run together into one)."""
-    h = hashlib.sha256()
+    h = blake2b(digest_size=DIGEST_SIZE)
     for part in parts:
         h.update(len(part).to_bytes(8, "big"))
         h.update(part)
@@ -92,7 +93,8 @@ def write_entry(kind: str, key: str, payload: bytes) -> None:
 
 
 def _header(key: str, payload: bytes) -> bytes:
-    return b" ".join((FORMAT, key.encode("ascii"), hashlib.sha256(payload).hexdigest().encode("ascii")))
+    payload_digest = blake2b(payload, digest_size=DIGEST_SIZE).hexdigest()
+    return b" ".join((FORMAT, key.encode("ascii"), payload_digest.encode("ascii")))
 
 
 def _prune(kind_folder: str) -> None:

@@ -19,13 +19,15 @@ One switch away from the library: `TAGENGINE_RECORDS=dataclasses` in the environ
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import os
 import re
 import reprlib
+import sys
 from collections.abc import Callable
-from types import CodeType, FunctionType
-from typing import Any, TypeVar, cast, dataclass_transform
+from types import CodeType, FunctionType, MemberDescriptorType, ModuleType
+from typing import Any, ClassVar, TypeVar, cast, dataclass_transform
 
 from . import record_inits
 
@@ -61,7 +63,9 @@ def _made(cls: type[_T], *, kw_only: bool, slots: bool, eq: bool) -> type[_T]:
     doc = cls.__dict__.get("__doc__")
     if not doc:  # dataclasses would describe the class by its `__init__`, which is not made yet
         cls.__doc__ = "-"
-    made: Any = dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=kw_only, slots=slots)
+    made: Any = _as_dataclass(cls, kw_only, slots)
+    if made is None:  # a shape left to the library (see `_as_dataclass`)
+        made = dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=kw_only, slots=slots)
     own = made.__dict__
     every = dataclasses.fields(made)
     if any((not isinstance(f.type, str) and isinstance(f.type, dataclasses.InitVar)) or "InitVar" in str(f.type)
@@ -86,6 +90,108 @@ def _made(cls: type[_T], *, kw_only: bool, slots: bool, eq: bool) -> type[_T]:
     if not doc:
         made.__doc__ = _signature_doc(made, signed_here)
     return cast("type[_T]", made)
+
+
+# What `_as_dataclass` takes from dataclasses beyond its documented API (tests/test_records.py pins both): the mark
+# that makes a `Field` one that `fields()` lists, and an InitVar's, which sends a subclass to the library
+_FIELD: Any = dataclasses._FIELD  # type: ignore[attr-defined]
+_INIT_VAR_FIELD: Any = dataclasses._FIELD_INITVAR  # type: ignore[attr-defined]
+_LEADING_NAME = re.compile(r"^(?:\s*(\w+)\s*\.)?\s*(\w+)")  # as dataclasses reads the type a text annotation names
+_SPECIAL = (ClassVar, dataclasses.InitVar, dataclasses.KW_ONLY)
+# every record's `__dataclass_params__`: init, repr, eq and frozen off, as the library records what it made of one
+_OFF: Any = dataclasses.dataclass(type("Off", (), {"__doc__": "-"}), init=False, repr=False, eq=False)
+_PARAMS = _OFF.__dataclass_params__
+
+
+def _as_dataclass(cls: Any, kw_only: bool, slots: bool) -> Any:
+    """`dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=..., slots=...)`, which is what it costs
+    most to make a record by the library (its field processing looks each field's annotation up three times, and
+    its slots make the class again through generic code): the same fields, defaults, `__match_args__` and slots,
+    for the shapes the engine's records have. Any other (an annotation that is or names ClassVar, InitVar or
+    KW_ONLY, a class naming its own `__slots__`, a `Field` without an annotation, a mutable default, a
+    frozen dataclass among the bases, a class whose module is not imported) is None: the library makes it, and
+    says what is wrong with it as it does (decision PF-72)."""
+    module = sys.modules.get(cls.__module__)
+    own = cls.__dict__
+    annotations: dict[str, Any] = own.get("__annotations__", {})
+    if module is None or "__slots__" in own:
+        return None
+    space = module.__dict__
+    found = [(name, annotation, getattr(cls, name, dataclasses.MISSING)) for name, annotation in annotations.items()]
+    for _, annotation, default in found:
+        if _names_special(annotation, space):
+            return None
+        if (default.default if isinstance(default, dataclasses.Field) else default).__class__.__hash__ is None:
+            return None  # a mutable default, which the library refuses
+    if any(isinstance(v, dataclasses.Field) and k not in annotations for k, v in own.items()):
+        return None
+    fields: dict[str, Any] = {}
+    for base in cls.__mro__[-1:0:-1]:
+        kept = getattr(base, "__dataclass_fields__", None)
+        if kept is not None:
+            if base.__dataclass_params__.frozen or any(f._field_type is _INIT_VAR_FIELD for f in kept.values()):
+                return None
+            fields.update(kept)
+    for name, annotation, default in found:
+        f: Any = default
+        if isinstance(default, dataclasses.Field):
+            if f.default is dataclasses.MISSING:  # no class attribute stands for a factory or no default
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+        else:
+            f = dataclasses.field(default=dataclasses.MISSING if isinstance(default, MemberDescriptorType)
+                                  else default)
+        f.name, f.type = name, annotation
+        f._field_type = _FIELD
+        if f.kw_only is dataclasses.MISSING:
+            f.kw_only = kw_only
+        fields[name] = f
+    cls.__dataclass_params__ = _PARAMS
+    cls.__dataclass_fields__ = fields
+    every = [f for f in fields.values() if f._field_type is _FIELD]
+    if "__match_args__" not in own:
+        type.__setattr__(cls, "__match_args__", tuple(f.name for f in every if f.init and not f.kw_only))
+    if slots:
+        cls = _slotted(cls, tuple(f.name for f in every))
+    abc.update_abstractmethods(cls)
+    return cls
+
+
+def _names_special(annotation: Any, space: dict[str, Any]) -> bool:
+    """Whether an annotation is ClassVar, InitVar or KW_ONLY, or a text one names one as dataclasses would find
+    it: its leading name among the class's module's globals, or a module there and a name in it."""
+    named = annotation
+    if isinstance(annotation, str):
+        match = _LEADING_NAME.match(annotation)
+        if match is None:
+            return False
+        module_name, name = match.groups()
+        if module_name:
+            module = space.get(module_name)
+            space = module.__dict__ if isinstance(module, ModuleType) else {}
+        named = space.get(name)
+    if any(named is special for special in _SPECIAL):
+        return True
+    # most annotations name no module global, or a class (InitVar and KW_ONLY, the classes among them, are above)
+    return named is not None and not isinstance(named, type) and (
+        isinstance(named, dataclasses.InitVar) or getattr(named, "__origin__", None) is ClassVar)
+
+
+def _slotted(cls: Any, names: tuple[str, ...]) -> Any:
+    """The class made again with `__slots__` for its fields but those a base holds already, as dataclasses does."""
+    inherited: set[str] = set()
+    for base in cls.__mro__[1:-1]:
+        held = base.__dict__.get("__slots__")
+        if held is not None:
+            inherited.update((held,) if isinstance(held, str) else held)
+    space = dict(cls.__dict__)
+    space["__slots__"] = tuple(name for name in names if name not in inherited)
+    for name in (*names, "__dict__", "__weakref__"):
+        space.pop(name, None)
+    made = type(cls)(cls.__name__, cls.__bases__, space)
+    made.__qualname__ = cls.__qualname__
+    return made
 
 
 def _signature_doc(cls: Any, signed_here: bool) -> str:

@@ -7,12 +7,12 @@ cache keyed by identity (`memo.py`) can be fooled and no snapshot can change aft
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from ..digests import sha256
 from ..records import frozen
 
 FORMAT = "tagengine.state/1"
@@ -150,7 +150,7 @@ def die(seed: str, n: int, sides: int) -> int:
     k = 0
     while True:
         text = f"{seed}:{n}" if k == 0 else f"{seed}:{n}:{k}"
-        x = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+        x = int.from_bytes(sha256(text.encode("utf-8")).digest()[:8], "big")
         if x < limit:
             return x % sides + 1
         k += 1  # pragma: no cover - about one roll in 3e18

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..digests import sha256
 from .values import FORMAT, Clock, Dice, LiveValues, thaw
 
 
@@ -65,7 +65,7 @@ def derived_seed(cards: Mapping[str, Mapping[str, Any]], party_sheet: Mapping[st
     always gets the same seed, so loading an older file twice rolls the same dice."""
     doc = state_json(cards, party_sheet, party_revision, live, clocks)
     text = json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def state_text(doc: Mapping[str, Any]) -> str:
