@@ -248,6 +248,10 @@ def test_an_init_var_is_refused():
         frozen(WithInitVar)
 
 
+MADE_BY_RECORDS = {"__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__getstate__",
+                   "__setstate__", "__doc__"}  # what `frozen` gives a class after the fields are found
+
+
 def as_library_records(cls: type) -> dict[str, Any]:
     """What `dataclasses` says of a class it processed: every entry of `__dataclass_fields__` (ClassVars too), its
     params, `__match_args__` and `__slots__`, and the class attributes that hold the fields' defaults."""
@@ -256,6 +260,7 @@ def as_library_records(cls: type) -> dict[str, Any]:
                        for name, f in cls.__dataclass_fields__.items()},
             "params": repr(cls.__dataclass_params__), "match_args": cls.__match_args__,
             "slots": cls.__dict__.get("__slots__"), "abstract": getattr(cls, "__abstractmethods__", None),
+            "qualname": cls.__qualname__, "names": sorted(set(cls.__dict__) - MADE_BY_RECORDS),
             "defaults": {name: cls.__dict__.get(name, "-") for name in cls.__dataclass_fields__
                          if not isinstance(cls.__dict__.get(name), types.MemberDescriptorType)}}
 
@@ -269,33 +274,77 @@ class Sub:
     c: int = 3
     d: list[int] = dataclasses.field(default_factory=list, metadata={"m": 1})
     e: int = dataclasses.field(default=5, kw_only=False, repr=False)
+    __match_args__ = ("e",)
+
+
+class PlainBase:  # not a dataclass: a default from its attribute, and a slot a record then declares a field
+    __slots__ = ("s",)
+    b = "from the base"
+
+
+class OnPlain:
+    s: int
+    b: str
+
+
+class Left:
+    a: int = 1
+
+
+class Right:
+    a: str = "y"
+    r: int = 2
+
+
+class Diamond:
+    z: int = 0
 
 
 @pytest.mark.parametrize("options", [{}, {"slots": True}, {"kw_only": True, "slots": True}, {"kw_only": True}])
-def test_pf_72_the_fields_found_are_the_librarys_for_a_record_and_a_record_of_it(options, monkeypatch):
+def test_pf_72_the_fields_found_are_the_librarys_for_each_shape_the_engine_has(options, monkeypatch):
     """`records` finds a record's fields itself (decision PF-72): what it records is what `dataclasses` records
-    when it makes the class with `init`, `repr` and `eq` off, as `records` had it do, and for a subclass too;
-    and the library is not called for these shapes."""
-    def library(body: type, *bases: type, **given: Any) -> type:
-        return dataclasses.dataclass(type(body.__name__, bases, space_of(body)), init=False, repr=False, eq=False,
-                                     **given)
+    when it makes the class with `init`, `repr` and `eq` off, as `records` had it do: a record, a record of a record
+    (with its own `__match_args__`), a record on a class that is no dataclass (a default from that class's
+    attribute, a slot it holds), a record on two dataclasses (the fields in the library's order), a local class (its
+    qualified name kept when made again for slots). The library is not called for these shapes."""
 
-    theirs_base = library(Base, **options)
-    theirs_sub = library(Sub, theirs_base, **options)
+    def library(body: type, *bases: type) -> type:
+        space = {"__qualname__": body.__qualname__, **space_of(body)}
+        return dataclasses.dataclass(type(body.__name__, bases, space), init=False, repr=False, eq=False, **options)
+
+    def local() -> type:
+        class Local:
+            a: int = 0
+
+        return Local
+
+    def two_bases() -> tuple[type, ...]:
+        return (dataclasses.dataclass(type("Left", (), space_of(Left))),
+                dataclasses.dataclass(type("Right", (), space_of(Right))))
+
+    theirs_base = library(Base)
+    theirs = [theirs_base, library(Sub, theirs_base), library(OnPlain, PlainBase), library(Diamond, *two_bases()),
+              library(local())]
+    bases = two_bases()
     calls: list[type] = []
     real = dataclasses.dataclass
     monkeypatch.setattr(dataclasses, "dataclass", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
     ours_base = frozen(**options)(type("Base", (), space_of(Base)))
-    ours_sub = frozen(**options)(type("Sub", (ours_base,), space_of(Sub)))
+    ours = [ours_base, frozen(**options)(type("Sub", (ours_base,), space_of(Sub))),
+            frozen(**options)(type("OnPlain", (PlainBase,), space_of(OnPlain))),
+            frozen(**options)(type("Diamond", bases, space_of(Diamond))), frozen(**options)(local())]
     assert calls == []
-    assert as_library_records(ours_base) == as_library_records(theirs_base)
-    assert as_library_records(ours_sub) == as_library_records(theirs_sub)
-    made = ours_sub(a=1, e=6)
+    for mine, library_made in zip(ours, theirs, strict=True):
+        assert as_library_records(mine) == as_library_records(library_made), mine.__name__
+    made = ours[1](a=1, e=6)
     assert (made.a, made.b, made.c, made.d, made.e) == (1, "b", 3, [], 6)
+    assert ours[2](s=1).b == "from the base" and ours[3]().a == 1 and ours[4].__qualname__.endswith("<locals>.Local")
 
 
 def space_of(body: type) -> dict[str, Any]:
-    return {k: v for k, v in body.__dict__.items() if k not in ("__dict__", "__weakref__")}
+    """A class's own attributes, each `Field` a copy (a class made of them sets each Field's name and type)."""
+    return {k: copy.copy(v) if isinstance(v, dataclasses.Field) else v for k, v in body.__dict__.items()
+            if k not in ("__dict__", "__weakref__")}
 
 
 ALIAS = ClassVar  # a ClassVar under another name, which dataclasses finds in the module too
@@ -318,26 +367,41 @@ def test_pf_72_a_class_var_or_kw_only_leaves_the_class_to_the_library(annotation
     assert as_library_records(ours) == as_library_records(theirs)
 
 
-@pytest.mark.parametrize("space", [
-    {"__annotations__": {"a": "list[int]"}, "a": []},  # a mutable default
-    {"__annotations__": {"a": "int"}, "a": dataclasses.field(default={})},
-    {"__annotations__": {"a": "int"}, "b": dataclasses.field(default=1)},  # a field without an annotation
-    {"__annotations__": {"a": "int"}, "__slots__": ("a",)},  # slots of its own
+class IteratedSlots:
+    __slots__ = iter(("a",))
+
+
+@pytest.mark.parametrize("space, bases", [
+    ({"__annotations__": {"a": "list[int]"}, "a": []}, ()),  # a mutable default
+    ({"__annotations__": {"a": "int"}, "a": dataclasses.field(default={})}, ()),
+    ({"__annotations__": {"a": "int"}, "b": dataclasses.field(default=1)}, ()),  # a field without an annotation
+    ({"__annotations__": {"a": "int"}, "__slots__": ("a",)}, ()),  # slots of its own
+    ({"__annotations__": {"a": "int"}}, (IteratedSlots,)),  # a base's slots that cannot be read twice
+    ({"__annotations__": {"b": "int"}}, "frozen"),  # a frozen dataclass's subclass
 ])
-def test_pf_72_what_the_library_refuses_it_refuses_in_its_words(space):
+def test_pf_72_what_the_library_refuses_it_refuses_in_its_words(space, bases):
+    if bases == "frozen":
+        bases = (dataclasses.dataclass(frozen=True)(type("Frozen", (), {"__annotations__": {"a": "int"}})),)
     with pytest.raises((TypeError, ValueError)) as theirs:
-        dataclasses.dataclass(type("Bad", (), dict(space)), init=False, repr=False, eq=False, slots=True)
+        dataclasses.dataclass(type("Bad", bases, dict(space)), init=False, repr=False, eq=False, slots=True)
     with pytest.raises(theirs.type) as ours:
-        frozen(slots=True)(type("Bad", (), dict(space)))
+        frozen(slots=True)(type("Bad", bases, dict(space)))
     assert str(ours.value) == str(theirs.value)
 
 
-def test_pf_72_the_private_names_records_reads_are_there():
-    """Pinned: the marks a `Field` carries in `__dataclass_fields__`, which `fields()` filters on."""
-    made = dataclasses.dataclass(type("One", (), {"__annotations__": {"a": "int"}}))
-    (only,) = made.__dataclass_fields__.values()
-    assert only._field_type is dataclasses._FIELD and dataclasses.fields(made) == (only,)
-    assert dataclasses._FIELD_INITVAR is not dataclasses._FIELD
+def test_pf_72_an_init_var_of_a_base_is_refused():
+    with_init_var = dataclasses.dataclass(type("Base", (), {"__annotations__": {"a": dataclasses.InitVar[int]}}))
+    with pytest.raises(TypeError, match="InitVar"):
+        frozen(type("Sub", (with_init_var,), {"__annotations__": {"b": "int"}}))
+
+
+def test_pf_72_the_private_name_records_reads_is_there():
+    """Pinned: the mark a `Field` carries in `__dataclass_fields__` when it is a field, which `fields()` filters
+    on (a ClassVar's is another)."""
+    made = dataclasses.dataclass(type("One", (), {"__annotations__": {"a": "int", "k": ClassVar[int]}, "k": 1}))
+    kept = made.__dataclass_fields__
+    assert kept["a"]._field_type is dataclasses._FIELD and dataclasses.fields(made) == (kept["a"],)
+    assert kept["k"]._field_type is not dataclasses._FIELD
 
 
 ENGINE_RECORDS = r"""

@@ -7,9 +7,8 @@ command line is imported, modules it imports for nothing are put off until somet
 imports `regex` only to know whether it could use it, and `tempfile` only to name its own cache's file, neither of
 which tagengine's grammar asks for: some 26 ms, with shutil, of every command that builds the tag parser (PF-70); and
 `hashlib` only for its own cache's keys and the grammar files a grammar imports, and hashlib loads OpenSSL and
-lists its digests (PF-72). A
-command that needs one (the server's libraries, a ruleset validated by pydantic) loads it on its first read, in
-full. One switch away from the plain import: `TAGENGINE_IMPORTS=eager` in the environment.
+lists its digests (PF-72). A command that needs one (the server's libraries, a ruleset validated by pydantic) loads
+it on its first read, in full. One switch away from the plain import: `TAGENGINE_IMPORTS=eager` in the environment.
 """
 
 from __future__ import annotations

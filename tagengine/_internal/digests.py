@@ -20,8 +20,7 @@ try:
 except ImportError:  # pragma: no cover - a Python built without it
     from hashlib import blake2b
 
-__all__ = ["BUILT_IN", "Hash", "blake2b", "sha256"]
-BUILT_IN = ("_sha2" if sys.version_info >= (3, 12) else "_sha256", "_blake2")  # hashlib's own, without OpenSSL
+__all__ = ["Hash", "blake2b", "sha256"]
 
 
 class Hash(Protocol):

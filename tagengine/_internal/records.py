@@ -2,9 +2,11 @@
 
 `dataclasses.dataclass(frozen=True)` writes each class's `__init__`, `__repr__`, `__eq__`, `__hash__`,
 `__setattr__` and `__delattr__` as source text and compiles it: about 0.5 ms a class, a third of what a cold
-command spent on its imports. `frozen` lets `dataclasses` do everything but that (the fields, `__slots__`,
+command spent on its imports. `frozen` first does what `dataclasses` does but that (the fields, `__slots__`,
 `__match_args__`, `__dataclass_fields__`, so `dataclasses.fields`, `replace`, `is_dataclass` and pydantic read a
-record as the dataclass it is), then gives the class the same methods without compiling: `__init__`, `__eq__`
+record as the dataclass it is): itself for the shapes the engine's records have, without the library's generic
+field processing (PF-72), and by the library for any other. It then gives the class the same methods without
+compiling: `__init__`, `__eq__`
 and `__hash__` from templates, one per number of fields, kept as source in record_inits.py (their bytecode comes
 with the module's) and given the fields' names (`CodeType.replace`), so they run the code `dataclasses` would
 write, as fast, and every hash is the one it would give; the others from closures. What `dataclasses` itself
@@ -13,8 +15,9 @@ make those methods; nothing here or in pydantic reads it), so a stdlib frozen da
 nor a record one.
 
 One switch away from the library: `TAGENGINE_RECORDS=dataclasses` in the environment makes every record
-`dataclasses.dataclass(frozen=True, ...)` itself (`BY_LIBRARY`). Only public APIs are used;
-`tests/test_records.py` holds a record and its library twin to the same behaviour.
+`dataclasses.dataclass(frozen=True, ...)` itself (`BY_LIBRARY`). One private name of the library is read, the mark a
+`Field` carries to be listed by `fields()` (pinned in tests/test_records.py); `tests/test_records.py` holds a
+record and its library twin to the same behaviour.
 """
 
 from __future__ import annotations
@@ -92,10 +95,9 @@ def _made(cls: type[_T], *, kw_only: bool, slots: bool, eq: bool) -> type[_T]:
     return cast("type[_T]", made)
 
 
-# What `_as_dataclass` takes from dataclasses beyond its documented API (tests/test_records.py pins both): the mark
-# that makes a `Field` one that `fields()` lists, and an InitVar's, which sends a subclass to the library
+# What `_as_dataclass` takes from dataclasses beyond its documented API (tests/test_records.py pins it): the mark,
+# in a `Field`'s `_field_type`, that makes it one `fields()` lists
 _FIELD: Any = dataclasses._FIELD  # type: ignore[attr-defined]
-_INIT_VAR_FIELD: Any = dataclasses._FIELD_INITVAR  # type: ignore[attr-defined]
 _LEADING_NAME = re.compile(r"^(?:\s*(\w+)\s*\.)?\s*(\w+)")  # as dataclasses reads the type a text annotation names
 _SPECIAL = (ClassVar, dataclasses.InitVar, dataclasses.KW_ONLY)
 # every record's `__dataclass_params__`: init, repr, eq and frozen off, as the library records what it made of one
@@ -109,12 +111,14 @@ def _as_dataclass(cls: Any, kw_only: bool, slots: bool) -> Any:
     its slots make the class again through generic code): the same fields, defaults, `__match_args__` and slots,
     for the shapes the engine's records have. Any other (an annotation that is or names ClassVar, InitVar or
     KW_ONLY, a class naming its own `__slots__`, a `Field` without an annotation, a mutable default, a
-    frozen dataclass among the bases, a class whose module is not imported) is None: the library makes it, and
-    says what is wrong with it as it does (decision PF-72)."""
+    frozen dataclass among the bases, a base's `__slots__` that is an iterator, a class whose module is not
+    imported) is None: the library makes it, and says what is wrong with it as it does (decision PF-72). An
+    InitVar a base holds is copied as the library copies it, and `_made` refuses it."""
     module = sys.modules.get(cls.__module__)
     own = cls.__dict__
     annotations: dict[str, Any] = own.get("__annotations__", {})
-    if module is None or "__slots__" in own:
+    if module is None or "__slots__" in own or any(
+            hasattr(base.__dict__.get("__slots__"), "__next__") for base in cls.__mro__[1:-1]):
         return None
     space = module.__dict__
     found = [(name, annotation, getattr(cls, name, dataclasses.MISSING)) for name, annotation in annotations.items()]
@@ -129,9 +133,10 @@ def _as_dataclass(cls: Any, kw_only: bool, slots: bool) -> Any:
     for base in cls.__mro__[-1:0:-1]:
         kept = getattr(base, "__dataclass_fields__", None)
         if kept is not None:
-            if base.__dataclass_params__.frozen or any(f._field_type is _INIT_VAR_FIELD for f in kept.values()):
+            if base.__dataclass_params__.frozen:
                 return None
             fields.update(kept)
+    cls.__dataclass_params__ = _PARAMS
     for name, annotation, default in found:
         f: Any = default
         if isinstance(default, dataclasses.Field):
@@ -147,11 +152,11 @@ def _as_dataclass(cls: Any, kw_only: bool, slots: bool) -> Any:
         if f.kw_only is dataclasses.MISSING:
             f.kw_only = kw_only
         fields[name] = f
-    cls.__dataclass_params__ = _PARAMS
     cls.__dataclass_fields__ = fields
     every = [f for f in fields.values() if f._field_type is _FIELD]
     if "__match_args__" not in own:
-        type.__setattr__(cls, "__match_args__", tuple(f.name for f in every if f.init and not f.kw_only))
+        # set as the library sets it, through a metaclass's own `__setattr__` (mypy refuses the assignment)
+        setattr(cls, "__match_args__", tuple(f.name for f in every if f.init and not f.kw_only))  # noqa: B010
     if slots:
         cls = _slotted(cls, tuple(f.name for f in every))
     abc.update_abstractmethods(cls)

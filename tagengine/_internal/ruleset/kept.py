@@ -5,12 +5,12 @@ model of the file and run every import check before reading a byte of the reply:
 pydantic importing its plugin machinery. A file read before is instead rebuilt from its entry (pickle, a
 fraction of a millisecond) into the plain dataclasses it is made of: pydantic is not even imported (PF-27).
 
-The key is the SHA-256 of the file's bytes, of the source of the code that validates it (every module of
-this package, `errors.py`, `text.py` and `records.py`: an edit in a checkout changes it, as a new release does), of
-pydantic's `version.py` (read, not imported: it names pydantic's version and the pydantic-core it needs) and
-of Python's version. Only a file that imports is kept; its problems are
-worked out anew each time. An entry is unpickled only when its header matches (disk_cache.py), and then
-only the classes a ruleset is made of may be named in it: anything else is a miss.
+The key is the digest (`disk_cache.digest`) of the file's bytes, of the source of the code that validates it
+(every module of this package, `errors.py`, `text.py` and `records.py`: an edit in a checkout changes it, as a new
+release does), of pydantic's `version.py` (read, not imported: it names pydantic's version and the pydantic-core it
+needs) and of Python's version. Only a file that imports is kept; its problems are worked out anew each time. An
+entry is unpickled only when its header matches (disk_cache.py), and then only the classes a ruleset is made of
+may be named in it: anything else is a miss.
 """
 
 from __future__ import annotations
