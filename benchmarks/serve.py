@@ -744,7 +744,7 @@ async def beside_litellm(tmp: Path, up: str, codes: list[Code], rounds: int, run
     """tagengine (pass-through and a campaign's turn) beside the LiteLLM proxy's pass-through (_peers.py), each
     tree on a new server of its own, warmed the same way, stopped after: the servers of the sections before have
     not served the same work (the soak, (d), runs on this tree's only, and leaves it holding 32 chats: PF-71), and
-    issue 36's RSS is the one after the warm-up."""
+    the memory a server holds after the same warm-up is the one to compare."""
     import httpx
 
     servers: list[Server] = []

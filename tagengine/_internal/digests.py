@@ -2,8 +2,8 @@
 every platform) and a new state's seed, and BLAKE2b for the cache folder's keys (`disk_cache`).
 
 Each is hashlib's own, taken from the module hashlib takes it from, as the standard library's `random` takes its
-SHA-512: `import hashlib` loads OpenSSL and lists every digest it provides, which was some 5 % of a cold command
-that hashes a few bytes of dice and a hundred kilobytes of source (decision PF-72). The built-in SHA-256 is also
+SHA-512: `import hashlib` loads OpenSSL and lists every digest it provides, some 5 % of the instructions of a cold
+command that hashes a few bytes of dice and a hundred kilobytes of source (decision PF-72). The built-in SHA-256 is also
 twice as fast as OpenSSL's on a die's few bytes; BLAKE2b is hashlib's built-in one in any case. Where a Python is
 built without them, hashlib's are taken; `tests/test_digests.py` holds each to hashlib's.
 """

@@ -6,13 +6,12 @@ command spent on its imports. `frozen` first does what `dataclasses` does but th
 `__match_args__`, `__dataclass_fields__`, so `dataclasses.fields`, `replace`, `is_dataclass` and pydantic read a
 record as the dataclass it is): itself for the shapes the engine's records have, without the library's generic
 field processing (PF-72), and by the library for any other. It then gives the class the same methods without
-compiling: `__init__`, `__eq__`
-and `__hash__` from templates, one per number of fields, kept as source in record_inits.py (their bytecode comes
-with the module's) and given the fields' names (`CodeType.replace`), so they run the code `dataclasses` would
-write, as fast, and every hash is the one it would give; the others from closures. What `dataclasses` itself
-records differs in one place: `__dataclass_params__` says `init`, `repr`, `eq` and `frozen` are off (it did not
-make those methods; nothing here or in pydantic reads it), so a stdlib frozen dataclass cannot subclass a record
-nor a record one.
+compiling: `__init__`, `__eq__` and `__hash__` from templates, one per number of fields, kept as source in
+record_inits.py (their bytecode comes with the module's) and given the fields' names (`CodeType.replace`), so they
+run the code `dataclasses` would write, as fast, and every hash is the one it would give; the others from
+closures. What is recorded of the dataclass differs from the library's in one place: `__dataclass_params__` says
+`init`, `repr`, `eq` and `frozen` are off (it did not make those methods; nothing here or in pydantic reads it), so
+a stdlib frozen dataclass cannot subclass a record nor a record one.
 
 One switch away from the library: `TAGENGINE_RECORDS=dataclasses` in the environment makes every record
 `dataclasses.dataclass(frozen=True, ...)` itself (`BY_LIBRARY`). One private name of the library is read, the mark a
@@ -106,9 +105,9 @@ _PARAMS = _OFF.__dataclass_params__
 
 
 def _as_dataclass(cls: Any, kw_only: bool, slots: bool) -> Any:
-    """`dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=..., slots=...)`, which is what it costs
-    most to make a record by the library (its field processing looks each field's annotation up three times, and
-    its slots make the class again through generic code): the same fields, defaults, `__match_args__` and slots,
+    """`dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=..., slots=...)`, half of what making a
+    record by the library cost (its field processing looks each field's annotation up three times, and its slots
+    make the class again through generic code): the same fields, defaults, `__match_args__` and slots,
     for the shapes the engine's records have. Any other (an annotation that is or names ClassVar, InitVar or
     KW_ONLY, a class naming its own `__slots__`, a `Field` without an annotation, a mutable default, a
     frozen dataclass among the bases, a base's `__slots__` that is an iterator, a class whose module is not
