@@ -28,8 +28,8 @@ from tagengine._internal.tags.parse import (
     TERMINALS_KIND,
     _expressions,
     _lexed,
+    _tag_pieces,
     _tag_start,
-    _whole_tag,
     judged_by_lark,
     parser,
     terminals,
@@ -325,12 +325,12 @@ def test_spoilt_terminals_are_read_again_from_lark(folder, monkeypatch, spoilt):
     terminals()
     (entry,) = entries(folder, TERMINALS_KIND)
     disk_cache.write_entry(TERMINALS_KIND, entry.name, spoilt)
-    _whole_tag.cache_clear()
+    _tag_pieces.cache_clear()
     _tag_start.cache_clear()
     try:
-        assert [p.pattern for p in (*_whole_tag(), _tag_start())] == list(expected)
+        assert [p.pattern for p in (*_tag_pieces(), _tag_start())] == list(expected)
     finally:
-        _whole_tag.cache_clear()
+        _tag_pieces.cache_clear()
         _tag_start.cache_clear()
 
 

@@ -367,6 +367,37 @@ def test_pf_72_a_class_var_or_kw_only_leaves_the_class_to_the_library(annotation
     assert as_library_records(ours) == as_library_records(theirs)
 
 
+def test_pf_73_one_annotation_text_names_what_each_class_module_says(monkeypatch):
+    """`records` reads an annotation's leading names once per text; what they name is looked up in each class's
+    own module, as dataclasses does: `ALIAS` is a ClassVar here and a field's type in another module."""
+    other = types.ModuleType("records_elsewhere")
+    other.ALIAS = int
+    monkeypatch.setitem(sys.modules, other.__name__, other)
+    for _ in range(2):  # the text read before in either module
+        here = frozen(slots=True)(type("Here", (), {"__annotations__": {"a": "int", "k": "ALIAS"}, "k": 1}))
+        there = frozen(slots=True)(type("There", (), {"__annotations__": {"a": "int", "k": "ALIAS"},
+                                                       "__module__": other.__name__, "k": 1}))
+        assert [f.name for f in dataclasses.fields(here)] == ["a"] and here(2).k == 1
+        assert [f.name for f in dataclasses.fields(there)] == ["a", "k"] and there(2).k == 1 and there(2, 3).k == 3
+
+
+@pytest.mark.parametrize("kw_only", [False, True])
+def test_pf_73_a_field_without_a_default_after_one_with_is_refused_in_the_librarys_words(kw_only):
+    """As `dataclass` refuses it (a keyword-only record may order its fields as it likes)."""
+    def body():
+        return type("Late", (), {"__annotations__": {"a": "int", "b": "int", "c": "int"}, "a": 1})
+
+    if kw_only:
+        made = frozen(kw_only=True)(body())
+        assert made(b=2, c=3) == made(a=1, b=2, c=3) and made(a=0, b=2, c=3).a == 0
+        return
+    with pytest.raises(TypeError) as theirs:
+        dataclasses.dataclass(body(), frozen=True)
+    with pytest.raises(TypeError) as ours:
+        frozen(body())
+    assert str(ours.value) == str(theirs.value) == "non-default argument 'b' follows default argument"
+
+
 class IteratedSlots:
     __slots__ = iter(("a",))
 

@@ -5,13 +5,25 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import examples
 from tagengine._internal.tags import quote
 from tagengine._internal.tags.model import MAX_ATTRIBUTES
-from tagengine._internal.tags.parse import _lexed, _tag_start, broken, broken_by_lark, judged_by_lark, parse, terminals
+from tagengine._internal.tags.parse import (
+    _expressions,
+    _lexed,
+    _tag_start,
+    broken,
+    broken_by_lark,
+    judged_by_lark,
+    parse,
+    tag_of,
+    terminals,
+    unescape,
+)
 
 PIECES = ["[", "]", ":", "=", '"', "\\", "\u201c", "\u201d", "\u201e", " ", "\n", "\t", "\f", "sheet", "clock",
           "who", "Mira", "op", "amount", "2", "-", "_", "!", ".", "x", "raw", "result", "now", "é", "'", ","]
@@ -38,6 +50,40 @@ def test_sc_5_every_well_formed_tag_is_read_by_the_expression(name, pairs, blank
     text = f"[{name}:{blank}{body}{blank}]"
     fast = _lexed(text)
     assert fast is not None and fast == judged_by_lark(text) == parse(text)
+
+
+def one_expression(text):
+    """How a tag was read before PF-73: one expression of the whole tag, its body's attributes read again."""
+    head, attr, end, _ = _expressions(terminals())
+    plain_attr = re.sub(r"\(\?P<[a-z]+>", "(?:", attr)
+    m = re.fullmatch(rf"{head}(?P<body>(?>{plain_attr})*+){end}", text)
+    if m is None:
+        return None
+    pos, stop = m.span("body")
+    attrs = []
+    while pos < stop:
+        a = re.compile(attr).match(text, pos, stop + 2)
+        s, q, t = a.group("s"), a.group("q") or a.group("t"), a.group("b")
+        attrs.append((a.group("key"), unescape(s[1:-1]) if s is not None else q[1:-1] if q is not None else t))
+        pos = a.end()
+    return None if len(attrs) > MAX_ATTRIBUTES else tag_of(m.group("name").lower(), attrs)
+
+
+@settings(max_examples=examples(3000), deadline=None)
+@given(st.one_of(tagish, st.builds(lambda name, pairs, blank, tail: f"[{name}:{blank}" + blank.join(
+    k if v is None else f"{k}={quote(v)}" for k, v in pairs) + tail, st.sampled_from(["sheet", "clock"]), attrs,
+    st.sampled_from([" ", "\n", ","]), st.sampled_from(["]", " ]", "\\]", "", " x", "]]", "'"]))))
+def test_pf_73_the_tag_read_piece_by_piece_is_the_one_expressions(text):
+    """The head, one attribute after another and the end read the same tags as one expression of the whole tag
+    did, and refuse the same texts."""
+    assert _lexed(text) == one_expression(text)
+
+
+@pytest.mark.parametrize("count", [MAX_ATTRIBUTES, MAX_ATTRIBUTES + 1])
+def test_pf_73_at_most_max_attributes_are_read_without_lark_sc_3(count):
+    text = "[sheet: " + " ".join(f'k{i}="v"' for i in range(count)) + "]"
+    assert (_lexed(text) is not None) is (count <= MAX_ATTRIBUTES)
+    assert _lexed(text) == one_expression(text)
 
 
 def test_sc_5_no_backtracking_on_long_runs():

@@ -13,6 +13,7 @@ it on its first read, in full. One switch away from the plain import: `TAGENGINE
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from importlib.machinery import PathFinder
@@ -62,6 +63,7 @@ def defer(names: tuple[str, ...] = DEFERRED) -> None:
 
 def script() -> None:
     """What the console script runs: the command line, in a process of its own."""
+    gc.disable()  # as `cli.main` does (PF-11), from before the command line's own imports
     if os.environ.get("TAGENGINE_IMPORTS") != "eager":
         defer()
     from .cli import main as run_command_line

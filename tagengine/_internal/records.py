@@ -70,17 +70,23 @@ def _made(cls: type[_T], *, kw_only: bool, slots: bool, eq: bool) -> type[_T]:
         made = dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=kw_only, slots=slots)
     own = made.__dict__
     every = dataclasses.fields(made)
-    if any((not isinstance(f.type, str) and isinstance(f.type, dataclasses.InitVar)) or "InitVar" in str(f.type)
-           for f in made.__dataclass_fields__.values() if f not in every):
+    if len(every) != len(made.__dataclass_fields__) and any(
+            (not isinstance(f.type, str) and isinstance(f.type, dataclasses.InitVar)) or "InitVar" in str(f.type)
+            for f in made.__dataclass_fields__.values() if f not in every):
         raise TypeError(f"{made.__qualname__}: a record takes no InitVar")
+    names = tuple(f.name for f in every)
+    frozen_names = frozenset(names)
     methods: dict[str, Any] = {"__init__": _init_of(made, every, slots), "__repr__": _repr_of(every),
-                               "__setattr__": _frozen_setattr(made, every),
-                               "__delattr__": _frozen_delattr(made, every)}
-    if eq:
-        methods["__eq__"] = _eq_of(every)
-        methods["__hash__"] = _hash_of(every)
+                               "__setattr__": _frozen_setattr(made, frozen_names),
+                               "__delattr__": _frozen_delattr(made, frozen_names)}
+    if eq:  # `(self.a, self.b) == (other.a, other.b)` for one of the same class, and the hash of the compared
+        # fields (or of those marked `hash=True`), as dataclasses compares and hashes
+        compared = [f.name for f in every if f.compare]
+        methods["__eq__"] = _from_template(f"eq_{len(compared)}", compared, {})
+        hashed = [f.name for f in every if (f.compare if f.hash is None else f.hash)]
+        methods["__hash__"] = _from_template(f"hash_{len(hashed)}", hashed, {})
     if slots:
-        methods["__getstate__"], methods["__setstate__"] = _state_of(every)
+        methods["__getstate__"], methods["__setstate__"] = _state_of(names)
     # the signature is the `__init__` made here, unless the class says otherwise (`inspect.signature`'s order)
     signed_here = "__init__" not in own and "__new__" not in own and type(made) is type
     for name, method in methods.items():
@@ -98,7 +104,10 @@ def _made(cls: type[_T], *, kw_only: bool, slots: bool, eq: bool) -> type[_T]:
 # in a `Field`'s `_field_type`, that makes it one `fields()` lists
 _FIELD: Any = dataclasses._FIELD  # type: ignore[attr-defined]
 _LEADING_NAME = re.compile(r"^(?:\s*(\w+)\s*\.)?\s*(\w+)")  # as dataclasses reads the type a text annotation names
-_SPECIAL = (ClassVar, dataclasses.InitVar, dataclasses.KW_ONLY)
+# an annotation's text -> the module and name it leads with (None: no name), read once per text, not per class
+_LEADING: dict[str, tuple[str | None, str] | None] = {}
+_UNREAD: Any = object()
+MAX_LEADING = 4096  # texts kept at most: a program that makes classes without end does not grow it without end
 # every record's `__dataclass_params__`: init, repr, eq and frozen off, as the library records what it made of one
 _OFF: Any = dataclasses.dataclass(type("Off", (), {"__doc__": "-"}), init=False, repr=False, eq=False)
 _PARAMS = _OFF.__dataclass_params__
@@ -167,15 +176,22 @@ def _names_special(annotation: Any, space: dict[str, Any]) -> bool:
     it: its leading name among the class's module's globals, or a module there and a name in it."""
     named = annotation
     if isinstance(annotation, str):
-        match = _LEADING_NAME.match(annotation)
-        if match is None:
+        leading = _LEADING.get(annotation, _UNREAD)
+        if leading is _UNREAD:  # the text's names depend on the text alone; what they name, on the module
+            match = _LEADING_NAME.match(annotation)
+            leading = None if match is None else (match[1], match[2])
+            if len(_LEADING) < MAX_LEADING:
+                _LEADING[annotation] = leading
+        if leading is None:
             return False
-        module_name, name = match.groups()
+        module_name, name = leading
         if module_name:
             module = space.get(module_name)
             space = module.__dict__ if isinstance(module, ModuleType) else {}
         named = space.get(name)
-    if any(named is special for special in _SPECIAL):
+        if named is None:  # most annotations name a builtin or a class of another module
+            return False
+    if named is ClassVar or named is dataclasses.InitVar or named is dataclasses.KW_ONLY:
         return True
     # most annotations name no module global, or a class (InitVar and KW_ONLY, the classes among them, are above)
     return named is not None and not isinstance(named, type) and (
@@ -229,18 +245,6 @@ def _signature_doc(cls: Any, signed_here: bool) -> str:
     return f"{cls.__name__}({', '.join(shown)})"
 
 
-def _eq_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, Any], Any]:
-    """`(self.a, self.b) == (other.a, other.b)` for another record of the same class, as dataclasses compares."""
-    names = [f.name for f in every if f.compare]
-    return cast("Callable[[Any, Any], Any]", _from_template(f"eq_{len(names)}", names, {}))
-
-
-def _hash_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], int]:
-    """`hash((self.a, self.b))` over the compared fields (or those marked `hash=True`), as dataclasses hashes."""
-    names = [f.name for f in every if (f.compare if f.hash is None else f.hash)]
-    return cast("Callable[[Any], int]", _from_template(f"hash_{len(names)}", names, {}))
-
-
 def _repr_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], str]:
     shown = tuple(f.name for f in every if f.repr)
 
@@ -251,8 +255,8 @@ def _repr_of(every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], str]:
     return reprlib.recursive_repr()(__repr__)  # '...' where a record holds itself
 
 
-def _frozen_setattr(cls: Any, every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, str, Any], None]:
-    refused = _refusal(cls, every, "assign to")
+def _frozen_setattr(cls: Any, names: frozenset[str]) -> Callable[[Any, str, Any], None]:
+    refused = _refusal(cls, names, "assign to")
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
         refused(self, name)
@@ -261,8 +265,8 @@ def _frozen_setattr(cls: Any, every: tuple[dataclasses.Field[Any], ...]) -> Call
     return __setattr__
 
 
-def _frozen_delattr(cls: Any, every: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any, str], None]:
-    refused = _refusal(cls, every, "delete")
+def _frozen_delattr(cls: Any, names: frozenset[str]) -> Callable[[Any, str], None]:
+    refused = _refusal(cls, names, "delete")
 
     def __delattr__(self: Any, name: str) -> None:
         refused(self, name)
@@ -271,10 +275,9 @@ def _frozen_delattr(cls: Any, every: tuple[dataclasses.Field[Any], ...]) -> Call
     return __delattr__
 
 
-def _refusal(cls: Any, every: tuple[dataclasses.Field[Any], ...], verb: str) -> Callable[[Any, str], None]:
+def _refusal(cls: Any, names: frozenset[str], verb: str) -> Callable[[Any, str], None]:
     """What a frozen record's `__setattr__` and `__delattr__` check first, as dataclasses' do: the record's own
     class, or any field, is frozen (a subclass that is not a record may set its own other attributes)."""
-    names = frozenset(f.name for f in every)
 
     def refused(self: Any, name: str) -> None:
         if type(self) is cls or name in names:
@@ -283,10 +286,9 @@ def _refusal(cls: Any, every: tuple[dataclasses.Field[Any], ...], verb: str) -> 
     return refused
 
 
-def _state_of(every: tuple[dataclasses.Field[Any], ...]) -> tuple[Callable[[Any], Any], Callable[[Any, Any], None]]:
+def _state_of(names: tuple[str, ...]) -> tuple[Callable[[Any], Any], Callable[[Any, Any], None]]:
     """A slotted frozen record's pickled state: the list of its fields' values, as dataclasses pickles one
     (a ruleset kept in the cache folder by earlier code reads back the same)."""
-    names = tuple(f.name for f in every)
 
     def __getstate__(self: Any) -> list[Any]:
         return [getattr(self, name) for name in names]
@@ -397,37 +399,55 @@ def _init_of(cls: type, every: tuple[dataclasses.Field[Any], ...], slots: bool) 
     `object.__setattr__` (a field left to its default factory made there), defaults as the function's defaults,
     then `__post_init__`; fields not given to `__init__` but made by a factory, or with a default and slots, are
     set by one closure before it."""
-    given = [f for f in every if f.init]
-    ordered = [f for f in given if not f.kw_only] + [f for f in given if f.kw_only]
-    positional = sum(1 for f in given if not f.kw_only)
+    positional: list[dataclasses.Field[Any]] = []
+    keywords: list[dataclasses.Field[Any]] = []
+    set_later: list[tuple[str, Any, Any]] = []
+    for f in every:  # one pass: this runs for every record a process imports
+        if f.init:
+            (keywords if f.kw_only else positional).append(f)
+        # a field not given to `__init__` is set there when made by a factory, or has a default and no class
+        # attribute can hold it (slots), as dataclasses does; else reading it reads the class's default
+        elif f.default_factory is not dataclasses.MISSING or (slots and f.default is not dataclasses.MISSING):
+            set_later.append((f.name, f.default, f.default_factory))
+    ordered = positional + keywords
     names = [f.name for f in ordered]
     if any(name.startswith("__") for name in names):
         raise TypeError(f"{cls.__qualname__}: a record's field names do not start with two underscores")
-    # a field not given to `__init__` is set there when made by a factory, or has a default and no class
-    # attribute can hold it (slots), as dataclasses does; else reading it reads the class's default
-    set_later: tuple[tuple[str, Any, Any], ...] = tuple(
-        (f.name, f.default, f.default_factory) for f in every
-        if not f.init
-        and (f.default_factory is not dataclasses.MISSING or (slots and f.default is not dataclasses.MISSING)))
     post_init = getattr(cls, "__post_init__", None) is not None
+    space: dict[str, Any] = {"__set": _set, "__F": _FACTORY}
+    if set_later:
+        def then(self: Any) -> None:
+            for name, default, factory in set_later:
+                _set(self, name, factory() if default is dataclasses.MISSING else default)
+            if post_init:
+                self.__post_init__()
 
-    def then(self: Any) -> None:
-        for name, default, factory in set_later:
-            _set(self, name, factory() if default is dataclasses.MISSING else default)
-        if post_init:
-            self.__post_init__()
-
-    space: dict[str, Any] = {"__set": _set, "__then": then, "__F": _FACTORY}
-    made = any(f.default_factory is not dataclasses.MISSING for f in ordered)
+        space["__then"] = then
+    given_defaults: list[Any] = []  # the positional fields' defaults, from the first that has one
+    keyword_defaults: dict[str, Any] = {}
+    made = False
     for i, f in enumerate(ordered):
-        space[f"__f{i}"] = f.default_factory
+        if f.default_factory is not dataclasses.MISSING:
+            made = True
+            space[f"__f{i}"] = f.default_factory
+            default: Any = _FACTORY
+        elif f.default is not dataclasses.MISSING:
+            default = f.default
+        elif given_defaults and not f.kw_only:  # the library's words (its own check runs only where it writes
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")  # the `__init__`)
+        else:
+            continue
+        if f.kw_only:
+            keyword_defaults[f.name] = default
+        else:
+            given_defaults.append(default)
     name = (f"init_{len(names)}{'_f' if made else ''}"
             f"{'_then' if set_later else '_post' if post_init else ''}")
-    init = _from_template(name, names, space, co_argcount=1 + positional, co_kwonlyargcount=len(names) - positional,
-                          co_qualname=f"{cls.__qualname__}.__init__")
-    defaults = {f.name: _FACTORY if f.default is dataclasses.MISSING else f.default for f in ordered
-                if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
-    init.__defaults__ = tuple(defaults[f.name] for f in ordered[:positional] if f.name in defaults) or None
-    init.__kwdefaults__ = {f.name: defaults[f.name] for f in ordered[positional:] if f.name in defaults} or None
-    init.__annotations__ = {**{f.name: f.type for f in ordered}, "return": None}
+    init = _from_template(name, names, space, co_argcount=1 + len(positional),
+                          co_kwonlyargcount=len(keywords), co_qualname=f"{cls.__qualname__}.__init__")
+    init.__defaults__ = tuple(given_defaults) or None
+    init.__kwdefaults__ = keyword_defaults or None
+    annotations: dict[str, Any] = {f.name: f.type for f in ordered}
+    annotations["return"] = None
+    init.__annotations__ = annotations
     return cast("Callable[..., None]", init)

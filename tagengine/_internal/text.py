@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _SPACES = re.compile(r"\s+")
+
+
+@cache
+def _pattern(source: str) -> re.Pattern[str]:
+    """`source` compiled on its first use. A class of characters beyond U+00FF takes `re` half a millisecond to
+    compile (it builds a table of every such character), which every command's start paid for each pattern here,
+    most of which a command never uses."""
+    return re.compile(source)
+
+
+_CONTROL = r"[\x00-\x1f\x7f-\x9f\u2028\u2029]"
+_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # the same, for ASCII text, which most is: a table of 128
 
 
 def prompt_unsafe(text: str, *, label: bool = False) -> str | None:
     """Say why `text` may not go into a prompt or tag, or None when it may (DEC-25, GMREF-7, STATE-4/5)."""
     if "\n" in text or "\r" in text:
         return "must be a single line"
-    if _CONTROL.search(text):
+    if (_ASCII_CONTROL if text.isascii() else _pattern(_CONTROL)).search(text):
         return "must not contain control characters"
     if "[" in text or "]" in text:
         return "must not contain square brackets"
@@ -24,7 +35,7 @@ def prompt_unsafe(text: str, *, label: bool = False) -> str | None:
     return None
 
 
-_LINE_BREAK = re.compile("\r\n|[\n\r\u2028\u2029]")
+_LINE_BREAK = "\r\n|[\n\r\u2028\u2029]"
 _BRACKETS = str.maketrans("[]", "()")
 _BRACES = re.compile(r"\{\{+|\}\}+")
 
@@ -37,27 +48,36 @@ def prompt_inert(text: str) -> str:
     `prompt_unsafe` has nothing to say of the result; text it already allows comes back unchanged."""
     if prompt_unsafe(text) is None:
         return text
-    text = _CONTROL.sub(" ", _LINE_BREAK.sub(" / ", text))
+    text = _pattern(_CONTROL).sub(" ", _pattern(_LINE_BREAK).sub(" / ", text))
     return _BRACES.sub(lambda m: m.group()[0], text.translate(_BRACKETS))
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"
 
 
 def writable(text: str) -> bool:
     """True when `text` encodes to UTF-8. Text decoded with `surrogateescape` (a reply that is not clean
-    UTF-8) or a JSON `\\ud800` escape can hold lone surrogates, which no state file could save (H-3)."""
-    return _SURROGATE.search(text) is None
+    UTF-8) or a JSON `\\ud800` escape can hold lone surrogates, which no state file could save (H-3). Strict
+    UTF-8 refuses those and only those; ASCII text, which most is, is known to hold none."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
-_NOT_A_BYTE = re.compile("[\ud800-\udc7f\udd00-\udfff]")  # surrogateescape gives U+DC80..U+DCFF only
+_NOT_A_BYTE = "[\ud800-\udc7f\udd00-\udfff]"  # surrogateescape gives U+DC80..U+DCFF only
 
 
 def escaped_surrogate(text: str, *, bytes_kept: bool) -> str | None:
     """The first lone surrogate in `text` that stands for no character: one written as a JSON escape
     (`\\udfff`), which no UTF-8 output can hold (TR-9). `bytes_kept`: the text came from a line that was not
     UTF-8 and was read with `surrogateescape`, so U+DC80..U+DCFF there are its bytes, kept as they came (H-3)."""
-    found = (_NOT_A_BYTE if bytes_kept else _SURROGATE).search(text)
+    if text.isascii():
+        return None
+    found = _pattern(_NOT_A_BYTE if bytes_kept else _SURROGATE).search(text)
     return None if found is None else found.group()
 
 

@@ -171,22 +171,22 @@ def terminals() -> dict[str, str]:
     return found
 
 
-Expressions = tuple[str, str, str]  # the whole tag, one attribute, the start of a tag
+Expressions = tuple[str, str, str, str]  # a tag's head `[name:`, one attribute, its end, the start of a tag
 
 
 @cache
-def _whole_tag() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """A well-formed tag as one regular expression, built from the grammar's own terminals, so the
-    syntax is still written only in grammars/tags.lark: `[` NAME `:` (KEY (`=` value)?)* `]`, blanks
-    ignored between tokens. Atomic groups take each token whole, as Lark's lexer does, and keep the
-    match linear. Returns (the whole tag, one attribute). Terminals from the cache folder that do not
-    make these expressions are read again from Lark."""
+def _tag_pieces() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """A well-formed tag's pieces as regular expressions, built from the grammar's own terminals, so the
+    syntax is still written only in grammars/tags.lark: its head `[` NAME `:`, one attribute (KEY (`=` value)?),
+    its end `]`, blanks ignored between tokens. Atomic groups take each token whole, as Lark's lexer does, and
+    keep each match linear. Terminals from the cache folder that do not make these expressions are read again
+    from Lark."""
     try:
-        whole, attr, _ = _expressions(terminals())
-        return re.compile(whole), re.compile(attr)
+        head, attr, end, _ = _expressions(terminals())
+        return re.compile(head), re.compile(attr), re.compile(end)
     except (KeyError, re.error):
-        whole, attr, _ = _expressions(_lark_terminals())
-        return re.compile(whole), re.compile(attr)
+        head, attr, end, _ = _expressions(_lark_terminals())
+        return re.compile(head), re.compile(attr), re.compile(end)
 
 
 @cache
@@ -195,9 +195,9 @@ def _tag_start() -> re.Pattern[str]:
     first use, since nothing else reads it and it was a third of what a cold `apply` spent compiling
     regular expressions (PF-44)."""
     try:
-        return re.compile(_expressions(terminals())[2])
+        return re.compile(_expressions(terminals())[3])
     except (KeyError, re.error):
-        return re.compile(_expressions(_lark_terminals())[2])
+        return re.compile(_expressions(_lark_terminals())[3])
 
 
 def _lark_terminals() -> dict[str, str]:
@@ -208,37 +208,39 @@ def _expressions(t: dict[str, str]) -> Expressions:
     ws = f"(?:{t['GAP']})?"
     # in the order of Lark's lexer: SQUOTED's priority first, then the longest
     value = f"(?:(?P<q>{t['SQUOTED']})|(?P<s>{t['STRING']})|(?P<t>{t['TYPO']})|(?P<b>{t['BARE']}))"
+    head = rf"\[{ws}(?P<name>{t['NAME']}){ws}:"
     attr = f"{ws}(?P<key>{t['KEY']})(?:{ws}={ws}{value})?"
-    plain_attr = re.sub(r"\(\?P<[a-z]+>", "(?:", attr)
-    whole = rf"\[{ws}(?P<name>{t['NAME']}){ws}:(?P<body>(?>{plain_attr})*+){ws}(?:{t['_CLOSE']})"
+    end = f"{ws}(?:{t['_CLOSE']})"
     # The start of a tag, cut after a token: whole attributes (a flag only when no `=` follows it), then
     # perhaps a key and its `=`; at most MAX_ATTRIBUTES keys in all. Each token is taken whole (atomic).
     key, plain_value = f"(?>{t['KEY']})", "(?>" + re.sub(r"\(\?P<[a-z]+>", "(?:", value) + ")"
     closed_attr = f"{ws}{key}(?:{ws}={ws}{plain_value}|(?!{ws}=))"
     start = rf"\[{ws}(?>{t['NAME']}){ws}:(?>{closed_attr}){{0,{MAX_ATTRIBUTES - 1}}}+(?:{ws}{key}{ws}=)?{ws}"
-    return whole, attr, start
+    return head, attr, end, start
 
 
 def _lexed(text: str) -> Tag | None:
-    """The tag a well-formed candidate holds, read with one regular expression; None for anything else
-    (a malformed tag, more than MAX_ATTRIBUTES attributes), which Lark then judges and explains. For
-    every text it reads, the Tag equals Lark's (a property test compares them): Lark's per-token cost
-    made dense tags take over a second per MB (SC-5)."""
-    whole, attr = _whole_tag()
-    m = whole.fullmatch(text)
+    """The tag a well-formed candidate holds, read with regular expressions: its head, then one attribute after
+    another, each taken whole where the last ended (the grammar's `(attribute)*` as an atomic, possessive
+    repetition: what one expression of the whole tag read, without compiling that expression, some 2 ms of every
+    cold command that reads a tag), then its end; None for anything else (a malformed tag, more than
+    MAX_ATTRIBUTES attributes), which Lark then judges and explains. For every text it reads, the Tag equals
+    Lark's (a property test compares them): Lark's per-token cost made dense tags take over a second per MB
+    (SC-5)."""
+    head, attr, end = _tag_pieces()
+    m = head.match(text)
     if m is None:
         return None
-    pos, end = m.span("body")  # read in the whole text: a single-quoted value looks past its closing quote
+    pos = m.end()
     attrs: list[Attr] = []
-    while pos < end:
-        a = attr.match(text, pos, end + 2)
-        if a is None:  # pragma: no cover - the whole tag matched, so every attribute does
+    while (a := attr.match(text, pos)) is not None:  # in the whole text: a single-quoted value looks past its quote
+        if len(attrs) == MAX_ATTRIBUTES:
             return None
         s, q, t = a.group("s"), a.group("q") or a.group("t"), a.group("b")
         attrs.append((a.group("key"), unescape(s[1:-1]) if s is not None else q[1:-1] if q is not None else t))
         pos = a.end()
-        if len(attrs) > MAX_ATTRIBUTES:
-            return None
+    if end.fullmatch(text, pos) is None:
+        return None
     return tag_of(m.group("name").lower(), attrs)
 
 
