@@ -1,5 +1,5 @@
-"""SC-5: well-formed tags are read with one regular expression built from the grammar's terminals; Lark
-judges the rest. Whatever the one-expression reading accepts, Lark reads the same Tag."""
+"""SC-5: well-formed tags are read with regular expressions built from the grammar's terminals; Lark
+judges the rest. Whatever that reading accepts, Lark reads the same Tag."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_sc_5_every_well_formed_tag_is_read_by_the_expression(name, pairs, blank
 
 
 def one_expression(text):
-    """How a tag was read before PF-73: one expression of the whole tag, its body's attributes read again."""
+    """The reading by one expression of the whole tag, its body's attributes read again (as before PF-73)."""
     head, attr, end, _ = _expressions(terminals())
     plain_attr = re.sub(r"\(\?P<[a-z]+>", "(?:", attr)
     m = re.fullmatch(rf"{head}(?P<body>(?>{plain_attr})*+){end}", text)

@@ -1,7 +1,7 @@
 """Lark parses one candidate tag into a `Tag` (grammars/tags.lark); the parser is built once, lazily, and kept in
 the cache folder (decision PF-70).
 
-A well-formed tag is read with one regular expression made of the grammar's own terminals (SC-5); those
+A well-formed tag is read with regular expressions made of the grammar's own terminals (SC-5); those
 terminals are kept in the cache folder (decision PF-3), so a command whose tags all read that way never
 imports lark: a cold `tagengine apply` saves the 40 ms of importing it and building the parser.
 """
