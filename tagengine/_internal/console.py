@@ -63,7 +63,9 @@ def defer(names: tuple[str, ...] = DEFERRED) -> None:
 
 def script() -> None:
     """What the console script runs: the command line, in a process of its own."""
-    gc.disable()  # as `cli.main` does (PF-11), from before the command line's own imports
+    # the collector off, as `cli.main` turns it off (PF-11), from before the command line's own imports: they make
+    # thousands of objects that live until the process ends, which each collection would walk for nothing
+    gc.disable()
     if os.environ.get("TAGENGINE_IMPORTS") != "eager":
         defer()
     from .cli import main as run_command_line

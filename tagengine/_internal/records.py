@@ -426,6 +426,7 @@ def _init_of(cls: type, every: tuple[dataclasses.Field[Any], ...], slots: bool) 
     given_defaults: list[Any] = []  # the positional fields' defaults, from the first that has one
     keyword_defaults: dict[str, Any] = {}
     made = False
+    last_with_default = ""
     for i, f in enumerate(ordered):
         if f.default_factory is not dataclasses.MISSING:
             made = True
@@ -433,14 +434,18 @@ def _init_of(cls: type, every: tuple[dataclasses.Field[Any], ...], slots: bool) 
             default: Any = _FACTORY
         elif f.default is not dataclasses.MISSING:
             default = f.default
-        elif given_defaults and not f.kw_only:  # the library's words (its own check runs only where it writes
-            raise TypeError(f"non-default argument {f.name!r} follows default argument")  # the `__init__`)
+        elif given_defaults and not f.kw_only:
+            # refused as `dataclass` refuses it, in its words, which name the field before from Python 3.13 on:
+            # the library checks the order only where it writes the `__init__` itself
+            after = f" {last_with_default!r}" if sys.version_info >= (3, 13) else ""
+            raise TypeError(f"non-default argument {f.name!r} follows default argument{after}")
         else:
             continue
         if f.kw_only:
             keyword_defaults[f.name] = default
         else:
             given_defaults.append(default)
+            last_with_default = f.name
     name = (f"init_{len(names)}{'_f' if made else ''}"
             f"{'_then' if set_later else '_post' if post_init else ''}")
     init = _from_template(name, names, space, co_argcount=1 + len(positional),

@@ -17,7 +17,8 @@ def _pattern(source: str) -> re.Pattern[str]:
 
 
 _CONTROL = r"[\x00-\x1f\x7f-\x9f\u2028\u2029]"
-_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # the same, for ASCII text, which most is: a table of 128
+# the same for ASCII text, which most is: a class within Latin-1 compiles in a tenth of the time
+_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def prompt_unsafe(text: str, *, label: bool = False) -> str | None:

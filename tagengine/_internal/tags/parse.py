@@ -178,9 +178,9 @@ Expressions = tuple[str, str, str, str]  # a tag's head `[name:`, one attribute,
 def _tag_pieces() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """A well-formed tag's pieces as regular expressions, built from the grammar's own terminals, so the
     syntax is still written only in grammars/tags.lark: its head `[` NAME `:`, one attribute (KEY (`=` value)?),
-    its end `]`, blanks ignored between tokens. Atomic groups take each token whole, as Lark's lexer does, and
-    keep each match linear. Terminals from the cache folder that do not make these expressions are read again
-    from Lark."""
+    its end `]`, blanks ignored between tokens. Each token is taken whole, as Lark's lexer takes it (the terminals'
+    own possessive runs; `_lexed` takes each attribute as its first match and never goes back), so each match is
+    linear. Terminals from the cache folder that do not make these expressions are read again from Lark."""
     try:
         head, attr, end, _ = _expressions(terminals())
         return re.compile(head), re.compile(attr), re.compile(end)

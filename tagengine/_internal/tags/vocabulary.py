@@ -10,7 +10,7 @@ the prompt templates, and its docs.
 from __future__ import annotations
 
 import re
-from functools import cache, cached_property
+from functools import cache
 
 from ..records import frozen
 
@@ -59,29 +59,19 @@ def _grow(trie: Trie, done: bool) -> str:
     return "|".join(parts)
 
 
-@frozen
+@frozen(slots=True)
 class Vocabulary:
     """The compiled patterns of one set of tag names.
 
     `candidate`: an opener `[name:` and everything up to the first bracket, that bracket included
     when it is `]` (DEC-25: no value holds a bracket). `opener`: just `[name:`. `partial`: a suffix
-    of the text that may still grow into an opener (`[`, `[ sh`, `[clock `). Only the stream filter reads
-    the last two, so each is compiled on its first read (half a millisecond each, which every command's
-    start paid); `candidate` is what every reply is scanned with.
+    of the text that may still grow into an opener (`[`, `[ sh`, `[clock `).
     """
 
     names: tuple[str, ...]
     candidate: re.Pattern[str]
-    opener_source: str
-    partial_source: str
-
-    @cached_property
-    def opener(self) -> re.Pattern[str]:
-        return re.compile(self.opener_source)
-
-    @cached_property
-    def partial(self) -> re.Pattern[str]:
-        return re.compile(self.partial_source)
+    opener: re.Pattern[str]
+    partial: re.Pattern[str]
 
 
 @cache
@@ -100,8 +90,8 @@ def vocabulary(names: tuple[str, ...] = TAG_NAMES) -> Vocabulary:
     return Vocabulary(
         names=tuple(names),
         candidate=re.compile(opener + r"[^\[\]]*\]?"),
-        opener_source=opener,
-        partial_source=rf"\[{_BLANK}(?:{_grow(trie, False)})?\Z",
+        opener=re.compile(opener),
+        partial=re.compile(rf"\[{_BLANK}(?:{_grow(trie, False)})?\Z"),
     )
 
 
