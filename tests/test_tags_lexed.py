@@ -80,7 +80,7 @@ def test_pf_73_the_tag_read_piece_by_piece_is_the_one_expressions(text):
 
 
 @pytest.mark.parametrize("count", [MAX_ATTRIBUTES, MAX_ATTRIBUTES + 1])
-def test_pf_73_at_most_max_attributes_are_read_without_lark_sc_3(count):
+def test_pf_73_at_most_max_attributes_are_read_without_lark(count):
     text = "[sheet: " + " ".join(f'k{i}="v"' for i in range(count)) + "]"
     assert (_lexed(text) is not None) is (count <= MAX_ATTRIBUTES)
     assert _lexed(text) == one_expression(text)
