@@ -45,6 +45,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _against import bytecode_env, console_script, unpack
+from _amdahl import start_bound
 from _corpus import BENCH, CACHE, ROOT, corpus, cpu_seconds, reference_rewrite, replies
 
 from tagengine._internal import ordered_pool
@@ -222,17 +223,18 @@ def side_by_side(chats: list[int], rounds: int, against: str | None, turns: int 
                 for what in ("jsonl", "st", "command line"):
                     one, two = figures[(tree_label, f"{what} 1")], figures[(tree_label, f"{what} 2")]
                     speedups = [a[0] / b[0] for a, b in zip(one, two, strict=True)]
-                    here, children = (statistics.median(r[i] for r in two) for i in (1, 2))
                     if what == "command line":
-                        # A new process's start (the interpreter, the imports, the ruleset and the tag parser read,
-                        # the first chat alone, PF-30) runs before any worker can help: what the command takes beyond
-                        # the same replay in a warm process. Only the rest can be halved, so the target, which is the
-                        # workers' (a worker must not pay a cold import), is read on the rows above
+                        # A new process's start (the interpreter, the imports, the ruleset and the tag parser read, the
+                        # cold part of the first chat, which runs alone before the fork, PF-30) comes before any worker
+                        # can help: what the command takes beyond the same replay in a warm process. Only the rest can
+                        # be halved, so the target, which is the workers' (a worker must not pay a cold import), is
+                        # read on the rows above
                         serial, bound = start_bound(statistics.median(r[0] for r in one),
                                                     statistics.median(r[0] for r in figures[(tree_label, "jsonl 1")]))
                         cpu = (f"; its start, {serial:.3f} s, is serial: two cores allow about {bound:.2f}x (the "
                                "target is read on the rows above)")
                     else:
+                        here, children = (statistics.median(r[i] for r in two) for i in (1, 2))
                         cpu = (f" (target >= 1.7x); CPU of 2: this process {here:.3f} s, children {children:.3f} s "
                                f"(1 worker {statistics.median(r[1] for r in one):.3f})")
                     print(f"  {tree_label}, {what}: 1 worker {_spread([r[0] for r in one])}, 2 workers "
@@ -243,14 +245,6 @@ def side_by_side(chats: list[int], rounds: int, against: str | None, turns: int 
             for what in ("jsonl", "st", "command line"):
                 digests = {r[-1] for (t, label), rows in figures.items() if label.startswith(what) for r in rows}
                 print(f"  {what}: every output identical (trees, worker counts, rounds): {len(digests) == 1}")
-
-
-def start_bound(command: float, warm: float) -> tuple[float, float]:
-    """(the start, the most two workers can give) of a command that replays with one worker in `command` seconds
-    what a warm process replays in `warm`: the start (all it does beyond the warm replay) is serial, only the
-    replay is shared (Amdahl's law)."""
-    start = max(0.0, command - warm)
-    return start, command / (start + warm / 2)
 
 
 def _spread(values: list[float], unit: str = " s", digits: int = 3) -> str:
